@@ -1,0 +1,147 @@
+"""Agents: executors that get a step's task in words and report success or failure.
+
+An agent sees only what the step declared: the plan status, its own task and the
+results of its ``needs`` (not the whole history). It must *say* whether it succeeded;
+returning is not success by itself (the OpenManus pitfall of marking every step
+completed whenever ``run()`` returns).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from .models import Step
+
+
+@dataclass
+class AgentContext:
+    """What an agent is told about the run when it works on one step."""
+
+    goal: str
+    plan_text: str
+    step: Step
+    needs: dict[str, Any] = field(default_factory=dict)
+    #: ``emit("llm.call", **data)`` records an event in the run (model agents report usage this way).
+    emit: Callable[..., Any] | None = None
+
+
+@dataclass
+class AgentReply:
+    """An agent's answer. ``ok`` False makes the step fail with ``answer`` (or ``notes``) as the error."""
+
+    answer: Any
+    ok: bool = True
+    notes: str = ""
+
+
+@runtime_checkable
+class Agent(Protocol):
+    name: str
+    description: str
+
+    def __call__(self, task: str, context: AgentContext) -> AgentReply: ...
+
+
+class FunctionAgent:
+    """Wrap a Python function as an agent.
+
+    The function is called as ``fn(task, context)`` (or ``fn(task)`` if it takes one
+    argument). Returning a value is success; raising is failure; returning an
+    :class:`AgentReply` says it explicitly.
+    """
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", "agent")
+        doc = (fn.__doc__ or "").strip()
+        self.description = description if description is not None else (doc.splitlines()[0] if doc else "")
+        import inspect
+
+        try:
+            params = [
+                p
+                for p in inspect.signature(fn).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+            ]
+            self._arity = len(params)
+        except (TypeError, ValueError):
+            self._arity = 2
+
+    def __call__(self, task: str, context: AgentContext) -> AgentReply:
+        value = self.fn(task) if self._arity == 1 else self.fn(task, context)
+        return value if isinstance(value, AgentReply) else AgentReply(answer=value, ok=True)
+
+    def __repr__(self) -> str:
+        return f"<FunctionAgent {self.name}>"
+
+
+class ScriptedAgent:
+    """A deterministic agent for teaching and tests.
+
+    ``answers`` maps a regex (searched in the task) to an answer; the first match wins,
+    else ``default``. An answer may be a callable ``(task, context) -> value``. Tasks
+    matching any pattern in ``fail_on`` fail with ``failure``. ``calls`` records
+    every task it was given, so tests can check what the agent saw.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        answers: Mapping[str, Any] | None = None,
+        *,
+        default: Any = "done",
+        fail_on: Iterable[str] = (),
+        failure: str = "the agent could not do this task",
+        description: str = "a scripted agent that gives fixed answers",
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.answers = dict(answers or {})
+        self.default = default
+        self.fail_on = list(fail_on)
+        self.failure = failure
+        self.calls: list[AgentContext] = []
+
+    def __call__(self, task: str, context: AgentContext) -> AgentReply:
+        self.calls.append(context)
+        for pattern in self.fail_on:
+            if re.search(pattern, task, re.IGNORECASE):
+                return AgentReply(answer=None, ok=False, notes=f"{self.failure} (task matched {pattern!r})")
+        for pattern, answer in self.answers.items():
+            if re.search(pattern, task, re.IGNORECASE):
+                return AgentReply(answer=answer(task, context) if callable(answer) else answer)
+        return AgentReply(answer=self.default(task, context) if callable(self.default) else self.default)
+
+    def __repr__(self) -> str:
+        return f"<ScriptedAgent {self.name}>"
+
+
+AgentsLike = Mapping[str, Any] | Iterable[Any] | None
+
+
+def as_agents(agents: AgentsLike) -> dict[str, Agent]:
+    """Accept ``{name: agent_or_function}`` or a list of agents (each with ``.name``)."""
+    if agents is None:
+        return {}
+    result: dict[str, Agent] = {}
+    if isinstance(agents, Mapping):
+        items = list(agents.items())
+    elif isinstance(agents, (str, bytes)) or not isinstance(agents, Iterable):
+        raise TypeError(f"agents must be a mapping of name to agent or a list of agents; got {type(agents).__name__}")
+    else:
+        items = []
+        for a in agents:
+            name = getattr(a, "name", None)
+            if not isinstance(name, str):
+                raise TypeError(f"agent {a!r} has no string .name; pass agents as a {{name: agent}} mapping instead")
+            items.append((name, a))
+    for name, agent in items:
+        if not callable(agent):
+            raise TypeError(f"agent {name!r} is not callable: {agent!r}")
+        if not hasattr(agent, "description") or not hasattr(agent, "name"):
+            agent = FunctionAgent(agent, name=name)
+        result[name] = agent
+    return result

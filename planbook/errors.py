@@ -1,0 +1,82 @@
+"""Errors a user can act on: each names the step, the problem and what to do."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a plan. ``step`` is None for plan-wide problems."""
+
+    message: str
+    step: str | None = None
+    code: str = "invalid"
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"step {self.step}" if self.step is not None else "plan"
+        if self.line is not None:
+            where += f" (line {self.line})"
+        return f"{where}: {self.message}"
+
+
+class PlanError(ValueError):
+    """A plan that cannot run. ``problems`` lists every problem found, not only the first."""
+
+    def __init__(self, problems: Iterable[Problem] | str, *, source: str | None = None) -> None:
+        if isinstance(problems, str):
+            problems = [Problem(problems)]
+        self.problems: list[Problem] = list(problems)
+        self.source = source
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        if len(self.problems) == 1:
+            return f"invalid plan: {self.problems[0]}"
+        lines = [f"invalid plan ({len(self.problems)} problems):"]
+        lines += [f"  - {p}" for p in self.problems]
+        return "\n".join(lines)
+
+    @property
+    def codes(self) -> list[str]:
+        return [p.code for p in self.problems]
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of a long traceback: the problems are the point."""
+        return [f"PlanError: {self._message()}"]
+
+
+class PlanningError(RuntimeError):
+    """A planner could not produce a valid plan; ``attempts`` holds every raw answer."""
+
+    def __init__(self, message: str, *, attempts: list[Any] | None = None) -> None:
+        super().__init__(message)
+        self.attempts: list[Any] = list(attempts or [])
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"PlanningError: {self}"]
+
+
+class RunFailed(RuntimeError):
+    """Raised by ``--check`` and pipelines when a run ends failed; carries the result."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        super().__init__(f"run {result.status} ({result.reason}): {result.error or 'no error message'}")
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"RunFailed: {self}"]
+
+
+def closest(name: str, known: Iterable[str]) -> str:
+    """' — did you mean X?' when something close exists, else ''."""
+    match = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    if not match:
+        lowered = {k.lower(): k for k in known}
+        if name.lower() in lowered:
+            match = [lowered[name.lower()]]
+    return f"; did you mean {match[0]!r}?" if match else ""

@@ -1,0 +1,313 @@
+"""The data everyone shares: steps, plans, diffs, events and run results.
+
+These are pydantic models so that a plan can be validated, serialised (to a store,
+a cassette, a model's tool schema) and shown the same way everywhere. Nothing here
+executes anything.
+"""
+
+from __future__ import annotations
+
+import copy
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+
+class Status(str, Enum):
+    """Where a step is. The marks are the OpenManus plan-text marks."""
+
+    not_started = "not_started"
+    in_progress = "in_progress"
+    completed = "completed"
+    failed = "failed"
+    skipped = "skipped"
+    blocked = "blocked"
+
+    @property
+    def mark(self) -> str:
+        return STATUS_MARKS[self]
+
+    def __str__(self) -> str:  # so f-strings print "completed", not "Status.completed"
+        return self.value
+
+
+STATUS_MARKS: dict[Status, str] = {
+    Status.not_started: "[ ]",
+    Status.in_progress: "[→]",
+    Status.completed: "[✓]",
+    Status.failed: "[✗]",
+    Status.skipped: "[-]",
+    Status.blocked: "[!]",
+}
+
+#: Statuses after which a step will not run again in this revision.
+FINAL_STATUSES = frozenset({Status.completed, Status.failed, Status.skipped, Status.blocked})
+
+PolicyName = Literal["abort", "skip", "retry", "replan"]
+
+
+class Step(BaseModel):
+    """One unit of work: a tool call (``tool`` + ``args``) or a task for an ``agent``."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=False)
+
+    id: str
+    task: str = ""
+    tool: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    agent: str | None = None
+    needs: list[str] = Field(default_factory=list)
+    expect: str = ""
+    on_failure: PolicyName | None = None
+
+    status: Status = Status.not_started
+    result: Any = None
+    error: str | None = None
+    traceback: str | None = None
+    output: str = ""
+    notes: str = ""
+    attempts: int = 0
+    started_at: float | None = None
+    finished_at: float | None = None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds the last attempt took, or None if it has not finished."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return self.finished_at - self.started_at
+
+    @property
+    def executor(self) -> str:
+        """The tool or agent name, as shown in views."""
+        return self.tool if self.tool is not None else (self.agent or "")
+
+    def signature(self) -> tuple[Any, ...]:
+        """What a step *does*: two steps with the same id and signature are the same work."""
+        return (self.tool, _freeze(self.args), self.agent, self.task)
+
+    def fresh(self) -> "Step":
+        """A copy with the run state cleared (what a planner hands over)."""
+        return Step(
+            id=self.id,
+            task=self.task,
+            tool=self.tool,
+            args=copy.deepcopy(self.args),
+            agent=self.agent,
+            needs=list(self.needs),
+            expect=self.expect,
+            on_failure=self.on_failure,
+        )
+
+    def snapshot(self) -> "Step":
+        """A copy for the history: later changes to this step do not rewrite the past."""
+        return self.model_copy(deep=False, update={"args": copy.deepcopy(self.args), "needs": list(self.needs)})
+
+    def describe(self) -> str:
+        """One line: what the step does, for diffs and prompts."""
+        if self.agent:
+            return f"[{self.agent.upper()}] {self.task}".rstrip()
+        call = f"{self.tool}({', '.join(f'{k}={v!r}' for k, v in self.args.items())})"
+        return f"{self.task} → {call}" if self.task else call
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(f"Step {self.id} {self.status.mark} {self.describe()}")
+
+
+def _freeze(value: Any) -> Any:
+    """A hashable, order-insensitive stand-in for args, so diffs compare content."""
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+class Plan(BaseModel):
+    """An ordered list of steps with a goal, an id and a revision number."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    id: str = "plan"
+    goal: str = ""
+    title: str = ""
+    steps: list[Step] = Field(default_factory=list)
+    revision: int = 1
+    #: 1-based line of each step in the spec it was parsed from (for error messages).
+    _lines: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str, *, id: str | None = None, goal: str | None = None) -> "Plan":
+        """Read a plan spec: a YAML/JSON mapping with ``steps`` or a Markdown list."""
+        from .spec import parse_plan
+
+        return parse_plan(text, plan_id=id, goal=goal)
+
+    @property
+    def display_title(self) -> str:
+        return self.title or self.goal or self.id
+
+    def step(self, step_id: str) -> Step:
+        """The step with this id (KeyError names the known ids)."""
+        for s in self.steps:
+            if s.id == step_id:
+                return s
+        raise KeyError(f"no step {step_id!r} in plan {self.id!r}; its steps are {[s.id for s in self.steps]}")
+
+    def counts(self) -> dict[Status, int]:
+        counts = {status: 0 for status in Status}
+        for s in self.steps:
+            counts[s.status] += 1
+        return counts
+
+    def line_of(self, step_id: str) -> int | None:
+        return self._lines.get(step_id)
+
+    def copy_plan(self) -> "Plan":
+        """A deep copy that keeps step results by reference (they may be large)."""
+        clone = self.model_copy(update={"steps": [s.snapshot() for s in self.steps]})
+        clone._lines = dict(self._lines)
+        return clone
+
+    def __str__(self) -> str:
+        from .textview import format_plan
+
+        return format_plan(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .textview import plan_mimebundle
+
+        return plan_mimebundle(self)
+
+
+class PlanDiff(BaseModel):
+    """What a replan changed, by step id. ``steps`` describes every id mentioned."""
+
+    from_revision: int
+    to_revision: int
+    removed: list[str] = Field(default_factory=list)
+    added: list[str] = Field(default_factory=list)
+    revised: list[str] = Field(default_factory=list)
+    reason: str | None = None
+    steps: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.removed or self.added or self.revised)
+
+    def __str__(self) -> str:
+        from .textview import format_diff
+
+        return format_diff(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+
+EventKind = Literal[
+    "run.started",
+    "plan.created",
+    "step.started",
+    "step.finished",
+    "step.failed",
+    "step.retry",
+    "step.skipped",
+    "step.blocked",
+    "plan.diff",
+    "llm.call",
+    "run.paused",
+    "run.finished",
+]
+
+
+class Event(BaseModel):
+    """A typed record of something that happened during a run.
+
+    ``data`` holds the kind-specific fields (documented in :mod:`planbook.events`).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    kind: EventKind
+    time: float
+    step: str | None = None
+    revision: int = 1
+    data: dict[str, Any] = Field(default_factory=dict)
+
+    def __str__(self) -> str:
+        where = f" step={self.step}" if self.step else ""
+        return f"{self.kind}{where} {self.data}" if self.data else f"{self.kind}{where}"
+
+
+RunStatus = Literal["running", "paused", "completed", "failed", "interrupted"]
+RunReason = Literal[
+    "goal_met",
+    "steps_skipped",
+    "step_budget",
+    "replan_budget",
+    "no_plan",
+    "aborted",
+    "interrupted",
+    "paused",
+]
+
+
+class Usage(BaseModel):
+    """Model calls and tokens spent by a run (filled from ``llm.call`` events)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class RunResult(BaseModel):
+    """How a run ended and everything it did, in order."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    status: RunStatus
+    reason: RunReason | None = None
+    plan: Plan
+    history: list[Step] = Field(default_factory=list)
+    revisions: list[PlanDiff] = Field(default_factory=list)
+    events: list[Event] = Field(default_factory=list)
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    executions: int = 0
+    replans: int = 0
+    max_steps: int = 12
+    max_replans: int = 5
+    usage: Usage = Field(default_factory=Usage)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+    @property
+    def goal(self) -> str:
+        return self.plan.goal
+
+    def __str__(self) -> str:
+        from .textview import format_result
+
+        return format_result(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .textview import result_mimebundle
+
+        return result_mimebundle(self)

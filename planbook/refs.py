@@ -1,0 +1,64 @@
+"""``$id`` references from a step's args to earlier results.
+
+``"$load"`` as a whole value is the result object itself; ``"${load}"`` inside a string
+is its text. Bare ``$id`` inside a longer string is *not* a reference, so ``$1`` can
+never match inside ``$10`` (the ReWOO ``str.replace`` pitfall) and ``"costs $5"`` stays
+literal. ``$$`` escapes a dollar sign.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_ID = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*"
+WHOLE_REF = re.compile(rf"^\$({_ID})$")
+INLINE_REF = re.compile(rf"\$\$|\$\{{({_ID})\}}")
+
+
+def find_refs(value: Any) -> list[str]:
+    """Every step id referenced in ``value`` (nested lists and dicts included), in order."""
+    found: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            whole = WHOLE_REF.match(v)
+            if whole:
+                found.append(whole.group(1))
+                return
+            found.extend(m.group(1) for m in INLINE_REF.finditer(v) if m.group(1))
+        elif isinstance(v, Mapping):
+            for item in v.values():
+                walk(item)
+        elif isinstance(v, (list, tuple)):
+            for item in v:
+                walk(item)
+
+    walk(value)
+    return list(dict.fromkeys(found))
+
+
+def args_with_refs(args: Mapping[str, Any]) -> set[str]:
+    """Names of the args whose value holds a reference (their type is known only at run time)."""
+    return {name for name, value in args.items() if find_refs(value)}
+
+
+def resolve(value: Any, results: Mapping[str, Any]) -> Any:
+    """Replace references with results. A missing id raises KeyError naming it."""
+    if isinstance(value, str):
+        whole = WHOLE_REF.match(value)
+        if whole:
+            return results[whole.group(1)]
+
+        def sub(m: re.Match[str]) -> str:
+            return "$" if m.group(0) == "$$" else str(results[m.group(1)])
+
+        return INLINE_REF.sub(sub, value) if "$" in value else value
+    if isinstance(value, Mapping):
+        return {k: resolve(v, results) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, results) for v in value]
+    if isinstance(value, tuple):
+        return tuple(resolve(v, results) for v in value)
+    return value

@@ -1,0 +1,506 @@
+"""The runner: the plan-execute state machine (EXEC → NEXT/REPLAN → DONE/FAILED).
+
+Its state is explicit and serialisable (:class:`RunState`: a plan, counters, history,
+revisions, events), and it advances one execution per :meth:`Runner.advance`, so a
+notebook can step through a plan, stop at a step, be interrupted and continue — and a
+store or a parallel scheduler can take over the same state later.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .agents import AgentContext, AgentsLike, as_agents
+from .diff import diff_plans
+from .errors import PlanError, PlanningError, Problem
+from .execute import Outcome, execute
+from .models import (
+    Event,
+    EventKind,
+    Plan,
+    PlanDiff,
+    PolicyName,
+    RunReason,
+    RunResult,
+    RunStatus,
+    Status,
+    Step,
+    Usage,
+)
+from .planners import Planner, PlanningContext, planner_steps
+from .spec import slug
+from .textview import format_plan
+from .tools import ToolsLike, as_toolbox
+from .validate import check_replacement, plan_problems, validate_plan
+
+POLICIES: tuple[PolicyName, ...] = ("abort", "skip", "retry", "replan")
+EventHandler = Callable[[Event], None]
+
+
+class RunState(BaseModel):
+    """Everything a run knows; enough to show it, store it or continue it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    plan: Plan
+    status: RunStatus = "running"
+    reason: RunReason | None = None
+    error: str | None = None
+    executions: int = 0
+    replans: int = 0
+    retries_used: dict[str, int] = Field(default_factory=dict)
+    last_error: str | None = None
+    history: list[Step] = Field(default_factory=list)
+    revisions: list[PlanDiff] = Field(default_factory=list)
+    events: list[Event] = Field(default_factory=list)
+    started: bool = False
+
+
+def normalise_policy(on_failure: str | Sequence[str] | None, *, has_planner: bool) -> tuple[PolicyName, ...]:
+    """``"retry"`` or ``["retry", "replan"]`` → a chain tried in order; default replan/abort."""
+    if on_failure is None:
+        return ("replan",) if has_planner else ("abort",)
+    chain = (on_failure,) if isinstance(on_failure, str) else tuple(on_failure)
+    for policy in chain:
+        if policy not in POLICIES:
+            raise ValueError(f"unknown failure policy {policy!r}; choose from {', '.join(POLICIES)}")
+    if "replan" in chain and not has_planner:
+        raise ValueError("on_failure='replan' needs a planner: pass planner=... (or choose abort, skip or retry)")
+    if not chain:
+        raise ValueError(f"on_failure is empty; choose from {', '.join(POLICIES)}")
+    return chain  # type: ignore[return-value]
+
+
+def make_plan(
+    goal: str,
+    planner: Planner,
+    *,
+    tools: ToolsLike = None,
+    agents: AgentsLike = None,
+    plan_id: str | None = None,
+    title: str = "",
+) -> Plan:
+    """Ask ``planner`` for a first plan and validate it. Raises PlanningError / PlanError."""
+    toolbox, agent_map = as_toolbox(tools), as_agents(agents)
+    _tell_planner(planner, PlanningContext(tools=toolbox, agents=agent_map, plan=None))
+    steps = planner_steps(planner(goal, [], None))
+    if not steps:
+        raise PlanningError(f"the planner returned no steps for the goal {goal!r}")
+    plan = Plan(id=plan_id or slug(goal) or "plan", goal=goal, title=title, steps=steps)
+    return validate_plan(plan, toolbox, agent_map)
+
+
+def _tell_planner(planner: Any, context: PlanningContext) -> None:
+    set_context = getattr(planner, "set_context", None)
+    if callable(set_context):
+        set_context(context)
+
+
+class Runner:
+    """Executes a plan step by step under a failure policy and budgets.
+
+    ``plan`` is a :class:`Plan`, a spec string, or — with a ``planner`` — a goal in
+    words. An invalid plan raises :class:`PlanError` here, before anything runs.
+    """
+
+    def __init__(
+        self,
+        plan: Plan | str,
+        *,
+        planner: Planner | None = None,
+        tools: ToolsLike = None,
+        agents: AgentsLike = None,
+        on_failure: str | Sequence[str] | None = None,
+        retries: int = 0,
+        max_steps: int = 12,
+        max_replans: int = 5,
+        step_timeout: float | None = None,
+        on_event: EventHandler | Iterable[EventHandler] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        for name, value in (("max_steps", max_steps), ("max_replans", max_replans), ("retries", retries)):
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+        if step_timeout is not None and step_timeout <= 0:
+            raise ValueError(f"step_timeout must be a positive number of seconds, got {step_timeout!r}")
+        self.planner = planner
+        self.tools = as_toolbox(tools)
+        self.agents = as_agents(agents)
+        self.policy = normalise_policy(on_failure, has_planner=planner is not None)
+        self.retries = retries
+        self.max_steps = max_steps
+        self.max_replans = max_replans
+        self.step_timeout = step_timeout
+        self.clock = clock
+        self.handlers: list[EventHandler] = []
+        if callable(on_event):
+            self.handlers.append(on_event)
+        elif on_event is not None:
+            self.handlers.extend(on_event)
+
+        self.goal_only: str | None = None
+        if isinstance(plan, Plan):
+            initial = plan.copy_plan()
+        elif isinstance(plan, str) and planner is not None and not _looks_like_spec(plan):
+            self.goal_only = plan.strip()
+            initial = Plan(id=slug(plan) or "plan", goal=plan.strip(), steps=[], revision=0)
+        elif isinstance(plan, str):
+            initial = Plan.parse(plan)
+        else:
+            raise TypeError(f"run() takes a Plan, a plan spec or (with a planner) a goal; got {type(plan).__name__}")
+        if self.goal_only is None:
+            for step in initial.steps:  # a plan run again starts clean
+                if step.status is not Status.completed:
+                    step.status = Status.not_started
+            validate_plan(initial, self.tools, self.agents)
+        self.state = RunState(plan=initial)
+
+    # ----------------------------------------------------------------- events
+    def subscribe(self, handler: EventHandler) -> None:
+        """Call ``handler(event)`` for every event from now on (views use this)."""
+        self.handlers.append(handler)
+
+    def emit(self, kind: EventKind, step: str | None = None, **data: Any) -> Event:
+        event = Event(kind=kind, time=self.clock(), step=step, revision=self.state.plan.revision, data=data)
+        self.state.events.append(event)
+        for handler in list(self.handlers):
+            try:
+                handler(event)
+            except KeyboardInterrupt:
+                raise
+            except Exception as exc:  # a broken view must not lose the run; say so once
+                warnings.warn(f"event handler {handler!r} failed on {kind}: {exc!r}; it is removed", stacklevel=2)
+                self.handlers.remove(handler)
+        return event
+
+    # ------------------------------------------------------------------ state
+    @property
+    def plan(self) -> Plan:
+        return self.state.plan
+
+    @property
+    def finished(self) -> bool:
+        return self.state.status in ("completed", "failed")
+
+    def _finish(self, status: RunStatus, reason: RunReason, error: str | None = None) -> None:
+        self.state.status, self.state.reason, self.state.error = status, reason, error
+        self.emit("run.finished", status=status, reason=reason, error=error, executions=self.state.executions,
+                  replans=self.state.replans)
+
+    def result(self) -> RunResult:
+        """A snapshot of the run so far (the runner may go on after a pause)."""
+        s = self.state
+        usage = Usage()
+        for e in s.events:
+            if e.kind == "llm.call":
+                usage.calls += 1
+                usage.prompt_tokens += int(e.data.get("prompt_tokens") or 0)
+                usage.completion_tokens += int(e.data.get("completion_tokens") or 0)
+        plan = s.plan.copy_plan()
+        return RunResult(
+            status=s.status,
+            reason=s.reason,
+            plan=plan,
+            history=list(s.history),
+            revisions=list(s.revisions),
+            events=list(s.events),
+            outputs={st.id: st.result for st in plan.steps if st.status is Status.completed},
+            error=s.error,
+            executions=s.executions,
+            replans=s.replans,
+            max_steps=self.max_steps,
+            max_replans=self.max_replans,
+            usage=usage,
+        )
+
+    # -------------------------------------------------------------- running
+    def run(self, *, until: str | None = None, max_executions: int | None = None) -> RunResult:
+        """Advance until the run ends, step ``until`` has run, or ``max_executions`` were made."""
+        if until is not None and self.state.started:
+            self.plan.step(until)  # KeyError names the known ids
+        done_before = self.state.executions
+        try:
+            while not self.finished:
+                if max_executions is not None and self.state.executions - done_before >= max_executions:
+                    self._pause(f"paused after {max_executions} execution(s)")
+                    break
+                ran = self.advance()
+                if until is not None and ran is not None and ran.id == until and ran.status in (
+                    Status.completed, Status.skipped, Status.failed
+                ) and not self.finished:
+                    self._pause(f"paused after step {until}")
+                    break
+        except KeyboardInterrupt:
+            self._interrupt()
+        return self.result()
+
+    def _pause(self, why: str) -> None:
+        self.state.status, self.state.reason = "paused", "paused"
+        self.emit("run.paused", why=why)
+
+    def _interrupt(self) -> None:
+        for step in self.plan.steps:
+            if step.status is Status.in_progress:  # it did not finish: it runs again on continue
+                step.status = Status.not_started
+                step.notes = "interrupted; it runs again when the run continues"
+        self.state.status, self.state.reason, self.state.error = "interrupted", "interrupted", "interrupted by the user"
+        self.emit("run.finished", status="interrupted", reason="interrupted", error=self.state.error,
+                  executions=self.state.executions, replans=self.state.replans)
+
+    def advance(self) -> Step | None:
+        """One tick: plan if needed, then execute the next ready step and apply the policy.
+
+        Returns the step that was executed (None when the tick only planned or finished).
+        """
+        s = self.state
+        if self.finished:
+            return None
+        if s.status in ("paused", "interrupted"):
+            s.status, s.reason, s.error = "running", None, None
+            self.emit("run.started", resumed=True)
+        if not s.started:
+            s.started = True
+            self.emit("run.started", resumed=False, max_steps=self.max_steps, max_replans=self.max_replans)
+            if self.goal_only is not None and not self._first_plan():
+                return None
+            self.emit("plan.created", plan=format_plan(s.plan), steps=[st.id for st in s.plan.steps])
+        step = self._next_step()
+        if step is None:
+            self._complete()
+            return None
+        if s.executions >= self.max_steps:
+            self._finish(
+                "failed", "step_budget",
+                f"step budget used up: {s.executions} of max_steps={self.max_steps} executions made; "
+                f"step {step.id!r} and later steps did not run (raise max_steps to allow more)",
+            )
+            return None
+        self._execute(step)
+        return step
+
+    def _first_plan(self) -> bool:
+        assert self.planner is not None and self.goal_only is not None
+        try:
+            plan = make_plan(self.goal_only, self.planner, tools=self.tools, agents=self.agents, plan_id=self.plan.id)
+        except (PlanningError, PlanError) as exc:
+            self._finish("failed", "no_plan", f"the planner could not make a plan: {exc}")
+            return False
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            self._finish("failed", "no_plan", f"the planner raised {type(exc).__name__}: {exc}")
+            return False
+        self.state.plan = plan
+        return True
+
+    def _next_step(self) -> Step | None:
+        """The first not-started step whose needs are all completed; blocks steps that cannot run."""
+        by_id = {st.id: st for st in self.plan.steps}
+        changed = True
+        while changed:  # blocking one step may block its dependents
+            changed = False
+            for st in self.plan.steps:
+                if st.status is not Status.not_started:
+                    continue
+                dead = [n for n in st.needs if by_id[n].status in (Status.failed, Status.skipped, Status.blocked)]
+                if dead:
+                    st.status = Status.blocked
+                    st.notes = f"blocked: needs {', '.join(dead)}, which did not complete"
+                    self.emit("step.blocked", step=st.id, because=dead)
+                    changed = True
+        for st in self.plan.steps:
+            if st.status is Status.not_started and all(by_id[n].status is Status.completed for n in st.needs):
+                return st
+        return None
+
+    def _complete(self) -> None:
+        counts = self.plan.counts()
+        if counts[Status.completed] == len(self.plan.steps):
+            self._finish("completed", "goal_met")
+        else:
+            undone = [st.id for st in self.plan.steps if st.status is not Status.completed]
+            self._finish("completed", "steps_skipped", f"the run reached the end without steps {', '.join(undone)}")
+
+    def _agent_context(self, step: Step) -> AgentContext:
+        return AgentContext(
+            goal=self.plan.goal,
+            plan_text=format_plan(self.plan),
+            step=step.snapshot(),
+            needs={n: self.plan.step(n).result for n in step.needs},
+            emit=lambda kind, **data: self.emit(kind, step=step.id, **data),  # type: ignore[arg-type]
+        )
+
+    def _execute(self, step: Step) -> None:
+        s = self.state
+        s.executions += 1
+        step.attempts += 1
+        step.status = Status.in_progress
+        step.error = step.traceback = None
+        step.started_at, step.finished_at = self.clock(), None
+        self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions)
+        results = {st.id: st.result for st in self.plan.steps if st.status is Status.completed}
+        try:
+            outcome = execute(
+                step,
+                results=results,
+                tools=self.tools,
+                agents=self.agents,
+                context=lambda: self._agent_context(step),
+                timeout=self.step_timeout,
+            )
+        except KeyboardInterrupt:
+            s.executions -= 1
+            step.attempts -= 1
+            raise
+        step.finished_at = self.clock()
+        self._record(step, outcome)
+        s.history.append(step.snapshot())
+        if outcome.ok:
+            self.emit("step.finished", step=step.id, duration=step.duration, result=_short(step.result))
+        else:
+            s.last_error = f"step {step.id} failed: {outcome.error}"
+            self.emit("step.failed", step=step.id, duration=step.duration, error=outcome.error)
+            self._on_failure(step)
+
+    @staticmethod
+    def _record(step: Step, outcome: Outcome) -> None:
+        step.status = Status.completed if outcome.ok else Status.failed
+        step.result = outcome.result
+        step.error = outcome.error
+        step.traceback = outcome.traceback
+        step.output = outcome.output
+        if outcome.notes:
+            step.notes = outcome.notes
+
+    def _policy_for(self, step: Step) -> tuple[PolicyName, ...]:
+        if step.on_failure is None:
+            return self.policy
+        if step.on_failure == "replan" and self.planner is None:
+            return ("abort",)
+        if step.on_failure == "retry":
+            return ("retry",) + tuple(p for p in self.policy if p != "retry")
+        return (step.on_failure,)
+
+    def _on_failure(self, step: Step) -> None:
+        s = self.state
+        for policy in self._policy_for(step):
+            if policy == "retry":
+                used = s.retries_used.get(step.id, 0)
+                if used < self.retries:
+                    s.retries_used[step.id] = used + 1
+                    step.status = Status.not_started
+                    step.notes = f"retry {used + 1}/{self.retries} after: {step.error}"
+                    self.emit("step.retry", step=step.id, retry=used + 1, of=self.retries, error=step.error)
+                    return
+                continue
+            if policy == "skip":
+                step.status = Status.skipped
+                step.notes = f"skipped after: {step.error}"
+                self.emit("step.skipped", step=step.id, error=step.error)
+                return
+            if policy == "replan":
+                self._replan(step)
+                return
+            break  # abort
+        self._finish("failed", "aborted", f"step {step.id} failed: {step.error}")
+
+    def _replan(self, failed: Step) -> None:
+        s = self.state
+        assert self.planner is not None
+        if s.replans >= self.max_replans:
+            self._finish(
+                "failed", "replan_budget",
+                f"replan budget used up: {s.replans} of max_replans={self.max_replans} replans made; "
+                f"last error: {s.last_error}",
+            )
+            return
+        kept = [st for st in self.plan.steps if st.status in (Status.completed, Status.skipped)]
+        context = PlanningContext(
+            tools=self.tools,
+            agents=self.agents,
+            plan=self.plan.copy_plan(),
+            kept_ids=[st.id for st in kept],
+            validate=lambda steps: self._replacement_problems(kept, steps),
+            emit=lambda kind, **data: self.emit(kind, **data),  # type: ignore[arg-type]
+        )
+        _tell_planner(self.planner, context)
+        s.replans += 1
+        try:
+            proposed = planner_steps(self.planner(self.plan.goal, list(s.history), s.last_error))
+        except KeyboardInterrupt:
+            raise
+        except (PlanningError, PlanError) as exc:
+            self._finish("failed", "no_plan", f"replanning after step {failed.id} failed: {exc}")
+            return
+        except Exception as exc:
+            self._finish("failed", "no_plan", f"the planner raised {type(exc).__name__}: {exc}")
+            return
+        new_steps, problems = check_replacement(kept, proposed)
+        if not proposed or (not new_steps and not problems):
+            self._finish("failed", "no_plan", f"the planner had no new plan after: {s.last_error}")
+            return
+        candidate = Plan(
+            id=self.plan.id, goal=self.plan.goal, title=self.plan.title,
+            steps=kept + new_steps,
+            revision=self.plan.revision + 1,
+        )
+        problems += plan_problems(candidate, self.tools, self.agents)
+        if problems:
+            self._finish("failed", "no_plan", str(PlanError(problems)).replace("invalid plan", "the planner's new plan is invalid", 1))
+            return
+        diff = diff_plans(self.plan, candidate, reason=s.last_error)
+        s.plan = candidate
+        s.revisions.append(diff)
+        self.emit("plan.diff", removed=diff.removed, added=diff.added, revised=diff.revised,
+                  from_revision=diff.from_revision, to_revision=diff.to_revision, reason=diff.reason)
+        self.emit("plan.created", plan=format_plan(candidate), steps=[st.id for st in candidate.steps])
+
+    def _replacement_problems(self, kept: list[Step], steps: list[Step]) -> list[Problem]:
+        new_steps, problems = check_replacement(kept, steps)
+        candidate = Plan(id=self.plan.id, goal=self.plan.goal, steps=list(kept) + new_steps)
+        return problems + plan_problems(candidate, self.tools, self.agents)
+
+
+def _looks_like_spec(text: str) -> bool:
+    """A goal is prose; a spec has ``steps:`` or list items. Used only when a planner is given."""
+    from .spec import _looks_like_markdown
+
+    stripped = text.strip()
+    return stripped.startswith(("{", "[")) or "steps:" in stripped or _looks_like_markdown(stripped)
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def run(
+    plan: Plan | str,
+    *,
+    planner: Planner | None = None,
+    tools: ToolsLike = None,
+    agents: AgentsLike = None,
+    on_failure: str | Sequence[str] | None = None,
+    retries: int = 0,
+    max_steps: int = 12,
+    max_replans: int = 5,
+    step_timeout: float | None = None,
+    on_event: EventHandler | Iterable[EventHandler] | None = None,
+    clock: Callable[[], float] = time.time,
+) -> RunResult:
+    """Run a plan (or a goal, with a planner) to the end and return the :class:`RunResult`.
+
+    Raises :class:`PlanError` if the plan is invalid (nothing runs); every other
+    outcome — failures, budgets, interrupts — is in the result.
+    """
+    runner = Runner(
+        plan, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=retries,
+        max_steps=max_steps, max_replans=max_replans, step_timeout=step_timeout, on_event=on_event, clock=clock,
+    )
+    return runner.run()
+

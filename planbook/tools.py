@@ -1,0 +1,203 @@
+"""Tools: Python callables with typed arguments that plan steps can call.
+
+A tool's signature becomes a pydantic model, so args are checked before a plan runs
+(and again, with real values, just before the call) and its JSON schema can be shown
+to a model. The first docstring line is the description a model sees.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+
+class Tool:
+    """A registered callable. Call it like the function; ``validate`` checks args."""
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"a tool must be callable, got {fn!r}")
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        if not self.name.isidentifier():
+            raise ValueError(f"tool name {self.name!r} must be a Python identifier (letters, digits, _)")
+        doc = inspect.getdoc(fn) or ""
+        self.description = description if description is not None else (doc.splitlines()[0] if doc else "")
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+        self.args_model = _args_model(fn, self.name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name}: {self.description}>"
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the arguments (what a model is shown)."""
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return schema
+
+    def schema(self) -> dict[str, Any]:
+        """An OpenAI-style function description."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    def validate(self, args: Mapping[str, Any], *, skip: Iterable[str] = ()) -> list[str]:
+        """Problems binding ``args`` to the signature; names in ``skip`` are not type-checked.
+
+        Skipped names are the ones holding ``$id`` references, whose values exist only at run time.
+        """
+        skipped = set(skip)
+        fields = self.args_model.model_fields
+        problems: list[str] = []
+        unknown = [k for k in args if k not in fields]
+        if unknown and not self._takes_kwargs:
+            expected = ", ".join(f"{n}: {_type_name(f.annotation)}" for n, f in fields.items()) or "no arguments"
+            problems += [f"tool {self.name!r} has no argument {k!r} (it takes {expected})" for k in unknown]
+        try:
+            self.args_model.model_validate({k: v for k, v in args.items() if k not in skipped and k in fields})
+        except ValidationError as exc:
+            for err in exc.errors():
+                arg = str(err["loc"][0]) if err["loc"] else "?"
+                if arg in skipped:
+                    continue
+                if err["type"] == "missing":
+                    problems.append(f"tool {self.name!r} needs argument {arg!r} ({_type_name(fields[arg].annotation)})")
+                else:
+                    expected = _type_name(fields[arg].annotation) if arg in fields else "?"
+                    problems.append(
+                        f"argument {arg!r} of tool {self.name!r} expects {expected}, got {err['input']!r} ({err['msg']})"
+                    )
+        return problems
+
+    def coerce(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """The args as the function will receive them (pydantic-coerced). Raises ValueError."""
+        fields = self.args_model.model_fields
+        known = {k: v for k, v in args.items() if k in fields}
+        try:
+            model = self.args_model.model_validate(known)
+        except ValidationError as exc:
+            details = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})" for e in exc.errors()
+            )
+            raise ValueError(f"bad arguments for tool {self.name!r}: {details}") from None
+        coerced = {k: getattr(model, k) for k in known}
+        coerced.update({k: v for k, v in args.items() if k not in fields})
+        return coerced
+
+    @property
+    def _takes_kwargs(self) -> bool:
+        try:
+            params = inspect.signature(self.fn).parameters.values()
+        except (TypeError, ValueError):
+            return True
+        return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def _type_name(annotation: Any) -> str:
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return "any"
+    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+
+
+def _args_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
+    """A pydantic model of the callable's keyword-bindable parameters."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return create_model(f"{name}_args", __config__=ConfigDict(extra="allow"))
+    try:
+        hints = get_type_hints(fn)
+    except Exception:  # unresolved forward references: fall back to raw annotations
+        hints = {}
+    fields: dict[str, Any] = {}
+    for param in sig.parameters.values():
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise ValueError(f"tool {name!r}: positional-only parameter {param.name!r} cannot be passed by name")
+        annotation = hints.get(param.name, param.annotation)
+        if annotation is inspect.Parameter.empty:
+            annotation = Any
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, default)
+    config = ConfigDict(arbitrary_types_allowed=True, extra="ignore")
+    return create_model(f"{name}_args", __config__=config, **fields)
+
+
+class Toolbox(Mapping[str, Tool]):
+    """A named set of tools. ``@box.tool`` registers; a Toolbox is a read-only mapping."""
+
+    def __init__(self, tools: Iterable[Callable[..., Any] | Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.add(t)
+
+    def add(self, fn: Callable[..., Any] | Tool, *, name: str | None = None, description: str | None = None) -> Tool:
+        """Register ``fn`` (replacing a tool of the same name: re-running a notebook cell must work)."""
+        tool_obj = fn if isinstance(fn, Tool) and name is None and description is None else Tool(
+            fn.fn if isinstance(fn, Tool) else fn, name=name or getattr(fn, "name", None), description=description
+        )
+        self._tools[tool_obj.name] = tool_obj
+        return tool_obj
+
+    def tool(self, fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None) -> Any:
+        """Decorator: ``@box.tool`` or ``@box.tool(name="x")``. Returns the function unchanged."""
+
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+            self.add(f, name=name, description=description)
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def remove(self, name: str) -> None:
+        del self._tools[name]
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"Toolbox({sorted(self._tools)})"
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self._tools.values()]
+
+
+#: Tools registered with the module-level ``@planbook.tool``.
+default_toolbox = Toolbox()
+
+
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None) -> Any:
+    """Register a function in the default toolbox (used when a run is given no ``tools``)."""
+    return default_toolbox.tool(fn, name=name, description=description)
+
+
+ToolsLike = Toolbox | Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]] | None
+
+
+def as_toolbox(tools: ToolsLike) -> Toolbox:
+    """Accept a Toolbox, a ``{name: fn}`` mapping, a list of functions, or None (the default toolbox)."""
+    if tools is None:
+        return default_toolbox
+    if isinstance(tools, Toolbox):
+        return tools
+    if isinstance(tools, Mapping):
+        box = Toolbox()
+        for key, fn in tools.items():
+            box.add(fn, name=key)
+        return box
+    if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
+        raise TypeError(
+            f"tools must be a Toolbox, a mapping of name to function, or a list of functions; got {type(tools).__name__}"
+        )
+    return Toolbox(tools)

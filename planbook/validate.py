@@ -1,0 +1,149 @@
+"""Check a plan before anything runs: a bad plan is an error, never half a plan."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from .errors import PlanError, Problem, closest
+from .models import Plan, Step
+from .refs import args_with_refs, find_refs
+from .tools import Tool
+
+
+def plan_problems(
+    plan: Plan,
+    tools: Mapping[str, Tool],
+    agents: Collection[str],
+    *,
+    known_ids: Collection[str] = (),
+) -> list[Problem]:
+    """Every problem with ``plan``; empty when it may run.
+
+    ``known_ids`` are ids outside ``plan.steps`` that ``needs`` may name (completed
+    steps kept by a replan, when a planner's new steps are checked on their own).
+    """
+    problems: list[Problem] = []
+
+    def add(message: str, step: Step | None, code: str) -> None:
+        line = plan.line_of(step.id) if step is not None else None
+        problems.append(Problem(message, step=step.id if step is not None else None, code=code, line=line))
+
+    if not plan.steps:
+        add("the plan has no steps", None, "empty")
+        return problems
+
+    seen: set[str] = set()
+    for step in plan.steps:
+        if not step.id.strip():
+            add("a step id must not be empty", step, "empty_id")
+        if step.id in seen:
+            add(f"duplicate step id {step.id!r}: every step needs its own id", step, "duplicate_id")
+        seen.add(step.id)
+
+    ids = seen | set(known_ids)
+    for step in plan.steps:
+        for need in step.needs:
+            if need == step.id:
+                add(f"step {step.id!r} needs itself", step, "cycle")
+            elif need not in ids:
+                add(f"needs {need!r}, but no step has that id{closest(need, ids)}", step, "unknown_need")
+        for ref in find_refs(step.args):
+            if ref not in ids:
+                add(f"args refer to ${ref}, but no step has that id{closest(ref, ids)}", step, "unknown_ref")
+
+        if step.tool and step.agent:
+            add(f"names both tool {step.tool!r} and agent {step.agent!r}; a step has exactly one", step, "tool_and_agent")
+        elif not step.tool and not step.agent:
+            add("names neither a tool nor an agent (Markdown: start the line with [AGENT])", step, "no_executor")
+        elif step.tool:
+            tool = tools.get(step.tool)
+            if tool is None:
+                add(f"unknown tool {step.tool!r}{closest(step.tool, tools)}; known tools: {_names(tools)}", step, "unknown_tool")
+            else:
+                for message in tool.validate(step.args, skip=args_with_refs(step.args)):
+                    add(message, step, "bad_args")
+        else:
+            assert step.agent is not None
+            if step.agent not in agents:
+                add(
+                    f"unknown agent {step.agent!r}{closest(step.agent, agents)}; known agents: {_names(agents)}",
+                    step,
+                    "unknown_agent",
+                )
+            if step.args:
+                add("an agent step takes no args (put what it needs in its task and needs)", step, "bad_args")
+
+    cycle = find_cycle(plan.steps)
+    if cycle:
+        first = next(s for s in plan.steps if s.id == cycle[0])
+        add(f"dependency cycle: {' → '.join(cycle)} (→ reads 'needs'); remove one of these needs", first, "cycle")
+    return problems
+
+
+def _names(names: Collection[str]) -> str:
+    return ", ".join(sorted(names)) if names else "(none registered)"
+
+
+def find_cycle(steps: list[Step]) -> list[str] | None:
+    """A cycle in ``needs`` as ``[a, b, ..., a]``, or None. Self-needs are reported separately."""
+    graph: dict[str, list[str]] = {s.id: [n for n in s.needs if n != s.id] for s in steps}
+    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in graph.get(node, []):
+            if nxt not in graph:
+                continue
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt) :] + [nxt]
+            if state.get(nxt) is None:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for step in steps:
+        if state.get(step.id) is None:
+            found = visit(step.id)
+            if found:
+                return found
+    return None
+
+
+def validate_plan(
+    plan: Plan, tools: Mapping[str, Tool], agents: Collection[str], *, known_ids: Collection[str] = ()
+) -> Plan:
+    """Raise :class:`PlanError` listing every problem, or return the plan unchanged."""
+    problems = plan_problems(plan, tools, agents, known_ids=known_ids)
+    if problems:
+        raise PlanError(problems)
+    return plan
+
+
+def check_replacement(kept: list[Step], proposed: list[Step]) -> tuple[list[Step], list[Problem]]:
+    """Drop proposed steps that repeat a kept (done) step; flag ones that would rewrite it.
+
+    Completed steps are never rewritten by a replan: this is enforced here, in code,
+    whatever the planner (or a model) answered.
+    """
+    done = {s.id: s for s in kept}
+    new_steps: list[Step] = []
+    problems: list[Problem] = []
+    for step in proposed:
+        old = done.get(step.id)
+        if old is None:
+            new_steps.append(step)
+        elif old.signature() != step.signature():
+            problems.append(
+                Problem(
+                    f"the replan would rewrite step {step.id!r}, which is already {old.status}; "
+                    "completed steps are kept as they are: give new work a new id",
+                    step=step.id,
+                    code="rewrites_done_step",
+                )
+            )
+    return new_steps, problems
+
