@@ -8,6 +8,7 @@ completed whenever ``run()`` returns).
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -58,8 +59,6 @@ class FunctionAgent:
         self.name = name or getattr(fn, "__name__", "agent")
         doc = (fn.__doc__ or "").strip()
         self.description = description if description is not None else (doc.splitlines()[0] if doc else "")
-        import inspect
-
         try:
             params = [
                 p
@@ -72,10 +71,17 @@ class FunctionAgent:
 
     def __call__(self, task: str, context: AgentContext) -> AgentReply:
         value = self.fn(task) if self._arity == 1 else self.fn(task, context)
+        if inspect.isawaitable(value):  # an async function: the executor awaits the reply
+            return _reply_later(value)  # type: ignore[return-value]
         return value if isinstance(value, AgentReply) else AgentReply(answer=value, ok=True)
 
     def __repr__(self) -> str:
         return f"<FunctionAgent {self.name}>"
+
+
+async def _reply_later(awaitable: Any) -> AgentReply:
+    value = await awaitable
+    return value if isinstance(value, AgentReply) else AgentReply(answer=value, ok=True)
 
 
 class ScriptedAgent:

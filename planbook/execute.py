@@ -93,8 +93,24 @@ def _run_coroutine(coro: Any) -> Any:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
+    router = _router
+    buffer = router.buffers.get(threading.get_ident()) if router is not None else None
+
+    def run_here() -> Any:
+        # what the coroutine prints in the helper thread belongs to the step that awaited it
+        if router is None or buffer is None:
+            return asyncio.run(coro)
+        ident = threading.get_ident()
+        with _install_lock:
+            router.buffers[ident] = buffer
+        try:
+            return asyncio.run(coro)
+        finally:
+            with _install_lock:
+                router.buffers.pop(ident, None)
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return pool.submit(run_here).result()
 
 
 def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

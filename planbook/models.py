@@ -11,7 +11,9 @@ import copy
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from .refs import find_refs
 
 
 class Status(str, Enum):
@@ -71,6 +73,15 @@ class Step(BaseModel):
     started_at: float | None = None
     finished_at: float | None = None
 
+    @model_validator(mode="after")
+    def _refs_are_needs(self) -> "Step":
+        """A ``$id`` reference in args is a dependency, however the step was built
+        (spec, mapping or ``Step(...)``): the runner waits for it and validation checks it."""
+        refs = [r for r in find_refs(self.args) if r not in self.needs]
+        if refs:
+            self.needs = list(self.needs) + refs
+        return self
+
     @property
     def duration(self) -> float | None:
         """Seconds the last attempt took, or None if it has not finished."""
@@ -102,7 +113,8 @@ class Step(BaseModel):
 
     def snapshot(self) -> "Step":
         """A copy for the history: later changes to this step do not rewrite the past."""
-        return self.model_copy(deep=False, update={"args": copy.deepcopy(self.args), "needs": list(self.needs)})
+        # args are shared: the runner never mutates them and tools get rebuilt copies (refs.resolve)
+        return self.model_copy(update={"needs": list(self.needs)})
 
     def describe(self) -> str:
         """One line: what the step does, for diffs and prompts."""

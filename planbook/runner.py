@@ -59,6 +59,8 @@ class RunState(BaseModel):
     revisions: list[PlanDiff] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
     started: bool = False
+    #: id of a failed step whose replan was interrupted (it is replanned when the run continues)
+    pending_replan: str | None = None
 
 
 def normalise_policy(on_failure: str | Sequence[str] | None, *, has_planner: bool) -> tuple[PolicyName, ...]:
@@ -84,10 +86,19 @@ def make_plan(
     agents: AgentsLike = None,
     plan_id: str | None = None,
     title: str = "",
+    emit: Callable[..., Any] | None = None,
 ) -> Plan:
-    """Ask ``planner`` for a first plan and validate it. Raises PlanningError / PlanError."""
+    """Ask ``planner`` for a first plan and validate it. Raises PlanningError / PlanError.
+
+    ``emit(kind, **data)`` receives the planner's events (``llm.call``), so a run counts
+    the first planning call's usage too.
+    """
     toolbox, agent_map = as_toolbox(tools), as_agents(agents)
-    _tell_planner(planner, PlanningContext(tools=toolbox, agents=agent_map, plan=None))
+
+    def problems_of(steps: list[Step]) -> list[Problem]:
+        return plan_problems(Plan(goal=goal, steps=list(steps)), toolbox, agent_map)
+
+    _tell_planner(planner, PlanningContext(tools=toolbox, agents=agent_map, plan=None, validate=problems_of, emit=emit))
     steps = planner_steps(planner(goal, [], None))
     if not steps:
         raise PlanningError(f"the planner returned no steps for the goal {goal!r}")
@@ -158,7 +169,19 @@ class Runner:
                 if step.status is not Status.completed:
                     step.status = Status.not_started
             validate_plan(initial, self.tools, self.agents)
+            if planner is None:
+                replanning = [st.id for st in initial.steps if st.on_failure == "replan"]
+                if replanning:
+                    raise PlanError([
+                        Problem("on_failure 'replan' needs a planner: pass planner=... or choose abort, skip or retry",
+                                step=sid, code="bad_policy", line=initial.line_of(sid))
+                        for sid in replanning
+                    ])
         self.state = RunState(plan=initial)
+        self._index_key: tuple[int, int] | None = None
+        self._index_dirty = True
+        self._by_id: dict[str, Step] = {}
+        self._pending: list[Step] = []
 
     # ----------------------------------------------------------------- events
     def subscribe(self, handler: EventHandler) -> None:
@@ -221,7 +244,7 @@ class Runner:
     # -------------------------------------------------------------- running
     def run(self, *, until: str | None = None, max_executions: int | None = None) -> RunResult:
         """Advance until the run ends, step ``until`` has run, or ``max_executions`` were made."""
-        if until is not None and self.state.started:
+        if until is not None and self.plan.steps:
             self.plan.step(until)  # KeyError names the known ids
         done_before = self.state.executions
         try:
@@ -248,6 +271,7 @@ class Runner:
             if step.status is Status.in_progress:  # it did not finish: it runs again on continue
                 step.status = Status.not_started
                 step.notes = "interrupted; it runs again when the run continues"
+        self._index_dirty = True
         self.state.status, self.state.reason, self.state.error = "interrupted", "interrupted", "interrupted by the user"
         self.emit("run.finished", status="interrupted", reason="interrupted", error=self.state.error,
                   executions=self.state.executions, replans=self.state.replans)
@@ -266,9 +290,18 @@ class Runner:
         if not s.started:
             s.started = True
             self.emit("run.started", resumed=False, max_steps=self.max_steps, max_replans=self.max_replans)
-            if self.goal_only is not None and not self._first_plan():
+            if self.goal_only is None:
+                self.emit("plan.created", plan=format_plan(s.plan), steps=[st.id for st in s.plan.steps])
+        if self.goal_only is not None and s.plan.revision == 0:  # no first plan yet (or it was interrupted)
+            if not self._first_plan():
                 return None
             self.emit("plan.created", plan=format_plan(s.plan), steps=[st.id for st in s.plan.steps])
+        if s.pending_replan is not None:  # a replan was interrupted: finish handling that failure first
+            failed = next((st for st in s.plan.steps if st.id == s.pending_replan), None)
+            s.pending_replan = None
+            if failed is not None and failed.status is Status.failed:
+                self._replan(failed)
+                return None
         step = self._next_step()
         if step is None:
             self._complete()
@@ -286,7 +319,10 @@ class Runner:
     def _first_plan(self) -> bool:
         assert self.planner is not None and self.goal_only is not None
         try:
-            plan = make_plan(self.goal_only, self.planner, tools=self.tools, agents=self.agents, plan_id=self.plan.id)
+            plan = make_plan(
+                self.goal_only, self.planner, tools=self.tools, agents=self.agents, plan_id=self.plan.id,
+                emit=lambda kind, **data: self.emit(kind, **data),
+            )
         except (PlanningError, PlanError) as exc:
             self._finish("failed", "no_plan", f"the planner could not make a plan: {exc}")
             return False
@@ -299,23 +335,35 @@ class Runner:
         return True
 
     def _next_step(self) -> Step | None:
-        """The first not-started step whose needs are all completed; blocks steps that cannot run."""
-        by_id = {st.id: st for st in self.plan.steps}
-        changed = True
-        while changed:  # blocking one step may block its dependents
-            changed = False
-            for st in self.plan.steps:
+        """The first not-started step whose needs are all completed; blocks steps that cannot run.
+
+        Keeps an index of pending steps so a long linear plan costs O(needs) per step,
+        not O(plan): the index is rebuilt whenever the plan or a status changes outside
+        the normal forward flow (replan, retry, interrupt, resume).
+        """
+        plan = self.plan
+        if self._index_key != (id(plan), plan.revision) or self._index_dirty:
+            self._by_id = {st.id: st for st in plan.steps}
+            self._pending = [st for st in plan.steps if st.status is Status.not_started]
+            self._index_key, self._index_dirty = (id(plan), plan.revision), False
+        by_id = self._by_id
+        while self._pending and self._pending[0].status is not Status.not_started:
+            self._pending.pop(0)
+        blocked_any = True
+        while blocked_any:  # blocking one step may block its dependents
+            blocked_any = False
+            for st in self._pending:
                 if st.status is not Status.not_started:
                     continue
-                dead = [n for n in st.needs if by_id[n].status in (Status.failed, Status.skipped, Status.blocked)]
+                needs = [by_id[n] for n in st.needs]
+                dead = [n.id for n in needs if n.status in (Status.failed, Status.skipped, Status.blocked)]
                 if dead:
                     st.status = Status.blocked
                     st.notes = f"blocked: needs {', '.join(dead)}, which did not complete"
                     self.emit("step.blocked", step=st.id, because=dead)
-                    changed = True
-        for st in self.plan.steps:
-            if st.status is Status.not_started and all(by_id[n].status is Status.completed for n in st.needs):
-                return st
+                    blocked_any = True
+                elif all(n.status is Status.completed for n in needs) and not blocked_any:
+                    return st
         return None
 
     def _complete(self) -> None:
@@ -331,7 +379,7 @@ class Runner:
             goal=self.plan.goal,
             plan_text=format_plan(self.plan),
             step=step.snapshot(),
-            needs={n: self.plan.step(n).result for n in step.needs},
+            needs={n: self._by_id[n].result for n in step.needs},
             emit=lambda kind, **data: self.emit(kind, step=step.id, **data),  # type: ignore[arg-type]
         )
 
@@ -343,7 +391,7 @@ class Runner:
         step.error = step.traceback = None
         step.started_at, step.finished_at = self.clock(), None
         self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions)
-        results = {st.id: st.result for st in self.plan.steps if st.status is Status.completed}
+        results = {n: self._by_id[n].result for n in step.needs}
         try:
             outcome = execute(
                 step,
@@ -394,6 +442,7 @@ class Runner:
                 if used < self.retries:
                     s.retries_used[step.id] = used + 1
                     step.status = Status.not_started
+                    self._index_dirty = True
                     step.notes = f"retry {used + 1}/{self.retries} after: {step.error}"
                     self.emit("step.retry", step=step.id, retry=used + 1, of=self.retries, error=step.error)
                     return
@@ -412,6 +461,13 @@ class Runner:
     def _replan(self, failed: Step) -> None:
         s = self.state
         assert self.planner is not None
+        if s.executions >= self.max_steps:  # a new plan could not run a single step: do not ask for one
+            self._finish(
+                "failed", "step_budget",
+                f"step budget used up: {s.executions} of max_steps={self.max_steps} executions made; "
+                f"no replan after: {s.last_error} (raise max_steps to allow more)",
+            )
+            return
         if s.replans >= self.max_replans:
             self._finish(
                 "failed", "replan_budget",
@@ -433,6 +489,8 @@ class Runner:
         try:
             proposed = planner_steps(self.planner(self.plan.goal, list(s.history), s.last_error))
         except KeyboardInterrupt:
+            s.replans -= 1
+            s.pending_replan = failed.id
             raise
         except (PlanningError, PlanError) as exc:
             self._finish("failed", "no_plan", f"replanning after step {failed.id} failed: {exc}")
@@ -455,6 +513,8 @@ class Runner:
             return
         diff = diff_plans(self.plan, candidate, reason=s.last_error)
         s.plan = candidate
+        for step in new_steps:  # a step the planner (re)proposed is new work with its own retries
+            s.retries_used.pop(step.id, None)
         s.revisions.append(diff)
         self.emit("plan.diff", removed=diff.removed, added=diff.added, revised=diff.revised,
                   from_revision=diff.from_revision, to_revision=diff.to_revision, reason=diff.reason)

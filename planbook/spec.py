@@ -127,8 +127,15 @@ def _parse_mapping(text: str) -> Plan:
         raise PlanError(
             [Problem("a plan spec must be a mapping with 'steps' (YAML or JSON) or a Markdown list of steps", code="syntax")]
         )
-    plan = plan_from_dict(data)
-    plan._lines = _step_lines(text)
+    lines = _step_lines(text)
+    try:
+        plan = plan_from_dict(data)
+    except PlanError as exc:  # point at the step's line, as validation does
+        raise PlanError(
+            [Problem(p.message, p.step, p.code, lines.get(p.step)) if p.step is not None and p.line is None else p
+             for p in exc.problems]
+        ) from None
+    plan._lines = lines
     return plan
 
 
@@ -163,9 +170,14 @@ def _step_lines(text: str) -> dict[str, int]:
 def plan_from_dict(data: Mapping[str, Any]) -> Plan:
     """Build a plan from an already-parsed mapping (used by planners and model output too)."""
     problems: list[Problem] = []
-    unknown = [k for k in data if k not in PLAN_FIELDS]
-    if unknown:
-        problems.append(Problem(f"unknown plan field(s) {unknown}; a plan has {list(PLAN_FIELDS)}", code="unknown_field"))
+    for key in data:
+        if key not in PLAN_FIELDS:
+            problems.append(
+                Problem(
+                    f"unknown plan field {key!r}{closest(str(key), PLAN_FIELDS)} (a plan has {', '.join(PLAN_FIELDS)})",
+                    code="unknown_field",
+                )
+            )
     raw_steps = data.get("steps")
     if not isinstance(raw_steps, list):
         problems.append(Problem("'steps' must be a list of steps", code="syntax"))

@@ -31,7 +31,7 @@ def format_plan(plan: Plan) -> str:
     counts = plan.counts()
     total = len(plan.steps)
     done = counts[Status.completed]
-    percent = f"{done / total * 100:.1f}%" if total else "0%"
+    percent = f"{done / total * 100 if total else 0:.1f}%"  # OpenManus prints 0.0% for an empty plan
     status = (
         f"Status: {done} completed, {counts[Status.in_progress]} in progress, "
         f"{counts[Status.blocked]} blocked, {counts[Status.not_started]} not started"

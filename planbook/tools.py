@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, get_type_hints
+import warnings
+from typing import Any, get_args, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -99,9 +100,12 @@ class Tool:
 
 
 def _type_name(annotation: Any) -> str:
+    """``int``, ``list[int]``, ``str | None``: what a person would write in the signature."""
     if annotation is inspect.Parameter.empty or annotation is Any:
         return "any"
-    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+    if isinstance(annotation, type) and not get_args(annotation):  # list[int] is not a plain class
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
 
 
 def _args_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
@@ -120,13 +124,21 @@ def _args_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
             continue
         if param.kind is inspect.Parameter.POSITIONAL_ONLY:
             raise ValueError(f"tool {name!r}: positional-only parameter {param.name!r} cannot be passed by name")
+        if param.name.startswith("_") or param.name == "model_config":
+            # pydantic would silently drop these, and the tool would look like it takes no such argument
+            raise ValueError(
+                f"tool {name!r}: parameter {param.name!r} cannot be a tool argument "
+                "(pydantic reserves names starting with '_' and 'model_config'); rename it"
+            )
         annotation = hints.get(param.name, param.annotation)
         if annotation is inspect.Parameter.empty:
             annotation = Any
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (annotation, default)
     config = ConfigDict(arbitrary_types_allowed=True, extra="ignore")
-    return create_model(f"{name}_args", __config__=config, **fields)
+    with warnings.catch_warnings():  # args named json, copy, schema... are fine for a tool
+        warnings.filterwarnings("ignore", message="Field name .* shadows an attribute", category=UserWarning)
+        return create_model(f"{name}_args", __config__=config, **fields)
 
 
 class Toolbox(Mapping[str, Tool]):

@@ -41,14 +41,16 @@ def plan_problems(
 
     ids = seen | set(known_ids)
     for step in plan.steps:
-        for need in step.needs:
+        refs = find_refs(step.args)
+        for need in dict.fromkeys(step.needs + refs):  # a reference is a need: one problem per mistake
             if need == step.id:
                 add(f"step {step.id!r} needs itself", step, "cycle")
-            elif need not in ids:
+            elif need in ids:
+                continue
+            elif need in refs:
+                add(f"args refer to ${need}, but no step has that id{closest(need, ids)}", step, "unknown_ref")
+            else:
                 add(f"needs {need!r}, but no step has that id{closest(need, ids)}", step, "unknown_need")
-        for ref in find_refs(step.args):
-            if ref not in ids:
-                add(f"args refer to ${ref}, but no step has that id{closest(ref, ids)}", step, "unknown_ref")
 
         if step.tool and step.agent:
             add(f"names both tool {step.tool!r} and agent {step.agent!r}; a step has exactly one", step, "tool_and_agent")
@@ -85,7 +87,9 @@ def _names(names: Collection[str]) -> str:
 
 def find_cycle(steps: list[Step]) -> list[str] | None:
     """A cycle in ``needs`` as ``[a, b, ..., a]``, or None. Self-needs are reported separately."""
-    graph: dict[str, list[str]] = {s.id: [n for n in s.needs if n != s.id] for s in steps}
+    graph: dict[str, list[str]] = {
+        s.id: [n for n in dict.fromkeys(s.needs + find_refs(s.args)) if n != s.id] for s in steps
+    }
     state: dict[str, int] = {}  # 1 = on the stack, 2 = done
     stack: list[str] = []
 
