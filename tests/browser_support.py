@@ -1,0 +1,146 @@
+"""JupyterLab + headless Chromium for the real-browser test (and Binder's settings).
+
+Lab runs on loopback with a token and every piece of Jupyter state (config, data,
+runtime, IPython profile, Lab settings) under one temporary directory, so the test
+neither reads nor writes the user's setup or the committed notebooks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def binder_overrides() -> dict[str, Any]:
+    """The JupyterLab ``overrides.json`` that ``binder/postBuild`` writes (one source of truth)."""
+    text = (ROOT / "binder" / "postBuild").read_text(encoding="utf-8")
+    match = re.search(r"overrides\.json\"?\s*<<'JSON'\n(.*?)\nJSON\n", text, re.S)
+    if not match:
+        raise AssertionError("binder/postBuild must write overrides.json with a <<'JSON' … JSON here-document")
+    return json.loads(match.group(1))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Lab:
+    """A running JupyterLab server; stop it with :meth:`stop` (by PID)."""
+
+    root: Path
+    port: int
+    token: str
+    proc: subprocess.Popen
+    log_path: Path
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str) -> str:
+        return f"{self.base}/{path.lstrip('/')}"
+
+    def api(self, method: str, path: str) -> Any:
+        request = urllib.request.Request(
+            self.url(path), method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def delete_sessions(self) -> int:
+        """Shut down every kernel the pages started (a kernel outlives its closed page)."""
+        sessions = self.api("GET", "/api/sessions")
+        for session in sessions:
+            self.api("DELETE", f"/api/sessions/{session['id']}")
+        return len(sessions)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=5)
+
+
+def start_lab(root: Path, *, timeout: float = 60.0) -> Lab:
+    """Start JupyterLab serving ``root``, with all Jupyter state in ``root/.jupyter-state``."""
+    state = root / ".jupyter-state"
+    settings = state / "lab-settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "overrides.json").write_text(json.dumps(binder_overrides(), indent=2), encoding="utf-8")
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(state / "config"),
+        "JUPYTER_DATA_DIR": str(state / "data"),
+        "JUPYTER_RUNTIME_DIR": str(state / "runtime"),
+        "IPYTHONDIR": str(state / "ipython"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
+    token, port = secrets.token_hex(16), free_port()
+    jupyter = Path(sys.executable).with_name("jupyter")
+    command = [
+        str(jupyter) if jupyter.exists() else "jupyter", "lab",
+        "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}", "--allow-root", f"--ServerApp.root_dir={root}",
+        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.expose_app_in_browser=True",
+        # the Binder overrides, kept out of the shared environment's share/jupyter
+        f"--LabApp.app_settings_dir={settings}",
+    ]
+    log_path = state / "lab.log"
+    log = log_path.open("w", encoding="utf-8")
+    proc = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    lab = Lab(root=root, port=port, token=token, proc=proc, log_path=log_path)
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited with code {proc.returncode}:\n{lab.log()[-3000:]}")
+        try:
+            lab.api("GET", "/api/status")
+            return lab
+        except (urllib.error.URLError, ConnectionError, OSError):
+            if time.monotonic() > deadline:
+                lab.stop()
+                raise RuntimeError(f"JupyterLab did not answer within {timeout:.0f} s:\n{lab.log()[-3000:]}")
+            time.sleep(0.2)
+
+
+def copy_notebooks(names: list[str], root: Path) -> list[Path]:
+    """Copy the tutorial notebooks (and their sanitize/config neighbours) into ``root``."""
+    copies = []
+    for name in names:
+        target = root / name
+        shutil.copy2(ROOT / "notebooks" / name, target)
+        copies.append(target)
+    return copies
