@@ -64,27 +64,48 @@ _users = 0
 
 
 @contextmanager
-def capture_stdout(thread_id: int | None = None) -> Iterator[io.StringIO]:
-    """Capture what ``thread_id`` (default: this thread) prints, leaving other threads alone."""
+def stdout_routing() -> Iterator[_ThreadRoutedStream]:
+    """Install the routing stream on sys.stdout for the duration (reference-counted).
+
+    A run holds it for its whole loop, so each step only registers a buffer.
+    """
     global _router, _users
-    buffer = io.StringIO()
-    ident = thread_id if thread_id is not None else threading.get_ident()
     with _install_lock:
         if _router is None or sys.stdout is not _router:
             _router = _ThreadRoutedStream(sys.stdout)
             sys.stdout = _router
+            _users = 0
         _users += 1
         router = _router
-        router.buffers[ident] = buffer
     try:
-        yield buffer
+        yield router
     finally:
         with _install_lock:
-            router.buffers.pop(ident, None)
             _users -= 1
-            if _users == 0 and sys.stdout is router:
+            if _users <= 0 and sys.stdout is router:
                 sys.stdout = router.original
                 _router = None
+
+
+@contextmanager
+def capture_stdout() -> Iterator[io.StringIO]:
+    """Capture what this thread prints, leaving other threads' output alone."""
+    buffer = io.StringIO()
+    ident = threading.get_ident()
+    router = sys.stdout
+    if isinstance(router, _ThreadRoutedStream) and router is _router:
+        router.buffers[ident] = buffer  # fast path: a run already installed the router
+        try:
+            yield buffer
+        finally:
+            router.buffers.pop(ident, None)
+        return
+    with stdout_routing() as installed:
+        installed.buffers[ident] = buffer
+        try:
+            yield buffer
+        finally:
+            installed.buffers.pop(ident, None)
 
 
 def _run_coroutine(coro: Any) -> Any:

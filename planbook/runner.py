@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .agents import AgentContext, AgentsLike, as_agents
 from .diff import diff_plans
 from .errors import PlanError, PlanningError, Problem
-from .execute import Outcome, execute
+from .execute import Outcome, execute, stdout_routing
 from .models import (
     Event,
     EventKind,
@@ -225,7 +225,9 @@ class Runner:
                 usage.prompt_tokens += int(e.data.get("prompt_tokens") or 0)
                 usage.completion_tokens += int(e.data.get("completion_tokens") or 0)
         plan = s.plan.copy_plan()
-        return RunResult(
+        # model_construct: this data was validated on the way in; re-validating thousands
+        # of steps and events on every snapshot would dominate the cost of long runs
+        return RunResult.model_construct(
             status=s.status,
             reason=s.reason,
             plan=plan,
@@ -248,19 +250,24 @@ class Runner:
             self.plan.step(until)  # KeyError names the known ids
         done_before = self.state.executions
         try:
-            while not self.finished:
-                if max_executions is not None and self.state.executions - done_before >= max_executions:
-                    self._pause(f"paused after {max_executions} execution(s)")
-                    break
-                ran = self.advance()
-                if until is not None and ran is not None and ran.id == until and ran.status in (
-                    Status.completed, Status.skipped, Status.failed
-                ) and not self.finished:
-                    self._pause(f"paused after step {until}")
-                    break
+            with stdout_routing():
+                self._loop(until, max_executions, done_before)
         except KeyboardInterrupt:
             self._interrupt()
         return self.result()
+
+    def _loop(self, until: str | None, max_executions: int | None, done_before: int) -> None:
+        """Advance until finished, paused by ``until`` or by ``max_executions``."""
+        while not self.finished:
+            if max_executions is not None and self.state.executions - done_before >= max_executions:
+                self._pause(f"paused after {max_executions} execution(s)")
+                break
+            ran = self.advance()
+            if until is not None and ran is not None and ran.id == until and ran.status in (
+                Status.completed, Status.skipped, Status.failed
+            ) and not self.finished:
+                self._pause(f"paused after step {until}")
+                break
 
     def _pause(self, why: str) -> None:
         self.state.status, self.state.reason = "paused", "paused"
