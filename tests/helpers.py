@@ -1,0 +1,95 @@
+"""Shared tools, a clock and event helpers for the engine tests (no model, no network)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planbook import Event, RunResult, Toolbox
+
+
+class Lab:
+    """A small world of tools whose behaviour a test sets: which sources are down,
+    how often a flaky call fails. ``calls`` records every tool call in order."""
+
+    def __init__(self, down: dict[str, str] | None = None) -> None:
+        self.down: dict[str, str] = dict(down or {})
+        self.flaky_failures: dict[str, int] = {}
+        self.calls: list[tuple[str, Any]] = []
+        self.tools = Toolbox()
+        lab = self
+
+        @self.tools.tool
+        def ok(label: str = "ok") -> str:
+            """Return the label: a step that always works."""
+            lab.calls.append(("ok", label))
+            return label
+
+        @self.tools.tool
+        def fetch(source: str) -> str:
+            """Fetch a text from a source (fails when the test says the source is down)."""
+            lab.calls.append(("fetch", source))
+            if source in lab.down:
+                raise ConnectionError(lab.down[source])
+            return f"three words from {source}"
+
+        @self.tools.tool
+        def count(text: str) -> int:
+            """Count the words of a text."""
+            lab.calls.append(("count", text))
+            return len(text.split())
+
+        @self.tools.tool
+        def fail(message: str = "it broke") -> None:
+            """Always raise RuntimeError(message)."""
+            lab.calls.append(("fail", message))
+            raise RuntimeError(message)
+
+        @self.tools.tool
+        def flaky(key: str) -> str:
+            """Fail while ``flaky_failures[key]`` is above zero, then work."""
+            lab.calls.append(("flaky", key))
+            left = lab.flaky_failures.get(key, 0)
+            if left > 0:
+                lab.flaky_failures[key] = left - 1
+                raise RuntimeError(f"flaky {key} failed ({left} failure(s) left)")
+            return f"{key} worked"
+
+        @self.tools.tool
+        def echo(value: Any) -> Any:
+            """Return the value unchanged (to see what a reference resolved to)."""
+            lab.calls.append(("echo", value))
+            return value
+
+        @self.tools.tool
+        def add(a: int, b: int = 0) -> int:
+            """Add two integers."""
+            lab.calls.append(("add", (a, b)))
+            return a + b
+
+    def called(self, tool: str) -> list[Any]:
+        return [arg for name, arg in self.calls if name == tool]
+
+
+class Ticker:
+    """A clock for ``Runner(clock=...)``: 100.0, 101.0, 102.0, ... one second per reading."""
+
+    def __init__(self, start: float = 100.0) -> None:
+        self.now = start - 1.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def kinds(result_or_events: RunResult | list[Event]) -> list[str]:
+    events = result_or_events.events if isinstance(result_or_events, RunResult) else result_or_events
+    return [e.kind for e in events]
+
+
+def events_of(result: RunResult, kind: str) -> list[Event]:
+    return [e for e in result.events if e.kind == kind]
+
+
+def step_trace(result: RunResult) -> list[tuple[str, str]]:
+    """``[(step id, status)]`` of every execution, in order (from the history)."""
+    return [(s.id, s.status.value) for s in result.history]
