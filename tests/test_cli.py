@@ -1,0 +1,162 @@
+"""The command line: exit codes, the demo, and errors that say what to do."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from planbook.cli import final_outputs, main
+
+TOOLS_MODULE = '''
+import planbook
+
+box = planbook.Toolbox()
+
+@box.tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    print(f"adding {a} and {b}")
+    return a + b
+
+@box.tool
+def boom() -> None:
+    """Always fails."""
+    raise RuntimeError("boom")
+
+def give_up(goal, history, last_error):
+    return []
+'''
+
+
+@pytest.fixture()
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    module = f"cli_tools_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(TOOLS_MODULE)
+    (tmp_path / "ok.yaml").write_text(
+        textwrap.dedent(
+            """\
+            goal: add numbers
+            steps:
+              - {id: first, tool: add, args: {a: 1, b: 2}}
+              - {id: second, tool: add, args: {a: $first, b: 10}}
+            """
+        )
+    )
+    (tmp_path / "fails.yaml").write_text("steps:\n  - {id: one, tool: boom}\n  - {id: two, tool: add, args: {a: 1, b: 1}}\n")
+    (tmp_path / "bad.yaml").write_text("steps:\n  - {id: one, tool: ad, args: {a: 1, b: 2}}\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    return tmp_path
+
+
+def tools_ref(project: Path) -> str:
+    return f"cli_tools_{project.name.replace('-', '_')}:box"
+
+
+def test_run_completed_exits_0_and_prints_the_answer(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "ok.yaml", "--tools", tools_ref(project)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Run completed (goal_met): steps 2/12, replans 0/5" in out
+    assert "first. [✓]" in out and "second. [✓]" in out
+    assert "Result of step second:\n13" in out
+    assert "Result of step first" not in out  # first is needed by second: not a final answer
+
+
+def test_run_failed_exits_1_and_says_why(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "fails.yaml", "--tools", tools_ref(project)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "Run failed (aborted)" in out
+    assert "Error: step one failed: RuntimeError: boom" in out
+
+
+def test_skip_policy_goes_on(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "fails.yaml", "--tools", tools_ref(project), "--on-failure", "skip"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "one. [-]" in out and "two. [✓]" in out
+    assert "Run completed (steps_skipped)" in out
+
+
+def test_planner_with_no_plan_fails(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    module = tools_ref(project).split(":")[0]
+    code = main(["run", "fails.yaml", "--tools", tools_ref(project), "--planner", f"{module}:give_up"])
+    assert code == 1
+    assert "Run failed (no_plan)" in capsys.readouterr().out
+
+
+def test_budget_flag(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "ok.yaml", "--tools", tools_ref(project), "--max-steps", "1"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "Run failed (step_budget): steps 1/1" in out
+
+
+def test_bad_spec_exits_2_naming_the_step_and_the_closest_tool(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "bad.yaml", "--tools", tools_ref(project)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "step one (line 2): unknown tool 'ad'; did you mean 'add'?" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "missing.yaml"], "cannot read plan spec 'missing.yaml'"),
+        (["run", "ok.yaml", "--tools", "nocolon"], "--tools takes module:object"),
+        (["run", "ok.yaml", "--tools", "no_such_module_xyz:box"], "cannot import module 'no_such_module_xyz'"),
+        (["run", "ok.yaml", "--tools", "json:nothing_here"], "module 'json' has no 'nothing_here'"),
+        (["run", "ok.yaml", "--max-steps", "-1"], "max_steps must be a whole number >= 0"),
+    ],
+)
+def test_usage_problems_exit_2(project: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_argparse_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "x.yaml", "--on-failure", "explode"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'explode'" in capsys.readouterr().err
+
+
+def test_check_validates_without_running(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "ok.yaml", "--tools", tools_ref(project)]) == 0
+    out = capsys.readouterr().out
+    assert "valid plan with 2 steps" in out and "adding" not in out
+    assert main(["check", "bad.yaml", "--tools", tools_ref(project)]) == 2
+
+
+def test_demo_shows_the_diff_and_ends_completed() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "planbook.cli", "demo"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "Revision 1 → 2 (after: step forecast failed: ConnectionError: forecast service unavailable" in out
+    assert "  - forecast: Get the 3-day forecast → get_forecast(city='Lisbon', days=3)  (removed)" in out
+    assert "  + forecast-backup:" in out and "(added)" in out
+    assert "  ~ clothes:" in out and "(revised)" in out
+    assert "Run completed (goal_met): steps 4/12, replans 1/5" in out
+    assert out.rstrip().endswith("Packing list for Lisbon: a sweater, passport, sunglasses, t-shirts, toothbrush, umbrella, windbreaker")
+
+
+def test_final_outputs_are_the_leaves() -> None:
+    from planbook import Plan, Toolbox, run
+
+    box = Toolbox()
+
+    @box.tool
+    def const(v: int) -> int:
+        """Return v."""
+        return v
+
+    plan = Plan.parse("steps:\n - {id: a, tool: const, args: {v: 1}}\n - {id: b, tool: const, args: {v: $a}}\n"
+                      " - {id: c, tool: const, args: {v: 3}}\n")
+    assert final_outputs(run(plan, tools=box)) == {"b": 1, "c": 3}
