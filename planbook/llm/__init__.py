@@ -1,0 +1,17 @@
+"""The model layer: planners and agents over the ``openai`` SDK, with cassettes.
+
+Importing this package does not import ``openai``; building a client does.
+"""
+
+from __future__ import annotations
+
+from .agent import LLMAgent
+from .cassette import Cassette, CassetteMismatch
+from .client import ModelClient, estimate_tokens
+from .config import DEFAULT_MODEL, LLMConfig, LLMConfigError, ModelCallError, resolve_config
+from .planner import LLMPlanner, PlanProposal, ProposedStep
+
+__all__ = [
+    "Cassette", "CassetteMismatch", "DEFAULT_MODEL", "LLMAgent", "LLMConfig", "LLMConfigError", "LLMPlanner",
+    "ModelCallError", "ModelClient", "PlanProposal", "ProposedStep", "estimate_tokens", "resolve_config",
+]

@@ -1,0 +1,233 @@
+"""Cassettes: model traffic recorded at the HTTP layer and replayed offline.
+
+A cassette is a transport under the real ``openai`` SDK (``httpx2.Client(transport=...)``),
+so the SDK still builds every request and parses every response: a notebook replaying
+a cassette runs the same code as one talking to a model. Requests are matched on a
+canonical form of the body (model, messages, tools, tool_choice, response_format,
+temperature), in order. Authorization headers, keys and cookies are never written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from .config import LLMConfigError, SETUP_HELP, redact
+
+CassetteMode = Literal["auto", "replay", "record", "off"]
+MODES = ("auto", "replay", "record", "off")
+FORMAT_VERSION = 1
+#: The only parts of a request body that decide which recording answers it.
+MATCHED_FIELDS = ("model", "messages", "tools", "tool_choice", "response_format", "temperature")
+#: The only response headers written (none of them can hold a secret).
+KEPT_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry", "x-planbook-fake-server")
+FAKE_SERVER_HEADER = "x-planbook-fake-server"
+FAKE_SERVER_NOTE = "scripted fake server (planbook.testing.FakeOpenAIServer), not a real model"
+
+
+def canonical(body: Any) -> dict[str, Any]:
+    """The part of a chat-completions request body that a recording is matched on."""
+    if not isinstance(body, dict):
+        return {"body": body}
+    return {k: body[k] for k in MATCHED_FIELDS if k in body and body[k] is not None}
+
+
+class CassetteMismatch(LLMConfigError):
+    """A request the cassette has no recording for (the prompt, tools or model changed)."""
+
+
+class Cassette:
+    """Record or replay model traffic in a readable JSON file.
+
+    ``mode``: ``"replay"`` answers from the file and never touches the network;
+    ``"record"`` calls the model and (re)writes the file; ``"off"`` does neither;
+    ``"auto"`` (default) replays when the file exists and no key or server is set, and
+    records when one is. Share one Cassette between a planner and its agents so their
+    calls go into one file in order.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], mode: CassetteMode = "auto", *, recorded_from: str | None = None) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown cassette mode {mode!r}; choose from {', '.join(MODES)}")
+        self.path = Path(path)
+        self.mode: CassetteMode = mode
+        self.recorded_from = recorded_from
+        self.interactions: list[dict[str, Any]] = []
+        self.metadata: dict[str, Any] = {}
+        self._active: str | None = None
+        self._used: set[int] = set()
+        self._sent = 0
+
+    def __repr__(self) -> str:
+        return f"Cassette({str(self.path)!r}, mode={self.active_mode or self.mode!r})"
+
+    # ----------------------------------------------------------------- mode
+    @property
+    def active_mode(self) -> str | None:
+        """The mode in use once a client was built (auto resolved to replay/record/off)."""
+        return self._active
+
+    def resolve(self, *, live: bool) -> str:
+        """Fix the mode for this session; ``live`` = a key or a server is configured."""
+        if self._active is not None:
+            return self._active
+        mode: str = self.mode
+        if mode == "auto":
+            if live:
+                mode = "record"
+            elif self.path.exists():
+                mode = "replay"
+            else:
+                raise LLMConfigError(
+                    f"cassette {str(self.path)!r} does not exist and there is no model to record it from. {SETUP_HELP}"
+                )
+        if mode == "replay":
+            self.load()
+        elif mode == "record":
+            if not live:
+                raise LLMConfigError(f"cannot record cassette {str(self.path)!r}: no model to call. {SETUP_HELP}")
+            self.interactions, self.metadata = [], {}
+        self._active = mode
+        return mode
+
+    def load(self) -> None:
+        if not self.path.exists():
+            raise LLMConfigError(
+                f"cassette {str(self.path)!r} does not exist: record it first (mode='record' with OPENAI_API_KEY set)"
+            )
+        data = json.loads(self.path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or "interactions" not in data:
+            raise LLMConfigError(f"{str(self.path)!r} is not a planbook cassette (no 'interactions')")
+        self.interactions = list(data["interactions"])
+        self.metadata = {k: v for k, v in data.items() if k != "interactions"}
+        self._used = set()
+
+    @property
+    def real_model(self) -> bool | None:
+        """False when the recording came from the scripted fake server; None before anything is known."""
+        return self.metadata.get("real_model")
+
+    # ------------------------------------------------------------ transport
+    def transport(self, *, inner: Any = None, secrets: list[str] | None = None) -> Any:
+        """An ``httpx2`` transport that replays (``inner`` None) or records through ``inner``."""
+        import httpx2
+
+        cassette = self
+        hidden = list(secrets or [])
+
+        class CassetteTransport(httpx2.BaseTransport):
+            def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+                body = _json_body(request.read())
+                if inner is None:
+                    status, headers, content = cassette._replay(body)
+                    return httpx2.Response(status, headers=headers, content=content, request=request)
+                response = inner.handle_request(request)
+                content = response.read()
+                cassette._record(request, body, response.status_code, response.headers, content, hidden)
+                return httpx2.Response(
+                    response.status_code, headers=response.headers, content=content, request=request
+                )
+
+            def close(self) -> None:
+                if inner is not None:
+                    inner.close()
+
+        return CassetteTransport()
+
+    def _replay(self, body: Any) -> tuple[int, dict[str, str], bytes]:
+        self._sent += 1
+        key = canonical(body)
+        for index, interaction in enumerate(self.interactions):
+            if index in self._used:
+                continue
+            if interaction["request"]["body"] == key:
+                self._used.add(index)
+                response = interaction["response"]
+                headers = dict(response.get("headers") or {})
+                headers.setdefault("content-type", "application/json")
+                return int(response["status"]), headers, json.dumps(response.get("body")).encode()
+        raise CassetteMismatch(self._mismatch_message(key))
+
+    def _mismatch_message(self, key: dict[str, Any]) -> str:
+        unused = [i for i in range(len(self.interactions)) if i not in self._used]
+        head = f"cassette {str(self.path)!r} has no recording for request #{self._sent} of this session"
+        advice = (
+            "The prompt, the tools or the model changed since the cassette was recorded: re-record it "
+            "(set OPENAI_API_KEY, or Cassette(..., mode='record')) or undo the change."
+        )
+        if not unused:
+            return f"{head}: all {len(self.interactions)} recordings were used already. {advice}"
+        recorded = self.interactions[unused[0]]["request"]["body"]
+        return f"{head}. First difference from the next unused recording (#{unused[0] + 1}): {first_difference(recorded, key)}. {advice}"
+
+    def _record(self, request: Any, body: Any, status: int, headers: Any, content: bytes, secrets: list[str]) -> None:
+        try:
+            response_body: Any = json.loads(content)
+        except ValueError:
+            response_body = content.decode("utf-8", "replace")
+        kept = {k: headers[k] for k in KEPT_HEADERS if k in headers}
+        interaction = {
+            "request": {"method": request.method, "path": request.url.path, "body": canonical(body)},
+            "response": {"status": status, "headers": kept, "body": response_body},
+        }
+        self.interactions.append(json.loads(redact(json.dumps(interaction), secrets)))
+        if FAKE_SERVER_HEADER in headers:
+            self.metadata["real_model"] = False
+        elif "real_model" not in self.metadata:
+            self.metadata["real_model"] = True
+        self.save()
+
+    def save(self) -> None:
+        """Write the file (indent 2, sorted keys): diffs of a re-recording stay readable."""
+        real = self.metadata.get("real_model")
+        note = self.recorded_from or (FAKE_SERVER_NOTE if real is False else "a model server (recorded live)")
+        models = sorted({str(i["request"]["body"].get("model")) for i in self.interactions})
+        data = {
+            "planbook_cassette": FORMAT_VERSION,
+            "recorded_from": note,
+            "real_model": real,
+            "models": models,
+            "interactions": self.interactions,
+        }
+        self.metadata = {k: v for k, v in data.items() if k != "interactions"}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".cassette-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, sort_keys=True, ensure_ascii=False)
+            f.write("\n")
+        os.replace(tmp, self.path)
+
+
+def _json_body(raw: bytes) -> Any:
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return raw.decode("utf-8", "replace")
+
+
+def _short(value: Any, limit: int = 240) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def first_difference(recorded: dict[str, Any], sent: dict[str, Any]) -> str:
+    """Where two canonical request bodies first differ, in words (for mismatch errors)."""
+    for name in MATCHED_FIELDS:
+        if name == "messages":
+            continue
+        if recorded.get(name) != sent.get(name):
+            return f"{name}: recorded {_short(recorded.get(name))}, sent {_short(sent.get(name))}"
+    old, new = recorded.get("messages") or [], sent.get("messages") or []
+    for index in range(max(len(old), len(new))):
+        a = old[index] if index < len(old) else None
+        b = new[index] if index < len(new) else None
+        if a != b:
+            role = (b or a or {}).get("role", "?") if isinstance(b or a, dict) else "?"
+            return (
+                f"message {index + 1} ({role}): recorded {_short(a) if a is not None else '(none)'}, "
+                f"sent {_short(b) if b is not None else '(none)'}"
+            )
+    return "no difference in the matched fields (the recording was already used)"

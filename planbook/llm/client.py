@@ -1,0 +1,234 @@
+"""The one place that imports ``openai``: builds the SDK client lazily and makes calls.
+
+Every call goes through :meth:`ModelClient.chat`, which times it, turns SDK errors into
+one clear :class:`ModelCallError` (secrets redacted) and reports an ``llm.call`` record
+(model, purpose, tokens, latency, attempt) to whoever asked.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .cassette import Cassette
+from .config import PLACEHOLDER_KEY, LLMConfig, ModelCallError, missing_setup_error, redact, resolve_config
+
+Emit = Callable[..., Any]
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class ChatAnswer:
+    """What one model call returned, in plain data (no SDK objects leak out)."""
+
+    content: str | None
+    tool_calls: list[ToolCall]
+    finish_reason: str | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    message: dict[str, Any] = field(default_factory=dict)  # to append to the conversation
+
+    def raw(self) -> dict[str, Any]:
+        """The answer as recorded in a PlanningError's attempts."""
+        return {
+            "content": self.content,
+            "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in self.tool_calls],
+            "finish_reason": self.finish_reason,
+        }
+
+
+def as_cassette(cassette: Cassette | str | Path | None) -> Cassette | None:
+    if cassette is None or isinstance(cassette, Cassette):
+        return cassette
+    return Cassette(cassette)
+
+
+class ModelClient:
+    """Settings plus a lazily built ``openai.OpenAI`` client (shared by a planner's calls)."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        client: Any = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        cassette: Cassette | str | Path | None = None,
+        timeout: float | None = 60.0,
+        max_retries: int = 2,
+        what: str = "the planner",
+    ) -> None:
+        self.config: LLMConfig = resolve_config(model, api_key=api_key, base_url=base_url)
+        self.cassette = as_cassette(cassette)
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._client = client
+        if client is not None and self.cassette is not None:
+            raise ValueError("pass either client= (your own openai.OpenAI) or cassette=, not both")
+        if client is None:
+            if self.cassette is not None and self.cassette.mode != "off":
+                self.cassette.resolve(live=self.config.live)  # an impossible setup fails now, not mid-run
+            elif not self.config.live:
+                raise missing_setup_error(what)
+
+    @property
+    def model(self) -> str:
+        return self.config.model
+
+    @property
+    def mode(self) -> str:
+        """``replay`` or ``record`` (a cassette is in use), else ``live``."""
+        if self.cassette is not None and self.cassette.active_mode in ("replay", "record"):
+            return str(self.cassette.active_mode)
+        return "live"
+
+    def openai_client(self) -> Any:
+        """The SDK client, built on first use (importing openai costs most of a second)."""
+        if self._client is None:
+            import httpx2
+            import openai
+
+            mode = self.cassette.active_mode if self.cassette is not None else None
+            key = self.config.api_key or PLACEHOLDER_KEY
+            if mode == "replay":
+                assert self.cassette is not None
+                transport = self.cassette.transport(secrets=self.config.secrets())
+                key = PLACEHOLDER_KEY
+            elif mode == "record":
+                assert self.cassette is not None
+                transport = self.cassette.transport(inner=httpx2.HTTPTransport(), secrets=self.config.secrets())
+            else:
+                transport = httpx2.HTTPTransport()
+            self._client = openai.OpenAI(
+                api_key=key,
+                base_url=self.config.base_url,
+                http_client=httpx2.Client(transport=transport, timeout=self.timeout, follow_redirects=True),
+                max_retries=self.max_retries,
+                timeout=self.timeout,
+            )
+        return self._client
+
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: Any = None,
+        temperature: float | None = None,
+        purpose: str,
+        attempt: int,
+        emit: Emit | None = None,
+        log: list[dict[str, Any]] | None = None,
+    ) -> ChatAnswer:
+        """One chat-completions call; reports an ``llm.call`` record to ``emit`` and ``log``."""
+        client = self.openai_client()
+        import openai
+
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
+        if tools:
+            kwargs["tools"] = tools
+            if tool_choice is not None:
+                kwargs["tool_choice"] = tool_choice
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        started = time.perf_counter()
+        record: dict[str, Any] = {"model": self.model, "purpose": purpose, "attempt": attempt}
+        try:
+            completion = client.chat.completions.create(**kwargs)
+        except openai.APIError as exc:
+            error = self._explain(exc)
+            record.update(prompt_tokens=0, completion_tokens=0, latency=round(time.perf_counter() - started, 3),
+                          error=str(error))
+            _report(record, emit, log)
+            raise error from None
+        usage = getattr(completion, "usage", None)
+        choice = completion.choices[0] if completion.choices else None
+        message = choice.message if choice is not None else None
+        calls = [
+            ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "")
+            for c in (getattr(message, "tool_calls", None) or [])
+            if getattr(c, "function", None) is not None
+        ]
+        answer = ChatAnswer(
+            content=getattr(message, "content", None),
+            tool_calls=calls,
+            finish_reason=getattr(choice, "finish_reason", None),
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        )
+        answer.message = {"role": "assistant", "content": answer.content}
+        if calls:
+            answer.message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+            ]
+        record.update(
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+            latency=round(time.perf_counter() - started, 3),
+            finish_reason=answer.finish_reason,
+        )
+        _report(record, emit, log)
+        return answer
+
+    def _explain(self, exc: Exception) -> ModelCallError:
+        """One clear error per failure kind; the server's message is kept, secrets are not."""
+        import openai
+
+        where = self.config.base_url or "the OpenAI API"
+        secrets = self.config.secrets()
+        detail = redact(_server_message(exc), secrets)
+        if isinstance(exc, openai.AuthenticationError):
+            return ModelCallError(
+                f"the model server at {where} refused the API key (HTTP 401: {detail}); check OPENAI_API_KEY "
+                "(or api_key=...) and OPENAI_BASE_URL; the request was not retried",
+                status=401, kind="authentication",
+            )
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelCallError(
+                f"the model server at {where} did not answer within {self.timeout:g} s "
+                f"(after {self.max_retries} retries); raise timeout=... or try again later",
+                kind="timeout",
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return ModelCallError(
+                f"could not connect to the model server at {where} ({detail}); check OPENAI_BASE_URL", kind="connection"
+            )
+        if isinstance(exc, openai.APIStatusError):
+            return ModelCallError(
+                f"the model server at {where} answered HTTP {exc.status_code} ({detail}) "
+                f"after {self.max_retries} retries",
+                status=exc.status_code, kind="status",
+            )
+        return ModelCallError(f"the model call failed: {redact(str(exc), secrets)}")
+
+
+def _server_message(exc: Exception) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        return json.dumps(body)[:300]
+    return str(getattr(exc, "message", None) or exc)[:300]
+
+
+def _report(record: dict[str, Any], emit: Emit | None, log: list[dict[str, Any]] | None) -> None:
+    if log is not None:
+        log.append(dict(record))
+    if emit is not None:
+        emit("llm.call", **record)
+
+
+def estimate_tokens(text: str) -> int:
+    """A deterministic stand-in for a tokenizer: about four characters a token."""
+    return (len(text) + 3) // 4

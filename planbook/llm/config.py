@@ -1,0 +1,96 @@
+"""Where the model is: explicit arguments win, then OPENAI_API_KEY, OPENAI_BASE_URL, PLANBOOK_MODEL.
+
+Nothing here imports ``openai``; a missing key is an error that says how to set one
+up, and never shows a secret.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+#: Used when neither ``model=`` nor PLANBOOK_MODEL says which model to ask.
+DEFAULT_MODEL = "gpt-4o-mini"
+
+#: Sent to servers that need no key (a local OpenAI-compatible server, a cassette replay).
+#: It is a placeholder, not a secret, and it is never written anywhere.
+PLACEHOLDER_KEY = "no-key-needed"
+
+
+class LLMConfigError(RuntimeError):
+    """The model layer is not set up (no key, no server, no cassette); the message says how."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"LLMConfigError: {self}"]
+
+
+class ModelCallError(RuntimeError):
+    """A call to the model server failed (HTTP error, timeout, connection); secrets are redacted."""
+
+    def __init__(self, message: str, *, status: int | None = None, kind: str = "error") -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"ModelCallError: {self}"]
+
+
+SETUP_HELP = (
+    "To use a model, set OPENAI_API_KEY (e.g. `export OPENAI_API_KEY=...` in the shell that starts "
+    "Jupyter, or os.environ['OPENAI_API_KEY'] = ... before creating the planner), or point "
+    "OPENAI_BASE_URL at an OpenAI-compatible server that needs no key (e.g. http://localhost:11434/v1); "
+    "choose the model with model=... or PLANBOOK_MODEL. To run offline, pass cassette='path.json' "
+    "to replay recorded responses."
+)
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """The resolved model settings. ``repr`` never shows the key."""
+
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+
+    @property
+    def has_key(self) -> bool:
+        return bool(self.api_key)
+
+    @property
+    def live(self) -> bool:
+        """A key, or a server that may need none: enough to call a model."""
+        return bool(self.api_key or self.base_url)
+
+    def secrets(self) -> list[str]:
+        """Strings that must never be written (used to redact errors and cassettes)."""
+        return [self.api_key] if self.api_key and self.api_key != PLACEHOLDER_KEY else []
+
+
+def resolve_config(
+    model: str | None = None,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> LLMConfig:
+    """Explicit arguments, else the environment, else the default model (no key, no server)."""
+    env = os.environ if env is None else env
+    return LLMConfig(
+        model=model or env.get("PLANBOOK_MODEL") or DEFAULT_MODEL,
+        api_key=api_key or env.get("OPENAI_API_KEY") or None,
+        base_url=base_url or env.get("OPENAI_BASE_URL") or None,
+    )
+
+
+def missing_setup_error(what: str) -> LLMConfigError:
+    return LLMConfigError(f"{what} has no model to call: no API key, no server and no cassette. {SETUP_HELP}")
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with every secret (and its Bearer form) replaced by ``***``."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text

@@ -1,0 +1,130 @@
+"""The words a model is shown. Kept in one module so they can be read and changed together."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..models import Plan, Step
+
+PLANNER_SYSTEM = """\
+You are the planner of a plan-and-execute system. You do not do the work yourself: you \
+write a plan of steps that tools and agents will execute, in order.
+Each step either calls a tool (give "tool" and "args" that match the tool's argument \
+schema) or gives a task in words to an agent (give "agent" and "task", no "args"). Use \
+only the tools and agents listed. Give every step its own short id ("1", "2", ...). \
+List in "needs" the ids of earlier steps whose results the step uses; a tool argument \
+written as "$ID" receives the result of step ID. Say in "expect" what success looks like.
+Keep the plan short: at most {max_steps} steps.
+Answer by calling the function submit_plan once with the whole plan. If you cannot call \
+functions, answer with one ```json block holding {{"steps": [...]}}. Do not ask for \
+clarification: make reasonable assumptions and write them into the tasks."""
+
+AGENT_SYSTEM = """\
+You are the agent {name!r} ({description}) in a plan-and-execute system. You work on one \
+step of a plan. Use the tools you are given when they help. When you are done, call \
+finish with status "success" and your answer, or status "failure" and what went wrong. \
+Do not ask for clarification."""
+
+FEEDBACK = """\
+Your answer was rejected; nothing was executed:
+{problems}
+Fix these problems and answer again with the whole plan by calling submit_plan. \
+Do not ask for clarification."""
+
+
+def shorten(value: Any, limit: int = 200) -> str:
+    """A value as a prompt sees it: its repr, cut to ``limit`` characters."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_tools(tools: Mapping[str, Any]) -> str:
+    if not tools:
+        return "Tools: (none)"
+    lines = ["Tools (name: description; argument schema):"]
+    for tool in tools.values():
+        params = json.dumps(tool.parameters.get("properties", {}), sort_keys=True)
+        required = tool.parameters.get("required", [])
+        lines.append(f"- {tool.name}: {tool.description or '(no description)'}; args {params}; required {required}")
+    return "\n".join(lines)
+
+
+def describe_agents(agents: Mapping[str, Any]) -> str:
+    if not agents:
+        return "Agents: (none)"
+    lines = ["Agents (name: description):"]
+    for name, agent in agents.items():
+        lines.append(f"- {name}: {getattr(agent, 'description', '') or '(no description)'}")
+    return "\n".join(lines)
+
+
+def plan_request(goal: str, tools: Mapping[str, Any], agents: Mapping[str, Any]) -> str:
+    return f"Goal: {goal}\n\n{describe_tools(tools)}\n\n{describe_agents(agents)}\n\nWrite the plan."
+
+
+def step_as_dict(step: Step) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": step.id, "task": step.task}
+    if step.tool:
+        data["tool"], data["args"] = step.tool, step.args
+    if step.agent:
+        data["agent"] = step.agent
+    if step.needs:
+        data["needs"] = step.needs
+    if step.expect:
+        data["expect"] = step.expect
+    return data
+
+
+def executed_lines(history: Iterable[Step], limit: int) -> list[str]:
+    lines = []
+    for step in history:
+        outcome = f"error: {shorten(step.error, limit)}" if step.error else f"result: {shorten(step.result, limit)}"
+        lines.append(f"- step {step.id} ({step.status}) {step.describe()} → {outcome}")
+    return lines or ["- (nothing yet)"]
+
+
+def replan_request(
+    goal: str,
+    tools: Mapping[str, Any],
+    agents: Mapping[str, Any],
+    *,
+    history: list[Step],
+    last_error: str | None,
+    plan: Plan | None,
+    kept_ids: list[str],
+    max_steps: int,
+    result_limit: int = 200,
+) -> str:
+    remaining = [s for s in (plan.steps if plan else []) if s.id not in kept_ids]
+    parts = [
+        f"Goal: {goal}",
+        describe_tools(tools),
+        describe_agents(agents),
+        "Executed so far (results shortened):\n" + "\n".join(executed_lines(history, result_limit)),
+        f"Last error: {last_error or '(none)'}",
+        "Done steps (kept as they are; do not repeat or rewrite them): " + (", ".join(kept_ids) or "(none)"),
+        "Remaining plan:\n" + json.dumps([step_as_dict(s) for s in remaining], ensure_ascii=False),
+        "Write the steps that remain to reach the goal: you may keep, change, drop or add steps; "
+        "give new work new ids; a step may need the done steps. "
+        f"Propose at most {max_steps} steps. If the remaining plan needs no change, call submit_plan "
+        "with no_change=true and no steps.",
+    ]
+    return "\n\n".join(parts)
+
+
+def agent_request(goal: str, plan_text: str, step: Step, needs: Mapping[str, Any], result_limit: int = 2000) -> str:
+    parts = [
+        f"Goal of the run: {goal}" if goal else "",
+        f"CURRENT PLAN STATUS:\n{plan_text}",
+        f"YOUR CURRENT TASK (step {step.id}): {step.task}",
+        f"What success looks like: {step.expect}" if step.expect else "",
+    ]
+    if needs:
+        parts.append(
+            "Results of the steps this step needs:\n"
+            + "\n".join(f"- step {k}: {shorten(v, result_limit)}" for k, v in needs.items())
+        )
+    parts.append("Work only on this step. End by calling finish.")
+    return "\n\n".join(p for p in parts if p)

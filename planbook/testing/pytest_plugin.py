@@ -1,0 +1,32 @@
+"""Fixtures for your own tests: ``pytest_plugins = ["planbook.testing.pytest_plugin"]``.
+
+``fake_openai`` is one FakeOpenAIServer per test module, reset before each test;
+the model environment variables are hidden for every test that uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from .fake_server import FakeOpenAIServer
+from .helpers import MODEL_ENV
+
+
+@pytest.fixture(scope="module")
+def _fake_openai_module() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(strict=False) as server:
+        yield server
+
+
+@pytest.fixture
+def fake_openai(_fake_openai_module: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    for key in MODEL_ENV:
+        monkeypatch.delenv(key, raising=False)
+    server = _fake_openai_module.reset()
+    yield server
+    assert not server.unexpected, (
+        f"the fake model got {len(server.unexpected)} request(s) beyond its script "
+        f"(last message of the first: {server.unexpected[0].messages[-1:]!r})"
+    )
