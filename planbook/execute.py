@@ -87,25 +87,31 @@ def stdout_routing() -> Iterator[_ThreadRoutedStream]:
                 _router = None
 
 
-@contextmanager
-def capture_stdout() -> Iterator[io.StringIO]:
-    """Capture what this thread prints, leaving other threads' output alone."""
-    buffer = io.StringIO()
-    ident = threading.get_ident()
-    router = sys.stdout
-    if isinstance(router, _ThreadRoutedStream) and router is _router:
-        router.buffers[ident] = buffer  # fast path: a run already installed the router
-        try:
-            yield buffer
-        finally:
-            router.buffers.pop(ident, None)
-        return
-    with stdout_routing() as installed:
-        installed.buffers[ident] = buffer
-        try:
-            yield buffer
-        finally:
-            installed.buffers.pop(ident, None)
+class capture_stdout:  # noqa: N801 - used like the contextlib helpers it sits beside
+    """Capture what this thread prints, leaving other threads' output alone.
+
+    A class rather than a generator context manager: it runs once per step, and when a
+    run already installed the router it costs two dict operations.
+    """
+
+    def __init__(self) -> None:
+        self.buffer = io.StringIO()
+        self.ident = threading.get_ident()
+        self._routing: Any = None
+
+    def __enter__(self) -> io.StringIO:
+        router = sys.stdout
+        if not (isinstance(router, _ThreadRoutedStream) and router is _router):
+            self._routing = stdout_routing()
+            router = self._routing.__enter__()
+        self.router = router
+        router.buffers[self.ident] = self.buffer
+        return self.buffer
+
+    def __exit__(self, *exc: Any) -> None:
+        self.router.buffers.pop(self.ident, None)
+        if self._routing is not None:
+            self._routing.__exit__(*exc)
 
 
 def _run_coroutine(coro: Any) -> Any:

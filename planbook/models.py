@@ -82,6 +82,18 @@ class Step(BaseModel):
             self.needs = list(self.needs) + refs
         return self
 
+    def set_state(self, **fields: Any) -> None:
+        """Update run-state fields without pydantic's per-assignment machinery.
+
+        The runner sets a dozen fields on every execution with values it owns and has
+        already typed; going through ``BaseModel.__setattr__`` for each one was a visible
+        share of the per-step overhead (see benchmarks/engine_overhead.py).
+        """
+        unknown = fields.keys() - type(self).model_fields.keys()
+        if unknown:
+            raise AttributeError(f"Step has no field(s) {sorted(unknown)}")
+        self.__dict__.update(fields)
+
     @property
     def duration(self) -> float | None:
         """Seconds the last attempt took, or None if it has not finished."""

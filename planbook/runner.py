@@ -393,10 +393,10 @@ class Runner:
     def _execute(self, step: Step) -> None:
         s = self.state
         s.executions += 1
-        step.attempts += 1
-        step.status = Status.in_progress
-        step.error = step.traceback = None
-        step.started_at, step.finished_at = self.clock(), None
+        step.set_state(
+            attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None,
+            started_at=self.clock(), finished_at=None,
+        )
         self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions)
         results = {n: self._by_id[n].result for n in step.needs}
         try:
@@ -410,10 +410,9 @@ class Runner:
             )
         except KeyboardInterrupt:
             s.executions -= 1
-            step.attempts -= 1
+            step.set_state(attempts=step.attempts - 1)
             raise
-        step.finished_at = self.clock()
-        self._record(step, outcome)
+        self._record(step, outcome, finished_at=self.clock())
         s.history.append(step.snapshot())
         if outcome.ok:
             self.emit("step.finished", step=step.id, duration=step.duration, result=_short(step.result))
@@ -423,14 +422,16 @@ class Runner:
             self._on_failure(step)
 
     @staticmethod
-    def _record(step: Step, outcome: Outcome) -> None:
-        step.status = Status.completed if outcome.ok else Status.failed
-        step.result = outcome.result
-        step.error = outcome.error
-        step.traceback = outcome.traceback
-        step.output = outcome.output
-        if outcome.notes:
-            step.notes = outcome.notes
+    def _record(step: Step, outcome: Outcome, *, finished_at: float) -> None:
+        step.set_state(
+            status=Status.completed if outcome.ok else Status.failed,
+            result=outcome.result,
+            error=outcome.error,
+            traceback=outcome.traceback,
+            output=outcome.output,
+            finished_at=finished_at,
+            **({"notes": outcome.notes} if outcome.notes else {}),
+        )
 
     def _policy_for(self, step: Step) -> tuple[PolicyName, ...]:
         if step.on_failure is None:
