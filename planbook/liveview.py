@@ -1,0 +1,253 @@
+"""The bridge from a runner's events to a live view, throttled.
+
+The runner calls its handlers on the thread that runs it (in a notebook: the kernel's
+main thread), and this bridge changes views only there: it never starts a thread. Steps
+can finish thousands of times a second, and the notebook server caps iopub traffic, so
+updates go through a token bucket (a short burst, then about ``rate`` per second); the
+final state is always flushed when the run pauses or finishes.
+
+Which view: the ipywidgets :class:`~planbook.widget.PlanView` in a kernel with comms;
+otherwise (no ipywidgets, plain IPython in a terminal) a display handle updated with the
+static HTML view, like ``tqdm.autonotebook``; outside IPython, none. Nothing here imports
+ipywidgets until a widget view is shown.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .models import Plan, PlanDiff, RunResult, Status, Usage
+from .runner import Runner
+
+FLUSH_NOW = frozenset({"run.paused", "run.finished"})
+
+
+@dataclass
+class ViewState:
+    """What a view shows: the plan and the run's counters. Built from a runner, a result or a plan."""
+
+    plan: Plan
+    status: str | None = None  # None: not run
+    reason: str | None = None
+    error: str | None = None
+    executions: int = 0
+    replans: int = 0
+    max_steps: int | None = None
+    max_replans: int | None = None
+    revisions: list[PlanDiff] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    elapsed: float | None = None
+    why: str | None = None  # why a run paused
+
+    @classmethod
+    def of(cls, source: Any) -> "ViewState":
+        if isinstance(source, ViewState):
+            return source
+        if isinstance(source, Runner):
+            return cls.of_runner(source)
+        if isinstance(source, RunResult):
+            return cls(
+                plan=source.plan, status=source.status, reason=source.reason, error=source.error,
+                executions=source.executions, replans=source.replans, max_steps=source.max_steps,
+                max_replans=source.max_replans, revisions=list(source.revisions), usage=source.usage,
+                why=_pause_reason(source.events) if source.status == "paused" else None,
+            )
+        if isinstance(source, Plan):
+            return cls(plan=source)
+        raise TypeError(f"a view shows a Plan, a RunResult or a Runner; got {type(source).__name__}")
+
+    @classmethod
+    def of_runner(cls, runner: Runner, *, usage: Usage | None = None, elapsed: float | None = None) -> "ViewState":
+        s = runner.state
+        return cls(
+            plan=s.plan, status=s.status if s.started else None, reason=s.reason, error=s.error,
+            executions=s.executions, replans=s.replans, max_steps=runner.max_steps, max_replans=runner.max_replans,
+            revisions=list(s.revisions), usage=usage if usage is not None else _usage(s.events), elapsed=elapsed,
+            why=_pause_reason(s.events) if s.status == "paused" else None,
+        )
+
+
+def _usage(events: list[Any]) -> Usage:
+    usage = Usage()
+    for event in events:
+        if event.kind == "llm.call":
+            _add_call(usage, event)
+    return usage
+
+
+def _add_call(usage: Usage, event: Any) -> None:
+    usage.calls += 1
+    usage.prompt_tokens += int(event.data.get("prompt_tokens") or 0)
+    usage.completion_tokens += int(event.data.get("completion_tokens") or 0)
+
+
+def _pause_reason(events: list[Any]) -> str | None:
+    for event in reversed(events):
+        if event.kind == "run.paused":
+            return str(event.data.get("why") or "")
+    return None
+
+
+class ViewTarget(Protocol):
+    def render(self, state: ViewState) -> None: ...
+
+
+class Throttle:
+    """A token bucket: ``burst`` updates at once, then ``rate`` per second on average."""
+
+    def __init__(self, rate: float = 10.0, burst: int = 3, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self.tokens = float(burst)
+        self.last = clock()
+
+    def allow(self) -> bool:
+        now = self.clock()
+        self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+class LiveView:
+    """Subscribes to a runner and renders its state into ``target``, throttled.
+
+    ``updates`` counts renders (what a test of the throttle reads). Call :meth:`close` when
+    the run returns: it flushes anything pending and unsubscribes.
+    """
+
+    def __init__(
+        self,
+        runner: Runner,
+        target: ViewTarget,
+        *,
+        rate: float = 10.0,
+        burst: int = 3,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.runner = runner
+        self.target = target
+        self.clock = clock
+        self.throttle = Throttle(rate, burst, clock)
+        self.updates = 0
+        self.events = 0
+        self.pending = False
+        self.started = clock()
+        self.usage = _usage(runner.state.events)
+        runner.subscribe(self)
+
+    def __call__(self, event: Any) -> None:
+        self.events += 1
+        if event.kind == "llm.call":
+            _add_call(self.usage, event)
+        if event.kind in FLUSH_NOW or self.throttle.allow():
+            self.flush()
+        else:
+            self.pending = True
+
+    def state(self) -> ViewState:
+        return ViewState.of_runner(self.runner, usage=self.usage, elapsed=self.clock() - self.started)
+
+    def flush(self) -> None:
+        """Render now, if on the main thread (elsewhere: leave it pending for the main thread)."""
+        if threading.current_thread() is not threading.main_thread():
+            self.pending = True
+            return
+        self.pending = False
+        self.target.render(self.state())
+        self.updates += 1
+
+    def close(self) -> None:
+        """Stop listening; render the last state if an update is still pending."""
+        if self in self.runner.handlers:
+            self.runner.handlers.remove(self)
+        if self.pending:
+            self.flush()
+
+
+# ------------------------------------------------------------------ fallback view
+class _Bundle:
+    """A display object whose mimebundle is fixed when it is made."""
+
+    def __init__(self, data: dict[str, str]) -> None:
+        self.data = data
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return self.data
+
+
+def state_bundle(state: ViewState) -> dict[str, str]:
+    """text/plain (the deterministic plan text), text/markdown and text/html of a state."""
+    from .htmlview import state_html
+    from .textview import format_markdown, format_plan
+
+    return {"text/plain": format_plan(state.plan), "text/markdown": format_markdown(state.plan), "text/html": state_html(state)}
+
+
+class HtmlView:
+    """The fallback live view: one display, updated in place through its display id."""
+
+    def __init__(self, source: Any) -> None:
+        self.state = ViewState.of(source)
+        self.handle: Any = None
+        self.renders = 0
+
+    def show(self) -> "HtmlView":
+        from IPython.display import display
+
+        self.handle = display(_Bundle(state_bundle(self.state)), display_id=True)
+        return self
+
+    def render(self, state: ViewState) -> None:
+        self.state = state
+        self.renders += 1
+        if self.handle is not None:
+            self.handle.update(_Bundle(state_bundle(state)))
+
+
+# ------------------------------------------------------------------ choosing a view
+def _shell() -> Any:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
+
+
+def widgets_available(shell: Any = None) -> bool:
+    """True in a kernel with comms where ipywidgets imports (what tqdm.autonotebook checks)."""
+    shell = shell if shell is not None else _shell()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return False
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def show_live(runner: Runner, **throttle: Any) -> LiveView | None:
+    """Display a live view of ``runner`` and subscribe it. None outside IPython."""
+    shell = _shell()
+    if shell is None:
+        return None
+    target: Any
+    if widgets_available(shell):
+        from IPython.display import display
+
+        from .widget import PlanView
+
+        target = PlanView(runner)
+        display(target)
+    else:
+        target = HtmlView(runner).show()
+    return LiveView(runner, target, **throttle)
+
+
+def count_done(plan: Plan) -> int:
+    return sum(1 for s in plan.steps if s.status is Status.completed)

@@ -1,0 +1,374 @@
+"""``%%plan`` and ``%run_plan``: plans as notebook cells.
+
+``%load_ext planbook`` calls :func:`register`. The cell *is* the plan: ``%%plan NAME``
+validates its body and stores the :class:`~planbook.models.Plan` as ``NAME``;
+``%run_plan NAME`` runs it with a live view and returns the
+:class:`~planbook.models.RunResult`. One runner is kept per NAME, so ``--step`` and
+``--until`` pause a run that a later ``%run_plan NAME`` continues.
+
+The magics take their text literally: ``{x}`` and ``$x`` are not expanded by IPython,
+in the line or in the cell body (plans use ``$id`` references and braces in tasks).
+"""
+
+from __future__ import annotations
+
+import keyword
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from IPython.core import magic_arguments as ma
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+
+from .errors import PlanError, Problem, RunFailed, closest
+from .models import Plan, RunResult
+from .runner import POLICIES, Runner, make_plan
+from .tools import as_toolbox, default_toolbox
+from .validate import validate_plan
+
+LLM = "llm"
+
+
+class CellPlanError(PlanError):
+    """A :class:`PlanError` about a ``%%plan`` cell: its short traceback quotes the cell's lines."""
+
+    def __init__(self, problems: list[Problem], *, source: str | None = None, offset: int = 0) -> None:
+        shifted = [
+            Problem(p.message, step=p.step, code=p.code, line=p.line + offset if p.line is not None else None)
+            for p in problems
+        ]
+        super().__init__(shifted, source=source)
+
+    def _render_traceback_(self) -> list[str]:
+        lines = [f"PlanError: {self._message()}"]
+        cell = self.source.splitlines() if self.source is not None else []
+        quoted = sorted({p.line for p in self.problems if p.line is not None and 1 <= p.line <= len(cell)})
+        if quoted:
+            lines.append("")
+            width = len(str(quoted[-1]))
+            lines += [f"  {n:>{width}} | {cell[n - 1]}" for n in quoted]
+        lines.append("Fix the plan in the cell and run it again.")
+        return lines
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """The kernel's interrupt stopped a run. Raised (not returned) so "run all" stops too;
+    the run is kept and ``%run_plan NAME`` continues it."""
+
+    def __init__(self, name: str, result: RunResult) -> None:
+        self.name = name
+        self.result = result
+        done = sum(1 for s in result.plan.steps if s.status.value == "completed")
+        super().__init__(
+            f"plan {name!r} was interrupted ({done}/{len(result.plan.steps)} steps completed); "
+            f"run %run_plan {name} to continue it, or %run_plan {name} --restart to start again"
+        )
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"RunInterrupted: {self}"]
+
+
+@dataclass
+class _Origin:
+    """What a ``%%plan`` cell used, so ``%run_plan NAME`` can use the same by default."""
+
+    plan: Plan
+    tools: str | None = None
+    agents: str | None = None
+    planner: str | None = None
+    model: str | None = None
+    planner_obj: Any = None
+
+
+@dataclass
+class _Run:
+    value: Any
+    key: tuple[Any, ...]
+    runner: Runner
+    objects: list[Any] = field(default_factory=list)  # keeps looked-up objects alive for the identity key
+
+
+@magics_class
+class PlanMagics(Magics):
+    """The planbook magics. One instance per shell keeps the runs that can continue."""
+
+    def __init__(self, shell: Any = None) -> None:
+        super().__init__(shell)
+        self.runs: dict[str, _Run] = {}
+        self.origins: dict[str, _Origin] = {}
+
+    # ------------------------------------------------------------------ %%plan
+    @no_var_expand
+    @ma.magic_arguments()
+    @ma.argument("name", help="the variable the plan is stored in (also the plan's id)")
+    @ma.argument("--planner", metavar="VAR|llm", help="a planner in the namespace, or 'llm' for planbook.llm.LLMPlanner; the body is then a goal in words")
+    @ma.argument("--model", metavar="M", help="the model for --planner llm (default: $PLANBOOK_MODEL)")
+    @ma.argument("--review", action="store_true", help="insert a new %%%%plan cell below holding the planner's plan as YAML, to edit and run")
+    @ma.argument("--tools", metavar="VAR", help="a Toolbox (or mapping/list of functions) in the namespace; default: the @planbook.tool functions")
+    @ma.argument("--agents", metavar="VAR", help="agents in the namespace: a {name: agent} mapping or a list")
+    @ma.argument("--title", metavar="T", help="the plan's title")
+    @cell_magic
+    def plan(self, line: str, cell: str) -> None:
+        """Define a plan from the cell: a spec (YAML/JSON mapping with ``steps``, or a
+        Markdown list where ``[TAG]`` names the agent) or, with ``--planner``, a goal.
+
+        The plan is validated, stored as NAME and shown; it is not run (``%run_plan NAME``).
+        """
+        args = _parse(self.plan, line)
+        name = _check_name(args.name)
+        if args.model and args.planner != LLM:
+            raise UsageError("--model chooses the model of --planner llm; add --planner llm (or drop --model)")
+        if args.review and not args.planner:
+            raise UsageError("--review shows a planner's plan for you to edit: add --planner VAR or --planner llm")
+        tools = self._lookup(args.tools, "--tools") if args.tools else default_toolbox
+        agents = self._lookup(args.agents, "--agents") if args.agents else None
+        toolbox, agent_map = _toolbox(tools), _agents(agents)
+        planner = self._planner(args.planner, args.model) if args.planner else None
+        if planner is not None:
+            goal = cell.strip()
+            if not goal:
+                raise UsageError(f"write the goal in the cell body: %%plan {name} --planner {args.planner}, then the goal")
+            try:
+                plan = make_plan(goal, planner, tools=toolbox, agents=agent_map, plan_id=name, title=args.title or "")
+            except CellPlanError:
+                raise
+            except PlanError as exc:  # the planner's plan: no cell lines to point at
+                raise CellPlanError(exc.problems) from None
+        else:
+            source = f"%%plan {line}\n{cell}"
+            try:
+                plan = Plan.parse(cell, id=name)
+                if args.title:
+                    plan.title = args.title
+                validate_plan(plan, toolbox, agent_map)
+            except PlanError as exc:
+                raise CellPlanError(exc.problems, source=source, offset=1) from None
+        self.shell.user_ns[name] = plan
+        self.origins[name] = _Origin(
+            plan=plan, tools=args.tools, agents=args.agents, planner=args.planner, model=args.model, planner_obj=planner
+        )
+        if args.review:
+            from .specwriter import plan_spec
+
+            options = "".join(f" --{opt} {val}" for opt, val in (("tools", args.tools), ("agents", args.agents)) if val)
+            self.shell.set_next_input(f"%%plan {name}{options}\n{plan_spec(plan)}".rstrip("\n"), replace=False)
+        from IPython.display import display
+
+        display(plan)
+
+    # --------------------------------------------------------------- %run_plan
+    @no_var_expand
+    @ma.magic_arguments()
+    @ma.argument("name", help="a Plan (from %%%%plan) or a plan spec string in the namespace")
+    @ma.argument("--on-failure", metavar="POLICY", help="abort, skip, retry or replan, or a chain such as retry,replan (default: replan with a planner, else abort)")
+    @ma.argument("--retries", type=int, default=0, metavar="N", help="retries per step for the retry policy (default 0)")
+    @ma.argument("--max-steps", type=int, default=12, metavar="N", help="step budget: executions, including after replans (default 12)")
+    @ma.argument("--max-replans", type=int, default=5, metavar="N", help="replan budget (default 5)")
+    @ma.argument("--planner", metavar="VAR|llm", help="the planner for replans (default: the one %%%%plan used)")
+    @ma.argument("--model", metavar="M", help="the model for --planner llm")
+    @ma.argument("--tools", metavar="VAR", help="tools in the namespace (default: as in %%%%plan, else the @planbook.tool functions)")
+    @ma.argument("--agents", metavar="VAR", help="agents in the namespace (default: as in %%%%plan)")
+    @ma.argument("--step", action="store_true", help="execute the next step only, then pause")
+    @ma.argument("--until", metavar="ID", help="pause after step ID has run")
+    @ma.argument("--timeout", type=float, metavar="SECONDS", help="time limit per step")
+    @ma.argument("--check", action="store_true", help="raise planbook.RunFailed if the run ends failed (for pipelines)")
+    @ma.argument("--restart", action="store_true", help="start a new run even if the last one paused or was interrupted")
+    @ma.argument("--no-view", action="store_true", help="no live view (the result is still returned)")
+    @line_magic
+    def run_plan(self, line: str) -> RunResult:
+        """Run plan NAME with a live view and return its RunResult.
+
+        A paused (``--step``, ``--until``) or interrupted run continues with the next
+        ``%run_plan NAME``, as long as NAME still holds the same plan and the options are the
+        same; a finished run starts again from the beginning.
+        """
+        args = _parse(self.run_plan, line)
+        name = _check_name(args.name)
+        value = self._plan_value(name)
+        origin = self.origins.get(name)
+        if origin is not None and origin.plan is not value:
+            origin = None  # NAME was reassigned outside %%plan: its options no longer apply
+        tools_var = args.tools or (origin.tools if origin else None)
+        agents_var = args.agents or (origin.agents if origin else None)
+        planner_var = args.planner or (origin.planner if origin else None)
+        model = args.model if args.planner else (args.model or (origin.model if origin else None))
+        if args.model and planner_var != LLM:
+            raise UsageError("--model chooses the model of --planner llm; add --planner llm (or drop --model)")
+        for opt, number in (("--retries", args.retries), ("--max-steps", args.max_steps), ("--max-replans", args.max_replans)):
+            if number < 0:
+                raise UsageError(f"{opt} must be a whole number >= 0, got {number}")
+        if args.timeout is not None and args.timeout <= 0:
+            raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+        on_failure = _policy(args.on_failure)
+        tools = self._lookup(tools_var, "--tools") if tools_var else None
+        agents = self._lookup(agents_var, "--agents") if agents_var else None
+        if planner_var is None:
+            planner = None
+        elif not args.planner and origin is not None and origin.planner_obj is not None:
+            planner = origin.planner_obj
+        else:
+            planner = self._planner(planner_var, model)
+        planner_key: Any = (LLM, model) if planner_var == LLM else planner
+        key = (on_failure, args.retries, args.max_steps, args.max_replans, args.timeout,
+               _ident(tools), _ident(agents), _ident(planner_key))
+        run = self.runs.get(name)
+        resumable = (
+            run is not None
+            and not args.restart
+            and _same(run.value, value)
+            and run.key == key
+            and run.runner.state.started
+            and run.runner.state.status in ("paused", "interrupted")
+        )
+        if not resumable:
+            try:
+                runner = Runner(
+                    value, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=args.retries,
+                    max_steps=args.max_steps, max_replans=args.max_replans, step_timeout=args.timeout,
+                )
+            except PlanError as exc:
+                raise CellPlanError(exc.problems) from None
+            except (ValueError, TypeError) as exc:
+                raise UsageError(str(exc)) from None
+            run = _Run(value=value, key=key, runner=runner, objects=[tools, agents, planner])
+            self.runs[name] = run
+        assert run is not None
+        runner = run.runner
+        if args.until is not None and runner.plan.steps:
+            ids = [s.id for s in runner.plan.steps]
+            if args.until not in ids:
+                raise UsageError(f"--until {args.until}: plan {name!r} has no step {args.until!r}{closest(args.until, ids)}; its steps are {', '.join(ids)}")
+        bridge = None
+        if not args.no_view:
+            from .liveview import show_live
+
+            bridge = show_live(runner)
+        try:
+            result = runner.run(until=args.until, max_executions=1 if args.step else None)
+        finally:
+            if bridge is not None:
+                bridge.close()
+        if result.status == "interrupted":
+            raise RunInterrupted(name, result)
+        if args.check and result.status == "failed":
+            raise RunFailed(result)
+        return result
+
+    # ------------------------------------------------------------------ helpers
+    def _plan_value(self, name: str) -> Plan | str:
+        ns = self.shell.user_ns
+        if name not in ns:
+            plans = [k for k, v in ns.items() if isinstance(v, Plan) and not k.startswith("_")]
+            raise UsageError(
+                f"no plan named {name!r}{closest(name, plans)}: define it with a '%%plan {name}' cell "
+                "(or assign a Plan or a plan spec string to it)"
+            )
+        value = ns[name]
+        if not isinstance(value, (Plan, str)):
+            raise UsageError(
+                f"{name!r} is a {type(value).__name__}, not a plan: define it with a '%%plan {name}' cell "
+                "(or assign a Plan or a plan spec string to it)"
+            )
+        return value
+
+    def _lookup(self, var: str, option: str) -> Any:
+        ns = self.shell.user_ns
+        if var not in ns:
+            known = [k for k in ns if not k.startswith("_")]
+            raise UsageError(f"{option} {var}: there is no variable {var!r} in the namespace{closest(var, known)}")
+        return ns[var]
+
+    def _planner(self, var: str, model: str | None) -> Any:
+        if var == LLM:
+            from planbook.llm import LLMPlanner  # imports openai: only when asked for
+
+            return LLMPlanner(model=model)
+        planner = self._lookup(var, "--planner")
+        if not callable(planner):
+            raise UsageError(
+                f"--planner {var}: {var!r} is a {type(planner).__name__}; a planner is a callable "
+                "(goal, history, last_error) -> steps, or use --planner llm"
+            )
+        return planner
+
+
+def _parse(magic: Any, line: str) -> Any:
+    """Parse the line like a shell would (quotes removed), so ``--title "A b"`` is ``A b``."""
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"cannot read the options {line!r}: {exc}") from None
+    return magic.parser.parse_args(argv)
+
+
+def _check_name(name: str) -> str:
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise UsageError(f"{name!r} cannot be a variable name: use letters, digits and _ (not starting with a digit)")
+    return name
+
+
+def _policy(text: str | None) -> str | list[str] | None:
+    if text is None:
+        return None
+    chain = [p.strip() for p in text.split(",") if p.strip()]
+    for policy in chain:
+        if policy not in POLICIES:
+            raise UsageError(f"--on-failure {text}: unknown policy {policy!r}{closest(policy, POLICIES)}; choose from {', '.join(POLICIES)}")
+    if not chain:
+        raise UsageError(f"--on-failure needs a policy: {', '.join(POLICIES)}")
+    return chain[0] if len(chain) == 1 else chain
+
+
+def _toolbox(tools: Any) -> Any:
+    try:
+        return as_toolbox(tools)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--tools: {exc}") from None
+
+
+def _agents(agents: Any) -> Any:
+    from .agents import as_agents
+
+    try:
+        return as_agents(agents)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--agents: {exc}") from None
+
+
+def _ident(obj: Any) -> Any:
+    """Options compare by identity (a redefined toolbox is a different run), strings by value."""
+    if obj is None or isinstance(obj, (str, tuple)):
+        return obj
+    return ("id", id(obj))
+
+
+def _same(old: Any, new: Any) -> bool:
+    return old is new or (isinstance(old, str) and old == new)
+
+
+def register(ipython: Any) -> PlanMagics:
+    """Register the magics (``%load_ext planbook``). Returns the magics object holding the runs."""
+    magics = PlanMagics(ipython)
+    ipython.register_magics(magics)
+    return magics
+
+
+def unregister(ipython: Any) -> None:
+    """Remove the magics (``%unload_ext planbook``)."""
+    manager = ipython.magics_manager
+    for kind, names in (("cell", ("plan",)), ("line", ("run_plan",))):
+        for magic_name in names:
+            fn = manager.magics[kind].get(magic_name)
+            if fn is not None and isinstance(getattr(fn, "__self__", None), PlanMagics):
+                del manager.magics[kind][magic_name]
+    manager.registry.pop(PlanMagics.__name__, None)
+
+
+def magics_of(ipython: Any) -> PlanMagics | None:
+    """The registered :class:`PlanMagics` (its ``runs`` hold the runners kept per NAME)."""
+    found = ipython.magics_manager.registry.get(PlanMagics.__name__)
+    return found if isinstance(found, PlanMagics) else None
+
+
+__all__ = ["CellPlanError", "PlanMagics", "RunInterrupted", "magics_of", "register", "unregister"]
