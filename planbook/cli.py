@@ -9,6 +9,7 @@ import argparse
 import importlib
 import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="run the bundled offline demo (a failure, a replan, a diff)")
     demo.add_argument("--plain", action="store_true", help="no live view; print the final result only")
+    demo.add_argument("--pace", type=float, default=0.0, metavar="SECONDS",
+                      help="pause after each step so the live view can be followed (for presenting)")
     return parser
 
 
@@ -114,7 +117,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from .demo import demo_plan, demo_planner, demo_tools
 
+            if args.pace < 0:
+                raise UsageProblem(f"--pace takes seconds >= 0, got {args.pace}")
             runner = Runner(demo_plan(), planner=demo_planner, tools=demo_tools)
+            if args.pace:
+                runner.subscribe(lambda e: time.sleep(args.pace) if e.kind in ("step.finished", "step.failed") else None)
             result = _execute(runner, args.plain)
             return EXIT_OK if result.ok else EXIT_FAILED
         tools = load_object(args.tools, "tools") if args.tools else None

@@ -70,11 +70,12 @@ class TerminalView:
                 STATUS_MARKS[step.status], step.id, step.executor, step.task or step.describe(), duration,
                 style=_STYLES[step.status],
             )
+        from rich.columns import Columns
         from rich.console import Group
 
         bar = ProgressBar(total=total, completed=counts[Status.completed], width=40)
         budgets = Text(
-            f"{counts[Status.completed]}/{len(plan.steps)} completed · steps {state.executions}/{self.runner.max_steps}"
+            f" {counts[Status.completed]}/{len(plan.steps)} completed · steps {state.executions}/{self.runner.max_steps}"
             f" · replans {state.replans}/{self.runner.max_replans}"
         )
-        return Group(table, bar, budgets)
+        return Group(table, Columns([bar, budgets]))
