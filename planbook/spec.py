@@ -205,7 +205,7 @@ def steps_from_dicts(raw_steps: list[Any]) -> tuple[list[Step], list[Problem]]:
         if isinstance(raw, str):
             raw = {"task": raw}
         if not isinstance(raw, Mapping):
-            problems.append(Problem(f"step {position} must be a mapping, got {raw!r}", code="syntax"))
+            problems.append(Problem(f"step {position} must be a mapping, got {raw!r}", step=str(position), code="syntax"))
             continue
         fields: dict[str, Any] = {}
         step_id = str(raw.get("id", position))
