@@ -154,13 +154,14 @@ class ModelClient:
         usage = getattr(completion, "usage", None)
         choice = completion.choices[0] if completion.choices else None
         message = choice.message if choice is not None else None
+        secrets = self.config.secrets()  # a model that echoes the key must not put it in errors or events
         calls = [
-            ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "")
+            ToolCall(id=c.id, name=c.function.name, arguments=redact(c.function.arguments or "", secrets))
             for c in (getattr(message, "tool_calls", None) or [])
             if getattr(c, "function", None) is not None
         ]
         answer = ChatAnswer(
-            content=getattr(message, "content", None),
+            content=None if getattr(message, "content", None) is None else redact(message.content, secrets),
             tool_calls=calls,
             finish_reason=getattr(choice, "finish_reason", None),
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),

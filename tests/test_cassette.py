@@ -1,0 +1,144 @@
+"""Cassettes: record through the real SDK against the fake server, replay offline."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import planbook
+from planbook import Toolbox
+from planbook.llm import Cassette, CassetteMismatch, LLMAgent, LLMConfigError, LLMPlanner
+from planbook.testing import FakeOpenAIServer, Reply
+from planbook.testing.helpers import MODEL_ENV
+
+KEY = "sk-test-cassette-55555-secret"
+STEPS = [{"id": "1", "tool": "add", "args": {"a": 1, "b": 2}}, {"id": "2", "agent": "writer", "task": "say it", "needs": ["1"]}]
+
+
+@pytest.fixture(scope="module")
+def module_server():
+    with FakeOpenAIServer(strict=False) as server:
+        yield server
+
+
+@pytest.fixture
+def server(module_server, monkeypatch):
+    for name in MODEL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    yield module_server.reset()
+
+
+@pytest.fixture
+def box():
+    tools = Toolbox()
+
+    @tools.tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    return tools
+
+
+def run_once(box, cassette, *, base_url=None, api_key=None, goal="add one and two"):
+    planner = LLMPlanner("cassette-model", base_url=base_url, api_key=api_key, cassette=cassette)
+    writer = LLMAgent("writer", "writes", model="cassette-model", base_url=base_url, api_key=api_key, cassette=cassette)
+    return planbook.run(goal, planner=planner, tools=box, agents=[writer])
+
+
+def script():
+    return [Reply.http_error(500), Reply.plan(STEPS), Reply.finish("one and two make 3")]
+
+
+def summary(result):
+    return (result.status, result.outputs, [(e.data["purpose"], e.data["attempt"], e.data["prompt_tokens"])
+                                            for e in result.events if e.kind == "llm.call"])
+
+
+def test_record_then_replay_offline_gives_the_same_run(server, box, tmp_path, monkeypatch):
+    path = tmp_path / "c.json"
+    server.add(*script())
+    recorded = run_once(box, Cassette(path, mode="record"), base_url=server.base_url, api_key=KEY)
+    assert recorded.status == "completed", recorded.error
+    assert len(server.requests) == 3
+    text = path.read_text()
+    assert KEY not in text and "authorization" not in text.lower() and "cookie" not in text.lower()
+    assert text.startswith('{\n  "interactions": [\n')  # readable: indented
+    data = json.loads(text)
+    assert data["real_model"] is False and "not a real model" in data["recorded_from"]
+    assert data["models"] == ["cassette-model"]
+    assert [i["response"]["status"] for i in data["interactions"]] == [500, 200, 200]
+    assert set(data["interactions"][0]["request"]["body"]) == {"model", "messages", "tools", "tool_choice"}
+
+    server.reset()  # replay never touches the server: it has no script and would answer 400
+    replayed = run_once(box, str(path))  # auto: the file exists and there is no key
+    assert summary(replayed) == summary(recorded)
+    assert server.requests == []
+
+
+def test_a_changed_prompt_names_the_cassette_and_the_first_differing_message(server, box, tmp_path):
+    path = tmp_path / "c.json"
+    server.add(*script())
+    run_once(box, Cassette(path, mode="record"), base_url=server.base_url, api_key=KEY)
+    result = run_once(box, Cassette(path), goal="add two and three")
+    assert result.status == "failed"
+    assert str(path) in result.error and "message 2 (user)" in result.error
+    assert "Goal: add one and two" in result.error and "Goal: add two and three" in result.error
+    cassette = Cassette(path, mode="replay")
+    cassette.resolve(live=False)
+    with pytest.raises(CassetteMismatch, match="has no recording"):
+        cassette._replay({"model": "other-model", "messages": []})
+
+
+def test_identical_requests_are_replayed_in_order(server, tmp_path):
+    path = tmp_path / "c.json"
+    server.add(Reply.text("first"), Reply.text("second"))
+    cassette = Cassette(path, mode="record")
+    import httpx2
+    import openai
+
+    live = openai.OpenAI(api_key=KEY, base_url=server.base_url, max_retries=0,
+                         http_client=httpx2.Client(transport=cassette.transport(inner=httpx2.HTTPTransport(), secrets=[KEY])))
+    assert cassette.resolve(live=True) == "record"
+    ask = {"model": "m", "messages": [{"role": "user", "content": "same"}]}
+    assert [live.chat.completions.create(**ask).choices[0].message.content for _ in range(2)] == ["first", "second"]
+    replay = Cassette(path, mode="replay")
+    replay.resolve(live=False)
+    offline = openai.OpenAI(api_key="x", base_url="http://127.0.0.1:9/v1", max_retries=0,
+                            http_client=httpx2.Client(transport=replay.transport()))
+    assert [offline.chat.completions.create(**ask).choices[0].message.content for _ in range(2)] == ["first", "second"]
+    with pytest.raises(CassetteMismatch, match="all 2 recordings were used"):
+        offline.chat.completions.create(**ask)
+
+
+def test_auto_mode(server, tmp_path, monkeypatch):
+    path = tmp_path / "c.json"
+    with pytest.raises(LLMConfigError, match="does not exist and there is no model") as caught:
+        LLMPlanner(cassette=path)
+    assert "OPENAI_API_KEY" in str(caught.value)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    assert Cassette(path).resolve(live=True) == "record"  # a key: record (live)
+    path.write_text(json.dumps({"interactions": []}))
+    monkeypatch.delenv("OPENAI_API_KEY")
+    planner = LLMPlanner(cassette=path)
+    assert planner.llm.mode == "replay"
+    with pytest.raises(LLMConfigError, match="cannot record"):
+        Cassette(path, mode="record").resolve(live=False)
+    with pytest.raises(ValueError, match="unknown cassette mode"):
+        Cassette(path, mode="play")  # type: ignore[arg-type]
+
+
+def test_mode_off_needs_a_model(tmp_path):
+    with pytest.raises(LLMConfigError, match="OPENAI_API_KEY"):
+        LLMPlanner(cassette=Cassette(tmp_path / "c.json", mode="off"), api_key=None, base_url=None)
+
+
+def test_a_key_echoed_by_the_server_is_not_written(server, tmp_path):
+    path = tmp_path / "c.json"
+    server.add(Reply.text(f"your key is {KEY}"))
+    planner = LLMPlanner("m", base_url=server.base_url, api_key=KEY, cassette=Cassette(path, mode="record"), max_attempts=1)
+    with pytest.raises(planbook.PlanningError) as caught:
+        planner("g", [], None)
+    assert KEY not in path.read_text() and "***" in path.read_text()
+    assert "your key is ***" in json.dumps(caught.value.attempts) and KEY not in str(caught.value.attempts)
