@@ -1,0 +1,210 @@
+"""The tutorial notebooks in a real JupyterLab, driven by headless Chromium.
+
+nbval checks the text outputs; only a browser shows whether the plan widgets render,
+update and reach their final state. For each tutorial notebook the test opens a copy in
+JupyterLab, clears it, runs all cells, waits for the kernel to go idle, and checks that
+every code cell ran, that only cells tagged ``raises-exception`` raised, that the plan
+widgets rendered (no "Error displaying widget"), and — in the first notebook — that every
+step row shows ✓ and every progress bar is full. A screenshot per notebook goes to
+``test-artifacts/``.
+
+Run it alone with ``pytest -m browser tests/test_browser.py -p no:cacheprovider``.
+It needs ``/usr/bin/chromium`` (Debian's ``chromium`` package); Playwright's own browser
+downloads are never used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from browser_support import CHROMIUM, CHROMIUM_ARGS, ROOT, Lab, copy_notebooks, start_lab
+
+pytestmark = pytest.mark.browser
+
+TUTORIALS = ["01-first-plan.ipynb", "02-failure-and-replanning.ipynb", "03-dependencies.ipynb"]
+OPTIONAL = sorted(p.name for p in (ROOT / "notebooks").glob("04-*.ipynb"))
+NOTEBOOKS = TUTORIALS + OPTIONAL
+ARTIFACTS = ROOT / "test-artifacts"
+RUN_TIMEOUT_MS = 45_000
+TIMINGS: dict[str, float] = {}
+
+
+def _require_chromium() -> None:
+    if CHROMIUM.exists():
+        return
+    if os.environ.get("CI"):
+        pytest.fail(
+            f"{CHROMIUM} is missing and CI is set: .ci/run must install it first "
+            "(apt-get update && apt-get install -y chromium)", pytrace=False,
+        )
+    pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium)")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    _require_chromium()
+    root = tmp_path_factory.mktemp("lab-root")
+    # the test runs copies: the committed notebooks stay as they are
+    copy_notebooks([n for n in NOTEBOOKS if (ROOT / "notebooks" / n).exists()], root)
+    lab = start_lab(root)
+    TIMINGS["lab_ready_s"] = time.monotonic() - lab.started
+    try:
+        yield lab
+    finally:
+        lab.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(lab: Lab) -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("playwright is not installed: pip install the project's test extra", pytrace=False)
+        pytest.skip("playwright is not installed (pip install playwright; never `playwright install`)")
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "browser-timings.json").write_text(json.dumps(TIMINGS, indent=2), encoding="utf-8")
+    print("\nbrowser test timings (s):", json.dumps({k: round(v, 2) for k, v in TIMINGS.items()}))
+
+
+# What the notebook model says about every code cell (JupyterLab exposes its app as
+# window.jupyterapp with --LabApp.expose_app_in_browser).
+CELLS_JS = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  return panel.content.widgets.filter(c => c.model.type === 'code').map((c, i) => ({
+    index: i,
+    source: c.model.sharedModel.getSource().slice(0, 80),
+    count: c.model.executionCount,
+    tags: c.model.getMetadata('tags') || [],
+    errors: c.model.outputs.toJSON().filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue),
+    widgets: c.model.outputs.toJSON().filter(
+      o => o.data && o.data['application/vnd.jupyter.widget-view+json']).length,
+  }));
+}"""
+
+DONE_JS = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  if (!panel || !panel.sessionContext || !panel.sessionContext.session) return false;
+  const kernel = panel.sessionContext.session.kernel;
+  const cells = panel.content.widgets.filter(c => c.model.type === 'code' && c.model.sharedModel.getSource().trim());
+  return kernel && kernel.status === 'idle' && cells.every(c => c.model.executionCount !== null);
+}"""
+
+IDLE_JS = """() => {
+  const bar = document.querySelector('#jp-main-statusbar');
+  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  return bar && bar.textContent.includes('| Idle') && panel && panel.sessionContext
+    && panel.sessionContext.session && panel.sessionContext.session.kernel
+    && panel.sessionContext.session.kernel.status === 'idle';
+}"""
+
+# Every widget-view output in the model has a rendered view in the DOM.
+RENDERED_JS = """(expected) => document.querySelectorAll(
+  '.jp-OutputArea-output > .jupyter-widgets').length >= expected"""
+
+PROGRESS_JS = """() => Array.from(document.querySelectorAll('.widget-hprogress')).map(p => {
+  const bar = p.querySelector('.progress-bar');
+  return bar ? bar.style.width : null;
+})"""
+
+
+def _open(page: Any, lab: Lab, name: str) -> None:
+    page.goto(lab.url(f"/lab/tree/{name}?token={lab.token}&reset"))
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
+    page.wait_for_function(IDLE_JS, timeout=30_000)  # the toolbar's idle can precede the kernel
+
+
+def _command(page: Any, command: str) -> None:
+    page.evaluate(f"() => {{ window.jupyterapp.commands.execute({json.dumps(command)}); }}")
+
+
+def _run_all(page: Any, name: str) -> list[dict[str, Any]]:
+    _command(page, "notebook:clear-all-cell-outputs")  # so a cell that did not run shows no count
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.content.widgets.every(c => c.model.type !== 'code' "
+        "|| c.model.executionCount === null)", timeout=10_000,
+    )
+    _command(page, "notebook:run-all-cells")
+    try:
+        page.wait_for_function(DONE_JS, timeout=RUN_TIMEOUT_MS, polling=200)
+    except Exception as exc:  # name the cells that did not run, and why the run stopped
+        cells = page.evaluate(CELLS_JS)
+        stuck = [c for c in cells if c["count"] is None]
+        raise AssertionError(
+            f"{name}: not every cell ran within {RUN_TIMEOUT_MS / 1000:.0f} s; not run: "
+            f"{[c['source'] for c in stuck][:3]}; errors so far: {[c['errors'] for c in cells if c['errors']]}"
+        ) from exc
+    return page.evaluate(CELLS_JS)
+
+
+def _check_cells(name: str, cells: list[dict[str, Any]]) -> int:
+    """Errors only where a cell says it raises; returns the number of widget outputs."""
+    for cell in cells:
+        expected = "raises-exception" in cell["tags"]
+        where = f"{name} code cell {cell['index'] + 1} ({cell['source'].splitlines()[0] if cell['source'] else ''!r})"
+        if expected:
+            assert cell["errors"], f"{where} is tagged raises-exception but did not raise"
+        else:
+            assert not cell["errors"], f"{where} raised: {cell['errors']}"
+    return sum(c["widgets"] for c in cells)
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_in_jupyterlab(lab: Lab, browser: Any, name: str) -> None:
+    assert (lab.root / name).exists(), f"notebooks/{name} is missing: it is one of the tutorials"
+    started = time.monotonic()
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    try:
+        _open(page, lab, name)
+        stored_errors = page.get_by_text("Error displaying widget").count()
+        assert stored_errors == 0, f"{name} as committed shows 'Error displaying widget' {stored_errors}x on open"
+        cells = _run_all(page, name)
+        widget_outputs = _check_cells(name, cells)
+        assert widget_outputs > 0, f"{name} displayed no widget: %run_plan should show the live plan view"
+        page.wait_for_function(RENDERED_JS, arg=widget_outputs, timeout=20_000)
+        if "first_widget_s" not in TIMINGS:
+            TIMINGS["first_widget_s"] = time.monotonic() - lab.started
+        assert page.get_by_text("Error displaying widget").count() == 0, f"{name}: a widget failed to render"
+        news = page.get_by_text("Jupyter news").count()
+        assert news == 0, f"{name}: the news prompt is showing: binder/postBuild's overrides.json did not apply"
+        assert page.locator(".widget-hprogress").count() > 0, f"{name}: no progress bar rendered"
+        assert page.locator(".widget-html").count() > 0, f"{name}: no HTML widget rendered"
+        if name.startswith("01-"):
+            _check_first_notebook(page)
+        page.locator(".widget-hprogress").first.scroll_into_view_if_needed()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"browser-{Path(name).stem}.png"))
+    finally:
+        context.close()
+        lab.delete_sessions()
+        TIMINGS[f"{name}_s"] = time.monotonic() - started
+
+
+def _check_first_notebook(page: Any) -> None:
+    """Every run in the first notebook succeeds: full bars, and ✓ on every step row."""
+    widths = page.evaluate(PROGRESS_JS)
+    assert widths and all(w == "100%" for w in widths), f"01: progress bars not full: {widths}"
+    rows = page.evaluate(STEP_ROWS_JS)
+    assert rows, "01: no step rows found in the live plan widgets"
+    unfinished = [r for r in rows if r["mark"] != "[✓]" or "planbook-completed" not in r["cls"]]
+    assert not unfinished, f"01: step rows that did not reach ✓: {unfinished}"
+
+
+# Step rows of the live plan widget (planbook/widget.py renders them with htmlview's
+# steps table inside an HTML widget); static plan displays outside widgets are not counted.
+STEP_ROWS_JS = """() => Array.from(document.querySelectorAll('.widget-html tr.planbook-step')).map(r => ({
+  step: r.dataset.step, cls: r.className, mark: r.cells[0].textContent.trim()}))"""
