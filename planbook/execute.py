@@ -105,11 +105,16 @@ class capture_stdout:  # noqa: N801 - used like the contextlib helpers it sits b
             self._routing = stdout_routing()
             router = self._routing.__enter__()
         self.router = router
+        # a step that runs a plan of its own: the outer capture resumes after the inner one
+        self.outer = router.buffers.get(self.ident)
         router.buffers[self.ident] = self.buffer
         return self.buffer
 
     def __exit__(self, *exc: Any) -> None:
-        self.router.buffers.pop(self.ident, None)
+        if self.outer is not None:
+            self.router.buffers[self.ident] = self.outer
+        else:
+            self.router.buffers.pop(self.ident, None)
         if self._routing is not None:
             self._routing.__exit__(*exc)
 

@@ -1,0 +1,357 @@
+"""Executing steps: stdout capture, async tools, timeouts, exceptions, Ctrl-C, pausing,
+and the event stream (kinds, order, clock, live handlers)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+
+import pytest
+from helpers import Lab, Ticker, events_of, kinds
+
+from planbook import Runner, ScriptedPlanner, Toolbox, run
+from planbook.execute import capture_stdout
+
+THREE = "steps:\n  - {id: a, tool: ok, args: {label: a}}\n  - {id: b, tool: ok, args: {label: b}}\n  - {id: c, tool: ok, args: {label: c}}\n"
+
+
+# ------------------------------------------------------------ stdout capture
+def test_stdout_is_captured_per_step_and_not_leaked(capsys: pytest.CaptureFixture[str]) -> None:
+    box = Toolbox()
+
+    @box.tool
+    def chatty(n: int) -> int:
+        print(f"working on {n}")
+        print("done", n)
+        return n
+
+    result = run("steps:\n  - {id: one, tool: chatty, args: {n: 1}}\n  - {id: two, tool: chatty, args: {n: 2}}\n", tools=box)
+    assert [s.output for s in result.plan.steps] == ["working on 1\ndone 1\n", "working on 2\ndone 2\n"]
+    assert capsys.readouterr().out == ""
+    assert type(sys.stdout).__name__ != "_ThreadRoutedStream"  # the router is gone after the run
+
+
+def test_output_of_a_failing_step_is_kept() -> None:
+    box = Toolbox()
+
+    @box.tool
+    def half() -> None:
+        print("got this far")
+        raise RuntimeError("then broke")
+
+    result = run("steps: [{id: h, tool: half}]", tools=box)
+    step = result.plan.step("h")
+    assert (step.output, step.error) == ("got this far\n", "RuntimeError: then broke")
+
+
+def test_other_threads_printing_during_a_step_are_untouched(capsys: pytest.CaptureFixture[str]) -> None:
+    inside, printed = threading.Event(), threading.Event()
+
+    def background() -> None:
+        inside.wait(5)
+        print("from another thread")
+        printed.set()
+
+    box = Toolbox()
+
+    @box.tool
+    def step_tool() -> str:
+        print("from the step")
+        inside.set()
+        printed.wait(5)
+        return "ok"
+
+    thread = threading.Thread(target=background)
+    thread.start()
+    result = run("steps: [{id: s, tool: step_tool}]", tools=box)
+    thread.join(5)
+    assert result.plan.step("s").output == "from the step\n"
+    assert capsys.readouterr().out == "from another thread\n"
+
+
+def test_capture_stdout_nests_and_restores() -> None:
+    """A tool that runs a plan of its own keeps capturing after the inner run."""
+    original = sys.stdout
+    with capture_stdout() as outer:
+        print("outer")
+        with capture_stdout() as inner:
+            print("inner")
+        print("outer again")
+    assert (outer.getvalue(), inner.getvalue()) == ("outer\nouter again\n", "inner\n")
+    assert sys.stdout is original
+
+
+# ------------------------------------------------------------ async tools
+def async_box() -> Toolbox:
+    box = Toolbox()
+
+    @box.tool
+    async def fetch_later(name: str) -> str:
+        """An async tool."""
+        await asyncio.sleep(0)
+        print("fetched", name)
+        return name.upper()
+
+    return box
+
+
+def test_async_tool_without_a_running_loop() -> None:
+    result = run("steps: [{id: f, tool: fetch_later, args: {name: x}}]", tools=async_box())
+    assert result.outputs == {"f": "X"} and result.plan.step("f").output == "fetched x\n"
+
+
+def test_async_tool_while_an_event_loop_runs_in_this_thread(capsys: pytest.CaptureFixture[str]) -> None:
+    """Jupyter runs cells inside a running loop: run() is sync and must still work there."""
+
+    async def notebook_cell():
+        asyncio.get_running_loop()  # a loop is running, as in a kernel
+        return run("steps: [{id: f, tool: fetch_later, args: {name: y}}]", tools=async_box())
+
+    result = asyncio.run(notebook_cell())
+    assert (result.status, result.outputs) == ("completed", {"f": "Y"})
+    assert result.plan.step("f").output == "fetched y\n"  # captured from the helper thread too
+    assert capsys.readouterr().out == ""
+
+
+# ------------------------------------------------------------ timeouts, exceptions
+def test_step_timeout_fails_the_step() -> None:
+    release = threading.Event()
+    box = Toolbox()
+
+    @box.tool
+    def stuck() -> str:
+        release.wait(10)
+        return "too late"
+
+    try:
+        result = run("steps: [{id: s, tool: stuck}, {id: t, tool: stuck}]", tools=box, step_timeout=0.2, on_failure="skip")
+    finally:
+        release.set()
+    step = result.plan.step("s")
+    assert step.status.value == "skipped" and step.result is None
+    assert step.error == ("TimeoutError: step 's' did not finish within 0.2 s "
+                          "(its thread is left to finish in the background; its result will be ignored)")
+    assert result.plan.step("t").error.startswith("TimeoutError: step 't'")
+
+
+def test_a_fast_step_with_a_timeout_works_and_is_captured() -> None:
+    box = Toolbox()
+
+    @box.tool
+    def quick() -> int:
+        print("quick")
+        return 1
+
+    result = run("steps: [{id: q, tool: quick}]", tools=box, step_timeout=30)
+    assert result.outputs == {"q": 1} and result.plan.step("q").output == "quick\n"
+
+
+def test_exception_fails_the_step_with_its_traceback() -> None:
+    result = run("steps: [{id: x, tool: fail, args: {message: boom}}]", tools=Lab().tools)
+    step = result.plan.step("x")
+    assert (step.status.value, step.error) == ("failed", "RuntimeError: boom")
+    assert step.traceback.startswith("Traceback (most recent call last)")
+    assert step.traceback.rstrip().endswith("RuntimeError: boom")
+    assert result.history[0].traceback == step.traceback
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ({"max_steps": -1}, "max_steps must be a whole number >= 0"),
+    ({"max_replans": 1.5}, "max_replans must be a whole number >= 0"),
+    ({"retries": -2}, "retries must be a whole number >= 0"),
+    ({"step_timeout": 0}, "step_timeout must be a positive number of seconds"),
+])
+def test_runner_options_are_checked(bad: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Runner(THREE, tools=Lab().tools, **bad)
+
+
+def test_runner_input_types() -> None:
+    with pytest.raises(TypeError, match="run\\(\\) takes a Plan, a plan spec or"):
+        Runner(42, tools=Lab().tools)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------ Ctrl-C, pause, continue
+class InterruptOnce:
+    def __init__(self, box: Toolbox, when: str) -> None:
+        self.armed = True
+
+        @box.tool
+        def maybe_interrupt(label: str) -> str:
+            if self.armed and label == when:
+                self.armed = False
+                raise KeyboardInterrupt
+            return label
+
+
+def test_ctrl_c_in_a_tool_interrupts_and_run_again_continues() -> None:
+    lab = Lab()
+    InterruptOnce(lab.tools, "b")
+    spec = THREE.replace("tool: ok", "tool: maybe_interrupt")
+    runner = Runner(spec, tools=lab.tools, clock=Ticker())
+    first = runner.run()
+    assert (first.status, first.reason, first.error) == ("interrupted", "interrupted", "interrupted by the user")
+    assert [s.status.value for s in first.plan.steps] == ["completed", "not_started", "not_started"]
+    assert first.outputs == {"a": "a"} and first.executions == 1
+    assert first.plan.step("b").notes == "interrupted; it runs again when the run continues"
+    assert kinds(first)[-1] == "run.finished" and first.events[-1].data["status"] == "interrupted"
+    assert not runner.finished
+
+    second = runner.run()
+    assert (second.status, second.reason) == ("completed", "goal_met")
+    assert second.outputs == {"a": "a", "b": "b", "c": "c"}
+    assert [s.id for s in second.history] == ["a", "b", "c"]  # a was not run again
+    assert second.executions == 3 and second.plan.step("b").attempts == 1
+    resumed = [e for e in second.events if e.kind == "run.started"]
+    assert [e.data["resumed"] for e in resumed] == [False, True]
+
+
+def test_ctrl_c_during_the_first_planning_call_plans_again_on_continue() -> None:
+    calls = []
+
+    def planner(goal, history, last_error):
+        calls.append(last_error)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return [{"id": "a", "tool": "ok"}]
+
+    runner = Runner("a goal", planner=planner, tools=Lab().tools)
+    assert runner.run().status == "interrupted"
+    result = runner.run()
+    assert (result.status, result.reason, result.outputs) == ("completed", "goal_met", {"a": "ok"})
+    assert calls == [None, None] and kinds(result).count("plan.created") == 1
+
+
+def test_ctrl_c_during_a_replan_replans_on_continue() -> None:
+    lab = Lab()
+    rules = ScriptedPlanner({None: "steps: [{id: a, tool: ok}, {id: b, tool: fail}]", "broke": [{"id": "c", "tool": "ok"}]})
+    interrupted = []
+
+    def planner(goal, history, last_error):
+        if last_error is not None and not interrupted:
+            interrupted.append(True)
+            raise KeyboardInterrupt
+        return rules(goal, history, last_error)
+
+    runner = Runner("a goal", planner=planner, tools=lab.tools)
+    first = runner.run()
+    assert (first.status, first.replans) == ("interrupted", 0)
+    assert first.plan.step("b").status.value == "failed"
+    second = runner.run()
+    assert (second.status, second.reason, second.replans) == ("completed", "goal_met", 1)
+    assert [s.id for s in second.plan.steps] == ["a", "c"]
+    assert lab.called("fail") == ["it broke"]  # the failed step was not run again
+
+
+def test_run_until_pauses_then_continues() -> None:
+    lab = Lab()
+    runner = Runner(THREE, tools=lab.tools)
+    paused = runner.run(until="a")
+    assert (paused.status, paused.reason) == ("paused", "paused")
+    assert [s.status.value for s in paused.plan.steps] == ["completed", "not_started", "not_started"]
+    assert events_of(paused, "run.paused")[0].data == {"why": "paused after step a"}
+    done = runner.run()
+    assert (done.status, done.reason) == ("completed", "goal_met") and lab.called("ok") == ["a", "b", "c"]
+
+
+def test_run_until_an_unknown_step_is_an_error_before_anything_runs() -> None:
+    lab = Lab()
+    with pytest.raises(KeyError, match="no step 'zz'"):
+        Runner(THREE, tools=lab.tools).run(until="zz")
+    assert lab.calls == []
+
+
+def test_max_executions_executes_exactly_that_many() -> None:
+    lab = Lab()
+    runner = Runner(THREE, tools=lab.tools)
+    one = runner.run(max_executions=1)
+    assert (one.status, one.executions, lab.called("ok")) == ("paused", 1, ["a"])
+    two = runner.run(max_executions=1)
+    assert (two.status, two.executions, lab.called("ok")) == ("paused", 2, ["a", "b"])
+    assert runner.run().status == "completed" and lab.called("ok") == ["a", "b", "c"]
+
+
+# ------------------------------------------------------------ events
+def test_event_kinds_in_order_for_a_simple_run() -> None:
+    result = run(THREE, tools=Lab().tools, clock=Ticker())
+    assert kinds(result) == [
+        "run.started", "plan.created",
+        "step.started", "step.finished", "step.started", "step.finished", "step.started", "step.finished",
+        "run.finished",
+    ]
+    started = result.events[0]
+    assert started.data == {"resumed": False, "max_steps": 12, "max_replans": 5}
+    assert result.events[1].data["steps"] == ["a", "b", "c"]
+    assert result.events[1].data["plan"].startswith("Plan: ")
+    assert [e.step for e in result.events[2:8]] == ["a", "a", "b", "b", "c", "c"]
+    assert result.events[2].data == {"attempt": 1, "execution": 1}
+    assert result.events[3].data == {"duration": 2.0, "result": "'a'"}  # start, started event, finish
+    assert result.events[-1].data == {"status": "completed", "reason": "goal_met", "error": None,
+                                      "executions": 3, "replans": 0}
+
+
+def test_the_injected_clock_gives_deterministic_times() -> None:
+    result = run(THREE, tools=Lab().tools, clock=Ticker(100.0))
+    # one clock reading per event and two per execution (start and finish)
+    assert [e.time for e in result.events] == [100.0, 101.0, 103.0, 105.0, 107.0, 109.0, 111.0, 113.0, 114.0]
+    a = result.plan.step("a")
+    assert (a.started_at, a.finished_at, a.duration) == (102.0, 104.0, 2.0)
+    again = run(THREE, tools=Lab().tools, clock=Ticker(100.0))
+    assert [e.time for e in again.events] == [e.time for e in result.events]
+
+
+def test_on_event_sees_each_event_as_it_happens() -> None:
+    lab = Lab()
+    seen: list[tuple[str, str | None, int]] = []
+    run(THREE, tools=lab.tools, on_event=lambda e: seen.append((e.kind, e.step, len(lab.calls))))
+    assert seen == [
+        ("run.started", None, 0), ("plan.created", None, 0),
+        ("step.started", "a", 0), ("step.finished", "a", 1),
+        ("step.started", "b", 1), ("step.finished", "b", 2),
+        ("step.started", "c", 2), ("step.finished", "c", 3),
+        ("run.finished", None, 3),
+    ]
+
+
+def test_several_handlers_and_subscribe() -> None:
+    first, second, late = [], [], []
+    runner = Runner(THREE, tools=Lab().tools, on_event=[first.append, second.append])
+    runner.run(max_executions=1)
+    runner.subscribe(late.append)
+    result = runner.run()
+    assert first == second == result.events
+    assert [e.kind for e in late][0] == "run.started" and late == result.events[len(result.events) - len(late):]
+
+
+def test_a_handler_that_raises_is_removed_with_a_warning_and_the_run_goes_on() -> None:
+    calls = []
+
+    def broken(event):
+        calls.append(event.kind)
+        raise RuntimeError("view crashed")
+
+    good = []
+    with pytest.warns(UserWarning, match=r"event handler .*broken.* failed on run.started: RuntimeError\('view crashed'\); it is removed"):
+        result = run(THREE, tools=Lab().tools, on_event=[broken, good.append])
+    assert result.status == "completed"
+    assert calls == ["run.started"] and len(good) == len(result.events) == 9
+
+
+def test_failure_events_carry_the_error() -> None:
+    result = run("steps: [{id: x, tool: fail, args: {message: nope}}, {id: y, tool: ok}]", tools=Lab().tools,
+                 on_failure="skip", clock=Ticker())
+    assert kinds(result)[2:6] == ["step.started", "step.failed", "step.skipped", "step.started"]
+    failed = events_of(result, "step.failed")[0]
+    assert (failed.step, failed.data) == ("x", {"duration": 2.0, "error": "RuntimeError: nope"})
+    assert events_of(result, "step.skipped")[0].data == {"error": "RuntimeError: nope"}
+
+
+def test_history_is_a_snapshot_of_each_execution() -> None:
+    lab = Lab()
+    lab.flaky_failures["k"] = 1
+    result = run("steps: [{id: f, tool: flaky, args: {key: k}}]", tools=lab.tools, on_failure="retry", retries=1)
+    first, second = result.history
+    assert (first.status.value, first.attempts, first.error) == ("failed", 1, "RuntimeError: flaky k failed (1 failure(s) left)")
+    assert (second.status.value, second.attempts, second.result) == ("completed", 2, "k worked")
+    assert result.plan.step("f").error is None
