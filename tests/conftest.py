@@ -1,0 +1,18 @@
+"""Shared fixtures. One IPython shell for the whole session (globalipapp): mixing it with
+``InteractiveShell.instance()`` raises MultipleInstanceError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def ip() -> Any:
+    """The session's IPython shell with ``%load_ext planbook`` done."""
+    from IPython.testing import globalipapp
+
+    shell = globalipapp.get_ipython()  # keep the module-attribute form: see the Jupyter testing notes
+    shell.run_line_magic("load_ext", "planbook")
+    return shell
