@@ -193,7 +193,9 @@ class FakeOpenAIServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-openai-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -256,6 +258,7 @@ class FakeOpenAIServer:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 30  # idle keep-alive connections end on their own
+    disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms delayed-ACK stall
     fake: FakeOpenAIServer
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
