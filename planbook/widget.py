@@ -275,23 +275,30 @@ def step_outputs(step: Step) -> list[dict[str, Any]]:
 def rich_data(value: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The mimebundle IPython would display for ``value`` (a DataFrame as a table, a figure as an image).
 
-    Like ``Output.append_display_data``, but through the running shell only (it never creates one).
+    Like ``Output.append_display_data``, but it never creates a shell: it uses the running
+    shell's formatter, or a standalone one.
     """
-    try:
-        from IPython import get_ipython
+    from IPython import get_ipython
+    from IPython.core.formatters import DisplayFormatter
 
-        shell = get_ipython()
-    except ImportError:
-        shell = None
+    global _formatter
+    shell = get_ipython()
     if shell is not None:
-        try:
-            data, metadata = shell.display_formatter.format(value)
-            if data:
-                return dict(data), dict(metadata)
-        except Exception:  # a broken _repr_*_ must not break the view: show the repr
-            pass
+        formatter = shell.display_formatter
+    else:
+        _formatter = _formatter or DisplayFormatter()
+        formatter = _formatter
+    try:
+        data, metadata = formatter.format(value)
+        if data:
+            return dict(data), dict(metadata)
+    except Exception:  # a broken _repr_*_ must not break the view: show the repr
+        pass
     try:
         text = repr(value)
     except Exception as exc:
         text = f"<unprintable {type(value).__name__}: {exc!r}>"
     return {"text/plain": text}, {}
+
+
+_formatter: Any = None

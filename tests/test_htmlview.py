@@ -1,0 +1,142 @@
+"""The static HTML view: escaped, self-contained, deterministic, coloured by status."""
+
+from __future__ import annotations
+
+import json
+import re
+from configparser import ConfigParser
+from pathlib import Path
+
+import planbook
+from planbook import Plan, PlanDiff, RunResult, ScriptedPlanner, Status, Toolbox, Usage
+from planbook.htmlview import diff_html, format_duration, plan_html, result_html, revisions_html
+from planbook.textview import format_diff
+
+EVIL = "<script>alert('x')</script> & \"quotes\""
+
+
+def tools(fail: set[str] = frozenset()) -> Toolbox:  # type: ignore[assignment]
+    tb = Toolbox()
+
+    @tb.tool
+    def fetch(source: str) -> str:
+        """Fetch a source."""
+        if source in fail:
+            raise ConnectionError(f"{source} <down> & out")
+        return source
+
+    return tb
+
+
+def spec(task: str = "Fetch alpha") -> str:
+    return (
+        f"goal: {json.dumps(EVIL)}\ntitle: Sources\nsteps:\n"
+        f"  - {{id: a, tool: fetch, args: {{source: alpha}}, task: {json.dumps(task)}}}\n"
+        "  - {id: b, tool: fetch, args: {source: beta}, needs: [a]}\n"
+    )
+
+
+def clock(step: float = 0.25) -> object:
+    now = [0.0]
+
+    def read() -> float:
+        now[0] += step
+        return now[0]
+
+    return read
+
+
+def test_plan_html_is_an_escaped_self_contained_table() -> None:
+    plan = Plan.parse(spec(task=EVIL), id="p")
+    page = plan_html(plan)
+    assert "<script" not in page and "<style" not in page
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;quotes&quot;" in page
+    assert "Plan: Sources" in page and "(ID: p)" in page
+    assert page.count('<tr class="planbook-step ') == 2
+    assert 'data-step="a"' in page and 'data-step="b"' in page
+    assert "needs a" in page
+    assert 'class="planbook-progress"' in page and "width:0.0%" in page
+    assert "[ ] 2 not started" in page
+
+
+def test_rows_are_coloured_by_status_and_show_errors() -> None:
+    result = planbook.run(spec(), tools=tools({"beta"}), clock=clock())
+    page = plan_html(result.plan)
+    assert '<tr class="planbook-step planbook-completed"' in page and "background:#e8f5e9" in page
+    assert '<tr class="planbook-step planbook-failed"' in page and "background:#fdecea" in page
+    assert "ConnectionError: beta &lt;down&gt; &amp; out" in page
+    assert "width:50.0%" in page
+    assert page.count("500.0 ms") == 2  # two readings of the fake clock (0.25 s each) per step
+
+
+def test_result_html_has_the_verdict_budgets_and_revisions() -> None:
+    planner = ScriptedPlanner({None: spec(), "beta": [{"id": "c", "tool": "fetch", "args": {"source": "gamma"}}]})
+    result = planbook.run("Fetch things", planner=planner, tools=tools({"beta"}), clock=clock())
+    page = result_html(result)
+    assert "Run completed (goal_met): steps 3/12, replans 1/5" in page
+    assert "model calls" not in page
+    assert "Revision history" in page
+    assert "<del>b: fetch(source=&#x27;beta&#x27;)</del>" in page
+    assert re.search(r"<ins[^>]*>c: fetch\(source=&#x27;gamma&#x27;\)</ins> \(added\)", page)
+    assert result._repr_mimebundle_()["text/html"] == page  # the engine's text view uses it
+
+
+def test_failed_result_is_red_with_its_error_and_model_usage() -> None:
+    result = planbook.run(spec(), tools=tools({"alpha"}), clock=clock())
+    result = result.model_copy(update={"usage": Usage(calls=2, prompt_tokens=100, completion_tokens=20)})
+    page = result_html(result)
+    assert 'class="planbook-verdict planbook-run-failed" style="color:#b71c1c' in page
+    assert "Run failed (aborted): steps 1/12, replans 0/5, model calls 2, tokens 120" in page
+    assert "Error: step a failed: ConnectionError: alpha &lt;down&gt; &amp; out" in page
+
+
+def test_diff_html_matches_the_text_diff() -> None:
+    diff = PlanDiff(from_revision=1, to_revision=2, removed=["x"], added=["y"], revised=["z"], reason="x <failed>",
+                    steps={"x": "old <x>", "y": "new y", "z": "changed z"})
+    page = diff_html(diff)
+    text = format_diff(diff)
+    assert text.splitlines()[0] == "Revision 1 → 2 (after: x <failed>)"
+    assert "Revision 1 → 2" in page and "(after: x &lt;failed&gt;)" in page
+    assert "<del>x: old &lt;x&gt;</del> (removed)" in page
+    assert re.search(r"<ins[^>]*>y: new y</ins> \(added\)", page)
+    assert re.search(r"~ <span[^>]*>z: changed z</span> \(revised\)", page)
+    empty = PlanDiff(from_revision=2, to_revision=3)
+    assert "(no change)" in diff_html(empty) and "(no change)" in format_diff(empty)
+    assert revisions_html([]) == ""
+
+
+def test_html_is_deterministic_up_to_durations() -> None:
+    """The only times in the HTML are durations, which the notebooks' sanitize file replaces."""
+    cfg = ConfigParser()
+    cfg.read(Path(__file__).resolve().parent.parent / "notebooks" / "nbval-sanitize.cfg")
+    patterns = [(cfg[s]["regex"], cfg[s]["replace"]) for s in cfg.sections()]
+
+    def sanitize(text: str) -> str:
+        for regex, replace in patterns:
+            text = re.sub(regex, replace, text)
+        return text
+
+    fast = result_html(planbook.run(spec(), tools=tools({"beta"}), clock=clock(0.0001)))
+    slow = result_html(planbook.run(spec(), tools=tools({"beta"}), clock=clock(3.5)))
+    assert fast != slow
+    assert sanitize(fast) == sanitize(slow)
+    assert fast == result_html(planbook.run(spec(), tools=tools({"beta"}), clock=clock(0.0001)))
+
+
+def test_format_duration() -> None:
+    assert format_duration(None) == ""
+    assert format_duration(0.0123) == "12.3 ms"
+    assert format_duration(1.5) == "1.50 s"
+
+
+def test_plan_mimebundle_uses_plan_html() -> None:
+    plan = Plan.parse(spec(), id="p")
+    bundle = plan._repr_mimebundle_()
+    assert bundle["text/html"] == plan_html(plan)
+    assert plan.steps[0].status is Status.not_started
+
+
+def test_result_of_an_unstarted_budget() -> None:
+    plan = Plan.parse(spec(), id="p")
+    result = RunResult(status="paused", reason="paused", plan=plan, max_steps=3, max_replans=0)
+    assert "Run paused: steps 0/3, replans 0/0" in result_html(result)
