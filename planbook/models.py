@@ -82,6 +82,13 @@ class Step(BaseModel):
             self.needs = list(self.needs) + refs
         return self
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # ``step.status = "completed"`` (a notebook user marking a step done) must store the
+        # enum: the runner compares with ``is`` and views read ``.mark``
+        if name == "status" and not isinstance(value, Status):
+            value = Status(value)
+        super().__setattr__(name, value)
+
     def set_state(self, **fields: Any) -> None:
         """Update run-state fields without pydantic's per-assignment machinery.
 

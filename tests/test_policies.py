@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from helpers import Lab, events_of, kinds, step_trace
 
-from planbook import Plan, PlanError, Runner, ScriptedPlanner, Step, run
+from planbook import Plan, PlanError, PlanningError, PlanningContext, Runner, ScriptedPlanner, Status, Step, make_plan, run
 
 
 def three_steps(middle: dict) -> str:
@@ -270,7 +270,8 @@ def test_a_completed_step_in_a_given_plan_is_not_run_again() -> None:
     """Rerun from a step: pass a plan whose first steps are already completed."""
     plan = Plan.parse(three_steps({"tool": "ok", "args": {"label": "b"}}))
     first = run(plan, tools=Lab().tools).plan
-    first.step("c").status = first.step("d").status = first.step("c").status.not_started
+    first.step("c").status = first.step("d").status = "not_started"  # a string is stored as the Status
+    assert first.step("c").status is Status.not_started
     lab = Lab()
     again = run(first, tools=lab.tools)
     assert again.status == "completed" and lab.called("ok") == ["c", "d"]
@@ -285,3 +286,83 @@ def test_steps_built_directly_with_refs_wait_for_them() -> None:
     result = run(plan, tools=lab.tools)
     assert result.status == "completed" and result.outputs["x"] == "Y"
     assert [s.id for s in result.history] == ["y", "x"]
+
+
+def test_marking_a_step_completed_by_hand_skips_it() -> None:
+    plan = Plan.parse(three_steps({"tool": "ok", "args": {"label": "b"}}))
+    plan.step("a").status = "completed"
+    plan.step("a").result = "from yesterday"
+    lab = Lab()
+    result = run(plan, tools=lab.tools)
+    assert lab.called("ok") == ["b", "c", "d"] and result.outputs["a"] == "from yesterday"
+    with pytest.raises(ValueError, match="'done' is not a valid Status"):
+        plan.step("a").status = "done"
+
+
+# ------------------------------------------------------------------ planners
+def test_invalid_first_plan_is_no_plan_naming_the_problem() -> None:
+    result = run("goal", planner=ScriptedPlanner({None: [{"id": "a", "tool": "teleport"}]}), tools=Lab().tools)
+    assert (result.status, result.reason, result.executions) == ("failed", "no_plan", 0)
+    assert result.error.startswith("the planner could not make a plan: invalid plan: step a: unknown tool 'teleport'")
+
+
+def test_make_plan() -> None:
+    planner = ScriptedPlanner({None: "1. [writer] Draft\n2. [writer] Polish"})
+    plan = make_plan("Write a short note", planner, agents={"writer": lambda t: t}, title="Note")
+    assert (plan.id, plan.goal, plan.title, plan.revision) == ("write-a-short-note", "Write a short note", "Note", 1)
+    assert [s.id for s in plan.steps] == ["1", "2"]
+    with pytest.raises(PlanningError, match="the planner returned no steps for the goal 'x'"):
+        make_plan("x", lambda goal, history, last_error: [])
+    with pytest.raises(PlanError, match="unknown agent 'writer'"):
+        make_plan("x", planner, agents={})
+
+
+class ContextPlanner:
+    """A planner that keeps what the runner tells it, as a model-backed planner would."""
+
+    def __init__(self) -> None:
+        self.contexts: list[PlanningContext] = []
+
+    def set_context(self, context: PlanningContext) -> None:
+        self.contexts.append(context)
+
+    def __call__(self, goal, history, last_error):
+        context = self.contexts[-1]
+        context.emit("llm.call", model="fake", purpose="plan", prompt_tokens=3, completion_tokens=2)
+        if last_error is None:
+            return [{"id": "a", "tool": "ok"}, {"id": "b", "tool": "fail"}]
+        rewrite = [{"id": "a", "tool": "ok", "args": {"label": "new"}}]
+        assert [p.code for p in context.validate([Step(**s) for s in rewrite])] == ["rewrites_done_step"]
+        assert [p.code for p in context.validate([Step(id="c", tool="nope")])] == ["unknown_tool"]
+        assert context.validate([Step(id="c", tool="ok", needs=["a"])]) == []
+        return [{"id": "c", "tool": "ok", "needs": ["a"]}]
+
+
+def test_a_context_aware_planner_is_told_the_tools_plan_and_kept_steps() -> None:
+    planner = ContextPlanner()
+    result = run("goal", planner=planner, tools=Lab().tools)
+    assert (result.status, result.reason) == ("completed", "goal_met")
+    first, second = planner.contexts
+    assert first.plan is None and first.kept_ids == [] and "ok" in first.tools
+    assert first.validate([Step(id="x", tool="nope")])[0].code == "unknown_tool"
+    assert second.kept_ids == ["a"] and [s.id for s in second.plan.steps] == ["a", "b"]
+    assert second.plan.step("b").status is Status.failed
+    # both planning calls' model usage is in the run, the first plan's too
+    assert [e.data["purpose"] for e in result.events if e.kind == "llm.call"] == ["plan", "plan"]
+    assert result.usage.calls == 2 and result.usage.total_tokens == 10
+
+
+def test_scripted_planner_rules() -> None:
+    with pytest.raises(ValueError, match="needs a first plan"):
+        ScriptedPlanner({"x": "1. [a] b"})
+    import re
+
+    with pytest.raises(re.error):
+        ScriptedPlanner({None: "1. [a] b", "(unclosed": "1. [a] c"})
+    planner = ScriptedPlanner(first="1. [a] first").when("timeout", "1. [a] shorter").when("TIME", "1. [a] never")
+    assert [s.task for s in planner("g", [], None)] == ["first"]
+    assert [s.task for s in planner("g", [], "step 1 failed: Timeout!")] == ["shorter"]  # case-insensitive, first wins
+    assert planner("g", [], "something else") == []
+    one, two = planner("g", [], None), planner("g", [], None)
+    assert one[0] is not two[0]  # fresh steps every call: the planner stays pure
+    assert planner.calls[1] == ("g", [], "step 1 failed: Timeout!")
