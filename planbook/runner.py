@@ -165,9 +165,8 @@ class Runner:
         else:
             raise TypeError(f"run() takes a Plan, a plan spec or (with a planner) a goal; got {type(plan).__name__}")
         if self.goal_only is None:
-            for step in initial.steps:  # a plan run again starts clean
-                if step.status is not Status.completed:
-                    step.status = Status.not_started
+            # a plan run again starts clean: only completed steps keep their run state
+            initial.steps = [st if st.status is Status.completed else st.fresh() for st in initial.steps]
             validate_plan(initial, self.tools, self.agents)
             if planner is None:
                 replanning = [st.id for st in initial.steps if st.on_failure == "replan"]

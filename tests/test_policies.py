@@ -366,3 +366,27 @@ def test_scripted_planner_rules() -> None:
     one, two = planner("g", [], None), planner("g", [], None)
     assert one[0] is not two[0]  # fresh steps every call: the planner stays pure
     assert planner.calls[1] == ("g", [], "step 1 failed: Timeout!")
+
+
+def test_a_failed_plan_run_again_starts_its_unfinished_steps_clean() -> None:
+    lab = Lab()
+    lab.flaky_failures["k"] = 1
+    spec = "steps: [{id: a, tool: ok}, {id: b, tool: flaky, args: {key: k}}]"
+    failed = run(spec, tools=lab.tools)
+    assert failed.plan.step("b").attempts == 1 and failed.plan.step("b").error
+    again = run(failed.plan, tools=lab.tools)
+    b = again.plan.step("b")
+    assert (again.status, b.attempts, b.error, b.notes) == ("completed", 1, None, "")
+    assert lab.called("ok") == ["ok"]  # the completed step kept its result and did not run again
+
+
+def test_retries_count_against_the_step_budget() -> None:
+    lab = Lab()
+    result = run("steps: [{id: a, tool: fail}]", tools=lab.tools, on_failure="retry", retries=5, max_steps=3)
+    assert (result.status, result.reason, result.executions) == ("failed", "step_budget", 3)
+    assert lab.called("fail") == ["it broke"] * 3
+
+
+def test_an_empty_policy_chain_is_an_error() -> None:
+    with pytest.raises(ValueError, match="on_failure is empty"):
+        Runner("steps: [{tool: ok}]", tools=Lab().tools, on_failure=[])
