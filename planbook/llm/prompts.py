@@ -43,11 +43,15 @@ def shorten(value: Any, limit: int = 200) -> str:
 def describe_tools(tools: Mapping[str, Any]) -> str:
     if not tools:
         return "Tools: (none)"
-    lines = ["Tools (name: description; argument schema):"]
+    lines = ["Tools (name: description, then the JSON schema of its args):"]
     for tool in tools.values():
-        params = json.dumps(tool.parameters.get("properties", {}), sort_keys=True)
+        properties = {
+            name: {k: v for k, v in prop.items() if k != "title"}  # pydantic's titles only repeat the name
+            for name, prop in tool.parameters.get("properties", {}).items()
+        }
         required = tool.parameters.get("required", [])
-        lines.append(f"- {tool.name}: {tool.description or '(no description)'}; args {params}; required {required}")
+        lines.append(f"- {tool.name}: {tool.description or '(no description)'}")
+        lines.append(f"  args: {json.dumps(properties, sort_keys=True)}; required: {', '.join(required) or 'none'}")
     return "\n".join(lines)
 
 
