@@ -80,15 +80,30 @@ def _parse_markdown(text: str) -> Plan:
     steps: list[Step] = []
     lines: dict[str, int] = {}
     problems: list[Problem] = []
+    step_indent: int | None = None
     for lineno, line in enumerate(text.splitlines(), start=1):
         item = _LIST_ITEM.match(line)
+        indent = len(line) - len(line.lstrip())
+        if item and step_indent is not None and indent > step_indent:
+            item = None  # a nested list item ("   - detail") describes the step above it
         if not item:
             g = _GOAL_LINE.match(line)
             if g and not steps:
                 goal = g.group(1)
+            elif g and indent == 0:
+                problems.append(
+                    Problem(
+                        f"{line.strip()!r} comes after the steps: put the goal or heading before the list "
+                        f"(or indent the line to continue step {steps[-1].id})",
+                        code="syntax",
+                        line=lineno,
+                    )
+                )
             elif line.strip() and steps:  # an indented continuation line adds to the task
                 steps[-1].task += " " + line.strip()
             continue
+        if step_indent is None:
+            step_indent = indent
         number, body = item.groups()
         # the author's numbers are the ids (OpenManus numbers from 0); bullets count from 1
         step_id = number if number is not None else str(len(steps) + 1)

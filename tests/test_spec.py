@@ -181,3 +181,18 @@ def test_planner_steps_normalises_every_shape() -> None:
     assert planner_steps(None) == [] and planner_steps("  ") == [] and planner_steps([]) == []
     with pytest.raises(TypeError, match="a planner must return a list of steps, got int"):
         planner_steps(3)
+
+
+def test_markdown_nested_items_continue_the_step_above() -> None:
+    plan = Plan.parse("1. [a] Clean the data\n   - drop empty rows\n   * fix the dates\n2. [a] Chart it\n")
+    assert [(s.id, s.task) for s in plan.steps] == [
+        ("1", "Clean the data - drop empty rows * fix the dates"), ("2", "Chart it")]
+
+
+def test_markdown_heading_after_the_steps_is_an_error_not_part_of_a_task() -> None:
+    with pytest.raises(PlanError) as info:
+        Plan.parse("# Plan\n1. [a] x\n2. [a] y\n\n## Notes\n")
+    (p,) = info.value.problems
+    assert (p.line, p.code) == (5, "syntax")
+    assert p.message == ("'## Notes' comes after the steps: put the goal or heading before the list "
+                         "(or indent the line to continue step 2)")
