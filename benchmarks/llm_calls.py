@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 
-import planbook
 from planbook import PlanningContext, Runner, Status, Toolbox
 from planbook.llm import LLMPlanner
 from planbook.testing import FakeOpenAIServer, FakeRequest, Reply
@@ -42,7 +42,7 @@ def scenario_tools(failing: set[str]) -> Toolbox:
     return box
 
 
-def fake_model(n: int) -> "callable":
+def fake_model(n: int) -> Callable[[FakeRequest], Reply]:
     """The scripted model: a first plan of n steps, a workaround per failure, else no change."""
 
     def answer(request: FakeRequest) -> Reply:

@@ -10,6 +10,7 @@ import openai
 import pytest
 
 from planbook.testing import FakeOpenAIServer, Reply, estimate_tokens
+from planbook.testing.pytest_plugin import _fake_openai_module, fake_openai  # noqa: F401  (the plugin's fixtures)
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +99,11 @@ def test_other_routes(server):
 def test_base_url_needs_a_running_server():
     with pytest.raises(RuntimeError, match="not running"):
         FakeOpenAIServer().base_url
+
+
+def test_the_pytest_plugin_fixture_hides_the_model_environment(fake_openai, monkeypatch):
+    import os
+
+    assert "OPENAI_API_KEY" not in os.environ and fake_openai.requests == []
+    fake_openai.add(Reply.text("hi"))
+    assert fake_openai.client().chat.completions.create(model="m", messages=[]).choices[0].message.content == "hi"

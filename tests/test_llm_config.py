@@ -87,3 +87,15 @@ def test_importing_planbook_does_not_import_openai():
         "assert 'openai' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_your_own_openai_client_can_be_passed_in():
+    with FakeOpenAIServer([Reply.plan([{"id": "1", "agent": "x", "task": "t"}])]) as server:
+        planner = LLMPlanner("own-model", client=server.client(api_key="own-key"))
+        from planbook import PlanningContext
+
+        planner.set_context(PlanningContext(tools={}, agents={"x": object()}, plan=None))
+        assert [s.id for s in planner("g", [], None)] == ["1"]
+    assert server.requests[0].headers["authorization"] == "Bearer own-key"
+    with pytest.raises(ValueError, match="not both"):
+        LLMPlanner(client=object(), cassette="c.json")

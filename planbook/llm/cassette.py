@@ -158,6 +158,8 @@ class Cassette:
             "The prompt, the tools or the model changed since the cassette was recorded: re-record it "
             "(set OPENAI_API_KEY, or Cassette(..., mode='record')) or undo the change."
         )
+        if not self.interactions:
+            return f"{head}: it holds no recordings. {advice}"
         if not unused:
             return f"{head}: all {len(self.interactions)} recordings were used already. {advice}"
         recorded = self.interactions[unused[0]]["request"]["body"]
