@@ -315,3 +315,10 @@ def test_temperature_and_system_prompt_are_sent(server, tools):
     body = server.requests[0].body
     assert body["temperature"] == 0.0 and body["messages"][0] == {"role": "system", "content": "You plan."}
     assert p.usage.calls == 1 and p.calls[0]["purpose"] == "plan"
+
+
+def test_a_server_error_that_persists_names_the_status_and_the_retries(server, tools, calls):
+    server.add(*[Reply.http_error(503, "overloaded")] * 3)
+    with pytest.raises(PlanningError, match=r"HTTP 503 \(overloaded\) after 2 retries"):
+        planner(server)("g", [], None)
+    assert len(server.requests) == 3

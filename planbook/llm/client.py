@@ -196,7 +196,8 @@ class ModelClient:
             )
         if isinstance(exc, openai.APITimeoutError):
             return ModelCallError(
-                f"the model server at {where} did not answer within {self.timeout:g} s "
+                f"the model server at {where} did not answer within "
+                f"{'the SDK default time' if self.timeout is None else f'{self.timeout:g} s'} "
                 f"(after {self.max_retries} retries); raise timeout=... or try again later",
                 kind="timeout",
             )
@@ -205,9 +206,10 @@ class ModelClient:
                 f"could not connect to the model server at {where} ({detail}); check OPENAI_BASE_URL", kind="connection"
             )
         if isinstance(exc, openai.APIStatusError):
+            retried = exc.status_code in (408, 409, 429) or exc.status_code >= 500
             return ModelCallError(
-                f"the model server at {where} answered HTTP {exc.status_code} ({detail}) "
-                f"after {self.max_retries} retries",
+                f"the model server at {where} answered HTTP {exc.status_code} ({detail})"
+                + (f" after {self.max_retries} retries" if retried else ""),
                 status=exc.status_code, kind="status",
             )
         return ModelCallError(f"the model call failed: {redact(str(exc), secrets)}")
