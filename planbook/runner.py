@@ -59,8 +59,9 @@ class RunState(BaseModel):
     revisions: list[PlanDiff] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
     started: bool = False
-    #: id of a failed step whose replan was interrupted (it is replanned when the run continues)
-    pending_replan: str | None = None
+    #: id of a failed step whose failure policy was interrupted (Ctrl-C in a view or the
+    #: planner): the policy is applied when the run continues, never silently dropped
+    pending_failure: str | None = None
 
 
 def normalise_policy(on_failure: str | Sequence[str] | None, *, has_planner: bool) -> tuple[PolicyName, ...]:
@@ -273,6 +274,8 @@ class Runner:
         self.emit("run.paused", why=why)
 
     def _interrupt(self) -> None:
+        if self.finished:  # Ctrl-C while the end was being reported: the run did end that way
+            return
         for step in self.plan.steps:
             if step.status is Status.in_progress:  # it did not finish: it runs again on continue
                 step.status = Status.not_started
@@ -302,12 +305,12 @@ class Runner:
             if not self._first_plan():
                 return None
             self.emit("plan.created", plan=format_plan(s.plan), steps=[st.id for st in s.plan.steps])
-        if s.pending_replan is not None:  # a replan was interrupted: finish handling that failure first
-            failed = next((st for st in s.plan.steps if st.id == s.pending_replan), None)
-            s.pending_replan = None
+        if s.pending_failure is not None:  # a failure's policy was interrupted: apply it first
+            failed = next((st for st in s.plan.steps if st.id == s.pending_failure), None)
             if failed is not None and failed.status is Status.failed:
-                self._replan(failed)
-                return None
+                self._on_failure(failed)
+            s.pending_failure = None
+            return None
         step = self._next_step()
         if step is None:
             self._complete()
@@ -396,9 +399,9 @@ class Runner:
             attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None,
             started_at=self.clock(), finished_at=None,
         )
-        self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions)
-        results = {n: self._by_id[n].result for n in step.needs}
         try:
+            self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions)
+            results = {n: self._by_id[n].result for n in step.needs}
             outcome = execute(
                 step,
                 results=results,
@@ -417,8 +420,10 @@ class Runner:
             self.emit("step.finished", step=step.id, duration=step.duration, result=_short(step.result))
         else:
             s.last_error = f"step {step.id} failed: {outcome.error}"
+            s.pending_failure = step.id  # until the policy has been applied (Ctrl-C may land in a view)
             self.emit("step.failed", step=step.id, duration=step.duration, error=outcome.error)
             self._on_failure(step)
+            s.pending_failure = None
 
     @staticmethod
     def _record(step: Step, outcome: Outcome, *, finished_at: float) -> None:
@@ -496,8 +501,7 @@ class Runner:
         try:
             proposed = planner_steps(self.planner(self.plan.goal, list(s.history), s.last_error))
         except KeyboardInterrupt:
-            s.replans -= 1
-            s.pending_replan = failed.id
+            s.replans -= 1  # the replan did not happen; the failure is handled again on continue
             raise
         except (PlanningError, PlanError) as exc:
             self._finish("failed", "no_plan", f"replanning after step {failed.id} failed: {exc}")

@@ -355,3 +355,41 @@ def test_history_is_a_snapshot_of_each_execution() -> None:
     assert (first.status.value, first.attempts, first.error) == ("failed", 1, "RuntimeError: flaky k failed (1 failure(s) left)")
     assert (second.status.value, second.attempts, second.result) == ("completed", 2, "k worked")
     assert result.plan.step("f").error is None
+
+
+class CtrlCIn:
+    """An event handler (a view) that gets Ctrl-C the first time it sees ``kind``."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind, self.fired = kind, False
+
+    def __call__(self, event) -> None:
+        if event.kind == self.kind and not self.fired:
+            self.fired = True
+            raise KeyboardInterrupt
+
+
+def test_ctrl_c_in_a_view_while_a_failure_is_reported_still_applies_the_policy() -> None:
+    lab = Lab()
+    runner = Runner("steps: [{id: a, tool: fail}, {id: b, tool: ok}]", tools=lab.tools, on_event=CtrlCIn("step.failed"))
+    first = runner.run()
+    assert first.status == "interrupted" and first.plan.step("a").status.value == "failed"
+    second = runner.run()
+    # the abort policy is applied on continue; the run does not drift on to step b
+    assert (second.status, second.reason) == ("failed", "aborted")
+    assert lab.called("fail") == ["it broke"] and lab.called("ok") == []
+
+
+def test_ctrl_c_in_a_view_while_a_step_starts_does_not_count_an_execution() -> None:
+    lab = Lab()
+    runner = Runner(THREE, tools=lab.tools, on_event=CtrlCIn("step.started"), max_steps=3)
+    first = runner.run()
+    assert (first.status, first.executions, first.plan.step("a").attempts, lab.calls) == ("interrupted", 0, 0, [])
+    second = runner.run()
+    assert (second.status, second.executions) == ("completed", 3)
+
+
+def test_ctrl_c_while_the_end_is_reported_keeps_how_the_run_ended() -> None:
+    runner = Runner("steps: [{id: a, tool: fail}]", tools=Lab().tools, on_event=CtrlCIn("run.finished"))
+    result = runner.run()
+    assert (result.status, result.reason) == ("failed", "aborted") and runner.finished
