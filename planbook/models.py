@@ -171,6 +171,8 @@ class Plan(BaseModel):
     revision: int = 1
     #: 1-based line of each step in the spec it was parsed from (for error messages).
     _lines: dict[str, int] = PrivateAttr(default_factory=dict)
+    #: lines of the second, third, ... step using an already used id (for the duplicate error)
+    _duplicate_lines: dict[str, list[int]] = PrivateAttr(default_factory=dict)
 
     @classmethod
     def parse(cls, text: str, *, id: str | None = None, goal: str | None = None) -> "Plan":
@@ -203,6 +205,7 @@ class Plan(BaseModel):
         """A deep copy that keeps step results by reference (they may be large)."""
         clone = self.model_copy(update={"steps": [s.snapshot() for s in self.steps]})
         clone._lines = dict(self._lines)
+        clone._duplicate_lines = {k: list(v) for k, v in self._duplicate_lines.items()}
         return clone
 
     def __str__(self) -> str:

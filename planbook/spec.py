@@ -142,7 +142,8 @@ def _parse_mapping(text: str) -> Plan:
         raise PlanError(
             [Problem("a plan spec must be a mapping with 'steps' (YAML or JSON) or a Markdown list of steps", code="syntax")]
         )
-    lines = _step_lines(text)
+    duplicates: dict[str, list[int]] = {}
+    lines = _step_lines(text, duplicates)
     try:
         plan = plan_from_dict(data)
     except PlanError as exc:  # point at the step's line, as validation does
@@ -151,11 +152,15 @@ def _parse_mapping(text: str) -> Plan:
              for p in exc.problems]
         ) from None
     plan._lines = lines
+    plan._duplicate_lines = duplicates
     return plan
 
 
-def _step_lines(text: str) -> dict[str, int]:
-    """The line where each step starts, read from the YAML node tree (JSON is YAML)."""
+def _step_lines(text: str, duplicates: dict[str, list[int]] | None = None) -> dict[str, int]:
+    """The line where each step starts, read from the YAML node tree (JSON is YAML).
+
+    Lines of later steps that reuse an id go to ``duplicates``.
+    """
     import yaml
 
     try:
@@ -178,6 +183,8 @@ def _step_lines(text: str) -> dict[str, int]:
             for key, value in item.value:
                 if getattr(key, "value", None) == "id" and isinstance(value, yaml.ScalarNode):
                     step_id = str(value.value)
+        if step_id in lines and duplicates is not None:
+            duplicates.setdefault(step_id, []).append(item.start_mark.line + 1)
         lines.setdefault(step_id, item.start_mark.line + 1)
     return lines
 

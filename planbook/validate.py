@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import replace
+
 from .errors import PlanError, Problem, closest
 from .models import Plan, Step
 from .refs import args_with_refs, find_refs
@@ -32,11 +34,16 @@ def plan_problems(
         return problems
 
     seen: set[str] = set()
+    repeats: dict[str, int] = {}
     for step in plan.steps:
         if not step.id.strip():
             add("a step id must not be empty", step, "empty_id")
         if step.id in seen:
             add(f"duplicate step id {step.id!r}: every step needs its own id", step, "duplicate_id")
+            n = repeats[step.id] = repeats.get(step.id, 0) + 1
+            later = plan._duplicate_lines.get(step.id, [])
+            if len(later) >= n:  # point at the repeat, not at the first use of the id
+                problems[-1] = replace(problems[-1], line=later[n - 1])
         seen.add(step.id)
 
     ids = seen | set(known_ids)

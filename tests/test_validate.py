@@ -28,9 +28,15 @@ def test_a_valid_plan_has_no_problems() -> None:
     assert problems("steps:\n  - {id: a, tool: ok}\n  - {id: b, agent: writer, task: t, needs: [a]}\n") == []
 
 
-def test_duplicate_id() -> None:
-    p = only("steps:\n  - {id: a, tool: ok}\n  - {id: a, tool: ok, args: {label: again}}\n")
-    assert (p.message, p.step, p.code) == ("duplicate step id 'a': every step needs its own id", "a", "duplicate_id")
+def test_duplicate_id_points_at_the_repeat() -> None:
+    found = problems("steps:\n  - {id: a, tool: ok}\n  - {id: b, tool: ok}\n  - {id: a, tool: ok, args: {label: again}}\n"
+                     "  - {id: a, tool: ok}\n")
+    assert [(p.message, p.step, p.code, p.line) for p in found] == [
+        ("duplicate step id 'a': every step needs its own id", "a", "duplicate_id", 4),
+        ("duplicate step id 'a': every step needs its own id", "a", "duplicate_id", 5),
+    ]
+    built = only(Plan(steps=[Step(id="a", tool="ok"), Step(id="a", tool="ok")]))  # no spec: no line
+    assert (built.code, built.line) == ("duplicate_id", None)
 
 
 def test_unknown_need_suggests_the_closest_id() -> None:
