@@ -116,7 +116,7 @@ def _args_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
         return create_model(f"{name}_args", __config__=ConfigDict(extra="allow"))
     try:
         hints = get_type_hints(fn)
-    except Exception:  # unresolved forward references: fall back to raw annotations
+    except Exception:  # one unresolvable annotation (often the return type): resolve per parameter
         hints = {}
     fields: dict[str, Any] = {}
     for param in sig.parameters.values():
@@ -133,12 +133,36 @@ def _args_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
         annotation = hints.get(param.name, param.annotation)
         if annotation is inspect.Parameter.empty:
             annotation = Any
+        elif isinstance(annotation, str):
+            annotation = _resolve_annotation(fn, name, param.name, annotation)
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (annotation, default)
     config = ConfigDict(arbitrary_types_allowed=True, extra="ignore")
     with warnings.catch_warnings():  # args named json, copy, schema... are fine for a tool
         warnings.filterwarnings("ignore", message="Field name .* shadows an attribute", category=UserWarning)
         return create_model(f"{name}_args", __config__=config, **fields)
+
+
+def _resolve_annotation(fn: Callable[..., Any], tool: str, arg: str, text: str) -> Any:
+    """A string annotation (``from __future__ import annotations``) as a type, or Any with a warning.
+
+    A type defined inside a function cannot be found from its name later; the argument
+    is then not type-checked, and the warning says so (pydantic would fail at the first call).
+    """
+    namespace = dict(getattr(fn, "__globals__", {}))
+    try:
+        namespace.update(inspect.getclosurevars(fn).nonlocals)
+    except (TypeError, ValueError):
+        pass
+    try:
+        return eval(text, namespace)  # noqa: S307 - what typing.get_type_hints does with annotations
+    except Exception as exc:
+        warnings.warn(
+            f"tool {tool!r}: cannot resolve the type {text!r} of argument {arg!r} ({exc}); "
+            "it is not checked. Define the type at module level so it can be found by name.",
+            stacklevel=4,
+        )
+        return Any
 
 
 class Toolbox(Mapping[str, Tool]):

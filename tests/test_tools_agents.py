@@ -287,3 +287,22 @@ def test_tools_and_agents_mix_in_one_plan() -> None:
     spec = "steps:\n  - {id: n, tool: add, args: {a: 2, b: 2}}\n  - {id: w, agent: writer, task: report, needs: [n]}\n"
     result = run(spec, tools=lab.tools, agents={"writer": lambda task, c: f"{task}: {c.needs['n']}"})
     assert result.outputs == {"n": 4, "w": "report: 4"}
+
+
+def test_string_annotations_of_a_tool_defined_in_a_function() -> None:
+    """This module uses ``from __future__ import annotations``: every annotation is a string."""
+    from pydantic import BaseModel
+
+    class Point(BaseModel):  # local: not findable by name later
+        x: int
+
+    def scale(p: Point, factor: int = 1) -> Point:
+        """Scale a point."""
+        return p
+
+    with pytest.warns(UserWarning, match="tool 'scale': cannot resolve the type 'Point' of argument 'p'"):
+        tool = Tool(scale)
+    # the other arguments are still checked (before, one bad name lost every type and the
+    # first validation raised pydantic's "not fully defined" error)
+    assert tool.validate({"p": {"x": 1}, "factor": "2"}) == []
+    assert tool.validate({"p": {"x": 1}, "factor": "many"})[0].startswith("argument 'factor' of tool 'scale' expects int")
