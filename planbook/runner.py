@@ -312,6 +312,11 @@ class Runner:
             s.pending_failure = None
             return None
         step = self._next_step()
+        if step is None and not self._index_dirty:
+            # before ending, look again from scratch: a step may have been reset by hand
+            # (``runner.plan.step(id).status = "not_started"``) while the run was paused
+            self._index_dirty = True
+            step = self._next_step()
         if step is None:
             self._complete()
             return None

@@ -393,3 +393,14 @@ def test_ctrl_c_while_the_end_is_reported_keeps_how_the_run_ended() -> None:
     runner = Runner("steps: [{id: a, tool: fail}]", tools=Lab().tools, on_event=CtrlCIn("run.finished"))
     result = runner.run()
     assert (result.status, result.reason) == ("failed", "aborted") and runner.finished
+
+
+def test_a_step_reset_by_hand_while_paused_runs_again() -> None:
+    lab = Lab()
+    runner = Runner(THREE, tools=lab.tools)
+    runner.run(until="b")
+    runner.plan.step("a").status = "not_started"  # "run that one again"
+    result = runner.run()
+    assert (result.status, result.reason) == ("completed", "goal_met")
+    assert lab.called("ok") == ["a", "b", "c", "a"]
+    assert result.plan.step("a").attempts == 2
