@@ -92,24 +92,25 @@ def test_a_changed_prompt_names_the_cassette_and_the_first_differing_message(ser
 
 
 def test_identical_requests_are_replayed_in_order(server, tmp_path):
-    path = tmp_path / "c.json"
-    server.add(Reply.text("first"), Reply.text("second"))
-    cassette = Cassette(path, mode="record")
     import httpx2
     import openai
 
-    live = openai.OpenAI(api_key=KEY, base_url=server.base_url, max_retries=0,
-                         http_client=httpx2.Client(transport=cassette.transport(inner=httpx2.HTTPTransport(), secrets=[KEY])))
+    path = tmp_path / "c.json"
+    server.add(Reply.text("first"), Reply.text("second"))
+    cassette = Cassette(path, mode="record")
     assert cassette.resolve(live=True) == "record"
     ask = {"model": "m", "messages": [{"role": "user", "content": "same"}]}
-    assert [live.chat.completions.create(**ask).choices[0].message.content for _ in range(2)] == ["first", "second"]
+    recording = httpx2.Client(transport=cassette.transport(inner=httpx2.HTTPTransport(), secrets=[KEY]))
+    with recording, openai.OpenAI(api_key=KEY, base_url=server.base_url, max_retries=0, http_client=recording) as live:
+        assert [live.chat.completions.create(**ask).choices[0].message.content for _ in range(2)] == ["first", "second"]
     replay = Cassette(path, mode="replay")
     replay.resolve(live=False)
-    offline = openai.OpenAI(api_key="x", base_url="http://127.0.0.1:9/v1", max_retries=0,
-                            http_client=httpx2.Client(transport=replay.transport()))
-    assert [offline.chat.completions.create(**ask).choices[0].message.content for _ in range(2)] == ["first", "second"]
-    with pytest.raises(CassetteMismatch, match="all 2 recordings were used"):
-        offline.chat.completions.create(**ask)
+    replaying = httpx2.Client(transport=replay.transport())
+    with replaying, openai.OpenAI(api_key="x", base_url="http://127.0.0.1:9/v1", max_retries=0,
+                                  http_client=replaying) as offline:
+        assert [offline.chat.completions.create(**ask).choices[0].message.content for _ in range(2)] == ["first", "second"]
+        with pytest.raises(CassetteMismatch, match="all 2 recordings were used"):
+            offline.chat.completions.create(**ask)
 
 
 def test_auto_mode(server, tmp_path, monkeypatch):

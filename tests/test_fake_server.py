@@ -93,6 +93,7 @@ def test_other_routes(server):
     request = urllib.request.Request(server.base_url + "/embeddings", data=b"{}", method="POST")
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(request)
+    caught.value.close()
     assert caught.value.code == 404
 
 

@@ -88,6 +88,16 @@ class LLMAgent:
         #: the messages of the last step (for teaching and debugging)
         self.last_messages: list[dict[str, Any]] = []
 
+    def close(self) -> None:
+        """Close the model client's connections (it is rebuilt if the object is used again)."""
+        self.llm.close()
+
+    def __enter__(self) -> "LLMAgent":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         return f"LLMAgent({self.name!r}, model={self.llm.model!r}, tools={sorted(self.tools)})"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,14 +110,23 @@ class ModelClient:
                 transport = self.cassette.transport(inner=httpx2.HTTPTransport(), secrets=self.config.secrets())
             else:
                 transport = httpx2.HTTPTransport()
+            http_client = httpx2.Client(transport=transport, timeout=self.timeout, follow_redirects=True)
+            self._finalizer = weakref.finalize(self, http_client.close)  # our client: we close its sockets
             self._client = openai.OpenAI(
                 api_key=key,
                 base_url=self.config.base_url,
-                http_client=httpx2.Client(transport=transport, timeout=self.timeout, follow_redirects=True),
+                http_client=http_client,
                 max_retries=self.max_retries,
                 timeout=self.timeout,
             )
         return self._client
+
+    def close(self) -> None:
+        """Close the connections of a client built here (a client passed in is yours to close)."""
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer()
+            self._client = None
 
     def chat(
         self,

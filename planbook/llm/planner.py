@@ -120,6 +120,16 @@ class LLMPlanner:
         #: the messages of the last planning call (for teaching and debugging)
         self.last_messages: list[dict[str, Any]] = []
 
+    def close(self) -> None:
+        """Close the model client's connections (it is rebuilt if the object is used again)."""
+        self.llm.close()
+
+    def __enter__(self) -> "LLMPlanner":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         return f"LLMPlanner(model={self.model!r}, mode={self.llm.mode!r})"
 
