@@ -140,7 +140,8 @@ def _parse_mapping(text: str) -> Plan:
         data = {"steps": data}
     if not isinstance(data, Mapping):
         raise PlanError(
-            [Problem("a plan spec must be a mapping with 'steps' (YAML or JSON) or a Markdown list of steps", code="syntax")]
+            [Problem("a plan spec must be a mapping with 'steps' (YAML or JSON) or a Markdown list of steps "
+                     "(a goal in plain words needs a planner: pass planner=...)", code="syntax")]
         )
     duplicates: dict[str, list[int]] = {}
     lines = _step_lines(text, duplicates)

@@ -141,7 +141,8 @@ def test_bad_yaml_names_the_line() -> None:
     [
         ("goal: x\nsteps: 3\n", "'steps' must be a list of steps"),
         ("goal: x\n", "'steps' must be a list of steps"),
-        ("just some words", "a plan spec must be a mapping with 'steps' (YAML or JSON) or a Markdown list of steps"),
+        ("just some words", "a plan spec must be a mapping with 'steps' (YAML or JSON) or a Markdown list of steps "
+         "(a goal in plain words needs a planner: pass planner=...)"),
         ("steps:\n  - [1, 2]\n", "step 1 must be a mapping, got [1, 2]"),
         ("steps:\n  - {tool: ok, needs: {a: 1}}\n", "'needs' must be a list of step ids, got {'a': 1}"),
         ("steps:\n  - {tool: ok, args: [1]}\n", "'args' must be a mapping of name to value, got [1]"),
