@@ -194,6 +194,7 @@ def test_server_errors_twice_then_success_are_retried_by_the_sdk(server, tools, 
     assert len(server.requests) == 3
     assert [r.headers["x-stainless-retry-count"] for r in server.requests] == ["0", "1", "2"]
     assert len(llm_calls(result)) == 1  # one logical call; the SDK's retries are its own
+    assert_no_secret(str(result), [e.model_dump() for e in result.events])
 
 
 def test_a_401_is_one_clear_error_without_a_retry_storm(server, tools, calls):
@@ -213,6 +214,7 @@ def test_a_timeout_is_a_clear_error(server, tools, calls):
                           agents=[writer()])
     assert (result.status, result.reason) == ("failed", "no_plan")
     assert "did not answer within 0.3 s" in result.error and calls == []
+    assert_no_secret(result.error, [e.model_dump() for e in result.events])
 
 
 FAILING = [
