@@ -136,11 +136,12 @@ def start_lab(root: Path, *, timeout: float = 60.0) -> Lab:
             time.sleep(0.2)
 
 
-def copy_notebooks(names: list[str], root: Path) -> list[Path]:
-    """Copy the tutorial notebooks (and their sanitize/config neighbours) into ``root``."""
-    copies = []
-    for name in names:
-        target = root / name
-        shutil.copy2(ROOT / "notebooks" / name, target)
-        copies.append(target)
-    return copies
+def copy_notebooks(root: Path) -> list[str]:
+    """Copy ``notebooks/`` (with the files the notebooks read, such as cassettes) into ``root``.
+
+    Returns the names of the notebooks copied.
+    """
+    shutil.copytree(
+        ROOT / "notebooks", root, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
+    )
+    return sorted(p.name for p in root.glob("*.ipynb"))
