@@ -158,7 +158,7 @@ def test_inline_refs_resolve_to_exactly_their_own_result(parts: list[tuple[str, 
 
 
 # ------------------------------------------------------------------ the runner
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(dags(), st.sets(st.integers(0, 11)), st.integers(0, 14))
 def test_runner_budget_and_blocking_invariants(steps: list[Step], failing: set[int], max_steps: int) -> None:
     box = Toolbox()
