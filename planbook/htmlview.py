@@ -66,8 +66,8 @@ def counts_html(plan: Plan) -> str:
     return " · ".join(parts)
 
 
-def header_html(plan: Plan, *, extra: str = "") -> str:
-    """Title, id and revision, goal, progress bar and counts per status."""
+def header_html(plan: Plan, *, extra: str = "", bar: bool = True) -> str:
+    """Title, id and revision, goal, progress bar (unless ``bar`` is False) and counts per status."""
     counts = plan.counts()
     total, done = len(plan.steps), counts[Status.completed]
     revision = f" · revision {plan.revision}" if plan.revision > 1 else ""
@@ -77,7 +77,8 @@ def header_html(plan: Plan, *, extra: str = "") -> str:
     ]
     if plan.goal and plan.goal != plan.display_title:
         lines.append(f'<div style="color:#333"><b>Goal:</b> {esc(plan.goal)}</div>')
-    lines.append(progress_bar_html(done, total))
+    if bar:
+        lines.append(progress_bar_html(done, total))
     lines.append(f"<div>Progress: {done}/{total} steps completed · {counts_html(plan)}</div>")
     if extra:
         lines.append(extra)

@@ -106,7 +106,7 @@ class PlanView:
         with contextlib.ExitStack() as stack:
             for part in parts:
                 stack.enter_context(part.hold_sync())
-            self.header.value = htmlview.header_html(plan, extra=self._budgets_html())
+            self.header.value = htmlview.header_html(plan, extra=self._budgets_html(), bar=False)
             counts = plan.counts()
             self.progress.max = max(1, len(plan.steps))
             self.progress.value = counts[Status.completed]
