@@ -195,14 +195,25 @@ def test_notebook_runs_in_jupyterlab(lab: Lab, browser: Any, name: str) -> None:
         if name.startswith("02-"):  # the replans' revision history: removed struck through, added highlighted
             assert page.locator(".widget-html .planbook-removed del").count() > 0, "02: no struck-through removed step"
             assert page.locator(".widget-html .planbook-added ins").count() > 0, "02: no highlighted added step"
-        if widget_outputs:
-            page.locator(".widget-hprogress").first.scroll_into_view_if_needed()
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"browser-{Path(name).stem}.png"))
+        _screenshot(page, name, widget_outputs)
     finally:
         context.close()
         lab.delete_sessions()
         TIMINGS[f"{name}_s"] = time.monotonic() - started
+
+
+def _screenshot(page: Any, name: str, widget_outputs: int) -> None:
+    """Scroll to the most telling widget (a revision history if any, else a plan view) and save."""
+    if widget_outputs:
+        history = page.locator(".widget-html .planbook-revisions")
+        target = history.first if history.count() else page.locator(".widget-hprogress").first
+        target.scroll_into_view_if_needed()
+        target.wait_for(state="visible")
+        # cells off screen are painted lazily (content-visibility): let two frames pass
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        page.wait_for_timeout(300)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"browser-{Path(name).stem}.png"))
 
 
 def _check_first_notebook(page: Any) -> None:
