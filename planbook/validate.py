@@ -55,7 +55,11 @@ def plan_problems(
             elif need in ids:
                 continue
             elif need in refs:
-                add(f"args refer to ${need}, but no step has that id{closest(need, ids)}", step, "unknown_ref")
+                add(
+                    f"args refer to ${need}, but no step has that id{closest(need, ids)} (write $$ for a literal $)",
+                    step,
+                    "unknown_ref",
+                )
             else:
                 add(f"needs {need!r}, but no step has that id{closest(need, ids)}", step, "unknown_need")
 

@@ -53,7 +53,13 @@ def test_unknown_need_without_a_close_id() -> None:
 def test_unknown_ref_is_one_problem() -> None:
     p = only("steps:\n  - {id: total, tool: ok}\n  - {id: b, tool: echo, args: {value: 'sum: ${totl}'}}\n")
     assert (p.message, p.code, p.step) == (
-        "args refer to $totl, but no step has that id; did you mean 'total'?", "unknown_ref", "b")
+        "args refer to $totl, but no step has that id; did you mean 'total'? (write $$ for a literal $)", "unknown_ref", "b")
+
+
+def test_a_dollar_meant_literally_gets_the_escape_hint() -> None:
+    p = only("steps:\n  - {id: a, tool: echo, args: {value: $HOME}}\n")
+    assert p.message == "args refer to $HOME, but no step has that id (write $$ for a literal $)"
+    assert problems("steps:\n  - {id: a, tool: echo, args: {value: $$HOME}}\n") == []
 
 
 def test_known_ids_allow_needs_outside_the_plan() -> None:
