@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .models import Plan, PlanDiff, RunResult, Status, Usage
+from .models import Plan, PlanDiff, RunResult, Usage
 from .runner import Runner
 
 FLUSH_NOW = frozenset({"run.paused", "run.finished"})
@@ -247,7 +247,3 @@ def show_live(runner: Runner, **throttle: Any) -> LiveView | None:
     else:
         target = HtmlView(runner).show()
     return LiveView(runner, target, **throttle)
-
-
-def count_done(plan: Plan) -> int:
-    return sum(1 for s in plan.steps if s.status is Status.completed)

@@ -275,15 +275,16 @@ def step_outputs(step: Step) -> list[dict[str, Any]]:
 def rich_data(value: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The mimebundle IPython would display for ``value`` (a DataFrame as a table, a figure as an image).
 
-    Like ``Output.append_display_data``, but it never creates a shell: it uses the running
-    shell's formatter, or a standalone one.
+    Like ``Output.append_display_data``, but it never creates a shell: it uses the kernel's
+    formatter (with the user's registered formatters), else a standalone one (a terminal
+    shell's formatter is limited to text/plain).
     """
     from IPython import get_ipython
     from IPython.core.formatters import DisplayFormatter
 
     global _formatter
     shell = get_ipython()
-    if shell is not None:
+    if shell is not None and getattr(shell, "kernel", None) is not None:
         formatter = shell.display_formatter
     else:
         _formatter = _formatter or DisplayFormatter()

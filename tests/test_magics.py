@@ -354,6 +354,13 @@ def test_run_plan_runs_a_spec_string(ip: Any, world: World, published: list) -> 
     assert result.outputs == {"1": 5}
 
 
+def test_run_plan_turns_a_goal_string_into_a_plan_with_a_planner(ip: Any, world: World, published: list) -> None:
+    ip.user_ns["goal_text"] = "Add two and three"
+    ip.user_ns["maker"] = ScriptedPlanner({None: [{"id": "1", "tool": "add", "args": {"a": 2, "b": 3}}]})
+    result = ip.run_line_magic("run_plan", "goal_text --planner maker --tools tb")
+    assert result.ok and result.outputs == {"1": 5} and result.plan.goal == "Add two and three"
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
