@@ -63,9 +63,10 @@ class FunctionAgent:
             params = [
                 p
                 for p in inspect.signature(fn).parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
             ]
-            self._arity = len(params)
+            # fn(task) only when it cannot take a second argument: fn(task, context=None) gets the context
+            self._arity = 2 if len(params) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params) else 1
         except (TypeError, ValueError):
             self._arity = 2
 

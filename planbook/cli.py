@@ -55,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--agents", metavar="MODULE:OBJECT", help="a {name: agent} mapping or list of agents")
     run.add_argument("--planner", metavar="MODULE:OBJECT", help="a planner function, used to replan after failures")
     run.add_argument("--on-failure", choices=POLICIES, help="what a failed step does (default: replan with a planner, else abort)")
-    run.add_argument("--retries", type=int, default=0, help="extra attempts for --on-failure retry")
+    run.add_argument("--retries", type=int, default=None, help="extra attempts for --on-failure retry (default 1)")
     run.add_argument("--max-steps", type=int, default=12, help="cap on step executions (default 12)")
     run.add_argument("--max-replans", type=int, default=5, help="cap on replans (default 5)")
     run.add_argument("--timeout", type=float, default=None, help="seconds a step may take")

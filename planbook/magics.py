@@ -162,7 +162,7 @@ class PlanMagics(Magics):
     @ma.magic_arguments()
     @ma.argument("name", help="a Plan (from %%%%plan) or a plan spec string in the namespace")
     @ma.argument("--on-failure", metavar="POLICY", help="abort, skip, retry or replan, or a chain such as retry,replan (default: replan with a planner, else abort)")
-    @ma.argument("--retries", type=int, default=0, metavar="N", help="retries per step for the retry policy (default 0)")
+    @ma.argument("--retries", type=int, default=None, metavar="N", help="retries per step for the retry policy (default 1)")
     @ma.argument("--max-steps", type=int, default=12, metavar="N", help="step budget: executions, including after replans (default 12)")
     @ma.argument("--max-replans", type=int, default=5, metavar="N", help="replan budget (default 5)")
     @ma.argument("--planner", metavar="VAR|llm", help="the planner for replans (default: the one %%%%plan used)")
@@ -196,7 +196,7 @@ class PlanMagics(Magics):
         if args.model and planner_var != LLM:
             raise UsageError("--model chooses the model of --planner llm; add --planner llm (or drop --model)")
         for opt, number in (("--retries", args.retries), ("--max-steps", args.max_steps), ("--max-replans", args.max_replans)):
-            if number < 0:
+            if number is not None and number < 0:
                 raise UsageError(f"{opt} must be a whole number >= 0, got {number}")
         if args.timeout is not None and args.timeout <= 0:
             raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")

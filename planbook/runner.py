@@ -76,6 +76,12 @@ def normalise_policy(on_failure: str | Sequence[str] | None, *, has_planner: boo
         raise ValueError("on_failure='replan' needs a planner: pass planner=... (or choose abort, skip or retry)")
     if not chain:
         raise ValueError(f"on_failure is empty; choose from {', '.join(POLICIES)}")
+    for position, policy in enumerate(chain[:-1]):
+        if policy != "retry":
+            raise ValueError(
+                f"on_failure {list(chain)}: {policy!r} ends the handling of a failure, so "
+                f"{list(chain[position + 1:])} after it would never run; only 'retry' can be followed by another policy"
+            )
     return chain  # type: ignore[return-value]
 
 
@@ -128,14 +134,14 @@ class Runner:
         tools: ToolsLike = None,
         agents: AgentsLike = None,
         on_failure: str | Sequence[str] | None = None,
-        retries: int = 0,
+        retries: int | None = None,
         max_steps: int = 12,
         max_replans: int = 5,
         step_timeout: float | None = None,
         on_event: EventHandler | Iterable[EventHandler] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        for name, value in (("max_steps", max_steps), ("max_replans", max_replans), ("retries", retries)):
+        for name, value in (("max_steps", max_steps), ("max_replans", max_replans), ("retries", retries or 0)):
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
         if step_timeout is not None and step_timeout <= 0:
@@ -144,7 +150,11 @@ class Runner:
         self.tools = as_toolbox(tools)
         self.agents = as_agents(agents)
         self.policy = normalise_policy(on_failure, has_planner=planner is not None)
-        self.retries = retries
+        if retries == 0 and "retry" in self.policy:
+            raise ValueError("on_failure includes 'retry' but retries=0, so nothing would be retried: "
+                             "pass retries=N (N >= 1), or leave retries out for one retry")
+        #: extra attempts per step for the retry policy (one when not given)
+        self.retries = 1 if retries is None else retries
         self.max_steps = max_steps
         self.max_replans = max_replans
         self.step_timeout = step_timeout
@@ -270,6 +280,9 @@ class Runner:
                 break
 
     def _pause(self, why: str) -> None:
+        if self.state.pending_failure is None and self._next_step() is None:
+            self._complete()  # nothing is left to run: the run is over, not paused
+            return
         self.state.status, self.state.reason = "paused", "paused"
         self.emit("run.paused", why=why)
 
@@ -562,7 +575,7 @@ def run(
     tools: ToolsLike = None,
     agents: AgentsLike = None,
     on_failure: str | Sequence[str] | None = None,
-    retries: int = 0,
+    retries: int | None = None,
     max_steps: int = 12,
     max_replans: int = 5,
     step_timeout: float | None = None,

@@ -52,7 +52,8 @@ def format_plan(plan: Plan) -> str:
         if step.error and step.status in (Status.failed, Status.skipped):
             lines.append(f"   Error: {step.error}")
         if step.notes and step.status is not Status.completed:
-            lines.append(f"   Notes: {step.notes}")
+            if not (step.error and step.error in step.notes):  # "skipped after: <error>" says it twice
+                lines.append(f"   Notes: {step.notes}")
     return "\n".join(lines)
 
 

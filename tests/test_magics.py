@@ -476,9 +476,11 @@ def test_skip_retry_and_budget_options(ip: Any, world: World, published: list) -
     world.fail["b"] = 2
     retried = ip.run_line_magic("run_plan", "pol --on-failure retry --retries 2")
     assert retried.ok and retried.executions == 5
-    world.fail["b"] = 1
-    chained = ip.run_line_magic("run_plan", "pol --on-failure retry,skip --retries 0")
-    assert chained.plan.step("2").status is Status.skipped
+    world.fail["b"] = 2
+    chained = ip.run_line_magic("run_plan", "pol --on-failure retry,skip")  # one retry by default, then skip
+    assert chained.plan.step("2").status is Status.skipped and chained.plan.step("2").attempts == 2
+    with pytest.raises(UsageError, match="retries=0, so nothing would be retried"):
+        ip.run_line_magic("run_plan", "pol --on-failure retry --retries 0")
     budget = ip.run_line_magic("run_plan", "pol --max-steps 2")
     assert (budget.status, budget.reason, budget.executions) == ("failed", "step_budget", 2)
 
@@ -581,3 +583,105 @@ def test_live_view_is_unsubscribed_after_the_run(ip: Any, world: World, publishe
     assert runner.handlers == []
     ip.run_line_magic("run_plan", "subs")
     assert runner.handlers == []
+
+
+# ------------------------------------------------------------------ in a real kernel
+KERNEL_SETUP = """\
+%load_ext planbook
+import time, planbook
+@planbook.tool
+def inc(x: int) -> int:
+    "Add one."
+    return x + 1
+@planbook.tool
+def nap(seconds: float) -> str:
+    "Sleep: the kernel's interrupt arrives here."
+    import sys
+    print("napping", file=sys.stderr, flush=True)  # stdout is captured into the step; stderr streams
+    time.sleep(seconds)
+    return "rested"
+many = planbook.Plan(id="many", steps=[planbook.Step(id=str(i), tool="inc", args={"x": i}) for i in range(1, 1001)])
+"""
+
+
+class Kernel:
+    """A real ipykernel driven over ZMQ, as a notebook front end would."""
+
+    def __init__(self) -> None:
+        from jupyter_client.manager import start_new_kernel
+
+        import os
+
+        env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+        self.km, self.kc = start_new_kernel(kernel_name="python3", env=env)
+
+    def execute(self, code: str, *, interrupt_when: str | None = None, timeout: float = 60) -> tuple[dict, list[dict]]:
+        """Run ``code``; return the reply and the iopub messages. Interrupt once ``interrupt_when`` is printed."""
+        msg_id = self.kc.execute(code)
+        messages: list[dict] = []
+        interrupted = False
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            messages.append(msg)
+            content = msg["content"]
+            if interrupt_when and not interrupted and msg["msg_type"] == "stream" and interrupt_when in content["text"]:
+                self.km.interrupt_kernel()
+                interrupted = True
+            if msg["msg_type"] == "status" and content["execution_state"] == "idle":
+                break
+        reply = self.kc.get_shell_msg(timeout=timeout)
+        return reply["content"], messages
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Any:
+    k = Kernel()
+    reply, _ = k.execute(KERNEL_SETUP)
+    assert reply["status"] == "ok", reply
+    yield k
+    k.close()
+
+
+def test_kernel_shows_the_widget_and_sends_a_bounded_number_of_updates(kernel: Kernel) -> None:
+    reply, messages = kernel.execute("r = %run_plan many --max-steps 1000\nr.status, r.executions")
+    assert reply["status"] == "ok", (reply, [m["content"] for m in messages if m["msg_type"] == "error"])
+    displays = [m for m in messages if m["msg_type"] == "display_data"]
+    (view,) = displays  # one display: the widget updates itself through comms
+    assert "application/vnd.jupyter.widget-view+json" in view["content"]["data"]
+    assert view["content"]["data"]["text/plain"].startswith("Plan: many (ID: many)\n")
+    assert "Progress: 0/1000 steps completed" in view["content"]["data"]["text/plain"]
+    updates = [m for m in messages if m["msg_type"] == "comm_msg" and m["content"]["data"].get("method") == "update"]
+    opened = [m for m in messages if m["msg_type"] == "comm_open"]
+    (result,) = [m for m in messages if m["msg_type"] == "execute_result"]
+    assert result["content"]["data"]["text/plain"] == "('completed', 1000)"
+    print(f"kernel, 1,000 steps: {len(opened)} widget models opened, {len(updates)} widget update messages")
+    assert len(opened) <= 40  # a fixed set of models, not one per step
+    assert len(updates) <= 300  # throttled: a few dozen renders of a few changed traits each
+
+
+def test_kernel_interrupt_stops_the_run_and_it_continues(kernel: Kernel) -> None:
+    reply, _ = kernel.execute(
+        '%%plan naps\nsteps:\n  - {id: 1, tool: inc, args: {x: 1}}\n  - {id: 2, tool: nap, args: {seconds: 30}}\n'
+        "  - {id: 3, tool: inc, args: {x: 3}}\n"
+    )
+    assert reply["status"] == "ok", reply
+    reply, messages = kernel.execute("%run_plan naps", interrupt_when="napping")
+    assert (reply["status"], reply.get("ename")) == ("error", "RunInterrupted"), reply  # "run all" stops here
+    (error,) = [m for m in messages if m["msg_type"] == "error"]
+    assert error["content"]["traceback"] == [
+        "RunInterrupted: plan 'naps' was interrupted (1/3 steps completed); run %run_plan naps to continue it, "
+        "or %run_plan naps --restart to start again"
+    ]
+    # the next attempt of step 2 is quick (re-registering a tool replaces it, as re-running a cell does)
+    reply, _ = kernel.execute("planbook.default_toolbox.add(lambda seconds: 'quick', name='nap')")
+    assert reply["status"] == "ok", reply
+    reply, messages = kernel.execute("r = %run_plan naps\nr.status, r.executions, sorted(r.outputs)")
+    assert reply["status"] == "ok", reply
+    (result,) = [m for m in messages if m["msg_type"] == "execute_result"]
+    assert result["content"]["data"]["text/plain"] == "('completed', 3, ['1', '2', '3'])"

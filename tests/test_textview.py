@@ -40,7 +40,6 @@ Steps:
    Error: RuntimeError: no display
 4. [-] Extra data (fetch)
    Error: ConnectionError: down
-   Notes: skipped after: ConnectionError: down
 5. [!] [WRITER] Draft
    Needs: 3
    Notes: blocked: needs 3, which did not complete
