@@ -390,3 +390,35 @@ def test_retries_count_against_the_step_budget() -> None:
 def test_an_empty_policy_chain_is_an_error() -> None:
     with pytest.raises(ValueError, match="on_failure is empty"):
         Runner("steps: [{tool: ok}]", tools=Lab().tools, on_failure=[])
+
+
+@pytest.mark.parametrize("chain", [["abort", "skip"], ["replan", "skip"], ["skip", "retry"]])
+def test_a_policy_after_one_that_ends_the_handling_is_rejected(chain: list[str]) -> None:
+    planner = ScriptedPlanner({None: three_steps(FAILING)})
+    with pytest.raises(ValueError, match=rf"'{chain[0]}' ends the handling of a failure, so \['{chain[1]}'\] after it"):
+        Runner(three_steps(FAILING), tools=Lab().tools, planner=planner, on_failure=chain)
+
+
+def test_retry_without_retries_retries_once() -> None:
+    lab = Lab()
+    result = run(three_steps(FAILING), tools=lab.tools, on_failure=["retry", "skip"])
+    assert result.plan.step("b").attempts == 2 and result.plan.step("b").status is Status.skipped
+    assert [e.data["of"] for e in events_of(result, "step.retry")] == [1]
+
+
+def test_retry_with_zero_retries_is_an_error_not_a_silent_abort() -> None:
+    with pytest.raises(ValueError, match="retries=0, so nothing would be retried"):
+        Runner(three_steps(FAILING), tools=Lab().tools, on_failure="retry", retries=0)
+
+
+def test_until_the_last_step_completes_the_run_instead_of_pausing() -> None:
+    runner = Runner(three_steps({"tool": "ok", "args": {"label": "b"}}), tools=Lab().tools)
+    result = runner.run(until="d")
+    assert (result.status, result.reason) == ("completed", "goal_met")
+    assert "run.paused" not in kinds(result)
+
+
+def test_until_a_middle_step_pauses() -> None:
+    runner = Runner(three_steps({"tool": "ok", "args": {"label": "b"}}), tools=Lab().tools)
+    assert runner.run(until="b").status == "paused"
+    assert runner.run().reason == "goal_met"

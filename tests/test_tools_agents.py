@@ -306,3 +306,17 @@ def test_string_annotations_of_a_tool_defined_in_a_function() -> None:
     # first validation raised pydantic's "not fully defined" error)
     assert tool.validate({"p": {"x": 1}, "factor": "2"}) == []
     assert tool.validate({"p": {"x": 1}, "factor": "many"})[0].startswith("argument 'factor' of tool 'scale' expects int")
+
+
+def test_function_agent_with_an_optional_context_gets_it() -> None:
+    from planbook import AgentContext, FunctionAgent, Step
+
+    seen: list[object] = []
+
+    def agent(task: str, context: AgentContext | None = None) -> str:
+        seen.append(context)
+        return task.upper()
+
+    context = AgentContext(goal="g", plan_text="", step=Step(id="1", task="t", agent="a"))
+    assert FunctionAgent(agent)("hello", context).answer == "HELLO"
+    assert seen == [context]
