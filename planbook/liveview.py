@@ -1,7 +1,8 @@
 """The bridge from a runner's events to a live view, throttled.
 
 The runner calls its handlers on the thread that runs it (in a notebook: the kernel's
-main thread), and this bridge changes views only there: it never starts a thread. Steps
+main thread), and this bridge changes views only on the thread that made it: it never
+starts a thread, and events from other threads wait for the next render there. Steps
 can finish thousands of times a second, and the notebook server caps iopub traffic, so
 updates go through a token bucket (a short burst, then about ``rate`` per second); the
 final state is always flushed when the run pauses or finishes.
@@ -138,6 +139,8 @@ class LiveView:
         self.events = 0
         self.pending = False
         self.started = clock()
+        #: the thread that made the view (the kernel's execution thread): the only one that renders
+        self.thread = threading.get_ident()
         self.usage = _usage(runner.state.events)
         runner.subscribe(self)
 
@@ -154,8 +157,8 @@ class LiveView:
         return ViewState.of_runner(self.runner, usage=self.usage, elapsed=self.clock() - self.started)
 
     def flush(self) -> None:
-        """Render now, if on the main thread (elsewhere: leave it pending for the main thread)."""
-        if threading.current_thread() is not threading.main_thread():
+        """Render now, if on the view's own thread (elsewhere: leave it pending for that thread)."""
+        if threading.get_ident() != self.thread:
             self.pending = True
             return
         self.pending = False

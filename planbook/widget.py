@@ -8,7 +8,7 @@ A 1,000-step plan costs the same handful of widget models as a 3-step one: rows 
 HTML, not widgets, and a step's pane (its return value displayed richly, what it
 printed, its error and traceback, its notes) is built only when the step is opened.
 :meth:`PlanView.render` changes traits only, batched with ``hold_sync``; the
-:class:`~planbook.liveview.LiveView` bridge calls it on the kernel's main thread.
+:class:`~planbook.liveview.LiveView` bridge calls it on the thread that made the view (the kernel's main thread).
 """
 
 from __future__ import annotations

@@ -278,14 +278,14 @@ def test_final_state_is_flushed_at_pause_and_finish() -> None:
     assert bridge.updates == 2
 
 
-def test_events_from_another_thread_wait_for_the_main_thread() -> None:
+def test_events_from_another_thread_wait_for_the_view_thread() -> None:
     runner = Runner(long_plan(3), tools=make_tools())
     view = PlanView(runner)
     bridge = LiveView(runner, view)
     worker = threading.Thread(target=runner.run)
     worker.start()
     worker.join()
-    assert bridge.updates == 0 and bridge.pending  # no widget was touched off the main thread
+    assert bridge.updates == 0 and bridge.pending  # no widget was touched off the thread that made the view
     bridge.close()
     assert bridge.updates == 1 and view.progress.value == 3
 
