@@ -4,9 +4,11 @@ nbval checks the text outputs; only a browser shows whether the plan widgets ren
 update and reach their final state. For each tutorial notebook the test opens a copy in
 JupyterLab, clears it, runs all cells, waits for the kernel to go idle, and checks that
 every code cell ran, that only cells tagged ``raises-exception`` raised, that the plan
-widgets rendered (no "Error displaying widget"), and — in the first notebook — that every
-step row shows ✓ and every progress bar is full. A screenshot per notebook goes to
-``test-artifacts/``.
+widgets rendered (no "Error displaying widget", no news prompt), that in the first
+notebook every step row shows ✓ and every progress bar is full, and that the second
+shows its revision history (removed steps struck through, added ones highlighted).
+Notebooks other than the three tutorials (``04-*``) are run and checked too, without
+requiring a widget. A screenshot per notebook and the timings go to ``test-artifacts/``.
 
 Run it alone with ``pytest -m browser tests/test_browser.py -p no:cacheprovider``.
 It needs ``/usr/bin/chromium`` (Debian's ``chromium`` package); Playwright's own browser
