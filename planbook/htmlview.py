@@ -16,7 +16,7 @@ from .models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
 
 #: (text colour, row background) per status.
 STATUS_COLORS: dict[Status, tuple[str, str]] = {
-    Status.not_started: ("#555555", "transparent"),
+    Status.not_started: ("#555555", "inherit"),
     Status.in_progress: ("#0b5394", "#e3eefb"),
     Status.completed: ("#1b6e20", "#e8f5e9"),
     Status.failed: ("#b71c1c", "#fdecea"),
@@ -27,8 +27,10 @@ RUN_COLORS = {"completed": "#1b6e20", "failed": "#b71c1c", "interrupted": "#8a53
               "running": "#0b5394"}
 
 _BOX = "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;line-height:1.4;max-width:100%"
-_CELL = "padding:2px 8px;text-align:left;vertical-align:top;border-bottom:1px solid #e0e0e0"
-_MONO = "font-family:ui-monospace,SFMono-Regular,Menlo,monospace"
+# short on purpose: every row repeats them (front ends' own table CSS must be overridden inline)
+_CELL = "padding:1px 6px;text-align:left"
+_MONO = "font-family:monospace"
+_ROW = "vertical-align:top;border-bottom:1px solid #e0e0e0"
 
 
 def esc(value: Any) -> str:
@@ -58,7 +60,8 @@ def progress_bar_html(done: int, total: int, *, color: str = "#2e7d32") -> str:
 def counts_html(plan: Plan) -> str:
     counts = plan.counts()
     parts = []
-    for status in Status:
+    order = (Status.completed, Status.in_progress, Status.failed, Status.skipped, Status.blocked, Status.not_started)
+    for status in order:
         if counts[status] or status in (Status.completed, Status.not_started):
             fg, _ = STATUS_COLORS[status]
             label = status.value.replace("_", " ")
@@ -96,7 +99,7 @@ def step_row_html(step: Step, *, highlight: bool = False) -> str:
     executor = f"[{esc(step.agent.upper())}]" if step.agent else esc(step.tool or "")
     return (
         f'<tr class="planbook-step planbook-{step.status.value}" data-step="{esc(step.id)}" '
-        f'style="background:{bg};color:{fg}{outline}">'
+        f'style="{_ROW};background:{bg};color:{fg}{outline}">'
         f'<td style="{_CELL};{_MONO};white-space:nowrap">{esc(STATUS_MARKS[step.status])}</td>'
         f'<td style="{_CELL};white-space:nowrap"><b>{esc(step.id)}</b></td>'
         f'<td style="{_CELL};{_MONO}">{executor}</td>'
@@ -109,8 +112,9 @@ def step_row_html(step: Step, *, highlight: bool = False) -> str:
 def steps_table_html(steps: Iterable[Step], *, highlight: str | None = None) -> str:
     """One row per step: mark, id, tool/agent, task, duration, error; coloured by status."""
     head = "".join(f'<th style="{_CELL};color:#444">{h}</th>' for h in ("", "id", "tool/agent", "task", "time", "error"))
+    head = f'<tr style="{_ROW}">{head}</tr>'
     rows = "".join(step_row_html(s, highlight=s.id == highlight) for s in steps)
-    return f'<table class="planbook-steps" style="border-collapse:collapse;margin:4px 0"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    return f'<table class="planbook-steps" style="border-collapse:collapse;margin:4px 0"><thead>{head}</thead><tbody>{rows}</tbody></table>'
 
 
 def diff_html(diff: PlanDiff) -> str:
@@ -180,7 +184,7 @@ def step_detail_html(step: Step) -> str:
         rows.append(("error", f'<span style="color:#b71c1c">{esc(step.error)}</span>'))
     if step.notes:
         rows.append(("notes", esc(step.notes)))
-    body = "".join(f'<tr><th style="{_CELL};color:#666">{k}</th><td style="{_CELL}">{v}</td></tr>' for k, v in rows)
+    body = "".join(f'<tr style="{_ROW}"><th style="{_CELL};color:#666">{k}</th><td style="{_CELL}">{v}</td></tr>' for k, v in rows)
     return f'<div style="{_BOX}"><b>Step {esc(step.id)}</b><table style="border-collapse:collapse">{body}</table></div>'
 
 
