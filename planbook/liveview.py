@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -250,3 +251,18 @@ def show_live(runner: Runner, **throttle: Any) -> LiveView | None:
     else:
         target = HtmlView(runner).show()
     return LiveView(runner, target, **throttle)
+
+
+@contextmanager
+def watch(runner: Runner, **throttle: Any) -> Iterator[LiveView | None]:
+    """Show a live view while the block runs the runner (the Python API's ``%run_plan``)::
+
+        with watch(runner):
+            result = runner.run()
+    """
+    bridge = show_live(runner, **throttle)
+    try:
+        yield bridge
+    finally:
+        if bridge is not None:
+            bridge.close()

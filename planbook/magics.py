@@ -22,7 +22,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 
 from .errors import PlanError, Problem, RunFailed, closest
-from .models import Plan, RunResult
+from .models import Plan, RunResult, Status
 from .runner import POLICIES, Runner, make_plan
 from .tools import as_toolbox, default_toolbox
 from .validate import validate_plan
@@ -239,6 +239,12 @@ class PlanMagics(Magics):
             ids = [s.id for s in runner.plan.steps]
             if args.until not in ids:
                 raise UsageError(f"--until {args.until}: plan {name!r} has no step {args.until!r}{closest(args.until, ids)}; its steps are {', '.join(ids)}")
+            done = runner.plan.step(args.until)
+            if done.status is not Status.not_started:
+                raise UsageError(
+                    f"--until {args.until}: step {args.until} already ran in this run ({done.status}), so the run "
+                    f"would not stop there; choose a later step, or add --restart to run from the beginning"
+                )
         bridge = None
         if not args.no_view:
             from .liveview import show_live

@@ -413,6 +413,9 @@ def test_until_pauses_after_the_step(ip: Any, world: World, published: list) -> 
     result = ip.run_line_magic("run_plan", "upto --until 2")
     assert result.status == "paused" and result.executions == 2
     assert result.plan.step("3").status is Status.not_started
+    with pytest.raises(UsageError, match="step 2 already ran in this run"):
+        ip.run_line_magic("run_plan", "upto --until 2")
+    assert ip.run_line_magic("run_plan", "upto --until 2 --restart").executions == 2
     assert ip.run_line_magic("run_plan", "upto").executions == 3
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import planbook
 from planbook import Plan, Runner, ScriptedPlanner, Status, Toolbox
-from planbook.liveview import HtmlView, LiveView, Throttle, ViewState, show_live, widgets_available
+from planbook.liveview import HtmlView, LiveView, Throttle, ViewState, show_live, watch, widgets_available
 from planbook.spec import plan_from_dict
 from planbook.textview import format_markdown, format_plan
 
@@ -361,6 +361,21 @@ def test_outside_ipython_there_is_no_live_view(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(liveview, "_shell", lambda: None)
     runner = Runner(long_plan(2), tools=make_tools())
     assert show_live(runner) is None and runner.handlers == []
+    with watch(runner) as bridge:
+        assert bridge is None
+        assert runner.run().ok
+
+
+def test_watch_shows_a_view_while_the_block_runs(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import planbook.liveview as liveview
+
+    monkeypatch.setattr(liveview, "widgets_available", lambda shell=None: True)
+    monkeypatch.setattr(ip.display_pub, "publish", lambda *a, **k: None)
+    runner = Runner(long_plan(5), tools=make_tools())
+    with watch(runner) as bridge:
+        assert isinstance(bridge.target, PlanView) and runner.handlers == [bridge]
+        runner.run()
+    assert runner.handlers == [] and bridge.target.progress.value == 5
 
 
 def test_view_state_of_a_runner_counts_model_calls() -> None:
