@@ -205,7 +205,7 @@ class PlanMagics(Magics):
         agents = self._lookup(agents_var, "--agents") if agents_var else None
         if planner_var is None:
             planner = None
-        elif not args.planner and origin is not None and origin.planner_obj is not None:
+        elif not args.planner and origin is not None and origin.planner_obj is not None and model == origin.model:
             planner = origin.planner_obj
         else:
             planner = self._planner(planner_var, model)

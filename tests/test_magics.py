@@ -272,6 +272,16 @@ def test_planner_llm_uses_llmplanner_with_the_model(ip: Any, fake_llm: list) -> 
     assert [s.task for s in ip.user_ns["bymodel"].steps] == ["one plus one"]
 
 
+def test_run_plan_reuses_the_llm_planner_of_the_plan_cell_unless_the_model_changes(
+    ip: Any, fake_llm: list, published: list, world: World
+) -> None:
+    cell(ip, "%%plan llmmade --planner llm --model first --tools tb\nAdd one and one")
+    assert ip.run_line_magic("run_plan", "llmmade").ok
+    assert [p.model for p in fake_llm] == ["first"]
+    assert ip.run_line_magic("run_plan", "llmmade --model second").ok
+    assert [p.model for p in fake_llm] == ["first", "second"]
+
+
 def test_review_inserts_an_editable_plan_cell(ip: Any, fake_llm: list, published: list) -> None:
     cell(ip, "%%plan reviewed --planner llm --tools tb --review\nAdd one and one")
     text = ip.rl_next_input  # what set_next_input(text, replace=False) leaves for the next cell
