@@ -48,7 +48,8 @@ class CellPlanError(PlanError):
             lines.append("")
             width = len(str(quoted[-1]))
             lines += [f"  {n:>{width}} | {cell[n - 1]}" for n in quoted]
-        lines.append("Fix the plan in the cell and run it again.")
+        if self.source is not None:
+            lines.append("Fix the plan in the cell and run it again.")
         return lines
 
 

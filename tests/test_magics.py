@@ -234,6 +234,7 @@ def test_planner_output_that_fails_validation_is_a_plan_error(ip: Any, world: Wo
     with pytest.raises(PlanError) as info:
         ip.run_cell_magic("plan", "made --planner sloppy --tools tb", "some goal")
     assert [(p.code, p.line) for p in info.value.problems] == [("unknown_tool", None)]
+    assert info.value._render_traceback_() == [f"PlanError: {info.value}"]  # no cell lines to quote
 
 
 def test_planner_needs_a_goal(ip: Any, world: World) -> None:
