@@ -202,10 +202,35 @@ def result_html(result: RunResult) -> str:
     )
 
 
-def state_html(state: Any) -> str:
-    """A run in progress (or not started): the plan, and the verdict once it has run."""
+def state_html(state: Any, *, max_rows: int | None = None) -> str:
+    """A run in progress (or not started): the plan, and the verdict once it has run.
+
+    ``max_rows`` shows only a window of rows around the running step (a live view of a long
+    plan then re-sends a page, not the whole table, at every update).
+    """
     extra = verdict_html(state) if state.status is not None else ""
+    steps = state.plan.steps
+    table = steps_table_html(steps)
+    if max_rows is not None and len(steps) > max_rows:
+        start = min(max(0, frontier(steps) - max_rows // 2), len(steps) - max_rows)
+        above, below = start, len(steps) - start - max_rows
+        table = steps_table_html(steps[start : start + max_rows])
+        if above:
+            table = f'<div style="color:#666">… {above} steps above</div>{table}'
+        if below:
+            table += f'<div style="color:#666">… {below} steps below</div>'
     return (
         f'<div class="planbook-plan" style="{_BOX}">{header_html(state.plan, extra=extra)}'
-        f"{steps_table_html(state.plan.steps)}{revisions_html(state.revisions)}</div>"
+        f"{table}{revisions_html(state.revisions)}</div>"
     )
+
+
+def frontier(steps: list[Step]) -> int:
+    """Index of the running step, else of the last step that is no longer waiting."""
+    at = 0
+    for i, step in enumerate(steps):
+        if step.status is Status.in_progress:
+            return i
+        if step.status is not Status.not_started:
+            at = i
+    return at

@@ -185,12 +185,18 @@ class _Bundle:
         return self.data
 
 
+#: rows the fallback view re-sends while a run is going (all rows once it stops)
+LIVE_ROWS = 50
+
+
 def state_bundle(state: ViewState) -> dict[str, str]:
     """text/plain (the deterministic plan text), text/markdown and text/html of a state."""
     from .htmlview import state_html
     from .textview import format_markdown, format_plan
 
-    return {"text/plain": format_plan(state.plan), "text/markdown": format_markdown(state.plan), "text/html": state_html(state)}
+    rows = LIVE_ROWS if state.status == "running" else None
+    return {"text/plain": format_plan(state.plan), "text/markdown": format_markdown(state.plan),
+            "text/html": state_html(state, max_rows=rows)}
 
 
 class HtmlView:

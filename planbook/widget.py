@@ -134,15 +134,7 @@ class PlanView:
 
     def _frontier_page(self) -> int:
         """The page of the running step, else of the last step that finished."""
-        steps = self.state.plan.steps
-        at = None
-        for i, step in enumerate(steps):
-            if step.status is Status.in_progress:
-                at = i
-                break
-            if step.status is not Status.not_started:
-                at = i
-        return (at or 0) // self.page_size
+        return htmlview.frontier(self.state.plan.steps) // self.page_size
 
     def _draw_pager(self) -> None:
         total = len(self.state.plan.steps)

@@ -140,3 +140,22 @@ def test_result_of_an_unstarted_budget() -> None:
     plan = Plan.parse(spec(), id="p")
     result = RunResult(status="paused", reason="paused", plan=plan, max_steps=3, max_replans=0)
     assert "Run paused: steps 0/3, replans 0/0" in result_html(result)
+
+
+def test_live_html_of_a_long_plan_shows_a_window_around_the_running_step() -> None:
+    from planbook.htmlview import frontier, state_html
+    from planbook.liveview import ViewState
+
+    plan = Plan(id="long", steps=[planbook.Step(id=str(i), tool="fetch", args={"source": "s"}) for i in range(120)])
+    for step in plan.steps[:60]:
+        step.status = Status.completed
+    plan.steps[60].status = Status.in_progress
+    assert frontier(plan.steps) == 60
+    state = ViewState(plan=plan, status="running", max_steps=200, max_replans=5)
+    page = state_html(state, max_rows=10)
+    assert re.findall(r'data-step="(\d+)"', page) == [str(i) for i in range(55, 65)]
+    assert "… 55 steps above" in page and "… 55 steps below" in page
+    assert page.count('<tr class="planbook-step ') == 10
+    assert state_html(state).count('<tr class="planbook-step ') == 120
+    plan.steps[60].status = Status.not_started
+    assert frontier(plan.steps) == 59

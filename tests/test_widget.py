@@ -331,6 +331,8 @@ def test_widgets_need_a_kernel_with_comms() -> None:
 
 
 def test_no_ipywidgets_means_the_html_fallback(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import planbook.liveview as liveview
+
     class Kernel:
         kernel = object()
 
@@ -353,6 +355,12 @@ def test_no_ipywidgets_means_the_html_fallback(ip: Any, monkeypatch: pytest.Monk
     assert all(u["update"] and u["id"] == first["id"] for u in updates)
     assert updates[-1]["data"]["text/plain"] == format_plan(runner.plan)
     assert "Run completed (goal_met): steps 200/200" in updates[-1]["data"]["text/html"]
+    assert updates[-1]["data"]["text/html"].count('<tr class="planbook-step ') == 200  # the final state: every row
+    running = [u["data"]["text/html"] for u in updates if "Run running" in u["data"]["text/html"]]
+    assert running, "no update while the run was going"
+    for page in running:  # while running: a window of rows around the running step
+        assert page.count('<tr class="planbook-step ') == liveview.LIVE_ROWS
+        assert "steps below" in page or "steps above" in page
 
 
 def test_outside_ipython_there_is_no_live_view(monkeypatch: pytest.MonkeyPatch) -> None:
