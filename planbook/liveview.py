@@ -185,6 +185,9 @@ class _Bundle:
         return self.data
 
 
+#: above the static copy of a live widget: that copy is the plan as the run started
+LIVE_NOTE = "Live view (where widgets do not run, this is the plan as the run started; the run result shows how it ended)"
+
 #: rows the fallback view re-sends while a run is going (all rows once it stops)
 LIVE_ROWS = 50
 
@@ -252,7 +255,7 @@ def show_live(runner: Runner, **throttle: Any) -> LiveView | None:
 
         from .widget import PlanView
 
-        target = PlanView(runner)
+        target = PlanView(runner, note=LIVE_NOTE)
         display(target)
     else:
         target = HtmlView(runner).show()

@@ -38,10 +38,12 @@ class PlanView:
     shows the widget, with the plan text as ``text/plain`` for nbval and GitHub.
     """
 
-    def __init__(self, source: Any, *, page_size: int = 25) -> None:
+    def __init__(self, source: Any, *, page_size: int = 25, note: str = "") -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be >= 1, got {page_size}")
         self.page_size = page_size
+        #: a line above the static HTML (where widgets do not render, e.g. on GitHub)
+        self.note = note
         self.state = ViewState.of(source)
         self.page = 0
         self.follow = True  # the page follows the running step until the user pages by hand
@@ -78,6 +80,8 @@ class PlanView:
         plan = self.state.plan
         data["text/plain"] = format_plan(plan)
         data["text/html"] = htmlview.plan_html(plan)
+        if self.note:
+            data["text/html"] = f'<div style="color:#666;font-size:11px">{htmlview.esc(self.note)}</div>' + data["text/html"]
         data["text/markdown"] = format_markdown(plan)
         return data
 

@@ -587,6 +587,7 @@ def test_widget_view_when_a_kernel_has_comms(ip: Any, world: World, published: l
     assert "application/vnd.jupyter.widget-view+json" in data
     assert data["text/plain"] == format_plan(plan)
     assert data["text/markdown"].startswith("**Plan:")
+    assert data["text/html"].startswith('<div style="color:#666;font-size:11px">Live view (where widgets do not run')
     assert result.ok
 
 
