@@ -226,6 +226,9 @@ def _check_first_notebook(page: Any) -> None:
     assert rows, "01: no step rows found in the live plan widgets"
     unfinished = [r for r in rows if r["mark"] != "[✓]" or "planbook-completed" not in r["cls"]]
     assert not unfinished, f"01: step rows that did not reach ✓: {unfinished}"
+    # the result pane opened from code (view.open("fetch")) shows what the tool printed
+    pane = page.locator(".widget-output", has_text="fetched 'Fog': 7 lines")
+    assert pane.count() == 1, "01: step fetch's result pane does not show the tool's printed line"
 
 
 # Step rows of the live plan widget (planbook/widget.py renders them with htmlview's
