@@ -145,6 +145,13 @@ def test_help_lists_the_options(ip: Any) -> None:
     assert "%%plan" in doc and "%%%%" not in doc
 
 
+def test_question_mark_shows_the_help(ip: Any, capsys: Any) -> None:
+    assert ip.run_cell("%run_plan?").success
+    shown = capsys.readouterr().out
+    assert "%run_plan [--on-failure POLICY]" in shown and "--until ID" in shown
+    assert "Run plan NAME with a live view" in shown
+
+
 # ------------------------------------------------------------------ %%plan
 def test_plan_cell_stores_validates_and_shows_the_plan(ip: Any, world: World, published: list) -> None:
     ip.user_ns.update(x="EXPANDED", y="EXPANDED", numbers="EXPANDED")
