@@ -114,7 +114,7 @@ def steps_table_html(steps: Iterable[Step], *, highlight: str | None = None) -> 
     head = "".join(f'<th style="{_CELL};color:#444">{h}</th>' for h in ("", "id", "tool/agent", "task", "time", "error"))
     head = f'<tr style="{_ROW}">{head}</tr>'
     rows = "".join(step_row_html(s, highlight=s.id == highlight) for s in steps)
-    return f'<table class="planbook-steps" style="border-collapse:collapse;margin:4px 0"><thead>{head}</thead><tbody>{rows}</tbody></table>'
+    return f'<table class="planbook-steps" style="border-collapse:collapse;margin:4px 0;line-height:1.4"><thead>{head}</thead><tbody>{rows}</tbody></table>'
 
 
 def diff_html(diff: PlanDiff) -> str:

@@ -256,16 +256,26 @@ def _pane_key(step: Step, revision: int) -> tuple[Any, ...]:
 
 
 def step_outputs(step: Step) -> list[dict[str, Any]]:
-    """A step as notebook outputs: its value displayed richly, its stdout, its error and traceback."""
+    """A step as notebook outputs, each part under a small label: its value displayed
+    richly, what it printed, its error with the traceback."""
     outputs: list[dict[str, Any]] = []
     if step.status is Status.completed or step.result is not None:
         data, metadata = rich_data(step.result)
-        outputs.append({"output_type": "display_data", "data": data, "metadata": metadata})
+        outputs += [_label_output("returned"), {"output_type": "display_data", "data": data, "metadata": metadata}]
     if step.output:
-        outputs.append({"output_type": "stream", "name": "stdout", "text": step.output})
+        outputs += [_label_output("printed"), {"output_type": "stream", "name": "stdout", "text": step.output}]
     if step.error:
-        outputs.append({"output_type": "stream", "name": "stderr", "text": step.traceback or step.error + "\n"})
+        text = step.traceback or step.error + "\n"
+        outputs += [_label_output("error"), {"output_type": "stream", "name": "stderr", "text": text}]
     return outputs
+
+
+def _label_output(label: str) -> dict[str, Any]:
+    return {
+        "output_type": "display_data",
+        "data": {"text/html": f'<div style="color:#666;font-size:11px;margin-top:4px">{label}</div>', "text/plain": f"{label}:"},
+        "metadata": {},
+    }
 
 
 def rich_data(value: Any) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -141,7 +141,8 @@ def test_result_pane_is_built_when_a_step_is_opened() -> None:
     assert view.chooser.value == "load"
     info, out = pane.children
     assert "Load the sales table" in info.value and "[✓] completed" in info.value
-    rich, printed = out.outputs
+    label1, rich, label2, printed = out.outputs
+    assert (label1["data"]["text/plain"], label2["data"]["text/plain"]) == ("returned:", "printed:")
     assert rich["output_type"] == "display_data"
     assert rich["data"]["text/html"].startswith("<table><tr><td>sales</td>")  # displayed richly
     assert rich["data"]["text/plain"] == "Table(2 rows)"
@@ -156,7 +157,8 @@ def test_pane_of_a_failed_step_shows_error_traceback_and_notes() -> None:
     info, out = view.open("b").children
     assert "skipped" in info.value and "ConnectionError: beta is down" in info.value
     assert "skipped after: ConnectionError" in info.value  # the step's notes
-    printed, error = out.outputs
+    _, printed, label, error = out.outputs
+    assert label["data"]["text/plain"] == "error:"
     assert printed["text"] == "trying beta\n"
     assert error["name"] == "stderr" and "Traceback (most recent call last)" in error["text"]
     assert "ConnectionError: beta is down" in error["text"]
@@ -182,7 +184,7 @@ def test_open_pane_follows_a_retry() -> None:
     view.open("a")
     info, out = view.pane("a").children
     assert "attempts</th><td" in info.value and ">2</td>" in info.value
-    assert out.outputs[0]["data"]["text/plain"] == "'text of alpha'"
+    assert out.outputs[1]["data"]["text/plain"] == "'text of alpha'"
     assert all(o.get("name") != "stderr" for o in out.outputs)
 
 
