@@ -99,6 +99,13 @@ class PlanMagics(Magics):
         self.runs: dict[str, _Run] = {}
         self.origins: dict[str, _Origin] = {}
 
+    @property
+    def ip(self) -> Any:
+        """The shell (always set once registered)."""
+        if self.shell is None:
+            raise RuntimeError("the planbook magics are not registered in an IPython shell")
+        return self.shell
+
     # ------------------------------------------------------------------ %%plan
     @no_var_expand
     @ma.magic_arguments()
@@ -145,7 +152,7 @@ class PlanMagics(Magics):
                 validate_plan(plan, toolbox, agent_map)
             except PlanError as exc:
                 raise CellPlanError(exc.problems, source=source, offset=1) from None
-        self.shell.user_ns[name] = plan
+        self.ip.user_ns[name] = plan
         self.origins[name] = _Origin(
             plan=plan, tools=args.tools, agents=args.agents, planner=args.planner, model=args.model, planner_obj=planner
         )
@@ -153,7 +160,7 @@ class PlanMagics(Magics):
             from .specwriter import plan_spec
 
             options = "".join(f" --{opt} {val}" for opt, val in (("tools", args.tools), ("agents", args.agents)) if val)
-            self.shell.set_next_input(f"%%plan {name}{options}\n{plan_spec(plan)}".rstrip("\n"), replace=False)
+            self.ip.set_next_input(f"%%plan {name}{options}\n{plan_spec(plan)}".rstrip("\n"), replace=False)
         from IPython.display import display
 
         display(plan)
@@ -264,7 +271,7 @@ class PlanMagics(Magics):
 
     # ------------------------------------------------------------------ helpers
     def _plan_value(self, name: str) -> Plan | str:
-        ns = self.shell.user_ns
+        ns = self.ip.user_ns
         if name not in ns:
             plans = [k for k, v in ns.items() if isinstance(v, Plan) and not k.startswith("_")]
             raise UsageError(
@@ -280,7 +287,7 @@ class PlanMagics(Magics):
         return value
 
     def _lookup(self, var: str, option: str) -> Any:
-        ns = self.shell.user_ns
+        ns = self.ip.user_ns
         if var not in ns:
             known = [k for k in ns if not k.startswith("_")]
             raise UsageError(f"{option} {var}: there is no variable {var!r} in the namespace{closest(var, known)}")
