@@ -707,3 +707,15 @@ def test_kernel_interrupt_stops_the_run_and_it_continues(kernel: Kernel) -> None
     assert reply["status"] == "ok", reply
     (result,) = [m for m in messages if m["msg_type"] == "execute_result"]
     assert result["content"]["data"]["text/plain"] == "('completed', 3, ['1', '2', '3'])"
+
+
+def test_kernel_review_sends_a_set_next_input_payload(kernel: Kernel) -> None:
+    reply, _ = kernel.execute(
+        "drafter = planbook.ScriptedPlanner({None: [{'id': '1', 'tool': 'inc', 'args': {'x': 1}, 'task': 'one more'}]})"
+    )
+    assert reply["status"] == "ok", reply
+    reply, _ = kernel.execute("%%plan drafted --planner drafter --review\nCount up by one")
+    assert reply["status"] == "ok", reply
+    (payload,) = reply["payload"]
+    assert payload["source"] == "set_next_input" and payload["replace"] is False
+    assert payload["text"] == "%%plan drafted\ngoal: Count up by one\nsteps:\n- id: 1\n  task: one more\n  tool: inc\n  args: {x: 1}"
