@@ -70,7 +70,7 @@ def plan_problems(
         elif step.tool:
             tool = tools.get(step.tool)
             if tool is None:
-                add(f"unknown tool {step.tool!r}{closest(step.tool, tools)}; known tools: {_names(tools)}", step, "unknown_tool")
+                add(f"unknown tool {step.tool!r}{closest(step.tool, tools)} (known tools: {_names(tools)})", step, "unknown_tool")
             else:
                 for message in tool.validate(step.args, skip=args_with_refs(step.args)):
                     add(message, step, "bad_args")
@@ -78,7 +78,7 @@ def plan_problems(
             assert step.agent is not None
             if step.agent not in agents:
                 add(
-                    f"unknown agent {step.agent!r}{closest(step.agent, agents)}; known agents: {_names(agents)}",
+                    f"unknown agent {step.agent!r}{closest(step.agent, agents)} (known agents: {_names(agents)})",
                     step,
                     "unknown_agent",
                 )
@@ -93,7 +93,7 @@ def plan_problems(
 
 
 def _names(names: Collection[str]) -> str:
-    return ", ".join(sorted(names)) if names else "(none registered)"
+    return ", ".join(sorted(names)) if names else "none registered"
 
 
 def find_cycle(steps: list[Step]) -> list[str] | None:

@@ -98,20 +98,20 @@ def test_neither_tool_nor_agent() -> None:
 def test_unknown_tool_lists_known_names_and_suggests_the_closest() -> None:
     p = only("steps:\n  - {id: a, tool: fecth, args: {source: s}}\n")
     assert p.code == "unknown_tool"
-    assert p.message == "unknown tool 'fecth'; did you mean 'fetch'?; known tools: add, count, echo, fail, fetch, flaky, ok"
+    assert p.message == "unknown tool 'fecth'; did you mean 'fetch'? (known tools: add, count, echo, fail, fetch, flaky, ok)"
 
 
 def test_unknown_tool_with_no_tools_registered() -> None:
     from planbook import Toolbox
 
     found = plan_problems(Plan.parse("steps: [{tool: x}]"), Toolbox(), [])
-    assert [p.message for p in found] == ["unknown tool 'x'; known tools: (none registered)"]
+    assert [p.message for p in found] == ["unknown tool 'x' (known tools: none registered)"]
 
 
 def test_unknown_agent() -> None:
     p = only("1. [WRITR] Draft it\n")
     assert (p.step, p.code, p.line) == ("1", "unknown_agent", 1)
-    assert p.message == "unknown agent 'writr'; did you mean 'writer'?; known agents: analyst, writer"
+    assert p.message == "unknown agent 'writr'; did you mean 'writer'? (known agents: analyst, writer)"
 
 
 def test_missing_arg() -> None:
