@@ -9,7 +9,8 @@ final state is always flushed when the run pauses or finishes.
 
 Which view: the ipywidgets :class:`~planbook.widget.PlanView` in a kernel with comms;
 otherwise (no ipywidgets, plain IPython in a terminal) a display handle updated with the
-static HTML view, like ``tqdm.autonotebook``; outside IPython, none. Nothing here imports
+static HTML view, like ``tqdm.autonotebook`` (in a terminal, which prints every update,
+the updates' text is one progress line); outside IPython, none. Nothing here imports
 ipywidgets until a widget view is shown.
 """
 
@@ -192,21 +193,40 @@ LIVE_NOTE = "Live view (where widgets do not run, this is the plan as the run st
 LIVE_ROWS = 50
 
 
-def state_bundle(state: ViewState) -> dict[str, str]:
-    """text/plain (the deterministic plan text), text/markdown and text/html of a state."""
+def state_bundle(state: ViewState, *, one_line: bool = False) -> dict[str, str]:
+    """text/plain (the deterministic plan text, or with ``one_line`` a progress line),
+    text/markdown and text/html of a state."""
     from .htmlview import state_html
     from .textview import format_markdown, format_plan
 
     rows = LIVE_ROWS if state.status == "running" else None
-    return {"text/plain": format_plan(state.plan), "text/markdown": format_markdown(state.plan),
-            "text/html": state_html(state, max_rows=rows)}
+    return {"text/plain": progress_line(state) if one_line else format_plan(state.plan),
+            "text/markdown": format_markdown(state.plan), "text/html": state_html(state, max_rows=rows)}
+
+
+def progress_line(state: ViewState) -> str:
+    """``Plan sums: 2/3 steps completed · run running · steps 2/12, replans 0/5``."""
+    done = sum(1 for s in state.plan.steps if s.status.value == "completed")
+    text = f"Plan {state.plan.display_title}: {done}/{len(state.plan.steps)} steps completed"
+    if state.status is not None:
+        text += f" · run {state.status}"
+        if state.reason and state.reason != "paused":
+            text += f" ({state.reason})"
+    if state.max_steps is not None:
+        text += f" · steps {state.executions}/{state.max_steps}, replans {state.replans}/{state.max_replans}"
+    return text
 
 
 class HtmlView:
-    """The fallback live view: one display, updated in place through its display id."""
+    """The fallback live view: one display, updated in place through its display id.
 
-    def __init__(self, source: Any) -> None:
+    ``one_line``: updates carry a progress line as text/plain instead of the whole plan
+    (a terminal prints every update; a front end replaces the output in place).
+    """
+
+    def __init__(self, source: Any, *, one_line: bool = False) -> None:
         self.state = ViewState.of(source)
+        self.one_line = one_line
         self.handle: Any = None
         self.renders = 0
 
@@ -220,7 +240,7 @@ class HtmlView:
         self.state = state
         self.renders += 1
         if self.handle is not None:
-            self.handle.update(_Bundle(state_bundle(state)))
+            self.handle.update(_Bundle(state_bundle(state, one_line=self.one_line)))
 
 
 # ------------------------------------------------------------------ choosing a view
@@ -258,7 +278,7 @@ def show_live(runner: Runner, **throttle: Any) -> LiveView | None:
         target = PlanView(runner, note=LIVE_NOTE)
         display(target)
     else:
-        target = HtmlView(runner).show()
+        target = HtmlView(runner, one_line=getattr(shell, "kernel", None) is None).show()
     return LiveView(runner, target, **throttle)
 
 

@@ -17,7 +17,7 @@ import planbook
 from planbook import Plan, PlanError, RunFailed, RunResult, ScriptedPlanner, Status, Toolbox
 from planbook.magics import CellPlanError, RunInterrupted, magics_of
 from planbook.specwriter import plan_spec
-from planbook.textview import format_plan
+from planbook.textview import format_markdown, format_plan
 
 SPEC = """\
 goal: add up {numbers} for $5
@@ -571,8 +571,12 @@ def test_live_view_falls_back_to_display_updates(ip: Any, world: World, publishe
     assert first["update"] is False and first["id"]
     assert first["data"]["text/plain"] == format_plan(plan)  # what nbval compares: the plan at the start
     assert updates and all(u["update"] and u["id"] == first["id"] for u in updates)
-    assert updates[-1]["data"]["text/plain"] == format_plan(result.plan)
+    # a terminal prints every update: one progress line each, not the whole plan again
+    assert updates[-1]["data"]["text/plain"] == (
+        "Plan add up {numbers} for $5: 3/3 steps completed · run completed (goal_met) · steps 3/12, replans 0/5"
+    )
     assert "Run completed (goal_met): steps 3/12, replans 0/5" in updates[-1]["data"]["text/html"]
+    assert updates[-1]["data"]["text/markdown"] == format_markdown(result.plan)
 
 
 def test_no_view_displays_nothing(ip: Any, world: World, published: list) -> None:

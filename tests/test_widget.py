@@ -344,6 +344,7 @@ def test_no_ipywidgets_means_the_html_fallback(ip: Any, monkeypatch: pytest.Monk
 
     monkeypatch.setitem(sys.modules, "ipywidgets", None)  # `import ipywidgets` now raises ImportError
     assert widgets_available(Kernel()) is False
+    monkeypatch.setattr(ip, "kernel", object(), raising=False)  # a kernel (with an HTML front end), no ipywidgets
     published: list[dict[str, Any]] = []
 
     def publish(data: Any, metadata: Any = None, source: Any = None, *, transient: Any = None, update: bool = False, **kw: Any) -> None:
