@@ -25,12 +25,14 @@ __all__ = [
     "Planner", "PlanningContext", "PlanningError", "Problem", "RunFailed", "RunResult", "RunState", "Runner",
     "ScriptedAgent", "ScriptedPlanner", "Status", "Step", "Tool", "Toolbox", "Usage", "default_toolbox",
     "diff_plans", "format_diff", "format_plan", "format_result", "make_plan", "run", "tool", "validate_plan",
-    "LLMPlanner", "LLMAgent", "load_ipython_extension",
+    "LLMPlanner", "LLMAgent", "PlanView", "watch", "load_ipython_extension",
 ]
 
 _LAZY = {
     "LLMPlanner": ("planbook.llm", "LLMPlanner"),
     "LLMAgent": ("planbook.llm", "LLMAgent"),
+    "PlanView": ("planbook.widget", "PlanView"),
+    "watch": ("planbook.liveview", "watch"),
 }
 
 

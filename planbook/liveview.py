@@ -169,8 +169,7 @@ class LiveView:
 
     def close(self) -> None:
         """Stop listening; render the last state if an update is still pending."""
-        if self in self.runner.handlers:
-            self.runner.handlers.remove(self)
+        self.runner.unsubscribe(self)
         if self.pending:
             self.flush()
 

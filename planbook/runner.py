@@ -198,6 +198,11 @@ class Runner:
         """Call ``handler(event)`` for every event from now on (views use this)."""
         self.handlers.append(handler)
 
+    def unsubscribe(self, handler: EventHandler) -> None:
+        """Stop calling ``handler`` (a view that is closed or replaced). Unknown handlers are ignored."""
+        if handler in self.handlers:
+            self.handlers.remove(handler)
+
     def emit(self, kind: EventKind, step: str | None = None, **data: Any) -> Event:
         event = Event(kind=kind, time=self.clock(), step=step, revision=self.state.plan.revision, data=data)
         self.state.events.append(event)

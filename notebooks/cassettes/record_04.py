@@ -58,7 +58,9 @@ SCRIPT = [
 
 def execute(env: dict[str, str]) -> None:
     jupyter = Path(sys.executable).with_name("jupyter")
-    subprocess.run([str(jupyter), "nbconvert", "--to", "notebook", "--execute", "--inplace", str(NOTEBOOK)],
+    subprocess.run([str(jupyter), "nbconvert", "--to", "notebook", "--execute", "--inplace",
+                    "--ExecutePreprocessor.record_timing=False", "--ExecutePreprocessor.store_widget_state=False",
+                    str(NOTEBOOK)],
                    check=True, env=env)
 
 
