@@ -96,7 +96,7 @@ class Step(BaseModel):
         already typed; going through ``BaseModel.__setattr__`` for each one was a visible
         share of the per-step overhead (see benchmarks/engine_overhead.py).
         """
-        unknown = fields.keys() - type(self).model_fields.keys()
+        unknown = fields.keys() - _STEP_FIELD_NAMES
         if unknown:
             raise AttributeError(f"Step has no field(s) {sorted(unknown)}")
         self.__dict__.update(fields)
@@ -144,6 +144,9 @@ class Step(BaseModel):
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(f"Step {self.id} {self.status.mark} {self.describe()}")
+
+
+_STEP_FIELD_NAMES = frozenset(Step.model_fields)
 
 
 def _freeze(value: Any) -> Any:

@@ -29,6 +29,7 @@ class Tool:
         self.description = description if description is not None else (doc.splitlines()[0] if doc else "")
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
         self.args_model = _args_model(fn, self.name)
+        self._fields = dict(self.args_model.model_fields)  # looked up on every call: cache it
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -53,7 +54,7 @@ class Tool:
         Skipped names are the ones holding ``$id`` references, whose values exist only at run time.
         """
         skipped = set(skip)
-        fields = self.args_model.model_fields
+        fields = self._fields
         problems: list[str] = []
         unknown = [k for k in args if k not in fields]
         if unknown and not self._takes_kwargs:
@@ -77,7 +78,7 @@ class Tool:
 
     def coerce(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """The args as the function will receive them (pydantic-coerced). Raises ValueError."""
-        fields = self.args_model.model_fields
+        fields = self._fields
         known = {k: v for k, v in args.items() if k in fields}
         try:
             model = self.args_model.model_validate(known)
