@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import os
 
+#: the fixtures planbook offers for testing your own planners (``fake_openai``) are used here too
+pytest_plugins = ["planbook.testing.pytest_plugin"]
+
 MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PLANBOOK_MODEL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
 
 

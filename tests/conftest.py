@@ -16,3 +16,11 @@ def ip() -> Any:
     shell = globalipapp.get_ipython()  # keep the module-attribute form: see the Jupyter testing notes
     shell.run_line_magic("load_ext", "planbook")
     return shell
+
+
+@pytest.fixture
+def server(fake_openai: Any) -> Any:
+    """The scripted OpenAI-compatible server of the model-layer tests (from
+    ``planbook.testing.pytest_plugin``: one per module, reset for each test, model
+    environment variables hidden, and no request beyond the script)."""
+    return fake_openai

@@ -10,23 +10,9 @@ import planbook
 from planbook import Toolbox
 from planbook.llm import Cassette, CassetteMismatch, LLMAgent, LLMConfigError, LLMPlanner
 from planbook.testing import FakeOpenAIServer, Reply
-from planbook.testing.helpers import MODEL_ENV
 
 KEY = "sk-test-cassette-55555-secret"
 STEPS = [{"id": "1", "tool": "add", "args": {"a": 1, "b": 2}}, {"id": "2", "agent": "writer", "task": "say it", "needs": ["1"]}]
-
-
-@pytest.fixture(scope="module")
-def module_server():
-    with FakeOpenAIServer(strict=False) as server:
-        yield server
-
-
-@pytest.fixture
-def server(module_server, monkeypatch):
-    for name in MODEL_ENV:
-        monkeypatch.delenv(name, raising=False)
-    yield module_server.reset()
 
 
 @pytest.fixture

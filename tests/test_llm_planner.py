@@ -14,23 +14,8 @@ import planbook
 from planbook import PlanningError, ScriptedAgent, Toolbox
 from planbook.llm import LLMPlanner, PlanProposal
 from planbook.testing import FakeOpenAIServer, Reply
-from planbook.testing.helpers import MODEL_ENV
 
 KEY = "sk-test-planner-0123456789-secret"
-
-
-@pytest.fixture(scope="module")
-def module_server():
-    with FakeOpenAIServer(strict=False) as server:
-        yield server
-
-
-@pytest.fixture
-def server(module_server, monkeypatch):
-    for name in MODEL_ENV:
-        monkeypatch.delenv(name, raising=False)
-    yield module_server.reset()
-    assert not module_server.unexpected, "the planner sent more requests than the script holds"
 
 
 @pytest.fixture
