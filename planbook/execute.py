@@ -7,12 +7,11 @@ runner can call :func:`execute` from worker threads (capture is per thread).
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import inspect
 import io
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -121,6 +120,9 @@ class capture_stdout:  # noqa: N801 - used like the contextlib helpers it sits b
 
 def _run_coroutine(coro: Any) -> Any:
     """Run a coroutine to completion even when this thread already has a running loop (Jupyter)."""
+    import asyncio  # only async tools pay for it
+    import concurrent.futures
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -161,6 +163,43 @@ def _failure(exc: BaseException, output: str) -> Outcome:
     )
 
 
+class _StepThread(threading.Thread):
+    """Runs one step's work off the runner's thread (for timeouts and heartbeats).
+
+    A daemon thread: a step abandoned after its timeout must not keep the process alive.
+    """
+
+    def __init__(self, work: Callable[[], Outcome], name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.work = work
+        self.done = threading.Event()
+        self.outcome: Outcome | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.outcome = self.work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the runner's thread
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def stop(self, exc_type: type[BaseException]) -> None:
+        """Best effort: raise ``exc_type`` inside the thread at its next Python bytecode.
+
+        A thread cannot be killed; this stops Python code (a loop, the next call of an agent)
+        but not a blocking C call, which finishes first. Its events are ignored either way.
+        """
+        import ctypes
+
+        if self.ident is not None and not self.done.is_set():
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.ident), ctypes.py_object(exc_type))
+
+
+class StepAbandoned(BaseException):
+    """Raised inside a step thread that timed out, so its Python code stops."""
+
+
 def execute(
     step: Step,
     *,
@@ -169,8 +208,16 @@ def execute(
     agents: Mapping[str, Any],
     context: Callable[[], AgentContext],
     timeout: float | None = None,
+    heartbeat: Callable[[], None] | None = None,
+    heartbeat_interval: float = 0.1,
 ) -> Outcome:
-    """Run ``step`` once and report what happened. Never raises, except KeyboardInterrupt."""
+    """Run ``step`` once and report what happened. Never raises, except KeyboardInterrupt.
+
+    With a ``timeout`` or a ``heartbeat``, the work runs in a worker thread while this
+    thread waits in slices: it calls ``heartbeat()`` about every ``heartbeat_interval``
+    seconds (a live view redraws from the thread that owns it) and gives up at the
+    timeout. Ctrl-C on this thread stops the worker as far as Python allows.
+    """
 
     def work() -> Outcome:
         with capture_stdout() as out:
@@ -192,22 +239,37 @@ def execute(
                     error = reply.notes or (str(reply.answer) if reply.answer is not None else "the agent reported failure")
                     return Outcome(ok=False, result=reply.answer, error=error, output=out.getvalue(), notes=reply.notes)
                 return Outcome(ok=True, result=reply.answer, output=out.getvalue(), notes=reply.notes)
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, StepAbandoned):
                 raise
-            except Exception as exc:  # the step failed; the policy decides what happens next
+            except BaseException as exc:  # noqa: BLE001 - SystemExit from a tool is a failed step, not the end
                 return _failure(exc, out.getvalue())
 
-    if timeout is None:
+    if timeout is None and heartbeat is None:
         return work()
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"planbook-step-{step.id}")
-    future = pool.submit(work)
+    worker = _StepThread(work, name=f"planbook-step-{step.id}")
+    worker.start()
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        return future.result(timeout=timeout)
-    except concurrent.futures.TimeoutError:
-        return Outcome(
-            ok=False,
-            error=f"TimeoutError: step {step.id!r} did not finish within {timeout:g} s "
-            "(its thread is left to finish in the background; its result will be ignored)",
-        )
-    finally:
-        pool.shutdown(wait=False)
+        while True:
+            wait = heartbeat_interval if heartbeat is not None else None
+            if deadline is not None:
+                left = max(deadline - time.monotonic(), 0.0)
+                wait = left if wait is None else min(wait, left)
+            if worker.done.wait(wait):
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                worker.stop(StepAbandoned)
+                return Outcome(
+                    ok=False,
+                    error=f"TimeoutError: step {step.id!r} did not finish within {timeout:g} s "
+                    "(it was stopped; a call blocked in C code finishes in the background and is ignored)",
+                )
+            if heartbeat is not None:
+                heartbeat()
+    except KeyboardInterrupt:
+        worker.stop(KeyboardInterrupt)
+        raise
+    if worker.error is not None:
+        raise worker.error
+    assert worker.outcome is not None
+    return worker.outcome

@@ -308,6 +308,20 @@ class Usage(BaseModel):
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def add(self, data: dict[str, Any]) -> None:
+        """Count one ``llm.call`` event's data."""
+        self.calls += 1
+        self.prompt_tokens += int(data.get("prompt_tokens") or 0)
+        self.completion_tokens += int(data.get("completion_tokens") or 0)
+
+    @classmethod
+    def from_events(cls, events: "list[Event]") -> "Usage":
+        usage = cls()
+        for event in events:
+            if event.kind == "llm.call":
+                usage.add(event.data)
+        return usage
+
 
 class RunResult(BaseModel):
     """How a run ended and everything it did, in order."""

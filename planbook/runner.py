@@ -8,8 +8,10 @@ store or a parallel scheduler can take over the same state later.
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -192,6 +194,11 @@ class Runner:
         self._index_dirty = True
         self._by_id: dict[str, Step] = {}
         self._pending: list[Step] = []
+        self._heartbeat: Callable[[], None] | None = None
+        self._heartbeat_interval = 0.1
+        self._live_execution: object | None = None
+        self._runner_thread = threading.get_ident()
+        self._inbox: deque[tuple[object, EventKind, str, dict[str, Any]]] = deque()
 
     # ----------------------------------------------------------------- events
     def subscribe(self, handler: EventHandler) -> None:
@@ -233,12 +240,7 @@ class Runner:
     def result(self) -> RunResult:
         """A snapshot of the run so far (the runner may go on after a pause)."""
         s = self.state
-        usage = Usage()
-        for e in s.events:
-            if e.kind == "llm.call":
-                usage.calls += 1
-                usage.prompt_tokens += int(e.data.get("prompt_tokens") or 0)
-                usage.completion_tokens += int(e.data.get("completion_tokens") or 0)
+        usage = Usage.from_events(s.events)
         plan = s.plan.copy_plan()
         # model_construct: this data was validated on the way in; re-validating thousands
         # of steps and events on every snapshot would dominate the cost of long runs
@@ -406,13 +408,47 @@ class Runner:
             undone = [st.id for st in self.plan.steps if st.status is not Status.completed]
             self._finish("completed", "steps_skipped", f"the run reached the end without steps {', '.join(undone)}")
 
-    def _agent_context(self, step: Step) -> AgentContext:
+    def set_heartbeat(self, callback: Callable[[], None] | None, interval: float = 0.1) -> None:
+        """Call ``callback()`` on the runner's thread about every ``interval`` s while a step runs.
+
+        A live view uses this to redraw during a slow step. While a heartbeat is set, a
+        step's work runs in a worker thread and the runner's thread waits in slices;
+        events the step emits (``llm.call``) are delivered on the runner's thread.
+        """
+        if interval <= 0:
+            raise ValueError(f"the heartbeat interval must be positive, got {interval!r}")
+        self._heartbeat, self._heartbeat_interval = callback, interval
+
+    def _tick(self) -> None:
+        self._drain()
+        if self._heartbeat is not None:
+            self._heartbeat()
+
+    def _drain(self) -> None:
+        """Deliver the events a step emitted from its worker thread (dropping abandoned steps')."""
+        while self._inbox:
+            token, kind, step_id, data = self._inbox.popleft()
+            if token is self._live_execution:
+                self.emit(kind, step=step_id, **data)
+
+    def _step_emitter(self, step: Step, token: object) -> Callable[..., None]:
+        def emit(kind: EventKind, **data: Any) -> None:
+            if token is not self._live_execution:
+                return  # a step that timed out: whatever it still does is not part of the run
+            if threading.get_ident() == self._runner_thread:
+                self.emit(kind, step=step.id, **data)
+            else:
+                self._inbox.append((token, kind, step.id, data))
+
+        return emit
+
+    def _agent_context(self, step: Step, token: object) -> AgentContext:
         return AgentContext(
             goal=self.plan.goal,
             plan_text=format_plan(self.plan),
             step=step.snapshot(),
             needs={n: self._by_id[n].result for n in step.needs},
-            emit=lambda kind, **data: self.emit(kind, step=step.id, **data),  # type: ignore[arg-type]
+            emit=self._step_emitter(step, token),
         )
 
     def _execute(self, step: Step) -> None:
@@ -425,18 +461,26 @@ class Runner:
         try:
             self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions)
             results = {n: self._by_id[n].result for n in step.needs}
+            token = self._live_execution = object()
+            self._runner_thread = threading.get_ident()
+            off_thread = self._heartbeat is not None or self.step_timeout is not None
             outcome = execute(
                 step,
                 results=results,
                 tools=self.tools,
                 agents=self.agents,
-                context=lambda: self._agent_context(step),
+                context=lambda: self._agent_context(step, token),
                 timeout=self.step_timeout,
+                heartbeat=self._tick if off_thread else None,
+                heartbeat_interval=self._heartbeat_interval,
             )
+            self._drain()
         except KeyboardInterrupt:
             s.executions -= 1
             step.set_state(attempts=step.attempts - 1)
             raise
+        finally:
+            self._live_execution = None
         self._record(step, outcome, finished_at=self.clock())
         s.history.append(step.snapshot())
         if outcome.ok:

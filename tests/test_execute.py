@@ -131,7 +131,7 @@ def test_step_timeout_fails_the_step() -> None:
     step = result.plan.step("s")
     assert step.status.value == "skipped" and step.result is None
     assert step.error == ("TimeoutError: step 's' did not finish within 0.2 s "
-                          "(its thread is left to finish in the background; its result will be ignored)")
+                          "(it was stopped; a call blocked in C code finishes in the background and is ignored)")
     assert result.plan.step("t").error.startswith("TimeoutError: step 't'")
 
 
@@ -404,3 +404,103 @@ def test_a_step_reset_by_hand_while_paused_runs_again() -> None:
     assert (result.status, result.reason) == ("completed", "goal_met")
     assert lab.called("ok") == ["a", "b", "c", "a"]
     assert result.plan.step("a").attempts == 2
+
+
+def test_a_tool_that_raises_system_exit_is_a_failed_step_not_a_broken_run() -> None:
+    import sys
+
+    box = Toolbox()
+
+    @box.tool
+    def quits() -> None:
+        """Like a CLI library's main()."""
+        sys.exit(2)
+
+    @box.tool
+    def fine() -> str:
+        """Works."""
+        return "ok"
+
+    result = run("steps: [{id: a, tool: quits}, {id: b, tool: fine}]", tools=box, on_failure="skip")
+    assert result.plan.step("a").status.value == "skipped"
+    assert result.plan.step("a").error == "SystemExit: 2"
+    assert result.plan.step("b").result == "ok" and result.status == "completed"
+
+
+def test_a_timed_out_python_loop_is_stopped_and_its_late_events_are_ignored() -> None:
+    import time
+
+    from planbook import AgentReply
+
+    ticks: list[int] = []
+
+    def busy(task, context):  # an agent that keeps "calling a model" in a Python loop
+        for i in range(400):
+            ticks.append(i)
+            context.emit("llm.call", model="m", purpose="agent", prompt_tokens=1, completion_tokens=1)
+            time.sleep(0.005)
+        return AgentReply(answer="late")
+
+    result = run("steps: [{id: a, agent: busy}]", agents={"busy": busy}, step_timeout=0.2, on_failure="skip")
+    seen_at_end = len(ticks)
+    time.sleep(0.3)
+    assert len(ticks) == seen_at_end, "the abandoned agent kept running after its timeout"
+    assert result.plan.step("a").status.value == "skipped"
+    calls = [e for e in result.events if e.kind == "llm.call"]
+    assert 0 < len(calls) <= seen_at_end
+    assert result.events[-1].kind == "run.finished"  # nothing was emitted after the end
+    assert result.usage.calls == len(calls)
+
+
+def test_a_heartbeat_ticks_on_the_runner_thread_while_a_slow_step_runs() -> None:
+    import time
+
+    from planbook import Runner
+
+    box = Toolbox()
+    worker_threads: list[int] = []
+
+    @box.tool
+    def slow() -> str:
+        """Takes a while."""
+        worker_threads.append(threading.get_ident())
+        print("working")
+        time.sleep(0.35)
+        return "done"
+
+    runner = Runner("steps: [{id: a, tool: slow}]", tools=box)
+    beats: list[int] = []
+    runner.set_heartbeat(lambda: beats.append(threading.get_ident()), interval=0.05)
+    event_threads: list[int] = []
+    runner.subscribe(lambda e: event_threads.append(threading.get_ident()))
+    result = runner.run()
+    main = threading.get_ident()
+    assert result.outputs == {"a": "done"} and result.plan.step("a").output == "working\n"
+    assert len(beats) >= 3 and set(beats) == {main}
+    assert set(event_threads) == {main}
+    assert worker_threads and worker_threads[0] != main
+
+
+def test_events_an_agent_emits_off_thread_arrive_on_the_runner_thread_in_order() -> None:
+    from planbook import AgentReply, Runner
+
+    def agent(task, context):
+        context.emit("llm.call", model="m", purpose="agent", prompt_tokens=3, completion_tokens=2)
+        return AgentReply(answer="hi")
+
+    runner = Runner("steps: [{id: a, agent: talk}]", agents={"talk": agent})
+    runner.set_heartbeat(lambda: None, interval=0.01)
+    seen: list[tuple[str, int]] = []
+    runner.subscribe(lambda e: seen.append((e.kind, threading.get_ident())))
+    result = runner.run()
+    kinds = [k for k, _ in seen]
+    assert kinds.index("step.started") < kinds.index("llm.call") < kinds.index("step.finished")
+    assert {t for _, t in seen} == {threading.get_ident()}
+    assert result.usage.total_tokens == 5
+
+
+def test_heartbeat_interval_must_be_positive() -> None:
+    from planbook import Runner
+
+    with pytest.raises(ValueError, match="heartbeat interval must be positive"):
+        Runner("steps: [{id: a, tool: noop}]", tools={"noop": lambda: None}).set_heartbeat(lambda: None, 0)
