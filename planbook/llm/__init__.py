@@ -6,12 +6,13 @@ Importing this package does not import ``openai``; building a client does.
 from __future__ import annotations
 
 from .agent import LLMAgent
-from .cassette import Cassette, CassetteMismatch
-from .client import ModelClient, estimate_tokens
+from .cassette import MODE_ENV, Cassette, CassetteMismatch
+from .client import ModelClient
+from .text import estimate_tokens, redact_url
 from .config import DEFAULT_MODEL, LLMConfig, LLMConfigError, ModelCallError, resolve_config
 from .planner import LLMPlanner, PlanProposal, ProposedStep
 
 __all__ = [
-    "Cassette", "CassetteMismatch", "DEFAULT_MODEL", "LLMAgent", "LLMConfig", "LLMConfigError", "LLMPlanner",
-    "ModelCallError", "ModelClient", "PlanProposal", "ProposedStep", "estimate_tokens", "resolve_config",
+    "MODE_ENV", "Cassette", "CassetteMismatch", "DEFAULT_MODEL", "LLMAgent", "LLMConfig", "LLMConfigError", "LLMPlanner",
+    "ModelCallError", "ModelClient", "PlanProposal", "ProposedStep", "estimate_tokens", "redact_url", "resolve_config",
 ]

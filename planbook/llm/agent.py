@@ -18,7 +18,7 @@ from ..execute import _call
 from ..tools import Toolbox, ToolsLike, as_toolbox
 from . import prompts
 from .cassette import Cassette
-from .client import ModelClient
+from .client import ModelClient, UsesModel
 from .config import ModelCallError
 
 FINISH = "finish"
@@ -43,7 +43,7 @@ def finish_tool() -> dict[str, Any]:
     }
 
 
-class LLMAgent:
+class LLMAgent(UsesModel):
     """An agent ``(task, context) -> AgentReply`` backed by a model and its own tools.
 
     ``tools`` is a Toolbox, a mapping or a list of functions; None means no tools (only
@@ -87,16 +87,6 @@ class LLMAgent:
         self.calls: list[dict[str, Any]] = []
         #: the messages of the last step (for teaching and debugging)
         self.last_messages: list[dict[str, Any]] = []
-
-    def close(self) -> None:
-        """Close the model client's connections (it is rebuilt if the object is used again)."""
-        self.llm.close()
-
-    def __enter__(self) -> "LLMAgent":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"LLMAgent({self.name!r}, model={self.llm.model!r}, tools={sorted(self.tools)})"

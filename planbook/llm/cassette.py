@@ -1,10 +1,15 @@
 """Cassettes: model traffic recorded at the HTTP layer and replayed offline.
 
-A cassette is a transport under the real ``openai`` SDK (``httpx2.Client(transport=...)``),
-so the SDK still builds every request and parses every response: a notebook replaying
-a cassette runs the same code as one talking to a model. Requests are matched on a
-canonical form of the body (model, messages, tools, tool_choice, response_format,
-temperature), in order. Authorization headers, keys and cookies are never written.
+A cassette is a transport under the real ``openai`` SDK (the SDK's HTTP client with
+``transport=...``), so the SDK still builds every request and parses every response: a
+notebook replaying a cassette runs the same code as one talking to a model. Requests are
+matched on a canonical form of the body (model, messages, tools, tool_choice,
+response_format, temperature), in order. Authorization headers, keys, cookies and the
+credentials of a base URL are never written.
+
+Recording is always asked for: a cassette file that exists is replayed whatever keys are
+set, until ``mode="record"`` (or ``"off"``) or the environment variable
+``PLANBOOK_CASSETTE_MODE=record|off|replay`` says otherwise.
 """
 
 from __future__ import annotations
@@ -13,18 +18,24 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from .config import LLMConfigError, SETUP_HELP, redact
+from .config import LLMConfigError, SETUP_HELP
+from .sdk import http_module
+from .text import redact, shorten
 
 CassetteMode = Literal["auto", "replay", "record", "off"]
 MODES = ("auto", "replay", "record", "off")
+#: Chooses the mode of every cassette left on ``auto`` (a mode passed in code wins).
+MODE_ENV = "PLANBOOK_CASSETTE_MODE"
 FORMAT_VERSION = 1
 #: The only parts of a request body that decide which recording answers it.
 MATCHED_FIELDS = ("model", "messages", "tools", "tool_choice", "response_format", "temperature")
 #: The only response headers written (none of them can hold a secret).
-KEPT_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry", "x-planbook-fake-server")
+#: Sent by planbook.testing.FakeOpenAIServer with every answer, so a recording says it is not from a model.
 FAKE_SERVER_HEADER = "x-planbook-fake-server"
+KEPT_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry", FAKE_SERVER_HEADER)
 FAKE_SERVER_NOTE = "scripted fake server (planbook.testing.FakeOpenAIServer), not a real model"
 
 
@@ -43,10 +54,11 @@ class Cassette:
     """Record or replay model traffic in a readable JSON file.
 
     ``mode``: ``"replay"`` answers from the file and never touches the network;
-    ``"record"`` calls the model and (re)writes the file; ``"off"`` does neither;
-    ``"auto"`` (default) replays when the file exists and no key or server is set, and
-    records when one is. Share one Cassette between a planner and its agents so their
-    calls go into one file in order.
+    ``"record"`` calls the model and (re)writes the file; ``"off"`` does neither (the
+    calls go to the model); ``"auto"`` (default) takes ``PLANBOOK_CASSETTE_MODE`` when it
+    is set, else replays when the file exists (whatever keys are set), records when it
+    does not and a key or server is configured, and is an error otherwise. Share one
+    Cassette between a planner and its agents so their calls go into one file in order.
     """
 
     def __init__(self, path: str | os.PathLike[str], mode: CassetteMode = "auto", *, recorded_from: str | None = None) -> None:
@@ -70,16 +82,24 @@ class Cassette:
         """The mode in use once a client was built (auto resolved to replay/record/off)."""
         return self._active
 
-    def resolve(self, *, live: bool) -> str:
+    def resolve(self, *, live: bool, env: Mapping[str, str] | None = None) -> str:
         """Fix the mode for this session; ``live`` = a key or a server is configured."""
         if self._active is not None:
             return self._active
         mode: str = self.mode
         if mode == "auto":
-            if live:
+            chosen = (os.environ if env is None else env).get(MODE_ENV, "").strip().lower()
+            if chosen and chosen not in ("replay", "record", "off", "auto"):
+                raise LLMConfigError(
+                    f"{MODE_ENV}={chosen!r} is not a cassette mode: use record (call the model and re-record), "
+                    "off (call the model, write nothing) or replay (offline), or unset it"
+                )
+            mode = chosen if chosen and chosen != "auto" else mode
+        if mode == "auto":
+            if self.path.exists():
+                mode = "replay"  # a shipped cassette replays even with a key set: recording is asked for
+            elif live:
                 mode = "record"
-            elif self.path.exists():
-                mode = "replay"
             else:
                 raise LLMConfigError(
                     f"cassette {str(self.path)!r} does not exist and there is no model to record it from. {SETUP_HELP}"
@@ -96,7 +116,8 @@ class Cassette:
     def load(self) -> None:
         if not self.path.exists():
             raise LLMConfigError(
-                f"cassette {str(self.path)!r} does not exist: record it first (mode='record' with OPENAI_API_KEY set)"
+                f"cassette {str(self.path)!r} does not exist: record it first (mode='record' or "
+                f"{MODE_ENV}=record, with OPENAI_API_KEY or OPENAI_BASE_URL set)"
             )
         data = json.loads(self.path.read_text(encoding="utf-8"))
         if not isinstance(data, dict) or "interactions" not in data:
@@ -112,22 +133,21 @@ class Cassette:
 
     # ------------------------------------------------------------ transport
     def transport(self, *, inner: Any = None, secrets: list[str] | None = None) -> Any:
-        """An ``httpx2`` transport that replays (``inner`` None) or records through ``inner``."""
-        import httpx2
-
+        """A transport of the SDK's HTTP library that replays (``inner`` None) or records through ``inner``."""
+        http = http_module()
         cassette = self
         hidden = list(secrets or [])
 
-        class CassetteTransport(httpx2.BaseTransport):
-            def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        class CassetteTransport(http.BaseTransport):  # type: ignore[name-defined,misc]
+            def handle_request(self, request: Any) -> Any:
                 body = _json_body(request.read())
                 if inner is None:
                     status, headers, content = cassette._replay(body)
-                    return httpx2.Response(status, headers=headers, content=content, request=request)
+                    return http.Response(status, headers=headers, content=content, request=request)
                 response = inner.handle_request(request)
                 content = response.read()
                 cassette._record(request, body, response.status_code, response.headers, content, hidden)
-                return httpx2.Response(
+                return http.Response(
                     response.status_code, headers=response.headers, content=content, request=request
                 )
 
@@ -156,7 +176,8 @@ class Cassette:
         head = f"cassette {str(self.path)!r} has no recording for request #{self._sent} of this session"
         advice = (
             "The prompt, the tools or the model changed since the cassette was recorded: re-record it "
-            "(set OPENAI_API_KEY, or Cassette(..., mode='record')) or undo the change."
+            f"(Cassette(..., mode='record') or {MODE_ENV}=record, with OPENAI_API_KEY or OPENAI_BASE_URL set) "
+            "or undo the change."
         )
         if not self.interactions:
             return f"{head}: it holds no recordings. {advice}"
@@ -196,11 +217,19 @@ class Cassette:
         }
         self.metadata = {k: v for k, v in data.items() if k != "interactions"}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".cassette-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=True, ensure_ascii=False)
-            f.write("\n")
-        os.replace(tmp, self.path)
+        # atomically: a temporary file in the same folder, then a rename, so a crash or an
+        # error while writing leaves the previous cassette whole
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=2, sort_keys=True, ensure_ascii=False)
+                f.write("\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def _json_body(raw: bytes) -> Any:
@@ -210,9 +239,8 @@ def _json_body(raw: bytes) -> Any:
         return raw.decode("utf-8", "replace")
 
 
-def _short(value: Any, limit: int = 240) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _shown(value: Any) -> str:
+    return shorten(value, 240, as_json=True)
 
 
 def first_difference(recorded: dict[str, Any], sent: dict[str, Any]) -> str:
@@ -221,7 +249,7 @@ def first_difference(recorded: dict[str, Any], sent: dict[str, Any]) -> str:
         if name == "messages":
             continue
         if recorded.get(name) != sent.get(name):
-            return f"{name}: recorded {_short(recorded.get(name))}, sent {_short(sent.get(name))}"
+            return f"{name}: recorded {_shown(recorded.get(name))}, sent {_shown(sent.get(name))}"
     old, new = recorded.get("messages") or [], sent.get("messages") or []
     for index in range(max(len(old), len(new))):
         a = old[index] if index < len(old) else None
@@ -229,7 +257,7 @@ def first_difference(recorded: dict[str, Any], sent: dict[str, Any]) -> str:
         if a != b:
             role = (b or a or {}).get("role", "?") if isinstance(b or a, dict) else "?"
             return (
-                f"message {index + 1} ({role}): recorded {_short(a) if a is not None else '(none)'}, "
-                f"sent {_short(b) if b is not None else '(none)'}"
+                f"message {index + 1} ({role}): recorded {_shown(a) if a is not None else '(none)'}, "
+                f"sent {_shown(b) if b is not None else '(none)'}"
             )
     return "no difference in the matched fields (the recording was already used)"

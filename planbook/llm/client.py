@@ -1,4 +1,4 @@
-"""The one place that imports ``openai``: builds the SDK client lazily and makes calls.
+"""Builds the ``openai`` SDK client lazily (with :mod:`.sdk`, the only modules that import it) and makes calls.
 
 Every call goes through :meth:`ModelClient.chat`, which times it, turns SDK errors into
 one clear :class:`ModelCallError` (secrets redacted) and reports an ``llm.call`` record
@@ -13,12 +13,17 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .cassette import Cassette
-from .config import PLACEHOLDER_KEY, LLMConfig, ModelCallError, missing_setup_error, redact, resolve_config
+from .config import PLACEHOLDER_KEY, LLMConfig, ModelCallError, missing_setup_error, resolve_config
+from .sdk import http_module
+from .text import estimate_tokens, redact
+
+__all__ = ["ChatAnswer", "ModelClient", "ToolCall", "UsesModel", "estimate_tokens", "http_module"]
 
 Emit = Callable[..., Any]
+Self = TypeVar("Self", bound="UsesModel")
 
 
 @dataclass
@@ -54,6 +59,22 @@ def as_cassette(cassette: Cassette | str | Path | None) -> Cassette | None:
     return Cassette(cassette)
 
 
+class UsesModel:
+    """``close()`` and ``with`` support for objects that own a :class:`ModelClient` as ``self.llm``."""
+
+    llm: "ModelClient"
+
+    def close(self) -> None:
+        """Close the model client's connections (it is rebuilt if the object is used again)."""
+        self.llm.close()
+
+    def __enter__(self: Self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class ModelClient:
     """Settings plus a lazily built ``openai.OpenAI`` client (shared by a planner's calls)."""
 
@@ -77,9 +98,8 @@ class ModelClient:
         if client is not None and self.cassette is not None:
             raise ValueError("pass either client= (your own openai.OpenAI) or cassette=, not both")
         if client is None:
-            if self.cassette is not None and self.cassette.mode != "off":
-                self.cassette.resolve(live=self.config.live)  # an impossible setup fails now, not mid-run
-            elif not self.config.live:
+            mode = self.cassette.resolve(live=self.config.live) if self.cassette is not None else "off"
+            if mode == "off" and not self.config.live:  # an impossible setup fails now, not mid-run
                 raise missing_setup_error(what)
 
     @property
@@ -96,9 +116,9 @@ class ModelClient:
     def openai_client(self) -> Any:
         """The SDK client, built on first use (importing openai costs most of a second)."""
         if self._client is None:
-            import httpx2
             import openai
 
+            http = http_module()
             mode = self.cassette.active_mode if self.cassette is not None else None
             key = self.config.api_key or PLACEHOLDER_KEY
             if mode == "replay":
@@ -107,10 +127,10 @@ class ModelClient:
                 key = PLACEHOLDER_KEY
             elif mode == "record":
                 assert self.cassette is not None
-                transport = self.cassette.transport(inner=httpx2.HTTPTransport(), secrets=self.config.secrets())
+                transport = self.cassette.transport(inner=http.HTTPTransport(), secrets=self.config.secrets())
             else:
-                transport = httpx2.HTTPTransport()
-            http_client = httpx2.Client(transport=transport, timeout=self.timeout, follow_redirects=True)
+                transport = http.HTTPTransport()
+            http_client = openai.DefaultHttpxClient(transport=transport, timeout=self.timeout, follow_redirects=True)
             self._finalizer = weakref.finalize(self, http_client.close)  # our client: we close its sockets
             self._client = openai.OpenAI(
                 api_key=key,
@@ -195,7 +215,7 @@ class ModelClient:
         """One clear error per failure kind; the server's message is kept, secrets are not."""
         import openai
 
-        where = self.config.base_url or "the OpenAI API"
+        where = self.config.shown_url or "the OpenAI API"  # credentials in the URL are masked
         secrets = self.config.secrets()
         detail = redact(_server_message(exc), secrets)
         if isinstance(exc, openai.AuthenticationError):
@@ -216,13 +236,28 @@ class ModelClient:
                 f"could not connect to the model server at {where} ({detail}); check OPENAI_BASE_URL", kind="connection"
             )
         if isinstance(exc, openai.APIStatusError):
-            retried = exc.status_code in (408, 409, 429) or exc.status_code >= 500
+            status = exc.status_code
+            retried = status in (408, 409, 429) or status >= 500
             return ModelCallError(
-                f"the model server at {where} answered HTTP {exc.status_code} ({detail})"
-                + (f" after {self.max_retries} retries" if retried else ""),
-                status=exc.status_code, kind="status",
+                f"the model server at {where} answered HTTP {status} ({detail})"
+                + (f" after {self.max_retries} retries" if retried else "")
+                + self._advice(status),
+                status=status, kind="status",
             )
         return ModelCallError(f"the model call failed: {redact(str(exc), secrets)}")
+
+
+    def _advice(self, status: int) -> str:
+        """What to do about a request the server turned down (most often a wrong model or URL)."""
+        check = (
+            f"check the model name (model=... or PLANBOOK_MODEL; it is {self.model!r}) and OPENAI_BASE_URL "
+            "(or base_url=...; an OpenAI-compatible server's URL usually ends in /v1)"
+        )
+        if status == 404:
+            return f"; the model {self.model!r} or the endpoint does not exist at that server: {check}"
+        if status == 400:
+            return f"; the server rejected the request: {check}, and that the model supports tool calling"
+        return ""
 
 
 def _server_message(exc: Exception) -> str:
@@ -241,7 +276,3 @@ def _report(record: dict[str, Any], emit: Emit | None, log: list[dict[str, Any]]
     if emit is not None:
         emit("llm.call", **record)
 
-
-def estimate_tokens(text: str) -> int:
-    """A deterministic stand-in for a tokenizer: about four characters a token."""
-    return (len(text) + 3) // 4

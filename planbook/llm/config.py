@@ -10,6 +10,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .text import redact, redact_url, url_secrets
+
+__all__ = ["DEFAULT_MODEL", "LLMConfig", "LLMConfigError", "ModelCallError", "redact", "redact_url", "resolve_config"]
+
 #: Used when neither ``model=`` nor PLANBOOK_MODEL says which model to ask.
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -48,11 +52,19 @@ SETUP_HELP = (
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """The resolved model settings. ``repr`` never shows the key."""
+    """The resolved model settings. ``repr`` shows neither the key nor credentials in the URL."""
 
     model: str
     api_key: str | None = field(default=None, repr=False)
-    base_url: str | None = None
+    base_url: str | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        return f"LLMConfig(model={self.model!r}, base_url={self.shown_url!r}, has_key={self.has_key})"
+
+    @property
+    def shown_url(self) -> str | None:
+        """The base URL as errors and events show it: user, password and query values masked."""
+        return redact_url(self.base_url)
 
     @property
     def has_key(self) -> bool:
@@ -64,8 +76,10 @@ class LLMConfig:
         return bool(self.api_key or self.base_url)
 
     def secrets(self) -> list[str]:
-        """Strings that must never be written (used to redact errors and cassettes)."""
-        return [self.api_key] if self.api_key and self.api_key != PLACEHOLDER_KEY else []
+        """Strings that must never be written (used to redact errors, events and cassettes):
+        the key, and the credentials a base URL may carry (user:password, query values)."""
+        found = [self.api_key] if self.api_key and self.api_key != PLACEHOLDER_KEY else []
+        return found + url_secrets(self.base_url)
 
 
 def resolve_config(
@@ -87,10 +101,3 @@ def resolve_config(
 def missing_setup_error(what: str) -> LLMConfigError:
     return LLMConfigError(f"{what} has no model to call: no API key, no server and no cassette. {SETUP_HELP}")
 
-
-def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with every secret (and its Bearer form) replaced by ``***``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text

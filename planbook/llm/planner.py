@@ -24,7 +24,7 @@ from ..tools import default_toolbox
 from ..validate import check_replacement, plan_problems
 from . import prompts
 from .cassette import Cassette
-from .client import ChatAnswer, ModelClient
+from .client import ChatAnswer, ModelClient, UsesModel
 from .config import ModelCallError
 
 SUBMIT_PLAN = "submit_plan"
@@ -75,7 +75,7 @@ class _Rejected(Exception):
         self.problems = problems
 
 
-class LLMPlanner:
+class LLMPlanner(UsesModel):
     """A planner backed by a model: ``(goal, history, last_error) -> list[Step]``.
 
     The runner calls :meth:`set_context` before each call, so the model sees the run's
@@ -120,16 +120,6 @@ class LLMPlanner:
         #: the messages of the last planning call (for teaching and debugging)
         self.last_messages: list[dict[str, Any]] = []
 
-    def close(self) -> None:
-        """Close the model client's connections (it is rebuilt if the object is used again)."""
-        self.llm.close()
-
-    def __enter__(self) -> "LLMPlanner":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"LLMPlanner(model={self.model!r}, mode={self.llm.mode!r})"
 
@@ -140,11 +130,10 @@ class LLMPlanner:
     @property
     def usage(self) -> Usage:
         """Calls and tokens this planner has spent so far (all runs)."""
-        return Usage(
-            calls=len(self.calls),
-            prompt_tokens=sum(c.get("prompt_tokens", 0) for c in self.calls),
-            completion_tokens=sum(c.get("completion_tokens", 0) for c in self.calls),
-        )
+        usage = Usage()
+        for call in self.calls:
+            usage.add(call)
+        return usage
 
     def set_context(self, context: PlanningContext) -> None:
         self.context = context
@@ -162,11 +151,11 @@ class LLMPlanner:
         if replanning:
             request = prompts.replan_request(
                 goal, tools, agents, history=history, last_error=last_error, plan=plan, kept_ids=kept_ids,
-                max_steps=self.max_plan_steps, result_limit=self.result_limit,
+                max_steps=self.max_plan_steps, result_limit=self.result_limit, tool_calling=self.tool_calling,
             )
         else:
             request = prompts.plan_request(goal, tools, agents)
-        system = self.system_prompt or prompts.PLANNER_SYSTEM.format(max_steps=self.max_plan_steps)
+        system = self.system_prompt or prompts.planner_system(self.max_plan_steps, tool_calling=self.tool_calling)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": request}]
         self.last_messages = messages
         kept = [s for s in (plan.steps if plan else history) if s.id in kept_ids]
@@ -192,7 +181,7 @@ class LLMPlanner:
                 steps = self._accept(answer, tools, agents, ctx, plan, kept, replanning)
             except _Rejected as rejected:
                 raw["problems"] = rejected.problems
-                feedback = prompts.FEEDBACK.format(problems="\n".join(f"- {p}" for p in rejected.problems))
+                feedback = prompts.feedback(rejected.problems, tool_calling=self.tool_calling)
                 if answer.tool_calls:  # every tool call needs its answer before the next user turn
                     for call in answer.tool_calls:
                         messages.append({"role": "tool", "tool_call_id": call.id, "content": feedback})
@@ -226,7 +215,7 @@ class LLMPlanner:
         raw_steps = data.get("steps", data.get("plan", []))
         unknown = sorted(set(data) - {"steps", "plan", "no_change"})
         if unknown:
-            raise _Rejected([f"submit_plan has no field(s) {unknown}; it takes 'steps' and 'no_change'"])
+            raise _Rejected([f"the plan has no field(s) {unknown}; it takes 'steps' and 'no_change'"])
         if not isinstance(raw_steps, list):
             raise _Rejected([f"'steps' must be a list of steps, got {type(raw_steps).__name__}"])
         if no_change:
@@ -264,6 +253,8 @@ class LLMPlanner:
     def _proposal(self, answer: ChatAnswer) -> dict[str, Any]:
         if answer.finish_reason == "length":
             raise _Rejected(["the answer was cut off (finish_reason 'length'): write a shorter plan"])
+        if answer.tool_calls and not self.tool_calling:
+            raise _Rejected([f"you called {answer.tool_calls[0].name!r}: there are no functions, answer with a ```json block"])
         if answer.tool_calls:
             others = [c.name for c in answer.tool_calls if c.name != SUBMIT_PLAN]
             if others:
@@ -276,9 +267,8 @@ class LLMPlanner:
             found = _FENCED_JSON.findall(answer.content or "")
             if not found:
                 said = prompts.shorten(answer.content or "(nothing)", 160)
-                raise _Rejected(
-                    [f"you answered in text ({said!r}) without calling submit_plan or giving a ```json plan"]
-                )
+                how = "without calling submit_plan or giving a ```json plan" if self.tool_calling else "without a ```json block"
+                raise _Rejected([f"you answered in text ({said!r}) {how}"])
             text = found[-1]
             where = "the ```json block"
         try:

@@ -7,6 +7,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..models import Plan, Step
+from .text import shorten
+
+__all__ = [
+    "AGENT_SYSTEM", "FEEDBACK", "PLANNER_SYSTEM", "agent_request", "feedback", "plan_request", "planner_system",
+    "replan_request", "shorten",
+]
 
 PLANNER_SYSTEM = """\
 You are the planner of a plan-and-execute system. You do not do the work yourself: you \
@@ -17,9 +23,17 @@ only the tools and agents listed. Give every step its own short id ("1", "2", ..
 List in "needs" the ids of earlier steps whose results the step uses; a tool argument \
 written as "$ID" receives the result of step ID. Say in "expect" what success looks like.
 Keep the plan short: at most {max_steps} steps.
-Answer by calling the function submit_plan once with the whole plan. If you cannot call \
-functions, answer with one ```json block holding {{"steps": [...]}}. Do not ask for \
-clarification: make reasonable assumptions and write them into the tasks."""
+{answer} Do not ask for clarification: make reasonable assumptions and write them into the tasks."""
+
+#: How to answer, by mode: with tool calling, or (tool_calling=False) in a fenced JSON block.
+ANSWER_WITH_TOOL = (
+    "Answer by calling the function submit_plan once with the whole plan. If you cannot call "
+    'functions, answer with one ```json block holding {"steps": [...]}.'
+)
+ANSWER_WITH_JSON = (
+    'Answer with the whole plan in one ```json block holding {"steps": [...]}; write nothing '
+    "that is not needed outside the block."
+)
 
 AGENT_SYSTEM = """\
 You are the agent {name!r} ({description}) in a plan-and-execute system. You work on one \
@@ -30,14 +44,20 @@ Do not ask for clarification."""
 FEEDBACK = """\
 Your answer was rejected; nothing was executed:
 {problems}
-Fix these problems and answer again with the whole plan by calling submit_plan. \
+Fix these problems and answer again with the whole plan {how}. \
 Do not ask for clarification."""
 
 
-def shorten(value: Any, limit: int = 200) -> str:
-    """A value as a prompt sees it: its repr, cut to ``limit`` characters."""
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def planner_system(max_steps: int, *, tool_calling: bool = True) -> str:
+    """The planner's system prompt; it asks for the answer the way the planner will read it."""
+    answer = ANSWER_WITH_TOOL if tool_calling else ANSWER_WITH_JSON
+    return PLANNER_SYSTEM.format(max_steps=max_steps, answer=answer)
+
+
+def feedback(problems: list[str], *, tool_calling: bool = True) -> str:
+    """The message that sends a rejected answer's problems back."""
+    how = "by calling submit_plan" if tool_calling else "in one ```json block"
+    return FEEDBACK.format(problems="\n".join(f"- {p}" for p in problems), how=how)
 
 
 def describe_tools(tools: Mapping[str, Any]) -> str:
@@ -100,6 +120,7 @@ def replan_request(
     kept_ids: list[str],
     max_steps: int,
     result_limit: int = 200,
+    tool_calling: bool = True,
 ) -> str:
     remaining = [s for s in (plan.steps if plan else []) if s.id not in kept_ids]
     parts = [
@@ -112,8 +133,9 @@ def replan_request(
         "Remaining plan:\n" + json.dumps([step_as_dict(s) for s in remaining], ensure_ascii=False),
         "Write the steps that remain to reach the goal: you may keep, change, drop or add steps; "
         "give new work new ids; a step may need the done steps. "
-        f"Propose at most {max_steps} steps. If the remaining plan needs no change, call submit_plan "
-        "with no_change=true and no steps.",
+        f"Propose at most {max_steps} steps. If the remaining plan needs no change, "
+        + ("call submit_plan with no_change=true and no steps." if tool_calling
+           else 'answer with the ```json block {"no_change": true, "steps": []}.'),
     ]
     return "\n\n".join(parts)
 

@@ -23,12 +23,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Union
 
-FAKE_SERVER_HEADER = "x-planbook-fake-server"
+from ..llm.cassette import FAKE_SERVER_HEADER  # one definition, shared with the cassettes
+from ..llm.text import estimate_tokens  # the same estimate as planbook.llm.estimate_tokens
 
-
-def estimate_tokens(text: str) -> int:
-    """About four characters a token (the same rule as ``planbook.llm.estimate_tokens``)."""
-    return (len(text) + 3) // 4
+__all__ = ["FAKE_SERVER_HEADER", "FakeOpenAIServer", "FakeRequest", "Reply", "estimate_tokens"]
 
 
 @dataclass

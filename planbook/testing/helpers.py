@@ -6,13 +6,17 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-#: Environment variables the model layer reads.
-MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PLANBOOK_MODEL")
+#: Every environment variable that selects a model, an endpoint, an account or whether a
+#: cassette replays: the planbook variables and those the ``openai`` SDK reads itself.
+MODEL_ENV = (
+    "OPENAI_API_KEY", "OPENAI_BASE_URL", "PLANBOOK_MODEL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
+    "OPENAI_ORGANIZATION", "OPENAI_PROJECT", "PLANBOOK_CASSETTE_MODE",
+)
 
 
 @contextmanager
 def model_env_removed() -> Iterator[None]:
-    """Hide OPENAI_API_KEY, OPENAI_BASE_URL and PLANBOOK_MODEL, so a test never reaches a real model."""
+    """Hide every variable of :data:`MODEL_ENV`, so a test never reaches a real model (restored after)."""
     saved = {k: os.environ.pop(k) for k in MODEL_ENV if k in os.environ}
     try:
         yield
