@@ -5,7 +5,10 @@ main thread), and this bridge changes views only on the thread that made it: it 
 starts a thread, and events from other threads wait for the next render there. Steps
 can finish thousands of times a second, and the notebook server caps iopub traffic, so
 updates go through a token bucket (a short burst, then about ``rate`` per second); the
-final state is always flushed when the run pauses or finishes.
+final state is always flushed when the run pauses or finishes. An update the bucket
+held back is not lost: the view sets the runner's heartbeat, which the runner calls on
+its own thread while a slow step works, and the heartbeat draws what is pending as soon
+as the bucket allows (so a slow step shows as running, not the state of a burst ago).
 
 Which view: the ipywidgets :class:`~planbook.widget.PlanView` in a kernel with comms;
 otherwise (no ipywidgets, plain IPython in a terminal) a display handle updated with the
@@ -69,23 +72,10 @@ class ViewState:
         return cls(
             plan=s.plan, status=s.status if s.started else None, reason=s.reason, error=s.error,
             executions=s.executions, replans=s.replans, max_steps=runner.max_steps, max_replans=runner.max_replans,
-            revisions=list(s.revisions), usage=usage if usage is not None else _usage(s.events), elapsed=elapsed,
+            revisions=list(s.revisions), usage=usage if usage is not None else Usage.from_events(s.events),
+            elapsed=elapsed,
             why=_pause_reason(s.events) if s.status == "paused" else None,
         )
-
-
-def _usage(events: list[Any]) -> Usage:
-    usage = Usage()
-    for event in events:
-        if event.kind == "llm.call":
-            _add_call(usage, event)
-    return usage
-
-
-def _add_call(usage: Usage, event: Any) -> None:
-    usage.calls += 1
-    usage.prompt_tokens += int(event.data.get("prompt_tokens") or 0)
-    usage.completion_tokens += int(event.data.get("completion_tokens") or 0)
 
 
 def _pause_reason(events: list[Any]) -> str | None:
@@ -120,8 +110,10 @@ class Throttle:
 class LiveView:
     """Subscribes to a runner and renders its state into ``target``, throttled.
 
-    ``updates`` counts renders (what a test of the throttle reads). Call :meth:`close` when
-    the run returns: it flushes anything pending and unsubscribes.
+    ``updates`` counts renders (what a test of the throttle reads). While attached, the
+    view is the runner's heartbeat (every ``heartbeat`` seconds during a step's work) and
+    draws held-back updates then. Call :meth:`close` when the run returns: it flushes
+    anything pending, removes the heartbeat and unsubscribes.
     """
 
     def __init__(
@@ -132,6 +124,7 @@ class LiveView:
         rate: float = 10.0,
         burst: int = 3,
         clock: Callable[[], float] = time.monotonic,
+        heartbeat: float = 0.1,
     ) -> None:
         self.runner = runner
         self.target = target
@@ -143,17 +136,23 @@ class LiveView:
         self.started = clock()
         #: the thread that made the view (the kernel's execution thread): the only one that renders
         self.thread = threading.get_ident()
-        self.usage = _usage(runner.state.events)
+        self.usage = Usage.from_events(runner.state.events)
         runner.subscribe(self)
+        runner.set_heartbeat(self.beat, heartbeat)
 
     def __call__(self, event: Any) -> None:
         self.events += 1
         if event.kind == "llm.call":
-            _add_call(self.usage, event)
+            self.usage.add(event.data)
         if event.kind in FLUSH_NOW or self.throttle.allow():
             self.flush()
         else:
             self.pending = True
+
+    def beat(self) -> None:
+        """The runner's heartbeat (its thread, during a step's work): draw a held-back update if the bucket allows."""
+        if self.pending and threading.get_ident() == self.thread and self.throttle.allow():
+            self.flush()
 
     def state(self) -> ViewState:
         return ViewState.of_runner(self.runner, usage=self.usage, elapsed=self.clock() - self.started)
@@ -170,6 +169,7 @@ class LiveView:
     def close(self) -> None:
         """Stop listening; render the last state if an update is still pending."""
         self.runner.unsubscribe(self)
+        self.runner.set_heartbeat(None)
         if self.pending:
             self.flush()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -278,6 +279,49 @@ def test_final_state_is_flushed_at_pause_and_finish() -> None:
     assert bridge.updates == 2 and "step budget" in view.verdict.value
     bridge.close()
     assert bridge.updates == 2
+
+
+def test_a_slow_step_after_a_burst_shows_as_running_while_it_works() -> None:
+    """The token bucket holds back updates in a burst of fast steps; the runner's heartbeat
+    draws them while the next (slow) step works, so the view does not show a stale state."""
+    seen: dict[str, Any] = {}
+    tb = make_tools()
+    fast = [f"f{i}" for i in range(1, 7)]
+
+    @tb.tool
+    def slow() -> str:
+        """Take a while (polls the view from inside the step, as a person watching would)."""
+        started = time.monotonic()
+        flowing.append(started)  # the view's clock runs from now on
+        deadline = started + 10.0  # only reached when the view never catches up
+        while time.monotonic() < deadline:
+            rows = view.rows.value  # what the view last drew (its state shares the runner's live steps)
+            if 'class="planbook-step planbook-in_progress" data-step="s"' in rows and view.progress.value == 6:
+                seen["caught_up"] = time.monotonic() - started
+                break
+            time.sleep(0.01)
+        time.sleep(0.5)  # the rest of the slow step: redraws must stay throttled
+        seen["updates_during"] = bridge.updates - seen["updates_before"]
+        seen["seconds"] = time.monotonic() - started
+        return "done"
+
+    steps = [{"id": f, "tool": "inc", "args": {"x": i}} for i, f in enumerate(fast)] + [{"id": "s", "tool": "slow"}]
+    runner = Runner(plan_from_dict({"goal": "burst then slow", "steps": steps}), tools=tb)
+    view = PlanView(runner)
+    # the fast steps take no time at all on the view's clock (however slow this machine
+    # is), so the bucket holds back every update after the burst; then time flows
+    flowing: list[float] = []
+    bridge = LiveView(runner, view, rate=10.0, burst=3, clock=lambda: time.monotonic() if flowing else 0.0)
+    runner.subscribe(lambda e: seen.setdefault("updates_before", bridge.updates) if e.step == "s" else None)
+    assert runner._heartbeat == bridge.beat  # the view is the runner's heartbeat while attached
+    result = runner.run()
+    bridge.close()
+    assert result.ok and runner._heartbeat is None
+    print(f"burst then a slow step: view caught up after {seen.get('caught_up')} s; "
+          f"{seen['updates_during']} updates in {seen['seconds']:.2f} s of slow step")
+    assert "caught_up" in seen, "the view still showed an earlier state while the slow step ran"
+    assert 1 <= seen["updates_during"] <= bridge.throttle.burst + bridge.throttle.rate * seen["seconds"] + 1
+    assert view.progress.value == 7 and view.state.status == "completed"
 
 
 def test_events_from_another_thread_wait_for_the_view_thread() -> None:
