@@ -105,8 +105,10 @@ def test_auto_mode(server, tmp_path, monkeypatch):
         LLMPlanner(cassette=path)
     assert "OPENAI_API_KEY" in str(caught.value)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    assert Cassette(path).resolve(live=True) == "record"  # a key: record (live)
+    assert Cassette(path).resolve(live=True) == "record"  # no file yet and a key: record
     path.write_text(json.dumps({"interactions": []}))
+    assert Cassette(path).resolve(live=True) == "replay"  # a file: replay, whatever keys are set
+    assert LLMPlanner(cassette=path).llm.mode == "replay"
     monkeypatch.delenv("OPENAI_API_KEY")
     planner = LLMPlanner(cassette=path)
     assert planner.llm.mode == "replay"
@@ -114,6 +116,65 @@ def test_auto_mode(server, tmp_path, monkeypatch):
         Cassette(path, mode="record").resolve(live=False)
     with pytest.raises(ValueError, match="unknown cassette mode"):
         Cassette(path, mode="play")  # type: ignore[arg-type]
+
+
+def test_a_shipped_cassette_replays_with_a_key_set_and_is_not_rewritten(server, box, tmp_path, monkeypatch):
+    path = tmp_path / "c.json"
+    server.add(*script())
+    recorded = run_once(box, Cassette(path, mode="record"), base_url=server.base_url, api_key=KEY)
+    before = path.read_bytes()
+    server.reset()
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    replayed = run_once(box, str(path))
+    assert summary(replayed) == summary(recorded)
+    assert server.requests == [] and path.read_bytes() == before
+
+
+@pytest.mark.parametrize("chosen, expected", [("record", "record"), ("off", "live"), ("replay", "replay"),
+                                              (" Record ", "record")])
+def test_planbook_cassette_mode_chooses_the_mode_of_auto_cassettes(tmp_path, monkeypatch, chosen, expected):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"interactions": []}))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("PLANBOOK_CASSETTE_MODE", chosen)
+    assert LLMPlanner(cassette=path).llm.mode == expected
+    assert LLMPlanner(cassette=Cassette(path, mode="replay")).llm.mode == "replay"  # a mode in code wins
+
+
+def test_planbook_cassette_mode_errors(tmp_path, monkeypatch):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"interactions": []}))
+    monkeypatch.setenv("PLANBOOK_CASSETTE_MODE", "live")
+    with pytest.raises(LLMConfigError, match="PLANBOOK_CASSETTE_MODE='live' is not a cassette mode"):
+        LLMPlanner(cassette=path)
+    monkeypatch.setenv("PLANBOOK_CASSETTE_MODE", "off")  # off without a key or server: nothing to call
+    with pytest.raises(LLMConfigError, match="no API key, no server"):
+        LLMPlanner(cassette=path)
+    monkeypatch.setenv("PLANBOOK_CASSETTE_MODE", "record")
+    with pytest.raises(LLMConfigError, match="cannot record"):
+        LLMPlanner(cassette=path)
+
+
+def test_a_failed_write_leaves_the_previous_cassette_whole(server, box, tmp_path, monkeypatch):
+    import planbook.llm.cassette as cassette_module
+
+    path = tmp_path / "c.json"
+    server.add(*script())
+    run_once(box, Cassette(path, mode="record"), base_url=server.base_url, api_key=KEY)
+    before = path.read_bytes()
+
+    def crash(data, f, **kwargs):
+        f.write('{"interactions": [')  # half written, then the process "dies"
+        raise OSError("disk full")
+
+    monkeypatch.setattr(cassette_module.json, "dump", crash)
+    cassette = Cassette(path)
+    cassette.resolve(live=False)
+    with pytest.raises(OSError, match="disk full"):
+        cassette.save()
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]  # no temporary file left behind
 
 
 def test_mode_off_needs_a_model(tmp_path):

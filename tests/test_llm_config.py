@@ -99,3 +99,102 @@ def test_your_own_openai_client_can_be_passed_in():
     assert server.requests[0].headers["authorization"] == "Bearer own-key"
     with pytest.raises(ValueError, match="not both"):
         LLMPlanner(client=object(), cassette="c.json")
+
+
+SECRET_URL = "http://user:s3cretpw@127.0.0.1:9/v1?token=abc123"
+
+
+def test_credentials_in_the_base_url_are_masked_where_it_is_shown():
+    from planbook.llm import redact_url
+
+    assert redact_url(SECRET_URL) == "http://***@127.0.0.1:9/v1?token=***"
+    assert redact_url("https://h.example:8443/v1?a=1&key=k%2Fx&flag#frag") == "https://h.example:8443/v1?a=***&key=***&flag#***"
+    assert redact_url("http://localhost:11434/v1") == "http://localhost:11434/v1"  # nothing to hide: unchanged
+    config = resolve_config(base_url=SECRET_URL, api_key=KEY)
+    assert {"s3cretpw", "user:s3cretpw", "abc123", KEY} <= set(config.secrets())
+    assert "s3cretpw" not in repr(config) and "abc123" not in repr(config) and KEY not in repr(config)
+    short = resolve_config(base_url="http://127.0.0.1:9/v1?v=1")
+    assert "1" not in short.secrets()  # too short to hunt for in text: it would garble every "1"
+
+
+def test_a_connection_error_shows_neither_the_password_nor_the_token_of_the_url():
+    import json
+
+    import planbook
+
+    planner = LLMPlanner("m", base_url=SECRET_URL, api_key=KEY, max_retries=0, timeout=5)
+    assert "s3cretpw" not in repr(planner.llm.config)
+    result = planbook.run("say hi", planner=planner, tools=planbook.Toolbox())
+    assert (result.status, result.reason) == ("failed", "no_plan")
+    assert "could not connect to the model server at http://***@127.0.0.1:9/v1?token=***" in result.error
+    (event,) = [e for e in result.events if e.kind == "llm.call"]
+    shown = result.error + json.dumps([e.model_dump() for e in result.events], default=repr) + str(result)
+    assert "http://***@127.0.0.1:9" in event.data["error"]
+    for secret in ("s3cretpw", "abc123", KEY):
+        assert secret not in shown
+
+
+def test_url_credentials_echoed_by_the_server_are_redacted(tmp_path):
+    import json
+
+    import planbook
+    from planbook.llm import Cassette
+
+    with FakeOpenAIServer([Reply.text("I was called with the password s3cretpw")]) as server:
+        url = server.base_url.replace("http://", "http://user:s3cretpw@")
+        path = tmp_path / "c.json"
+        planner = LLMPlanner("m", base_url=url, cassette=Cassette(path, mode="record"), max_attempts=1)
+        with pytest.raises(planbook.PlanningError) as caught:
+            planner("g", [], None)
+        assert server.requests[0].path == "/v1/chat/completions"
+        # the SDK puts a query of the base URL into the path; the fake server's 404 echoes it
+        tokened = LLMPlanner("m", base_url=server.base_url + "?token=abc123", max_attempts=1, max_retries=0)
+        with pytest.raises(planbook.PlanningError) as not_found:
+            tokened("g", [], None)
+    assert "the password ***" in json.dumps(caught.value.attempts)
+    assert "token=***" in str(not_found.value) and "HTTP 404" in str(not_found.value)
+    shown = str(caught.value) + json.dumps(caught.value.attempts) + path.read_text() + str(not_found.value)
+    assert "s3cretpw" not in shown and "abc123" not in shown
+
+
+def test_model_env_lists_every_variable_that_selects_a_model_or_an_endpoint(monkeypatch):
+    import os
+
+    wanted = {"OPENAI_API_KEY", "OPENAI_BASE_URL", "PLANBOOK_MODEL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
+              "OPENAI_ORGANIZATION", "OPENAI_PROJECT", "PLANBOOK_CASSETTE_MODE"}
+    assert set(MODEL_ENV) == wanted
+    for name in wanted:
+        monkeypatch.setenv(name, "set-by-the-user")
+    with model_env_removed():
+        assert not wanted & set(os.environ)
+    assert all(os.environ[name] == "set-by-the-user" for name in wanted)
+
+
+def test_shared_helpers_have_one_definition():
+    import planbook.testing.fake_server as fake_server
+    from planbook.llm import cassette, estimate_tokens, prompts
+    from planbook.llm.client import UsesModel
+    from planbook.testing import estimate_tokens as testing_estimate
+
+    assert testing_estimate is estimate_tokens is fake_server.estimate_tokens
+    assert "FAKE_SERVER_HEADER" not in vars(fake_server) or fake_server.FAKE_SERVER_HEADER is cassette.FAKE_SERVER_HEADER
+    assert cassette.FAKE_SERVER_HEADER in cassette.KEPT_HEADERS
+    assert not hasattr(cassette, "_short") and prompts.shorten.__module__ == "planbook.llm.text"
+    for name in ("close", "__enter__", "__exit__"):
+        assert getattr(LLMPlanner, name) is getattr(LLMAgent, name) is getattr(UsesModel, name)
+
+
+def test_the_http_client_comes_from_the_sdk(tmp_path):
+    import openai
+
+    from planbook.llm.sdk import http_module
+
+    with FakeOpenAIServer([]) as server:
+        planner = LLMPlanner("m", base_url=server.base_url)
+        client = planner.llm.openai_client()
+        http = http_module()
+        assert isinstance(client._client, openai.DefaultHttpxClient) and isinstance(client._client, http.Client)
+        assert http.__name__ == next(c.__module__ for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client")
+        with planner:  # UsesModel: leaving the block closes the connections
+            pass
+        assert client._client.is_closed

@@ -309,3 +309,54 @@ def test_a_server_error_that_persists_names_the_status_and_the_retries(server, t
     with pytest.raises(PlanningError, match=r"HTTP 503 \(overloaded\) after 2 retries"):
         planner(server)("g", [], None)
     assert len(server.requests) == 3
+
+
+def fenced(data) -> Reply:
+    return Reply.text("Here is the plan.\n\n```json\n" + json.dumps(data) + "\n```")
+
+
+def test_without_tool_calling_every_prompt_asks_for_a_json_block(server, tools, calls):
+    """No prompt may ask a model without functions to call submit_plan."""
+    server.add(Reply.text("Which papers do you mean?"), fenced({"steps": FAILING}), fenced({"steps": WORKAROUND}))
+    result = planbook.run("summarise CRISPR papers", planner=planner(server, tool_calling=False), tools=tools,
+                          agents=[writer()])
+    assert result.status == "completed", result.error
+    assert [e.data["purpose"] for e in llm_calls(result)] == ["plan", "plan", "replan"]
+    for request in server.requests:
+        assert request.tools == [] and "submit_plan" not in request.text() and "```json" in request.text()
+    feedback = server.requests[1].messages[-1]
+    assert feedback["role"] == "user" and "without a ```json block" in feedback["content"]
+    assert "answer again with the whole plan in one ```json block" in feedback["content"]
+    assert '{"no_change": true, "steps": []}' in server.requests[2].text()
+
+
+def test_without_tool_calling_no_change_is_read_from_the_json_block(server):
+    state = {"n": 0}
+    box = Toolbox()
+
+    @box.tool
+    def flaky() -> str:
+        """Fails the first time."""
+        state["n"] += 1
+        if state["n"] == 1:
+            raise TimeoutError("slow today")
+        return "ok"
+
+    server.add(fenced({"steps": [{"id": "a", "tool": "flaky"}]}), fenced({"no_change": True, "steps": []}))
+    result = planbook.run("g", planner=planner(server, tool_calling=False), tools=box)
+    assert result.status == "completed", result.error
+    assert result.replans == 1 and state["n"] == 2
+
+
+@pytest.mark.parametrize("status, words", [
+    (404, "the model 'test-model' or the endpoint does not exist at that server"),
+    (400, "the server rejected the request"),
+])
+def test_a_wrong_model_or_url_says_what_to_check(server, tools, status, words):
+    server.add(Reply.http_error(status, "The model `test-model` does not exist"))
+    result = planbook.run("summarise CRISPR papers", planner=planner(server), tools=tools, agents=[writer()])
+    assert (result.status, result.reason) == ("failed", "no_plan")
+    assert len(server.requests) == 1  # not retried
+    assert f"HTTP {status} (The model `test-model` does not exist)" in result.error and words in result.error
+    for check in ("PLANBOOK_MODEL", "model=", "OPENAI_BASE_URL"):
+        assert check in result.error
