@@ -6,6 +6,7 @@ Exit codes: 0 the run completed, 1 it failed or was interrupted, 2 a bad spec or
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import sys
@@ -15,8 +16,10 @@ from typing import Any
 
 from .errors import PlanError
 from .models import Plan, RunResult
-from .runner import POLICIES, Runner
+from .policies import POLICIES
+from .runner import Runner
 from .textview import format_result, summary_line
+from .tools import Toolbox
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -102,6 +105,26 @@ def _execute(runner: Runner, plain: bool) -> RunResult:
     return result
 
 
+def paced(tools: Toolbox, seconds: float) -> Toolbox:
+    """The same tools, each taking ``seconds`` longer: a step then shows as running in the
+    live view for that long (for presenting), and its time includes the pause."""
+    box = Toolbox()
+    for name, tool in tools.items():
+        box.add(_slowed(tool.fn, seconds), name=name, description=tool.description)
+    return box
+
+
+def _slowed(fn: Any, seconds: float) -> Any:
+    @functools.wraps(fn)  # keeps the signature and type hints the tool's arguments are checked against
+    def slowed(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            time.sleep(seconds)
+
+    return slowed
+
+
 def final_outputs(result: RunResult) -> dict[str, Any]:
     """Results of the completed steps no other step needs: the run's answers.
 
@@ -119,9 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             if args.pace < 0:
                 raise UsageProblem(f"--pace takes seconds >= 0, got {args.pace}")
-            runner = Runner(demo_plan(), planner=demo_planner, tools=demo_tools)
-            if args.pace:
-                runner.subscribe(lambda e: time.sleep(args.pace) if e.kind in ("step.finished", "step.failed") else None)
+            tools = paced(demo_tools, args.pace) if args.pace else demo_tools
+            runner = Runner(demo_plan(), planner=demo_planner, tools=tools)
             result = _execute(runner, args.plain)
             return EXIT_OK if result.ok else EXIT_FAILED
         tools = load_object(args.tools, "tools") if args.tools else None
