@@ -248,6 +248,11 @@ class PlanDiff(BaseModel):
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .htmlview import diff_html
+
+        return {"text/plain": str(self), "text/html": diff_html(self)}
+
 
 EventKind = Literal[
     "run.started",
