@@ -105,6 +105,18 @@ def test_diff_html_matches_the_text_diff() -> None:
     assert revisions_html([]) == ""
 
 
+def test_a_diff_displays_as_text_and_html() -> None:
+    """A PlanDiff on its own in a cell (``result.revisions[0]``) shows the coloured HTML diff."""
+    diff = PlanDiff(from_revision=1, to_revision=2, removed=["x"], added=["y"], reason="x failed",
+                    steps={"x": "old x", "y": "new y"})
+    bundle = diff._repr_mimebundle_()
+    assert bundle == {"text/plain": format_diff(diff), "text/html": diff_html(diff)}
+    from IPython.core.formatters import DisplayFormatter
+
+    data, _ = DisplayFormatter().format(diff)
+    assert data["text/html"] == diff_html(diff) and data["text/plain"] == format_diff(diff)
+
+
 def test_html_is_deterministic_up_to_durations() -> None:
     """The only times in the HTML are durations, which the notebooks' sanitize file replaces."""
     cfg = ConfigParser()
