@@ -4,8 +4,9 @@ The cassette of chapter 4 is *not* from a real model: the answers below are writ
 hand (a first plan with a typo in a tool name, the corrected plan, a workaround after a
 failing tool, an agent that counts words and finishes, and a model that only asks
 questions). They are served by ``planbook.testing.FakeOpenAIServer`` through the real
-``openai`` SDK while the notebook runs in record mode; then the notebook runs again,
-replaying the new cassette, and is saved with its outputs.
+``openai`` SDK while the notebook runs with ``PLANBOOK_CASSETTE_MODE=record`` (recording is
+always asked for: a cassette that exists is otherwise replayed); then the notebook runs
+again, replaying the new cassette, and is saved with its outputs.
 
 Run from the repository root: python notebooks/cassettes/record_04.py
 """
@@ -17,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from planbook.testing import FakeOpenAIServer, Reply
+from planbook.testing import MODEL_ENV, FakeOpenAIServer, Reply
 
 HERE = Path(__file__).resolve().parent
 NOTEBOOK = HERE.parent / "04-llm-planner.ipynb"
@@ -65,10 +66,10 @@ def execute(env: dict[str, str]) -> None:
 
 
 def main() -> None:
-    clean = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PLANBOOK_MODEL")}
+    clean = {k: v for k, v in os.environ.items() if k not in MODEL_ENV}  # no real model, account or mode
     with FakeOpenAIServer(SCRIPT) as server:
-        CASSETTE.unlink(missing_ok=True)
-        execute({**clean, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "recording-placeholder-key"})
+        execute({**clean, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "recording-placeholder-key",
+                 "PLANBOOK_CASSETTE_MODE": "record"})
         if server.remaining:
             raise SystemExit(f"the notebook used {len(SCRIPT) - server.remaining} of {len(SCRIPT)} scripted answers")
     execute(clean)  # replay: the saved outputs are the offline ones
