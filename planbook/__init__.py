@@ -13,7 +13,8 @@ from .diff import diff_plans
 from .errors import PlanError, PlanningError, Problem, RunFailed
 from .models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
 from .planners import Planner, PlanningContext, ScriptedPlanner
-from .runner import Runner, RunState, make_plan, run
+from .planners import make_plan
+from .runner import Runner, RunState, run
 from .textview import format_diff, format_plan, format_result
 from .tools import Tool, Toolbox, default_toolbox, tool
 from .validate import validate_plan

@@ -129,11 +129,47 @@ class ScriptedAgent:
 AgentsLike = Mapping[str, Any] | Iterable[Any] | None
 
 
-def as_agents(agents: AgentsLike) -> dict[str, Agent]:
+class AgentRegistry(dict):  # type: ignore[type-arg]
+    """Agents by name, matched without regard to case.
+
+    OpenManus routes ``[DATA_ANALYSIS]`` tags to an agent keyed ``data_analysis``; here
+    the tag, the YAML ``agent:`` field and the registered name may differ in case and
+    still match (exactly one agent per name, whatever its case). The keys keep the case
+    they were registered with, for display.
+    """
+
+    def __init__(self, items: Iterable[tuple[str, Agent]] = ()) -> None:
+        super().__init__()
+        self._folded: dict[str, str] = {}
+        for name, agent in items:
+            folded = name.casefold()
+            if folded in self._folded:
+                raise ValueError(
+                    f"agents {self._folded[folded]!r} and {name!r} differ only in case; "
+                    "agent names are matched without regard to case, so give them different names"
+                )
+            self._folded[folded] = name
+            super().__setitem__(name, agent)
+
+    def _key(self, name: object) -> object:
+        return self._folded.get(name.casefold(), name) if isinstance(name, str) else name
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(self._key(name))
+
+    def __getitem__(self, name: str) -> Agent:
+        return super().__getitem__(self._key(name))  # type: ignore[no-any-return]
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(self._key(name), default)
+
+
+def as_agents(agents: AgentsLike) -> AgentRegistry:
     """Accept ``{name: agent_or_function}`` or a list of agents (each with ``.name``)."""
     if agents is None:
-        return {}
-    result: dict[str, Agent] = {}
+        return AgentRegistry()
+    if isinstance(agents, AgentRegistry):
+        return agents
     if isinstance(agents, Mapping):
         items = list(agents.items())
     elif isinstance(agents, (str, bytes)) or not isinstance(agents, Iterable):
@@ -145,10 +181,11 @@ def as_agents(agents: AgentsLike) -> dict[str, Agent]:
             if not isinstance(name, str):
                 raise TypeError(f"agent {a!r} has no string .name; pass agents as a {{name: agent}} mapping instead")
             items.append((name, a))
+    checked: list[tuple[str, Agent]] = []
     for name, agent in items:
         if not callable(agent):
             raise TypeError(f"agent {name!r} is not callable: {agent!r}")
         if not hasattr(agent, "description") or not hasattr(agent, "name"):
             agent = FunctionAgent(agent, name=name)
-        result[name] = agent
-    return result
+        checked.append((name, agent))
+    return AgentRegistry(checked)

@@ -73,10 +73,7 @@ class RunFailed(RuntimeError):
 
 
 def closest(name: str, known: Iterable[str]) -> str:
-    """' — did you mean X?' when something close exists, else ''."""
-    match = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    if not match:
-        lowered = {k.lower(): k for k in known}
-        if name.lower() in lowered:
-            match = [lowered[name.lower()]]
-    return f"; did you mean {match[0]!r}?" if match else ""
+    """'; did you mean X?' when something close exists (ignoring case), else ''."""
+    by_folded = {k.casefold(): k for k in known}
+    match = difflib.get_close_matches(name.casefold(), list(by_folded), n=1, cutoff=0.6)
+    return f"; did you mean {by_folded[match[0]]!r}?" if match else ""

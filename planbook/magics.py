@@ -23,7 +23,9 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 
 from .errors import PlanError, Problem, RunFailed, closest
 from .models import Plan, RunResult, Status
-from .runner import POLICIES, Runner, make_plan
+from .planners import make_plan
+from .policies import POLICIES
+from .runner import Runner
 from .tools import as_toolbox, default_toolbox
 from .validate import validate_plan
 

@@ -33,6 +33,10 @@ class Status(str, Enum):
     def __str__(self) -> str:  # so f-strings print "completed", not "Status.completed"
         return self.value
 
+    @classmethod
+    def _missing_(cls, value: object) -> "Status":
+        raise ValueError(f"{value!r} is not a step status; use one of {', '.join(s.value for s in cls)}")
+
 
 STATUS_MARKS: dict[Status, str] = {
     Status.not_started: "[ ]",
@@ -341,6 +345,8 @@ class RunResult(BaseModel):
     events: list[Event] = Field(default_factory=list)
     outputs: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
+    #: the traceback behind ``error`` when an exception ended the run (a planner that raised)
+    traceback: str | None = None
     executions: int = 0
     replans: int = 0
     max_steps: int = 12

@@ -12,14 +12,16 @@ before every planning call. Plain functions do not need it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union
 
-from .errors import PlanError, Problem
+from .agents import AgentsLike, as_agents
+from .errors import PlanError, PlanningError, Problem
 from .models import Plan, Step
-from .spec import parse_plan, steps_from_dicts
-from .tools import Tool
+from .spec import parse_plan, slug, steps_from_dicts
+from .tools import Tool, ToolsLike, as_toolbox
+from .validate import plan_problems, validate_plan
 
 
 class Planner(Protocol):
@@ -109,5 +111,35 @@ def planner_steps(result: Any) -> list[Step]:
     raise TypeError(f"a planner must return a list of steps, got {type(result).__name__}")
 
 
-def ids_of(steps: Collection[Step]) -> list[str]:
-    return [s.id for s in steps]
+def make_plan(
+    goal: str,
+    planner: Planner,
+    *,
+    tools: ToolsLike = None,
+    agents: AgentsLike = None,
+    plan_id: str | None = None,
+    title: str = "",
+    emit: Callable[..., Any] | None = None,
+) -> Plan:
+    """Ask ``planner`` for a first plan and validate it. Raises PlanningError / PlanError.
+
+    ``emit(kind, **data)`` receives the planner's events (``llm.call``), so a run counts
+    the first planning call's usage too.
+    """
+    toolbox, agent_map = as_toolbox(tools), as_agents(agents)
+
+    def problems_of(steps: list[Step]) -> list[Problem]:
+        return plan_problems(Plan(goal=goal, steps=list(steps)), toolbox, agent_map)
+
+    tell_planner(planner, PlanningContext(tools=toolbox, agents=agent_map, plan=None, validate=problems_of, emit=emit))
+    steps = planner_steps(planner(goal, [], None))
+    if not steps:
+        raise PlanningError(f"the planner returned no steps for the goal {goal!r}")
+    plan = Plan(id=plan_id or slug(goal) or "plan", goal=goal, title=title, steps=steps)
+    return validate_plan(plan, toolbox, agent_map)
+
+
+def tell_planner(planner: Any, context: PlanningContext) -> None:
+    set_context = getattr(planner, "set_context", None)
+    if callable(set_context):
+        set_context(context)

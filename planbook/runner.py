@@ -34,13 +34,13 @@ from .models import (
     Step,
     Usage,
 )
-from .planners import Planner, PlanningContext, planner_steps
-from .spec import slug
+from .planners import Planner, PlanningContext, make_plan, planner_steps, tell_planner
+from .policies import normalise_policy
+from .spec import is_plan_spec, slug
 from .textview import format_plan
 from .tools import ToolsLike, as_toolbox
 from .validate import check_replacement, plan_problems, validate_plan
 
-POLICIES: tuple[PolicyName, ...] = ("abort", "skip", "retry", "replan")
 EventHandler = Callable[[Event], None]
 
 
@@ -64,61 +64,8 @@ class RunState(BaseModel):
     #: id of a failed step whose failure policy was interrupted (Ctrl-C in a view or the
     #: planner): the policy is applied when the run continues, never silently dropped
     pending_failure: str | None = None
-
-
-def normalise_policy(on_failure: str | Sequence[str] | None, *, has_planner: bool) -> tuple[PolicyName, ...]:
-    """``"retry"`` or ``["retry", "replan"]`` → a chain tried in order; default replan/abort."""
-    if on_failure is None:
-        return ("replan",) if has_planner else ("abort",)
-    chain = (on_failure,) if isinstance(on_failure, str) else tuple(on_failure)
-    for policy in chain:
-        if policy not in POLICIES:
-            raise ValueError(f"unknown failure policy {policy!r}; choose from {', '.join(POLICIES)}")
-    if "replan" in chain and not has_planner:
-        raise ValueError("on_failure='replan' needs a planner: pass planner=... (or choose abort, skip or retry)")
-    if not chain:
-        raise ValueError(f"on_failure is empty; choose from {', '.join(POLICIES)}")
-    for position, policy in enumerate(chain[:-1]):
-        if policy != "retry":
-            raise ValueError(
-                f"on_failure {list(chain)}: {policy!r} ends the handling of a failure, so "
-                f"{list(chain[position + 1:])} after it would never run; only 'retry' can be followed by another policy"
-            )
-    return chain  # type: ignore[return-value]
-
-
-def make_plan(
-    goal: str,
-    planner: Planner,
-    *,
-    tools: ToolsLike = None,
-    agents: AgentsLike = None,
-    plan_id: str | None = None,
-    title: str = "",
-    emit: Callable[..., Any] | None = None,
-) -> Plan:
-    """Ask ``planner`` for a first plan and validate it. Raises PlanningError / PlanError.
-
-    ``emit(kind, **data)`` receives the planner's events (``llm.call``), so a run counts
-    the first planning call's usage too.
-    """
-    toolbox, agent_map = as_toolbox(tools), as_agents(agents)
-
-    def problems_of(steps: list[Step]) -> list[Problem]:
-        return plan_problems(Plan(goal=goal, steps=list(steps)), toolbox, agent_map)
-
-    _tell_planner(planner, PlanningContext(tools=toolbox, agents=agent_map, plan=None, validate=problems_of, emit=emit))
-    steps = planner_steps(planner(goal, [], None))
-    if not steps:
-        raise PlanningError(f"the planner returned no steps for the goal {goal!r}")
-    plan = Plan(id=plan_id or slug(goal) or "plan", goal=goal, title=title, steps=steps)
-    return validate_plan(plan, toolbox, agent_map)
-
-
-def _tell_planner(planner: Any, context: PlanningContext) -> None:
-    set_context = getattr(planner, "set_context", None)
-    if callable(set_context):
-        set_context(context)
+    #: traceback of the exception that ended the run (a planner that raised), for debugging
+    traceback: str | None = None
 
 
 class Runner:
@@ -170,7 +117,7 @@ class Runner:
         self.goal_only: str | None = None
         if isinstance(plan, Plan):
             initial = plan.copy_plan()
-        elif isinstance(plan, str) and planner is not None and not _looks_like_spec(plan):
+        elif isinstance(plan, str) and planner is not None and not is_plan_spec(plan):
             self.goal_only = plan.strip()
             initial = Plan(id=slug(plan) or "plan", goal=plan.strip(), steps=[], revision=0)
         elif isinstance(plan, str):
@@ -189,6 +136,9 @@ class Runner:
                                 step=sid, code="bad_policy", line=initial.line_of(sid))
                         for sid in replanning
                     ])
+        if retries and "retry" not in self.policy and not any(st.on_failure == "retry" for st in initial.steps):
+            raise ValueError(f"retries={retries} only applies to the retry policy, and on_failure is "
+                             f"{list(self.policy)}: add 'retry' (e.g. on_failure=['retry', '{self.policy[-1]}'])")
         self.state = RunState(plan=initial)
         self._index_key: tuple[int, int] | None = None
         self._index_dirty = True
@@ -232,8 +182,15 @@ class Runner:
     def finished(self) -> bool:
         return self.state.status in ("completed", "failed")
 
-    def _finish(self, status: RunStatus, reason: RunReason, error: str | None = None) -> None:
+    def _finish(
+        self, status: RunStatus, reason: RunReason, error: str | None = None, exc: BaseException | None = None
+    ) -> None:
+        """End the run. ``exc``: the exception behind it (a crashing planner), kept as a traceback."""
         self.state.status, self.state.reason, self.state.error = status, reason, error
+        if exc is not None:
+            import traceback
+
+            self.state.traceback = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         self.emit("run.finished", status=status, reason=reason, error=error, executions=self.state.executions,
                   replans=self.state.replans)
 
@@ -253,6 +210,7 @@ class Runner:
             events=list(s.events),
             outputs={st.id: st.result for st in plan.steps if st.status is Status.completed},
             error=s.error,
+            traceback=s.traceback,
             executions=s.executions,
             replans=s.replans,
             max_steps=self.max_steps,
@@ -279,12 +237,17 @@ class Runner:
             if max_executions is not None and self.state.executions - done_before >= max_executions:
                 self._pause(f"paused after {max_executions} execution(s)")
                 break
-            ran = self.advance()
-            if until is not None and ran is not None and ran.id == until and ran.status in (
-                Status.completed, Status.skipped, Status.failed
-            ) and not self.finished:
+            self.advance()
+            if until is not None and not self.finished:
+                self._next_step()  # blocks the dependents of a skipped step now, so `until` sees it
+            if until is not None and not self.finished and self._has_run(until):
                 self._pause(f"paused after step {until}")
                 break
+
+    def _has_run(self, step_id: str) -> bool:
+        """Step ``step_id`` is done for ``until``: it ran (whatever the outcome) or was blocked."""
+        step = next((st for st in self.plan.steps if st.id == step_id), None)
+        return step is not None and step.status in (Status.completed, Status.skipped, Status.failed, Status.blocked)
 
     def _pause(self, why: str) -> None:
         if self.state.pending_failure is None and self._next_step() is None:
@@ -344,7 +307,8 @@ class Runner:
             self._finish(
                 "failed", "step_budget",
                 f"step budget used up: {s.executions} of max_steps={self.max_steps} executions made; "
-                f"step {step.id!r} and later steps did not run (raise max_steps to allow more)",
+                f"{'the retry of ' if step.attempts else ''}step {step.id!r} and what follows did not run "
+                "(raise max_steps to allow more)",
             )
             return None
         self._execute(step)
@@ -363,7 +327,7 @@ class Runner:
         except KeyboardInterrupt:
             raise
         except Exception as exc:
-            self._finish("failed", "no_plan", f"the planner raised {type(exc).__name__}: {exc}")
+            self._finish("failed", "no_plan", f"the planner raised {type(exc).__name__}: {exc}", exc)
             return False
         self.state.plan = plan
         return True
@@ -507,8 +471,6 @@ class Runner:
     def _policy_for(self, step: Step) -> tuple[PolicyName, ...]:
         if step.on_failure is None:
             return self.policy
-        if step.on_failure == "replan" and self.planner is None:
-            return ("abort",)
         if step.on_failure == "retry":
             return ("retry",) + tuple(p for p in self.policy if p != "retry")
         return (step.on_failure,)
@@ -563,7 +525,7 @@ class Runner:
             validate=lambda steps: self._replacement_problems(kept, steps),
             emit=lambda kind, **data: self.emit(kind, **data),  # type: ignore[arg-type]
         )
-        _tell_planner(self.planner, context)
+        tell_planner(self.planner, context)
         s.replans += 1
         try:
             proposed = planner_steps(self.planner(self.plan.goal, list(s.history), s.last_error))
@@ -574,7 +536,7 @@ class Runner:
             self._finish("failed", "no_plan", f"replanning after step {failed.id} failed: {exc}")
             return
         except Exception as exc:
-            self._finish("failed", "no_plan", f"the planner raised {type(exc).__name__}: {exc}")
+            self._finish("failed", "no_plan", f"the planner raised {type(exc).__name__}: {exc}", exc)
             return
         new_steps, problems = check_replacement(kept, proposed)
         if not proposed or (not new_steps and not problems):
@@ -602,14 +564,6 @@ class Runner:
         new_steps, problems = check_replacement(kept, steps)
         candidate = Plan(id=self.plan.id, goal=self.plan.goal, steps=list(kept) + new_steps)
         return problems + plan_problems(candidate, self.tools, self.agents)
-
-
-def _looks_like_spec(text: str) -> bool:
-    """A goal is prose; a spec has ``steps:`` or list items. Used only when a planner is given."""
-    from .spec import _looks_like_markdown
-
-    stripped = text.strip()
-    return stripped.startswith(("{", "[")) or "steps:" in stripped or _looks_like_markdown(stripped)
 
 
 def _short(value: Any, limit: int = 200) -> str:

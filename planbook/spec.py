@@ -36,6 +36,9 @@ PLAN_FIELDS = ("goal", "title", "id", "steps")
 
 _LIST_ITEM = re.compile(r"^\s*(?:(\d+)[.)]|[-*+])\s+(.*\S)\s*$")
 _TAG = re.compile(r"^\[([^\]]+)\]\s*(.*)$")
+#: a GitHub task-list checkbox or a planbook/OpenManus status mark before the text:
+#: ``- [ ] task``, ``- [x] task``, ``1. [✓] [WRITER] task`` (pasted plan text reads back)
+_CHECKBOX = re.compile(r"^\[[ xX✓→✗!\-]\]\s+(.*)$")
 _GOAL_LINE = re.compile(r"^\s*(?:#+\s*|goal\s*:\s*)(.+?)\s*$", re.IGNORECASE)
 
 
@@ -58,6 +61,32 @@ def parse_plan(text: str, *, plan_id: str | None = None, goal: str | None = None
     return plan
 
 
+def is_plan_spec(text: str) -> bool:
+    """Whether ``text`` is a plan spec rather than a goal in words.
+
+    A spec is a YAML/JSON mapping with ``steps``, a list of step mappings, or a Markdown
+    list; prose that merely contains "steps:" or starts with "[" is a goal. Used where
+    both are accepted (a planner was given), so a goal is never parsed as a broken plan.
+    """
+    stripped = text.strip()
+    if _looks_like_markdown(stripped):
+        return True
+    if "\n" not in stripped and not stripped.startswith(("{", "[", "steps:")):
+        return False  # one line of prose (a one-line spec starts with {, [ or steps:)
+    import yaml
+
+    try:
+        data = json.loads(stripped) if stripped.startswith(("{", "[")) else yaml.safe_load(stripped)
+    except (ValueError, yaml.YAMLError):
+        try:
+            data = yaml.safe_load(stripped)
+        except yaml.YAMLError:
+            return False
+    if isinstance(data, Mapping):
+        return "steps" in data
+    return isinstance(data, list) and bool(data) and all(isinstance(item, Mapping) for item in data)
+
+
 def slug(text: str) -> str:
     words = re.findall(r"[A-Za-z0-9]+", text.lower())
     return "-".join(words)[:40].strip("-")
@@ -69,8 +98,8 @@ def _looks_like_markdown(text: str) -> bool:
     if not items:
         return False
     others = [line for line in lines if not _LIST_ITEM.match(line)]
-    # a YAML list of mappings ("- id: 1") is YAML, not Markdown
-    if any(re.match(r"^\s*-\s+[A-Za-z_]+\s*:", line) for line in items):
+    # a YAML list of mappings ("- id: 1" or "- {tool: add}") is YAML, not Markdown
+    if any(re.match(r"^\s*-\s+(?:[A-Za-z_]+\s*:|\{)", line) for line in items):
         return False
     return all(_GOAL_LINE.match(line) or line.startswith((" ", "\t")) for line in others)
 
@@ -108,6 +137,9 @@ def _parse_markdown(text: str) -> Plan:
         # the author's numbers are the ids (OpenManus numbers from 0); bullets count from 1
         step_id = number if number is not None else str(len(steps) + 1)
         agent = None
+        box = _CHECKBOX.match(body)
+        if box:
+            body = box.group(1)
         tag = _TAG.match(body)
         if tag:
             agent, body = tag.group(1).strip().lower(), tag.group(2)
@@ -128,8 +160,15 @@ def _parse_markdown(text: str) -> Plan:
 def _parse_mapping(text: str) -> Plan:
     import yaml
 
+    data: Any = None
+    if text.lstrip().startswith(("{", "[")):
+        try:  # JSON first: valid JSON that YAML rejects (tab indentation) must still read
+            data = json.loads(text)
+        except ValueError:
+            data = None
     try:
-        data = yaml.safe_load(text)
+        if data is None:
+            data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -231,7 +270,12 @@ def steps_from_dicts(raw_steps: list[Any]) -> tuple[list[Step], list[Problem]]:
             problems.append(Problem(f"step {position} must be a mapping, got {raw!r}", step=str(position), code="syntax"))
             continue
         fields: dict[str, Any] = {}
-        step_id = str(raw.get("id", position))
+        raw_id = raw.get("id", position)
+        if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
+            problems.append(Problem("the id is empty: give the step an id, or leave 'id' out to number it by position",
+                                    step=str(position), code="empty_id"))
+            raw_id = position
+        step_id = str(raw_id)
         for key, value in raw.items():
             name = ALIASES.get(str(key), str(key))
             if name not in STEP_FIELDS:

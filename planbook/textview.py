@@ -83,8 +83,9 @@ def format_result(result: RunResult) -> str:
 
 
 def summary_line(result: RunResult) -> str:
+    verdict = f"Run {result.status}" if result.reason == result.status else f"Run {result.status} ({result.reason})"
     text = (
-        f"Run {result.status} ({result.reason}): steps {result.executions}/{result.max_steps}, "
+        f"{verdict}: steps {result.executions}/{result.max_steps}, "
         f"replans {result.replans}/{result.max_replans}"
     )
     if result.usage.calls:

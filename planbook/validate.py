@@ -30,7 +30,7 @@ def plan_problems(
         problems.append(Problem(message, step=step.id if step is not None else None, code=code, line=line))
 
     if not plan.steps:
-        add("the plan has no steps", None, "empty")
+        add("the plan has no steps: add at least one (a tool call or a task for an agent)", None, "empty")
         return problems
 
     seen: set[str] = set()

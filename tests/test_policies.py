@@ -295,7 +295,7 @@ def test_marking_a_step_completed_by_hand_skips_it() -> None:
     lab = Lab()
     result = run(plan, tools=lab.tools)
     assert lab.called("ok") == ["b", "c", "d"] and result.outputs["a"] == "from yesterday"
-    with pytest.raises(ValueError, match="'done' is not a valid Status"):
+    with pytest.raises(ValueError, match="'done' is not a step status; use one of not_started, in_progress, completed"):
         plan.step("a").status = "done"
 
 

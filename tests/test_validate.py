@@ -155,8 +155,8 @@ def test_agent_step_with_args() -> None:
 
 def test_empty_plan() -> None:
     (p,) = plan_problems(Plan(), TOOLS, AGENTS)
-    assert (p.message, p.step, p.code, p.line) == ("the plan has no steps", None, "empty", None)
-    assert str(p) == "plan: the plan has no steps"
+    assert (p.message, p.step, p.code, p.line) == ("the plan has no steps: add at least one (a tool call or a task for an agent)", None, "empty", None)
+    assert str(p) == "plan: the plan has no steps: add at least one (a tool call or a task for an agent)"
     with pytest.raises(PlanError, match="the plan spec is empty"):
         Plan.parse("  \n")
 
