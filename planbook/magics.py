@@ -13,6 +13,7 @@ in the line or in the cell body (plans use ``$id`` references and braces in task
 from __future__ import annotations
 
 import keyword
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,7 @@ class CellPlanError(PlanError):
 
     def __init__(self, problems: list[Problem], *, source: str | None = None, offset: int = 0) -> None:
         shifted = [
-            Problem(p.message, step=p.step, code=p.code, line=p.line + offset if p.line is not None else None)
+            Problem(magic_words(p.message), step=p.step, code=p.code, line=p.line + offset if p.line is not None else None)
             for p in problems
         ]
         super().__init__(shifted, source=source)
@@ -53,6 +54,20 @@ class CellPlanError(PlanError):
         if self.source is not None:
             lines.append("Fix the plan in the cell and run it again.")
         return lines
+
+
+#: the Python API's words in the engine's messages → the options that say the same in a magic
+_MAGIC_WORDS = (
+    ("on_failure='replan'", "--on-failure replan"),
+    ("pass planner=...", "add --planner VAR (a planner in the namespace) or --planner llm"),
+)
+
+
+def magic_words(message: str) -> str:
+    """An engine message as a magic user should read it: ``--planner VAR``, not ``planner=...``."""
+    for python, magic in _MAGIC_WORDS:
+        message = message.replace(python, magic)
+    return message
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -112,16 +127,17 @@ class PlanMagics(Magics):
     @no_var_expand
     @ma.magic_arguments()
     @ma.argument("name", help="the variable the plan is stored in (also the plan's id)")
-    @ma.argument("--planner", metavar="VAR|llm", help="a planner in the namespace, or 'llm' for planbook.llm.LLMPlanner; the body is then a goal in words")
+    @ma.argument("--planner", metavar="VAR|llm", help="a planner in the namespace, or 'llm' for planbook.llm.LLMPlanner: a body in words is the goal it plans for; a YAML/JSON spec body is the plan, and the planner is kept for replans")
     @ma.argument("--model", metavar="M", help="the model for --planner llm (default: $PLANBOOK_MODEL)")
-    @ma.argument("--review", action="store_true", help="insert a new %%%%plan cell below holding the planner's plan as YAML, to edit and run")
+    @ma.argument("--review", action="store_true", help="also insert a new %%%%plan cell below holding the planner's plan as YAML (with the same --planner, --tools and --agents), to edit and run; the plan is stored as NAME right away")
     @ma.argument("--tools", metavar="VAR", help="a Toolbox (or mapping/list of functions) in the namespace; default: the @planbook.tool functions")
     @ma.argument("--agents", metavar="VAR", help="agents in the namespace: a {name: agent} mapping or a list")
     @ma.argument("--title", metavar="T", help="the plan's title")
     @cell_magic
     def plan(self, line: str, cell: str) -> None:
         """Define a plan from the cell: a spec (YAML/JSON mapping with ``steps``, or a
-        Markdown list where ``[TAG]`` names the agent) or, with ``--planner``, a goal.
+        Markdown list where ``[TAG]`` names the agent) or, with ``--planner``, a goal in
+        words (a YAML/JSON spec with ``--planner`` is the plan; the planner does the replans).
 
         The plan is validated, stored as NAME and shown; it is not run (``%run_plan NAME``).
         """
@@ -135,7 +151,7 @@ class PlanMagics(Magics):
         agents = self._lookup(args.agents, "--agents") if args.agents else None
         toolbox, agent_map = _toolbox(tools), _agents(agents)
         planner = self._planner(args.planner, args.model) if args.planner else None
-        if planner is not None:
+        if planner is not None and not _is_spec(cell):
             goal = cell.strip()
             if not goal:
                 raise UsageError(f"write the goal in the cell body: %%plan {name} --planner {args.planner}, then the goal")
@@ -161,8 +177,12 @@ class PlanMagics(Magics):
         if args.review:
             from .specwriter import plan_spec
 
-            options = "".join(f" --{opt} {val}" for opt, val in (("tools", args.tools), ("agents", args.agents)) if val)
+            # the same planner (for replans), model, tools and agents: running the cell keeps them
+            kept = (("planner", args.planner), ("model", args.model), ("tools", args.tools), ("agents", args.agents))
+            options = "".join(f" --{opt} {shlex.quote(val)}" for opt, val in kept if val)
             self.ip.set_next_input(f"%%plan {name}{options}\n{plan_spec(plan)}".rstrip("\n"), replace=False)
+            print(f"The planner's plan is stored as {name} (%run_plan {name} runs it). The new cell below holds it "
+                  f"as a spec: edit it there and run that cell to replace {name}.")
         from IPython.display import display
 
         display(plan)
@@ -240,7 +260,7 @@ class PlanMagics(Magics):
             except PlanError as exc:
                 raise CellPlanError(exc.problems) from None
             except (ValueError, TypeError) as exc:
-                raise UsageError(str(exc)) from None
+                raise UsageError(magic_words(str(exc))) from None
             run = _Run(value=value, key=key, runner=runner, objects=[tools, agents, planner])
             self.runs[name] = run
         assert run is not None
@@ -316,6 +336,16 @@ def _parse(magic: Any, line: str) -> Any:
     except ValueError as exc:
         raise UsageError(f"cannot read the options {line!r}: {exc}") from None
     return magic.parser.parse_args(argv)
+
+
+def _is_spec(body: str) -> bool:
+    """A YAML/JSON plan spec (a mapping with ``steps``, or a JSON list) rather than a goal in words.
+
+    With ``--planner`` such a body is the plan itself and the planner is kept for replans
+    (what the cell that ``--review`` inserts holds).
+    """
+    stripped = body.strip()
+    return stripped.startswith(("{", "[")) or re.search(r"(?m)^steps\s*:", stripped) is not None
 
 
 def _check_name(name: str) -> str:

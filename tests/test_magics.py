@@ -290,16 +290,41 @@ def test_run_plan_reuses_the_llm_planner_of_the_plan_cell_unless_the_model_chang
     assert [p.model for p in fake_llm] == ["first", "second"]
 
 
-def test_review_inserts_an_editable_plan_cell(ip: Any, fake_llm: list, published: list) -> None:
-    cell(ip, "%%plan reviewed --planner llm --tools tb --review\nAdd one and one")
+def test_review_inserts_an_editable_plan_cell(
+    ip: Any, fake_llm: list, published: list, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cell(ip, "%%plan reviewed --planner llm --model small --tools tb --review\nAdd one and one")
     text = ip.rl_next_input  # what set_next_input(text, replace=False) leaves for the next cell
-    assert text.startswith("%%plan reviewed --tools tb\n")
-    assert "--planner" not in text.splitlines()[0]
-    first = ip.user_ns.pop("reviewed")
+    assert text.startswith("%%plan reviewed --planner llm --model small --tools tb\ngoal: Add one and one\n")
+    assert "--review" not in text
+    first = ip.user_ns["reviewed"]  # stored right away, so %run_plan works without approving
+    out = capsys.readouterr().out
+    assert "stored as reviewed" in out and "cell below holds it" in out
+    del ip.user_ns["reviewed"]
     cell(ip, text)  # the person approves the plan by running the inserted cell
     again = ip.user_ns["reviewed"]
+    assert again is not first and len(fake_llm) == 2  # the cell made a planner for replans ...
+    assert fake_llm[-1].contexts == []  # ... and did not ask it for a plan: the body is the plan
     assert [s.model_dump() for s in again.steps] == [s.model_dump() for s in first.steps]
     assert again.goal == first.goal == "Add one and one"
+
+
+def test_the_approved_review_cell_keeps_the_planner_for_replans(
+    ip: Any, world: World, published: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inserted: list[str] = []
+    monkeypatch.setattr(ip, "set_next_input", lambda text, replace=False: inserted.append(text))
+    ip.user_ns["fixer"] = ScriptedPlanner({
+        None: [{"id": "1", "tool": "flaky", "args": {"label": "a"}}, {"id": "2", "tool": "flaky", "args": {"label": "b"}}],
+        "b is down": [{"id": "2", "tool": "add", "args": {"a": 1, "b": 1}, "task": "add instead"}],
+    })
+    ip.run_cell_magic("plan", "approved --planner fixer --tools tb --review", "Two flaky calls")
+    (text,) = inserted
+    assert text.splitlines()[0] == "%%plan approved --planner fixer --tools tb"
+    cell(ip, text)  # approve the plan
+    world.fail["b"] = 1
+    result = ip.run_line_magic("run_plan", "approved")  # no --planner here: the cell's is used
+    assert result.ok and result.replans == 1 and result.plan.step("2").tool == "add"
 
 
 def test_review_uses_set_next_input_without_replacing(ip: Any, world: World, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -307,7 +332,7 @@ def test_review_uses_set_next_input_without_replacing(ip: Any, world: World, mon
     monkeypatch.setattr(ip, "set_next_input", lambda text, replace=False: calls.append((text, replace)))
     ip.user_ns["maker"] = ScriptedPlanner({None: [{"id": "1", "tool": "add", "args": {"a": 1, "b": 2}}]})
     ip.run_cell_magic("plan", "rv --planner maker --tools tb --review", "goal")
-    assert len(calls) == 1 and calls[0][1] is False and calls[0][0].startswith("%%plan rv --tools tb\n")
+    assert len(calls) == 1 and calls[0][1] is False and calls[0][0].startswith("%%plan rv --planner maker --tools tb\n")
 
 
 # ------------------------------------------------------------------ spec writer
@@ -389,7 +414,7 @@ def test_run_plan_turns_a_goal_string_into_a_plan_with_a_planner(ip: Any, world:
         ("sums --max-steps -1", "--max-steps must be a whole number >= 0"),
         ("sums --timeout 0", "--timeout must be a positive number"),
         ("sums --on-failure explode", "unknown policy 'explode'"),
-        ("sums --on-failure replan", "needs a planner"),
+        ("sums --on-failure replan", "--on-failure replan needs a planner: add --planner VAR"),
         ("sums --tools nowhere", "--tools nowhere: there is no variable"),
         ("sums --agents nowhere", "--agents nowhere: there is no variable"),
         ("sums --planner nowhere", "--planner nowhere: there is no variable"),
@@ -405,6 +430,20 @@ def test_run_plan_usage_errors(ip: Any, world: World, line: str, message: str) -
     ip.user_ns["number"] = 7
     with pytest.raises(UsageError, match=message.replace("(", r"\(")):
         ip.run_line_magic("run_plan", line)
+    assert world.calls == []
+
+
+def test_replan_without_a_planner_is_explained_in_the_magics_options(ip: Any, world: World) -> None:
+    """The engine says ``pass planner=...``; in a magic the fix is the option ``--planner VAR``."""
+    with pytest.raises(PlanError) as info:
+        ip.run_cell_magic("plan", "replanning --tools tb", "steps:\n  - {id: 1, tool: add, args: {a: 1, b: 2}, on_failure: replan}\n")
+        ip.run_line_magic("run_plan", "replanning")
+    message = str(info.value)
+    assert "add --planner VAR (a planner in the namespace) or --planner llm" in message and "planner=" not in message
+    with pytest.raises(PlanError) as info:
+        ip.run_cell_magic("plan", "wordy --tools tb", "Add up the numbers one and two")
+    message = str(info.value)
+    assert "needs a planner: add --planner VAR" in message and "planner=" not in message
     assert world.calls == []
 
 
@@ -722,4 +761,4 @@ def test_kernel_review_sends_a_set_next_input_payload(kernel: Kernel) -> None:
     assert reply["status"] == "ok", reply
     (payload,) = reply["payload"]
     assert payload["source"] == "set_next_input" and payload["replace"] is False
-    assert payload["text"] == "%%plan drafted\ngoal: Count up by one\nsteps:\n- id: 1\n  task: one more\n  tool: inc\n  args: {x: 1}"
+    assert payload["text"] == "%%plan drafted --planner drafter\ngoal: Count up by one\nsteps:\n- id: 1\n  task: one more\n  tool: inc\n  args: {x: 1}"
