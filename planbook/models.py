@@ -7,7 +7,6 @@ executes anything.
 
 from __future__ import annotations
 
-import copy
 from enum import Enum
 from typing import Any, Literal
 
@@ -122,17 +121,12 @@ class Step(BaseModel):
         return (self.tool, _freeze(self.args), self.agent, self.task)
 
     def fresh(self) -> "Step":
-        """A copy with the run state cleared (what a planner hands over)."""
-        return Step(
-            id=self.id,
-            task=self.task,
-            tool=self.tool,
-            args=copy.deepcopy(self.args),
-            agent=self.agent,
-            needs=list(self.needs),
-            expect=self.expect,
-            on_failure=self.on_failure,
-        )
+        """A copy with the run state cleared (what a planner hands over).
+
+        No re-validation (the fields are already valid); args are copied so the copy's
+        plan cannot be changed through the original's.
+        """
+        return self.model_copy(update={"args": _clone(self.args), "needs": list(self.needs), **_RUN_STATE_DEFAULTS})
 
     def snapshot(self) -> "Step":
         """A copy for the history: later changes to this step do not rewrite the past."""
@@ -151,6 +145,21 @@ class Step(BaseModel):
 
 
 _STEP_FIELD_NAMES = frozenset(Step.model_fields)
+_RUN_STATE_DEFAULTS: dict[str, Any] = {
+    "status": Status.not_started, "result": None, "error": None, "traceback": None, "output": "", "notes": "",
+    "attempts": 0, "started_at": None, "finished_at": None,
+}
+
+
+def _clone(value: Any) -> Any:
+    """Copy the containers of plain data (dicts, lists, tuples); leave other objects shared."""
+    if isinstance(value, dict):
+        return {k: _clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clone(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_clone(v) for v in value)
+    return value
 
 
 def _freeze(value: Any) -> Any:
@@ -208,9 +217,13 @@ class Plan(BaseModel):
     def line_of(self, step_id: str) -> int | None:
         return self._lines.get(step_id)
 
-    def copy_plan(self) -> "Plan":
-        """A deep copy that keeps step results by reference (they may be large)."""
-        clone = self.model_copy(update={"steps": [s.snapshot() for s in self.steps]})
+    def copy_plan(self, *, fresh: bool = False) -> "Plan":
+        """A copy with copies of the steps; results are kept by reference (they may be large).
+
+        ``fresh``: steps that are not completed start clean (a plan that is run again).
+        """
+        steps = [s.fresh() if fresh and s.status is not Status.completed else s.snapshot() for s in self.steps]
+        clone = self.model_copy(update={"steps": steps})
         clone._lines = dict(self._lines)
         clone._duplicate_lines = {k: list(v) for k, v in self._duplicate_lines.items()}
         return clone

@@ -20,23 +20,28 @@ INLINE_REF = re.compile(rf"\$\$|\$\{{({_ID})\}}")
 def find_refs(value: Any) -> list[str]:
     """Every step id referenced in ``value`` (nested lists and dicts included), in order."""
     found: list[str] = []
+    _walk(value, found)
+    return list(dict.fromkeys(found)) if found else found
 
-    def walk(v: Any) -> None:
-        if isinstance(v, str):
-            whole = WHOLE_REF.match(v)
-            if whole:
-                found.append(whole.group(1))
-                return
-            found.extend(m.group(1) for m in INLINE_REF.finditer(v) if m.group(1))
-        elif isinstance(v, Mapping):
-            for item in v.values():
-                walk(item)
-        elif isinstance(v, (list, tuple)):
-            for item in v:
-                walk(item)
 
-    walk(value)
-    return list(dict.fromkeys(found))
+def _walk(v: Any, found: list[str]) -> None:
+    # checked for every arg of every step before a run: the common cases go first and cheap
+    if isinstance(v, str):
+        if "$" not in v:
+            return
+        whole = WHOLE_REF.match(v)
+        if whole:
+            found.append(whole.group(1))
+            return
+        found.extend(m.group(1) for m in INLINE_REF.finditer(v) if m.group(1))
+    elif isinstance(v, (int, float, bool)) or v is None:
+        return
+    elif isinstance(v, (list, tuple)):
+        for item in v:
+            _walk(item, found)
+    elif isinstance(v, Mapping):
+        for item in v.values():
+            _walk(item, found)
 
 
 def args_with_refs(args: Mapping[str, Any]) -> set[str]:
@@ -47,6 +52,8 @@ def args_with_refs(args: Mapping[str, Any]) -> set[str]:
 def resolve(value: Any, results: Mapping[str, Any]) -> Any:
     """Replace references with results. A missing id raises KeyError naming it."""
     if isinstance(value, str):
+        if "$" not in value:
+            return value
         whole = WHOLE_REF.match(value)
         if whole:
             return results[whole.group(1)]
@@ -54,8 +61,10 @@ def resolve(value: Any, results: Mapping[str, Any]) -> Any:
         def sub(m: re.Match[str]) -> str:
             return "$" if m.group(0) == "$$" else str(results[m.group(1)])
 
-        return INLINE_REF.sub(sub, value) if "$" in value else value
-    if isinstance(value, Mapping):
+        return INLINE_REF.sub(sub, value)
+    if isinstance(value, (int, float, bool)) or value is None:
+        return value
+    if isinstance(value, dict) or isinstance(value, Mapping):
         return {k: resolve(v, results) for k, v in value.items()}
     if isinstance(value, list):
         return [resolve(v, results) for v in value]

@@ -116,7 +116,8 @@ class Runner:
 
         self.goal_only: str | None = None
         if isinstance(plan, Plan):
-            initial = plan.copy_plan()
+            # a plan run again starts clean: only completed steps keep their run state
+            initial = plan.copy_plan(fresh=True)
         elif isinstance(plan, str) and planner is not None and not is_plan_spec(plan):
             self.goal_only = plan.strip()
             initial = Plan(id=slug(plan) or "plan", goal=plan.strip(), steps=[], revision=0)
@@ -125,8 +126,6 @@ class Runner:
         else:
             raise TypeError(f"run() takes a Plan, a plan spec or (with a planner) a goal; got {type(plan).__name__}")
         if self.goal_only is None:
-            # a plan run again starts clean: only completed steps keep their run state
-            initial.steps = [st if st.status is Status.completed else st.fresh() for st in initial.steps]
             validate_plan(initial, self.tools, self.agents)
             if planner is None:
                 replanning = [st.id for st in initial.steps if st.on_failure == "replan"]
@@ -198,7 +197,8 @@ class Runner:
         """A snapshot of the run so far (the runner may go on after a pause)."""
         s = self.state
         usage = Usage.from_events(s.events)
-        plan = s.plan.copy_plan()
+        # a finished run's plan no longer changes: share it; a paused one goes on, so copy it
+        plan = s.plan if self.finished else s.plan.copy_plan()
         # model_construct: this data was validated on the way in; re-validating thousands
         # of steps and events on every snapshot would dominate the cost of long runs
         return RunResult.model_construct(
