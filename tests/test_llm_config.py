@@ -147,8 +147,9 @@ def test_url_credentials_echoed_by_the_server_are_redacted(tmp_path):
         with pytest.raises(planbook.PlanningError) as caught:
             planner("g", [], None)
         assert server.requests[0].path == "/v1/chat/completions"
-        # the SDK puts a query of the base URL into the path; the fake server's 404 echoes it
-        tokened = LLMPlanner("m", base_url=server.base_url + "?token=abc123", max_attempts=1, max_retries=0)
+    # a server that echoes the URL it was asked for (openai 3 even moves the query into the path)
+    with FakeOpenAIServer([lambda request: Reply.http_error(404, f"unknown route {request.path}")], strict=False) as echo:
+        tokened = LLMPlanner("m", base_url=echo.base_url + "?token=abc123", max_attempts=1, max_retries=0)
         with pytest.raises(planbook.PlanningError) as not_found:
             tokened("g", [], None)
     assert "the password ***" in json.dumps(caught.value.attempts)

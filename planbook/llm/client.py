@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .cassette import Cassette
+from .cassette import Cassette, CassetteMismatch
 from .config import PLACEHOLDER_KEY, LLMConfig, ModelCallError, missing_setup_error, resolve_config
 from .sdk import http_module
 from .text import estimate_tokens, redact
@@ -176,6 +176,9 @@ class ModelClient:
         try:
             completion = client.chat.completions.create(**kwargs)
         except openai.APIError as exc:
+            mismatch = _cassette_mismatch(exc)
+            if mismatch is not None:  # SDKs before openai 3 wrap a transport's error as a connection error
+                raise mismatch from None
             error = self._explain(exc)
             record.update(prompt_tokens=0, completion_tokens=0, latency=round(time.perf_counter() - started, 3),
                           error=str(error))
@@ -258,6 +261,15 @@ class ModelClient:
         if status == 400:
             return f"; the server rejected the request: {check}, and that the model supports tool calling"
         return ""
+
+
+def _cassette_mismatch(exc: BaseException) -> CassetteMismatch | None:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, CassetteMismatch):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _server_message(exc: Exception) -> str:
