@@ -24,6 +24,11 @@ from .liveview import ViewState
 from .models import Status, Step
 from .textview import format_markdown, format_plan
 
+#: the chooser's first entry, selected while no step's pane is open. Its value is "" (no
+#: step has an empty id), not None: a Dropdown whose value is None selects nothing and
+#: shows a blank box
+NO_STEP = "— choose a step —"
+
 PANES_KEPT = 16  # opened panes kept for quick reopening; older ones are closed
 
 BAR_STYLES = {None: "", "running": "info", "paused": "info", "completed": "success", "failed": "danger",
@@ -61,7 +66,7 @@ class PlanView:
         self.next_button = w.Button(description="▶", tooltip="next rows", layout=w.Layout(width="36px"))
         self.page_label = w.Label()
         self.pager = w.HBox([self.prev_button, self.page_label, self.next_button], layout=w.Layout(display="none"))
-        self.chooser = w.Dropdown(options=[("—", None)], value=None, description="Open step",
+        self.chooser = w.Dropdown(options=[(NO_STEP, "")], value="", description="Open step",
                                   layout=w.Layout(width="max-content", max_width="100%"))
         self.pane_box = w.VBox([])
         self.revisions = w.HTML()
@@ -152,7 +157,7 @@ class PlanView:
         self.next_button.disabled = self.page >= self.pages - 1
 
     def _draw_chooser(self) -> None:
-        options = [("—", None)] + [(_label(s), s.id) for s in self.visible_steps()]
+        options = [(NO_STEP, "")] + [(_label(s), s.id) for s in self.visible_steps()]
         if self.open_id is not None and self.open_id not in {v for _, v in options}:
             step = self._step(self.open_id)
             if step is not None:
@@ -162,7 +167,7 @@ class PlanView:
             if tuple(options) != tuple(self.chooser.options):
                 self.chooser.options = options
             ids = {v for _, v in options}
-            self.chooser.value = self.open_id if self.open_id in ids else None
+            self.chooser.value = self.open_id if self.open_id in ids else ""
         finally:
             self._quiet = False
 
@@ -180,7 +185,7 @@ class PlanView:
     def _on_choose(self, change: dict[str, Any]) -> None:
         if self._quiet:
             return
-        if change["new"] is None:
+        if not change["new"]:  # the "choose a step" entry (or no selection)
             self.close_pane()
         else:
             self.open(change["new"])

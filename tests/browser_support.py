@@ -24,7 +24,17 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
+#: the environment variable naming the Chromium (or Chrome) binary to drive
+CHROMIUM_ENV = "PLANBOOK_CHROMIUM"
+#: Debian's ``chromium`` package, used when the variable is unset or empty
+DEFAULT_CHROMIUM = "/usr/bin/chromium"
+
+
+def chromium_path() -> Path:
+    """The browser binary: ``$PLANBOOK_CHROMIUM``, else Debian's ``/usr/bin/chromium``."""
+    return Path(os.environ.get(CHROMIUM_ENV) or DEFAULT_CHROMIUM)
+
+
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",

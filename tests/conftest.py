@@ -13,7 +13,9 @@ def ip() -> Any:
     """The session's IPython shell with ``%load_ext planbook`` done."""
     from IPython.testing import globalipapp
 
-    shell = globalipapp.get_ipython()  # keep the module-attribute form: see the Jupyter testing notes
+    # the module-attribute form on purpose: ``from IPython.testing.globalipapp import
+    # get_ipython`` binds a function that returns None from its second call on
+    shell = globalipapp.get_ipython()
     shell.run_line_magic("load_ext", "planbook")
     return shell
 

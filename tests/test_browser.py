@@ -11,8 +11,9 @@ Notebooks other than the three tutorials (``04-*``) are run and checked too, wit
 requiring a widget. A screenshot per notebook and the timings go to ``test-artifacts/``.
 
 Run it alone with ``pytest -m browser tests/test_browser.py -p no:cacheprovider``.
-It needs ``/usr/bin/chromium`` (Debian's ``chromium`` package); Playwright's own browser
-downloads are never used.
+It needs a Chromium binary: ``$PLANBOOK_CHROMIUM``, else ``/usr/bin/chromium`` (Debian's
+``chromium`` package); Playwright's own browser downloads are never used. Without it the
+test is skipped, except with ``CI`` set, where it fails.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from browser_support import CHROMIUM, CHROMIUM_ARGS, ROOT, Lab, copy_notebooks, start_lab
+from browser_support import CHROMIUM_ARGS, CHROMIUM_ENV, ROOT, Lab, chromium_path, copy_notebooks, start_lab
 
 pytestmark = pytest.mark.browser
 
@@ -38,20 +39,41 @@ RUN_TIMEOUT_MS = 45_000
 TIMINGS: dict[str, float] = {}
 
 
-def _require_chromium() -> None:
-    if CHROMIUM.exists():
-        return
+def _require_chromium() -> Path:
+    chromium = chromium_path()
+    if chromium.is_file() and os.access(chromium, os.X_OK):
+        return chromium
+    where = f"{chromium} (from ${CHROMIUM_ENV})" if os.environ.get(CHROMIUM_ENV) else f"{chromium} (set ${CHROMIUM_ENV} to use another browser)"
     if os.environ.get("CI"):
         pytest.fail(
-            f"{CHROMIUM} is missing and CI is set: .ci/run must install it first "
+            f"no Chromium at {where} and CI is set: .ci/run must install it first "
             "(apt-get update && apt-get install -y chromium)", pytrace=False,
         )
-    pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium)")
+    pytest.skip(f"no Chromium at {where}: install Debian's chromium package (apt-get install -y chromium)")
+
+
+def test_the_browser_binary_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(CHROMIUM_ENV, raising=False)
+    assert chromium_path() == Path("/usr/bin/chromium")
+    monkeypatch.setenv(CHROMIUM_ENV, "")
+    assert chromium_path() == Path("/usr/bin/chromium")
+    fake = tmp_path / "my-chromium"
+    monkeypatch.setenv(CHROMIUM_ENV, str(fake))
+    assert chromium_path() == fake
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match=f"no Chromium at {fake} \\(from \\$PLANBOOK_CHROMIUM\\) and CI is set"):
+        _require_chromium()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="no Chromium at"):
+        _require_chromium()
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    assert _require_chromium() == fake
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    _require_chromium()
+    _require_chromium()  # before starting Lab: no browser, no point
     root = tmp_path_factory.mktemp("lab-root")
     copy_notebooks(root)  # the test runs copies: the committed notebooks stay as they are
     lab = start_lab(root)
@@ -71,7 +93,7 @@ def browser(lab: Lab) -> Iterator[Any]:
             pytest.fail("playwright is not installed: pip install the project's test extra", pytrace=False)
         pytest.skip("playwright is not installed (pip install playwright; never `playwright install`)")
     with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        chromium = pw.chromium.launch(executable_path=str(_require_chromium()), args=CHROMIUM_ARGS)
         try:
             yield chromium
         finally:
@@ -229,7 +251,15 @@ def _check_first_notebook(page: Any) -> None:
     # the result pane opened from code (view.open("fetch")) shows what the tool printed
     pane = page.locator(".widget-output", has_text="fetched 'Fog': 7 lines")
     assert pane.count() == 1, "01: step fetch's result pane does not show the tool's printed line"
+    # every "Open step" chooser names what it shows: a step, or the "choose a step" entry (never blank)
+    chosen = page.evaluate(CHOOSERS_JS)
+    assert chosen and all(chosen), f"01: an 'Open step' chooser shows a blank entry: {chosen}"
+    assert "— choose a step —" in chosen and any(c.startswith("fetch. ") for c in chosen), chosen
 
+
+# The text each "Open step" dropdown shows ('' when nothing is selected).
+CHOOSERS_JS = """() => Array.from(document.querySelectorAll('.widget-dropdown select')).map(
+  s => s.selectedIndex >= 0 ? s.options[s.selectedIndex].text : '')"""
 
 # Step rows of the live plan widget (planbook/widget.py renders them with htmlview's
 # steps table inside an HTML widget); static plan displays outside widgets are not counted.

@@ -167,12 +167,22 @@ def test_pane_of_a_failed_step_shows_error_traceback_and_notes() -> None:
 
 def test_choosing_in_the_dropdown_opens_and_closes_a_pane() -> None:
     runner, view, _ = replanned_run()
+    assert (view.chooser.index, view.chooser.label) == (0, "— choose a step —")  # not a blank box
     view.chooser.value = "a"  # what a click in the dropdown does
     assert view.open_id == "a" and view.pane("a") is not None
-    assert view.pane_box.children == (view.pane("a"),)
-    view.chooser.value = None
+    assert view.pane_box.children == (view.pane("a"),) and view.chooser.label.startswith("a. ")
+    view.chooser.index = 0  # what choosing the first entry does
     assert view.open_id is None and view.pane_box.children == ()
     assert view.pane("a") is not None  # kept for reopening
+    assert view.chooser.label == "— choose a step —"
+    view.open("b2")
+    view.close_pane()
+    assert (view.chooser.index, view.chooser.label) == (0, "— choose a step —")
+
+
+def test_a_new_view_names_its_chooser_entry() -> None:
+    view = PlanView(Plan.parse(PLAN))
+    assert view.chooser.get_state()["index"] == 0 and view.chooser.label == "— choose a step —"
 
 
 def test_open_pane_follows_a_retry() -> None:
