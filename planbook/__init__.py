@@ -26,8 +26,9 @@ __all__ = [
     "Planner", "PlanningContext", "PlanningError", "Problem", "RunFailed", "RunResult", "RunState", "Runner",
     "ScriptedAgent", "ScriptedPlanner", "Status", "Step", "Tool", "Toolbox", "Usage", "default_toolbox",
     "diff_plans", "format_diff", "format_plan", "format_result", "make_plan", "run", "tool", "validate_plan",
-    "LLMPlanner", "LLMAgent", "PlanView", "watch", "load_ipython_extension",
+    "LLMPlanner", "LLMAgent", "load_ipython_extension",
 ]
+# PlanView and watch are importable by name but not star-imported: they load ipywidgets
 
 _LAZY = {
     "LLMPlanner": ("planbook.llm", "LLMPlanner"),
@@ -45,6 +46,10 @@ def __getattr__(name: str) -> Any:
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'planbook' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -39,6 +39,8 @@ def load_object(ref: str, what: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise UsageProblem(f"--{what}: cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:  # a SyntaxError or a crash while the module runs: still a usage problem
+        raise UsageProblem(f"--{what}: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
     try:
         obj = module
         for part in attr.split("."):
@@ -164,6 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except (PlanError, UsageProblem, ValueError, TypeError) as exc:
         print(f"planbook: {exc}", file=sys.stderr)
+        if isinstance(exc, PlanError) and args.command != "demo" and not (args.tools or getattr(args, "agents", None)):
+            codes = set(exc.codes)
+            if "unknown_tool" in codes or "unknown_agent" in codes:
+                print("planbook: hint: name the tools with --tools module:object (and agents with --agents module:object)",
+                      file=sys.stderr)
         return EXIT_USAGE
     result = _execute(runner, args.plain)
     return EXIT_OK if result.ok else EXIT_FAILED

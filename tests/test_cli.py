@@ -160,3 +160,15 @@ def test_final_outputs_are_the_leaves() -> None:
     plan = Plan.parse("steps:\n - {id: a, tool: const, args: {v: 1}}\n - {id: b, tool: const, args: {v: $a}}\n"
                       " - {id: c, tool: const, args: {v: 3}}\n")
     assert final_outputs(run(plan, tools=box)) == {"b": 1, "c": 3}
+
+
+def test_unknown_tools_without_tools_flag_hint_at_it(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "ok.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown tool 'add'" in err and "hint: name the tools with --tools module:object" in err
+
+
+def test_a_tools_module_that_does_not_import_is_a_usage_error(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "broken_tools_mod.py").write_text("def oops(:\n")
+    assert main(["run", "ok.yaml", "--tools", "broken_tools_mod:box"]) == 2
+    assert "--tools: importing 'broken_tools_mod' failed: SyntaxError" in capsys.readouterr().err
