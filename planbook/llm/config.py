@@ -1,7 +1,10 @@
 """Where the model is: explicit arguments win, then OPENAI_API_KEY, OPENAI_BASE_URL, PLANBOOK_MODEL.
 
-Nothing here imports ``openai``; a missing key is an error that says how to set one
-up, and never shows a secret.
+PLANBOOK_CASSETTE_MODE (record, off or replay) decides what a cassette left on its
+default mode does (see :mod:`planbook.llm.cassette`): a cassette file that exists is
+replayed unless it says record or off. Nothing here imports ``openai``; a missing key
+is an error that says how to set one up, and never shows a secret (the key, or a user,
+password or query value in the base URL).
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ SETUP_HELP = (
     "Jupyter, or os.environ['OPENAI_API_KEY'] = ... before creating the planner), or point "
     "OPENAI_BASE_URL at an OpenAI-compatible server that needs no key (e.g. http://localhost:11434/v1); "
     "choose the model with model=... or PLANBOOK_MODEL. To run offline, pass cassette='path.json' "
-    "to replay recorded responses."
+    "to replay recorded responses (PLANBOOK_CASSETTE_MODE=record re-records a cassette from the model, "
+    "=off calls the model without one)."
 )
 
 
