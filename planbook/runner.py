@@ -472,7 +472,8 @@ class Runner:
         if step.on_failure is None:
             return self.policy
         if step.on_failure == "retry":
-            return ("retry",) + tuple(p for p in self.policy if p != "retry")
+            rest: tuple[PolicyName, ...] = tuple(p for p in self.policy if p != "retry")
+            return ("retry", *rest)
         return (step.on_failure,)
 
     def _on_failure(self, step: Step) -> None:
