@@ -13,7 +13,6 @@ in the line or in the cell body (plans use ``$id`` references and braces in task
 from __future__ import annotations
 
 import keyword
-import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +26,7 @@ from .models import Plan, RunResult, Status
 from .planners import make_plan
 from .policies import POLICIES
 from .runner import Runner
+from .spec import is_plan_spec
 from .tools import as_toolbox, default_toolbox
 from .validate import validate_plan
 
@@ -127,7 +127,7 @@ class PlanMagics(Magics):
     @no_var_expand
     @ma.magic_arguments()
     @ma.argument("name", help="the variable the plan is stored in (also the plan's id)")
-    @ma.argument("--planner", metavar="VAR|llm", help="a planner in the namespace, or 'llm' for planbook.llm.LLMPlanner: a body in words is the goal it plans for; a YAML/JSON spec body is the plan, and the planner is kept for replans")
+    @ma.argument("--planner", metavar="VAR|llm", help="a planner in the namespace, or 'llm' for planbook.llm.LLMPlanner: a body in words is the goal it plans for; a spec body is the plan, and the planner is kept for replans")
     @ma.argument("--model", metavar="M", help="the model for --planner llm (default: $PLANBOOK_MODEL)")
     @ma.argument("--review", action="store_true", help="also insert a new %%%%plan cell below holding the planner's plan as YAML (with the same --planner, --tools and --agents), to edit and run; the plan is stored as NAME right away")
     @ma.argument("--tools", metavar="VAR", help="a Toolbox (or mapping/list of functions) in the namespace; default: the @planbook.tool functions")
@@ -137,7 +137,7 @@ class PlanMagics(Magics):
     def plan(self, line: str, cell: str) -> None:
         """Define a plan from the cell: a spec (YAML/JSON mapping with ``steps``, or a
         Markdown list where ``[TAG]`` names the agent) or, with ``--planner``, a goal in
-        words (a YAML/JSON spec with ``--planner`` is the plan; the planner does the replans).
+        words (a spec with ``--planner`` is the plan; the planner does the replans).
 
         The plan is validated, stored as NAME and shown; it is not run (``%run_plan NAME``).
         """
@@ -151,7 +151,8 @@ class PlanMagics(Magics):
         agents = self._lookup(args.agents, "--agents") if args.agents else None
         toolbox, agent_map = _toolbox(tools), _agents(agents)
         planner = self._planner(args.planner, args.model) if args.planner else None
-        if planner is not None and not _is_spec(cell):
+        # a spec body with --planner is the plan (the cell --review inserts); the planner does replans
+        if planner is not None and not is_plan_spec(cell):
             goal = cell.strip()
             if not goal:
                 raise UsageError(f"write the goal in the cell body: %%plan {name} --planner {args.planner}, then the goal")
@@ -336,16 +337,6 @@ def _parse(magic: Any, line: str) -> Any:
     except ValueError as exc:
         raise UsageError(f"cannot read the options {line!r}: {exc}") from None
     return magic.parser.parse_args(argv)
-
-
-def _is_spec(body: str) -> bool:
-    """A YAML/JSON plan spec (a mapping with ``steps``, or a JSON list) rather than a goal in words.
-
-    With ``--planner`` such a body is the plan itself and the planner is kept for replans
-    (what the cell that ``--review`` inserts holds).
-    """
-    stripped = body.strip()
-    return stripped.startswith(("{", "[")) or re.search(r"(?m)^steps\s*:", stripped) is not None
 
 
 def _check_name(name: str) -> str:
