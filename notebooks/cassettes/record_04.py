@@ -33,8 +33,8 @@ SUMMARY = (
 
 def plan_steps(search_tool: str) -> list[dict]:
     return [
-        {"id": "1", "task": "Find two recent base-editing papers", "tool": search_tool,
-         "args": {"topic": "CRISPR base editing", "limit": 2}, "expect": "two titles"},
+        {"id": "1", "task": "Find two recent gene-editing papers", "tool": search_tool,
+         "args": {"topic": "CRISPR gene editing", "limit": 2}, "expect": "two titles"},
         {"id": "2", "task": "Download the papers", "tool": "download_pdfs", "args": {"titles": "$1"}, "needs": ["1"]},
         {"id": "3", "task": "Summarise the papers in three sentences", "agent": "writer", "needs": ["2"],
          "expect": "three sentences"},
