@@ -9,7 +9,7 @@ import pytest
 import planbook
 from planbook import Toolbox
 from planbook.llm import Cassette, CassetteMismatch, LLMAgent, LLMConfigError, LLMPlanner
-from planbook.testing import FakeOpenAIServer, Reply
+from planbook.testing import Reply
 
 KEY = "sk-test-cassette-55555-secret"
 STEPS = [{"id": "1", "tool": "add", "args": {"a": 1, "b": 2}}, {"id": "2", "agent": "writer", "task": "say it", "needs": ["1"]}]

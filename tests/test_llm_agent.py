@@ -9,7 +9,7 @@ import pytest
 import planbook
 from planbook import Toolbox
 from planbook.llm import LLMAgent
-from planbook.testing import FakeOpenAIServer, Reply
+from planbook.testing import Reply
 
 KEY = "sk-test-agent-9876543210-secret"
 

@@ -193,8 +193,9 @@ class ModelClient:
             for c in (getattr(message, "tool_calls", None) or [])
             if getattr(c, "function", None) is not None
         ]
+        content = getattr(message, "content", None)
         answer = ChatAnswer(
-            content=None if getattr(message, "content", None) is None else redact(message.content, secrets),
+            content=None if content is None else redact(str(content), secrets),
             tool_calls=calls,
             finish_reason=getattr(choice, "finish_reason", None),
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
