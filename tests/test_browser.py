@@ -257,9 +257,10 @@ def _check_first_notebook(page: Any) -> None:
     assert "— choose a step —" in chosen and any(c.startswith("fetch. ") for c in chosen), chosen
 
 
-# The text each "Open step" dropdown shows ('' when nothing is selected).
+# The text each "Open step" dropdown shows ('' when nothing is selected; ipywidgets writes
+# option labels with no-break spaces).
 CHOOSERS_JS = """() => Array.from(document.querySelectorAll('.widget-dropdown select')).map(
-  s => s.selectedIndex >= 0 ? s.options[s.selectedIndex].text : '')"""
+  s => s.selectedIndex >= 0 ? s.options[s.selectedIndex].text.replace(/\u00a0/g, ' ') : '')"""
 
 # Step rows of the live plan widget (planbook/widget.py renders them with htmlview's
 # steps table inside an HTML widget); static plan displays outside widgets are not counted.
