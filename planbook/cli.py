@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the bundled offline demo (a failure, a replan, a diff)")
     demo.add_argument("--plain", action="store_true", help="no live view; print the final result only")
     demo.add_argument("--pace", type=float, default=0.0, metavar="SECONDS",
-                      help="pause after each step so the live view can be followed (for presenting)")
+                      help="make each step take SECONDS longer, so the live view can be followed (for presenting)")
     return parser
 
 

@@ -233,6 +233,47 @@ def test_paced_tools_keep_their_signatures_and_take_longer() -> None:
     assert time.perf_counter() - started >= 0.05  # sleep() never returns early
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads a pseudo-terminal the Linux way")
+def test_planbook_demo_with_pace_in_a_terminal_draws_the_live_table() -> None:
+    """The real command in a pseudo-terminal: it shows the live table and ends with the answer."""
+    import os
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "COLUMNS": "100", "LINES": "40", "TERM": "xterm"}
+    proc = subprocess.Popen([sys.executable, "-m", "planbook.cli", "demo", "--pace", "0.01"],
+                            stdin=slave, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the command closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    text = b"".join(chunks).decode("utf-8", "replace")
+    assert "\x1b[" in text  # drawn for a terminal (colours, cursor moves)
+    assert "Replanned" in text and "Packing for Lisbon (revision 2)" in text
+    assert "3/3 completed · steps 4/12 · replans 1/5" in text
+    assert "Run completed (goal_met): steps 4/12, replans 1/5" in text
+    assert text.rstrip().endswith("toothbrush, umbrella, windbreaker")
+
+
 def test_planbook_demo_with_pace_completes() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "planbook.cli", "demo", "--pace", "0.01"], capture_output=True, text=True, timeout=60,
