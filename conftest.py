@@ -1,18 +1,18 @@
 """Repository-wide test settings (they apply to tests/ and to the notebooks under nbval).
 
 Tests never call a model over the network: the model settings of whoever runs the
-suite are removed before any test or notebook kernel starts, so notebook 04 replays its
-cassette instead of going live (and re-recording it) when a developer has a key set.
+suite are removed before any test or notebook kernel starts, so no test or notebook
+reaches a real model or account, and no one's PLANBOOK_CASSETTE_MODE makes a notebook record.
 """
 
 from __future__ import annotations
 
 import os
 
+from planbook.testing.helpers import MODEL_ENV  # every variable that selects a model, an endpoint or a cassette mode
+
 #: the fixtures planbook offers for testing your own planners (``fake_openai``) are used here too
 pytest_plugins = ["planbook.testing.pytest_plugin"]
-
-MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PLANBOOK_MODEL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
 
 
 def pytest_configure(config: object) -> None:
