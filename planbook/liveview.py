@@ -167,7 +167,7 @@ class LiveView:
         self.updates += 1
 
     def close(self) -> None:
-        """Stop listening; render the last state if an update is still pending."""
+        """Stop listening and stop being the runner's heartbeat; render the last state if an update is still pending."""
         self.runner.unsubscribe(self)
         self.runner.set_heartbeat(None)
         if self.pending:
