@@ -138,7 +138,7 @@ class LiveView:
         self.thread = threading.get_ident()
         self.usage = Usage.from_events(runner.state.events)
         runner.subscribe(self)
-        runner.set_heartbeat(self.beat, heartbeat)
+        runner.add_heartbeat(self.beat, heartbeat)
 
     def __call__(self, event: Any) -> None:
         self.events += 1
@@ -169,7 +169,7 @@ class LiveView:
     def close(self) -> None:
         """Stop listening and stop being the runner's heartbeat; render the last state if an update is still pending."""
         self.runner.unsubscribe(self)
-        self.runner.set_heartbeat(None)
+        self.runner.remove_heartbeat(self.beat)
         if self.pending:
             self.flush()
 

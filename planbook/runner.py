@@ -135,6 +135,10 @@ class Runner:
                                 step=sid, code="bad_policy", line=initial.line_of(sid))
                         for sid in replanning
                     ])
+        pinned = sorted({st.tool for st in initial.steps if st.tool and self.tools[st.tool].main_thread})
+        if step_timeout is not None and pinned:
+            raise ValueError(f"step_timeout cannot stop tools that run on the main thread ({', '.join(pinned)}): "
+                             "drop main_thread=True from them or run without a timeout")
         if retries and "retry" not in self.policy and not any(st.on_failure == "retry" for st in initial.steps):
             raise ValueError(f"retries={retries} only applies to the retry policy, and on_failure is "
                              f"{list(self.policy)}: add 'retry' (e.g. on_failure=['retry', '{self.policy[-1]}'])")
@@ -143,8 +147,7 @@ class Runner:
         self._index_dirty = True
         self._by_id: dict[str, Step] = {}
         self._pending: list[Step] = []
-        self._heartbeat: Callable[[], None] | None = None
-        self._heartbeat_interval = 0.1
+        self._heartbeats: dict[Callable[[], None], float] = {}
         self._live_execution: object | None = None
         self._runner_thread = threading.get_ident()
         self._inbox: deque[tuple[object, EventKind, str, dict[str, Any]]] = deque()
@@ -372,21 +375,30 @@ class Runner:
             undone = [st.id for st in self.plan.steps if st.status is not Status.completed]
             self._finish("completed", "steps_skipped", f"the run reached the end without steps {', '.join(undone)}")
 
-    def set_heartbeat(self, callback: Callable[[], None] | None, interval: float = 0.1) -> None:
+    def add_heartbeat(self, callback: Callable[[], None], interval: float = 0.1) -> None:
         """Call ``callback()`` on the runner's thread about every ``interval`` s while a step runs.
 
         A live view uses this to redraw during a slow step. While a heartbeat is set, a
-        step's work runs in a worker thread and the runner's thread waits in slices;
-        events the step emits (``llm.call``) are delivered on the runner's thread.
+        step's work runs in a worker thread (except tools marked ``main_thread=True``) and
+        the runner's thread waits in slices; events the step emits (``llm.call``) are
+        delivered on the runner's thread. Several views may each add one.
         """
         if interval <= 0:
             raise ValueError(f"the heartbeat interval must be positive, got {interval!r}")
-        self._heartbeat, self._heartbeat_interval = callback, interval
+        self._heartbeats[callback] = interval
+
+    def remove_heartbeat(self, callback: Callable[[], None]) -> None:
+        """Stop calling ``callback`` (a view that closes). Unknown callbacks are ignored."""
+        self._heartbeats.pop(callback, None)
+
+    @property
+    def _heartbeat_interval(self) -> float:
+        return min(self._heartbeats.values(), default=0.1)
 
     def _tick(self) -> None:
         self._drain()
-        if self._heartbeat is not None:
-            self._heartbeat()
+        for beat in list(self._heartbeats):
+            beat()
 
     def _drain(self) -> None:
         """Deliver the events a step emitted from its worker thread (dropping abandoned steps')."""
@@ -427,7 +439,8 @@ class Runner:
             results = {n: self._by_id[n].result for n in step.needs}
             token = self._live_execution = object()
             self._runner_thread = threading.get_ident()
-            off_thread = self._heartbeat is not None or self.step_timeout is not None
+            pinned = step.tool is not None and self.tools[step.tool].main_thread
+            off_thread = not pinned and (bool(self._heartbeats) or self.step_timeout is not None)
             outcome = execute(
                 step,
                 results=results,
@@ -529,6 +542,7 @@ class Runner:
         tell_planner(self.planner, context)
         s.replans += 1
         try:
+            self._tick()  # views draw the failure before a (possibly slow) planner runs
             proposed = planner_steps(self.planner(self.plan.goal, list(s.history), s.last_error))
         except KeyboardInterrupt:
             s.replans -= 1  # the replan did not happen; the failure is handled again on continue

@@ -76,12 +76,12 @@ class TerminalView:
     def __enter__(self) -> "TerminalView":
         self.live.__enter__()
         self.runner.subscribe(self.on_event)
-        self.runner.set_heartbeat(self.beat, self.heartbeat)
+        self.runner.add_heartbeat(self.beat, self.heartbeat)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.runner.unsubscribe(self.on_event)
-        self.runner.set_heartbeat(None)
+        self.runner.remove_heartbeat(self.beat)
         self.draw()  # the final state, always
         self.live.__exit__(*exc)
 

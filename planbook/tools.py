@@ -18,7 +18,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 class Tool:
     """A registered callable. Call it like the function; ``validate`` checks args."""
 
-    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        main_thread: bool = False,
+    ) -> None:
         if not callable(fn):
             raise TypeError(f"a tool must be callable, got {fn!r}")
         self.fn = fn
@@ -30,6 +37,9 @@ class Tool:
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
         self.args_model = _args_model(fn, self.name)
         self._fields = dict(self.args_model.model_fields)  # looked up on every call: cache it
+        #: always run on the runner's thread, even when a live view runs steps in a worker
+        #: thread (for objects bound to a thread: a sqlite3 connection, signal handlers, GUI calls)
+        self.main_thread = main_thread
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -174,19 +184,36 @@ class Toolbox(Mapping[str, Tool]):
         for t in tools:
             self.add(t)
 
-    def add(self, fn: Callable[..., Any] | Tool, *, name: str | None = None, description: str | None = None) -> Tool:
+    def add(
+        self,
+        fn: Callable[..., Any] | Tool,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        main_thread: bool | None = None,
+    ) -> Tool:
         """Register ``fn`` (replacing a tool of the same name: re-running a notebook cell must work)."""
-        tool_obj = fn if isinstance(fn, Tool) and name is None and description is None else Tool(
-            fn.fn if isinstance(fn, Tool) else fn, name=name or getattr(fn, "name", None), description=description
-        )
+        if isinstance(fn, Tool) and name is None and description is None and main_thread is None:
+            tool_obj = fn
+        else:
+            pinned = main_thread if main_thread is not None else bool(getattr(fn, "main_thread", False))
+            tool_obj = Tool(fn.fn if isinstance(fn, Tool) else fn, name=name or getattr(fn, "name", None),
+                            description=description, main_thread=pinned)
         self._tools[tool_obj.name] = tool_obj
         return tool_obj
 
-    def tool(self, fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None) -> Any:
-        """Decorator: ``@box.tool`` or ``@box.tool(name="x")``. Returns the function unchanged."""
+    def tool(
+        self,
+        fn: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        main_thread: bool = False,
+    ) -> Any:
+        """Decorator: ``@box.tool`` or ``@box.tool(name="x", main_thread=True)``. Returns the function unchanged."""
 
         def register(f: Callable[..., Any]) -> Callable[..., Any]:
-            self.add(f, name=name, description=description)
+            self.add(f, name=name, description=description, main_thread=main_thread)
             return f
 
         return register(fn) if fn is not None else register
@@ -214,9 +241,12 @@ class Toolbox(Mapping[str, Tool]):
 default_toolbox = Toolbox()
 
 
-def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None) -> Any:
+def tool(
+    fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None,
+    main_thread: bool = False,
+) -> Any:
     """Register a function in the default toolbox (used when a run is given no ``tools``)."""
-    return default_toolbox.tool(fn, name=name, description=description)
+    return default_toolbox.tool(fn, name=name, description=description, main_thread=main_thread)
 
 
 ToolsLike = Toolbox | Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]] | None

@@ -470,7 +470,7 @@ def test_a_heartbeat_ticks_on_the_runner_thread_while_a_slow_step_runs() -> None
 
     runner = Runner("steps: [{id: a, tool: slow}]", tools=box)
     beats: list[int] = []
-    runner.set_heartbeat(lambda: beats.append(threading.get_ident()), interval=0.05)
+    runner.add_heartbeat(lambda: beats.append(threading.get_ident()), interval=0.05)
     event_threads: list[int] = []
     runner.subscribe(lambda e: event_threads.append(threading.get_ident()))
     result = runner.run()
@@ -489,7 +489,7 @@ def test_events_an_agent_emits_off_thread_arrive_on_the_runner_thread_in_order()
         return AgentReply(answer="hi")
 
     runner = Runner("steps: [{id: a, agent: talk}]", agents={"talk": agent})
-    runner.set_heartbeat(lambda: None, interval=0.01)
+    runner.add_heartbeat(lambda: None, interval=0.01)
     seen: list[tuple[str, int]] = []
     runner.subscribe(lambda e: seen.append((e.kind, threading.get_ident())))
     result = runner.run()
@@ -503,4 +503,56 @@ def test_heartbeat_interval_must_be_positive() -> None:
     from planbook import Runner
 
     with pytest.raises(ValueError, match="heartbeat interval must be positive"):
-        Runner("steps: [{id: a, tool: noop}]", tools={"noop": lambda: None}).set_heartbeat(lambda: None, 0)
+        Runner("steps: [{id: a, tool: noop}]", tools={"noop": lambda: None}).add_heartbeat(lambda: None, 0)
+
+
+def test_a_main_thread_tool_runs_on_the_runner_thread_even_with_a_heartbeat() -> None:
+    from planbook import Runner
+
+    box = Toolbox()
+    where: dict[str, int] = {}
+
+    @box.tool(main_thread=True)
+    def bound() -> str:
+        """Uses an object tied to the thread that made it."""
+        where["bound"] = threading.get_ident()
+        return "ok"
+
+    @box.tool
+    def free() -> str:
+        """Runs anywhere."""
+        where["free"] = threading.get_ident()
+        return "ok"
+
+    runner = Runner("steps: [{id: a, tool: bound}, {id: b, tool: free}]", tools=box)
+    runner.add_heartbeat(lambda: None, interval=0.05)
+    assert runner.run().ok
+    assert where["bound"] == threading.get_ident() != where["free"]
+    with pytest.raises(ValueError, match=r"step_timeout cannot stop tools that run on the main thread \(bound\)"):
+        Runner("steps: [{id: a, tool: bound}]", tools=box, step_timeout=1)
+
+
+def test_two_views_keep_their_own_heartbeats() -> None:
+    import time
+
+    from planbook import Runner
+
+    box = Toolbox()
+
+    @box.tool
+    def slow() -> None:
+        """Takes a moment."""
+        time.sleep(0.2)
+
+    runner = Runner("steps: [{id: a, tool: slow}, {id: b, tool: slow}]", tools=box)
+    first: list[int] = []
+    second: list[int] = []
+    beat_one, beat_two = (lambda: first.append(1)), (lambda: second.append(1))
+    runner.add_heartbeat(beat_one, interval=0.05)
+    runner.add_heartbeat(beat_two, interval=0.05)
+    runner.run(max_executions=1)
+    assert first and second
+    runner.remove_heartbeat(beat_one)
+    before = len(first)
+    runner.run()
+    assert len(first) == before and len(second) > 2

@@ -91,7 +91,7 @@ def test_rows_marks_and_budgets_of_a_run_with_a_skipped_step() -> None:
     assert row(text, "two").startswith("│ [✓] │ two ") and "inc(x='$one')" in row(text, "two")
     assert "2/3 completed · steps 3/12 · replans 0/5" in text
     assert "more above" not in text and "more below" not in text  # a short plan shows every row
-    assert runner.handlers == [] and runner._heartbeat is None  # detached on exit
+    assert runner.handlers == [] and not runner._heartbeats  # detached on exit
 
 
 def test_a_replan_prints_the_diff_above_the_final_table() -> None:
