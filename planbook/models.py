@@ -128,6 +128,11 @@ class Step(BaseModel):
         """
         return self.model_copy(update={"args": _clone(self.args), "needs": list(self.needs), **_RUN_STATE_DEFAULTS})
 
+    def _ran(self) -> bool:
+        """Whether this step carries any run state (a pristine step needs no clearing)."""
+        return (self.status is not Status.not_started or self.attempts or self.result is not None
+                or self.error is not None or bool(self.notes) or bool(self.output))
+
     def snapshot(self) -> "Step":
         """A copy for the history: later changes to this step do not rewrite the past."""
         # args are shared: the runner never mutates them and tools get rebuilt copies (refs.resolve)
@@ -222,7 +227,7 @@ class Plan(BaseModel):
 
         ``fresh``: steps that are not completed start clean (a plan that is run again).
         """
-        steps = [s.fresh() if fresh and s.status is not Status.completed else s.snapshot() for s in self.steps]
+        steps = [s.fresh() if fresh and s.status is not Status.completed and s._ran() else s.snapshot() for s in self.steps]
         clone = self.model_copy(update={"steps": steps})
         clone._lines = dict(self._lines)
         clone._duplicate_lines = {k: list(v) for k, v in self._duplicate_lines.items()}

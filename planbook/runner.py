@@ -449,7 +449,7 @@ class Runner:
                 context=lambda: self._agent_context(step, token),
                 timeout=self.step_timeout,
                 heartbeat=self._tick if off_thread else None,
-                heartbeat_interval=self._heartbeat_interval,
+                heartbeat_interval=self._heartbeat_interval if off_thread else 0.1,
             )
             self._drain()
         except KeyboardInterrupt:

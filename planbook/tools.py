@@ -97,7 +97,7 @@ class Tool:
                 f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})" for e in exc.errors()
             )
             raise ValueError(f"bad arguments for tool {self.name!r}: {details}") from None
-        coerced = {k: getattr(model, k) for k in known}
+        coerced = {k: model.__dict__[k] for k in known}
         coerced.update({k: v for k, v in args.items() if k not in fields})
         return coerced
 
