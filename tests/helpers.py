@@ -71,14 +71,21 @@ class Lab:
 
 
 class Ticker:
-    """A clock for ``Runner(clock=...)``: 100.0, 101.0, 102.0, ... one second per reading."""
+    """A clock for ``Runner(clock=...)``: time that moves only when read, ``tick`` seconds
+    per reading (by default 100.0, 101.0, 102.0, ...)."""
 
-    def __init__(self, start: float = 100.0) -> None:
-        self.now = start - 1.0
+    def __init__(self, start: float = 100.0, tick: float = 1.0) -> None:
+        self.tick = tick
+        self.now = start - tick
 
     def __call__(self) -> float:
-        self.now += 1.0
+        self.now += self.tick
         return self.now
+
+
+def fake_clock(tick: float = 0.001) -> Ticker:
+    """A clock whose first reading is ``tick`` and each next one ``tick`` later (views' throttle tests)."""
+    return Ticker(start=tick, tick=tick)
 
 
 def kinds(result_or_events: RunResult | list[Event]) -> list[str]:

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+from helpers import fake_clock
 
 from planbook import Runner, Toolbox
 from planbook.demo import demo_plan, demo_planner, demo_tools
@@ -21,16 +22,6 @@ from rich.console import Console  # noqa: E402
 from planbook.termview import ROWS_AFTER, ROWS_BEFORE, TerminalView  # noqa: E402
 
 
-class FakeClock:
-    """Time that moves only when read: each reading is ``tick`` seconds later."""
-
-    def __init__(self, tick: float = 0.001) -> None:
-        self.now = 0.0
-        self.tick = tick
-
-    def __call__(self) -> float:
-        self.now += self.tick
-        return self.now
 
 
 def console() -> Console:
@@ -149,7 +140,7 @@ def test_a_long_plan_shows_a_window_around_the_running_step() -> None:
 
 def test_a_1000_step_run_makes_a_bounded_number_of_redraws() -> None:
     runner = Runner(long_plan(1000), tools=counting_tools(), max_steps=1000)
-    clock = FakeClock(tick=0.001)  # each reading 1 ms after the last: about 2 s of run for 2,000 events
+    clock = fake_clock(tick=0.001)  # each reading 1 ms after the last: about 2 s of run for 2,000 events
     started = time.perf_counter()
     with TerminalView(runner, console=console(), clock=clock) as view:
         result = runner.run()

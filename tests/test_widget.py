@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+from helpers import fake_clock
 
 import planbook
 from planbook import Plan, Runner, ScriptedPlanner, Status, Toolbox
@@ -21,16 +22,6 @@ from ipywidgets.widgets import widget as widget_module  # noqa: E402
 from planbook.widget import PlanView  # noqa: E402
 
 
-class FakeClock:
-    """Time that moves only when read: each reading is ``tick`` seconds later."""
-
-    def __init__(self, tick: float = 0.001) -> None:
-        self.now = 0.0
-        self.tick = tick
-
-    def __call__(self) -> float:
-        self.now += self.tick
-        return self.now
 
 
 class Table:
@@ -86,9 +77,9 @@ def replanned_run() -> tuple[Runner, PlanView, LiveView]:
     planner = ScriptedPlanner({None: PLAN, "beta is down": [
         {"id": "b2", "tool": "fetch", "args": {"source": "gamma"}, "task": "Fetch gamma instead"},
     ]})
-    runner = Runner("Summarise two sources", planner=planner, tools=make_tools({"beta": 1}), clock=FakeClock())
+    runner = Runner("Summarise two sources", planner=planner, tools=make_tools({"beta": 1}), clock=fake_clock())
     view = PlanView(runner)
-    bridge = LiveView(runner, view, clock=FakeClock())
+    bridge = LiveView(runner, view, clock=fake_clock())
     runner.run()
     bridge.close()
     return runner, view, bridge
@@ -251,7 +242,7 @@ def test_a_1000_step_run_sends_a_bounded_number_of_updates(monkeypatch: pytest.M
     monkeypatch.setattr(widgets.Widget, "_send", count)
     runner = Runner(long_plan(1000), tools=make_tools(), max_steps=1000)
     view = PlanView(runner)
-    clock = FakeClock(tick=0.001)  # each event 1 ms after the last: ~2 s of run for 2,000 events
+    clock = fake_clock(tick=0.001)  # each event 1 ms after the last: ~2 s of run for 2,000 events
     before = active_widgets()
     bridge = LiveView(runner, view, clock=clock)
     runner.run()
@@ -406,7 +397,7 @@ def test_no_ipywidgets_means_the_html_fallback(ip: Any, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(ip.display_pub, "publish", publish)
     runner = Runner(long_plan(200), tools=make_tools(), max_steps=200)
-    bridge = show_live(runner, clock=FakeClock())
+    bridge = show_live(runner, clock=fake_clock())
     assert isinstance(bridge.target, HtmlView)
     runner.run()
     bridge.close()
