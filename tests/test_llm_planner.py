@@ -239,7 +239,8 @@ def test_results_in_a_replan_prompt_are_shortened(server, tools):
     assert line.endswith("…") and "paper 29" not in line
 
 
-def test_no_change_keeps_the_remaining_steps(server, tools):
+def flaky_box() -> tuple[Toolbox, dict[str, int]]:
+    """A toolbox whose ``flaky`` tool times out the first time it runs, then works; and its call count."""
     state = {"n": 0}
     box = Toolbox()
 
@@ -250,6 +251,12 @@ def test_no_change_keeps_the_remaining_steps(server, tools):
         if state["n"] == 1:
             raise TimeoutError("slow today")
         return "ok"
+
+    return box, state
+
+
+def test_no_change_keeps_the_remaining_steps(server, tools):
+    box, state = flaky_box()
 
     @box.tool
     def done() -> str:
@@ -331,16 +338,7 @@ def test_without_tool_calling_every_prompt_asks_for_a_json_block(server, tools, 
 
 
 def test_without_tool_calling_no_change_is_read_from_the_json_block(server):
-    state = {"n": 0}
-    box = Toolbox()
-
-    @box.tool
-    def flaky() -> str:
-        """Fails the first time."""
-        state["n"] += 1
-        if state["n"] == 1:
-            raise TimeoutError("slow today")
-        return "ok"
+    box, state = flaky_box()
 
     server.add(fenced({"steps": [{"id": "a", "tool": "flaky"}]}), fenced({"no_change": True, "steps": []}))
     result = planbook.run("g", planner=planner(server, tool_calling=False), tools=box)
