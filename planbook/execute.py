@@ -211,13 +211,16 @@ def execute(
     timeout: float | None = None,
     heartbeat: Callable[[], None] | None = None,
     heartbeat_interval: float = 0.1,
+    interrupted: list[threading.Thread] | None = None,
 ) -> Outcome:
     """Run ``step`` once and report what happened. Never raises, except KeyboardInterrupt.
 
     With a ``timeout`` or a ``heartbeat``, the work runs in a worker thread while this
     thread waits in slices: it calls ``heartbeat()`` about every ``heartbeat_interval``
     seconds (a live view redraws from the thread that owns it) and gives up at the
-    timeout. Ctrl-C on this thread stops the worker as far as Python allows.
+    timeout. Ctrl-C on this thread stops the worker as far as Python allows; a worker
+    still busy in a blocking call is appended to ``interrupted`` so the caller can wait
+    for it before running the step again.
     """
 
     def work() -> Outcome:
@@ -269,6 +272,8 @@ def execute(
                 heartbeat()
     except KeyboardInterrupt:
         worker.stop(KeyboardInterrupt)
+        if interrupted is not None:
+            interrupted.append(worker)
         raise
     if worker.error is not None:
         raise worker.error

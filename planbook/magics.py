@@ -13,6 +13,7 @@ in the line or in the cell body (plans use ``$id`` references and braces in task
 from __future__ import annotations
 
 import keyword
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,10 +64,24 @@ _MAGIC_WORDS = (
 )
 
 
+_MAGIC_PATTERNS = (
+    (re.compile(r"on_failure=\[([^\]]*)\]"), lambda m: "--on-failure " + ",".join(re.findall(r"'(\w+)'", m.group(1)))),
+    (re.compile(r"\bon_failure\b"), lambda m: "--on-failure"),
+    (re.compile(r"\bretries=(\w+)"), lambda m: f"--retries {m.group(1)}"),
+    (re.compile(r"\bleave retries out\b"), lambda m: "leave --retries out"),
+    (re.compile(r"\bstep_timeout\b"), lambda m: "--timeout"),
+    (re.compile(r"\bmax_steps\b"), lambda m: "--max-steps"),
+    (re.compile(r"\bmax_replans\b"), lambda m: "--max-replans"),
+    (re.compile(r"\bmain_thread=True\b"), lambda m: "main_thread=True (in @planbook.tool)"),
+)
+
+
 def magic_words(message: str) -> str:
     """An engine message as a magic user should read it: ``--planner VAR``, not ``planner=...``."""
     for python, magic in _MAGIC_WORDS:
         message = message.replace(python, magic)
+    for pattern, replace in _MAGIC_PATTERNS:
+        message = pattern.sub(replace, message)
     return message
 
 
@@ -194,8 +209,8 @@ class PlanMagics(Magics):
     @ma.argument("name", help="a Plan (from %%%%plan) or a plan spec string in the namespace")
     @ma.argument("--on-failure", metavar="POLICY", help="abort, skip, retry or replan, or a chain such as retry,replan (default: replan with a planner, else abort)")
     @ma.argument("--retries", type=int, default=None, metavar="N", help="retries per step for the retry policy (default 1)")
-    @ma.argument("--max-steps", type=int, default=12, metavar="N", help="step budget: executions, including after replans (default 12)")
-    @ma.argument("--max-replans", type=int, default=5, metavar="N", help="replan budget (default 5)")
+    @ma.argument("--max-steps", type=int, default=None, metavar="N", help="step budget: executions, including after replans (default 12)")
+    @ma.argument("--max-replans", type=int, default=None, metavar="N", help="replan budget (default 5)")
     @ma.argument("--planner", metavar="VAR|llm", help="the planner for replans (default: the one %%%%plan used)")
     @ma.argument("--model", metavar="M", help="the model for --planner llm")
     @ma.argument("--tools", metavar="VAR", help="tools in the namespace (default: as in %%%%plan, else the @planbook.tool functions)")
@@ -241,22 +256,34 @@ class PlanMagics(Magics):
         else:
             planner = self._planner(planner_var, model)
         planner_key: Any = (LLM, model) if planner_var == LLM else planner
-        key = (on_failure, args.retries, args.max_steps, args.max_replans, args.timeout,
+        max_steps = 12 if args.max_steps is None else args.max_steps
+        max_replans = 5 if args.max_replans is None else args.max_replans
+        key = (on_failure, args.retries, max_steps, max_replans, args.timeout,
                _ident(tools), _ident(agents), _ident(planner_key))
+        options_given = any(
+            v is not None for v in (args.on_failure, args.retries, args.max_steps, args.max_replans, args.timeout,
+                                    args.planner, args.model, args.tools, args.agents)
+        )
         run = self.runs.get(name)
-        resumable = (
+        unfinished = (
             run is not None
             and not args.restart
             and _same(run.value, value)
-            and run.key == key
             and run.runner.state.started
             and run.runner.state.status in ("paused", "interrupted")
         )
+        if unfinished and options_given and run is not None and run.key != key:
+            raise UsageError(
+                f"plan {name!r} has a {run.runner.state.status} run that was started with other options: "
+                f"run %run_plan {name} without options to continue it, or add --restart to start a new run "
+                "with these options"
+            )
+        resumable = unfinished  # with no options, or the same ones: continue where it stopped
         if not resumable:
             try:
                 runner = Runner(
                     value, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=args.retries,
-                    max_steps=args.max_steps, max_replans=args.max_replans, step_timeout=args.timeout,
+                    max_steps=max_steps, max_replans=max_replans, step_timeout=args.timeout,
                 )
             except PlanError as exc:
                 raise CellPlanError(exc.problems) from None

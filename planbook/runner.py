@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ from .agents import AgentContext, AgentsLike, as_agents
 from .diff import diff_plans
 from .errors import PlanError, PlanningError, Problem
 from .execute import Outcome, execute, stdout_routing
+from .stepthreads import StepThreads
 from .models import (
     Event,
     EventKind,
@@ -68,7 +68,7 @@ class RunState(BaseModel):
     traceback: str | None = None
 
 
-class Runner:
+class Runner(StepThreads):
     """Executes a plan step by step under a failure policy and budgets.
 
     ``plan`` is a :class:`Plan`, a spec string, or — with a ``planner`` — a goal in
@@ -147,10 +147,7 @@ class Runner:
         self._index_dirty = True
         self._by_id: dict[str, Step] = {}
         self._pending: list[Step] = []
-        self._heartbeats: dict[Callable[[], None], float] = {}
-        self._live_execution: object | None = None
-        self._runner_thread = threading.get_ident()
-        self._inbox: deque[tuple[object, EventKind, str, dict[str, Any]]] = deque()
+        self._init_step_threads()
 
     # ----------------------------------------------------------------- events
     def subscribe(self, handler: EventHandler) -> None:
@@ -280,6 +277,7 @@ class Runner:
         if self.finished:
             return None
         if s.status in ("paused", "interrupted"):
+            self._wait_for_interrupted()
             s.status, s.reason, s.error = "running", None, None
             self.emit("run.started", resumed=True)
         if not s.started:
@@ -375,49 +373,6 @@ class Runner:
             undone = [st.id for st in self.plan.steps if st.status is not Status.completed]
             self._finish("completed", "steps_skipped", f"the run reached the end without steps {', '.join(undone)}")
 
-    def add_heartbeat(self, callback: Callable[[], None], interval: float = 0.1) -> None:
-        """Call ``callback()`` on the runner's thread about every ``interval`` s while a step runs.
-
-        A live view uses this to redraw during a slow step. While a heartbeat is set, a
-        step's work runs in a worker thread (except tools marked ``main_thread=True``) and
-        the runner's thread waits in slices; events the step emits (``llm.call``) are
-        delivered on the runner's thread. Several views may each add one.
-        """
-        if interval <= 0:
-            raise ValueError(f"the heartbeat interval must be positive, got {interval!r}")
-        self._heartbeats[callback] = interval
-
-    def remove_heartbeat(self, callback: Callable[[], None]) -> None:
-        """Stop calling ``callback`` (a view that closes). Unknown callbacks are ignored."""
-        self._heartbeats.pop(callback, None)
-
-    @property
-    def _heartbeat_interval(self) -> float:
-        return min(self._heartbeats.values(), default=0.1)
-
-    def _tick(self) -> None:
-        self._drain()
-        for beat in list(self._heartbeats):
-            beat()
-
-    def _drain(self) -> None:
-        """Deliver the events a step emitted from its worker thread (dropping abandoned steps')."""
-        while self._inbox:
-            token, kind, step_id, data = self._inbox.popleft()
-            if token is self._live_execution:
-                self.emit(kind, step=step_id, **data)
-
-    def _step_emitter(self, step: Step, token: object) -> Callable[..., None]:
-        def emit(kind: EventKind, **data: Any) -> None:
-            if token is not self._live_execution:
-                return  # a step that timed out: whatever it still does is not part of the run
-            if threading.get_ident() == self._runner_thread:
-                self.emit(kind, step=step.id, **data)
-            else:
-                self._inbox.append((token, kind, step.id, data))
-
-        return emit
-
     def _agent_context(self, step: Step, token: object) -> AgentContext:
         return AgentContext(
             goal=self.plan.goal,
@@ -433,24 +388,33 @@ class Runner:
         step.set_state(
             attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None,
             started_at=self.clock(), finished_at=None,
+            **({"notes": ""} if step.notes.startswith("interrupted;") else {}),
         )
         try:
             self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions)
             results = {n: self._by_id[n].result for n in step.needs}
             token = self._live_execution = object()
             self._runner_thread = threading.get_ident()
-            pinned = step.tool is not None and self.tools[step.tool].main_thread
+            pinned = self._pinned(step)
             off_thread = not pinned and (bool(self._heartbeats) or self.step_timeout is not None)
-            outcome = execute(
-                step,
-                results=results,
-                tools=self.tools,
-                agents=self.agents,
-                context=lambda: self._agent_context(step, token),
-                timeout=self.step_timeout,
-                heartbeat=self._tick if off_thread else None,
-                heartbeat_interval=self._heartbeat_interval if off_thread else 0.1,
-            )
+            if pinned and self.step_timeout is not None:
+                outcome = Outcome(ok=False, error=f"step {step.id!r} uses {pinned}, which runs on the main thread, "
+                                  "so step_timeout cannot stop it: drop main_thread=True or the timeout")
+            else:
+                outcome = execute(
+                    step,
+                    results=results,
+                    tools=self.tools,
+                    agents=self.agents,
+                    context=lambda: self._agent_context(step, token),
+                    timeout=None if pinned else self.step_timeout,
+                    heartbeat=self._tick if off_thread else None,
+                    heartbeat_interval=self._heartbeat_interval if off_thread else 0.1,
+                    interrupted=self._interrupted_workers,
+                )
+            if off_thread and not outcome.ok and "thread" in (outcome.error or "").lower():
+                outcome.error = (f"{outcome.error} (this step ran in a worker thread while a live view was shown: "
+                                 "register the tool with main_thread=True, or run without a view)")
             self._drain()
         except KeyboardInterrupt:
             s.executions -= 1
@@ -582,7 +546,10 @@ class Runner:
 
 
 def _short(value: Any, limit: int = 200) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except Exception as exc:  # a result whose repr is broken is still a result
+        text = f"<{type(value).__name__} (repr failed: {type(exc).__name__})>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

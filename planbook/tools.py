@@ -40,6 +40,9 @@ class Tool:
         #: always run on the runner's thread, even when a live view runs steps in a worker
         #: thread (for objects bound to a thread: a sqlite3 connection, signal handlers, GUI calls)
         self.main_thread = main_thread
+        if main_thread and self.is_async:
+            raise ValueError(f"tool {self.name!r} is async: it runs on an event loop, not on the main thread; "
+                             "drop main_thread=True, or make it a plain function")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)

@@ -23,7 +23,7 @@ def test_engine_modules_never_import_front_ends() -> None:
     import ast
     from pathlib import Path
 
-    engine = ["models", "spec", "refs", "validate", "tools", "agents", "planners", "policies", "execute", "runner", "diff",
+    engine = ["models", "spec", "refs", "validate", "tools", "agents", "planners", "policies", "execute", "stepthreads", "runner", "diff",
               "textview", "errors"]
     root = Path(__file__).resolve().parent.parent / "planbook"
     for name in engine:

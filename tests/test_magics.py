@@ -491,13 +491,15 @@ def test_a_redefined_plan_starts_fresh(ip: Any, world: World, published: list) -
     assert result.executions == 1 and world.calls == ["add(1,2)", "add(1,2)"]
 
 
-def test_changed_options_or_restart_start_fresh(ip: Any, world: World, published: list) -> None:
+def test_changed_options_need_restart_and_no_options_continue(ip: Any, world: World, published: list) -> None:
     define(ip, "opts")
-    ip.run_line_magic("run_plan", "opts --step")
-    assert ip.run_line_magic("run_plan", "opts --step --max-steps 20").executions == 1
-    assert ip.run_line_magic("run_plan", "opts --step --max-steps 20").executions == 2
+    ip.run_line_magic("run_plan", "opts --step --max-steps 20")
+    with pytest.raises(UsageError, match="has a paused run that was started with other options: run %run_plan opts "
+                                         "without options to continue it, or add --restart"):
+        ip.run_line_magic("run_plan", "opts --step --max-steps 30")
+    assert ip.run_line_magic("run_plan", "opts --step").executions == 2  # no options: continues as started
     assert ip.run_line_magic("run_plan", "opts --step --max-steps 20 --restart").executions == 1
-    assert world.calls == ["add(1,2)", "add(1,2)", "add(3,10)", "add(1,2)"]
+    assert world.calls == ["add(1,2)", "add(3,10)", "add(1,2)"]
 
 
 FLAKY = """\
@@ -539,7 +541,7 @@ def test_skip_retry_and_budget_options(ip: Any, world: World, published: list) -
     world.fail["b"] = 2
     chained = ip.run_line_magic("run_plan", "pol --on-failure retry,skip")  # one retry by default, then skip
     assert chained.plan.step("2").status is Status.skipped and chained.plan.step("2").attempts == 2
-    with pytest.raises(UsageError, match="retries=0, so nothing would be retried"):
+    with pytest.raises(UsageError, match="--retries 0, so nothing would be retried: pass --retries N"):
         ip.run_line_magic("run_plan", "pol --on-failure retry --retries 0")
     budget = ip.run_line_magic("run_plan", "pol --max-steps 2")
     assert (budget.status, budget.reason, budget.executions) == ("failed", "step_budget", 2)
