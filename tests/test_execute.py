@@ -556,3 +556,130 @@ def test_two_views_keep_their_own_heartbeats() -> None:
     before = len(first)
     runner.run()
     assert len(first) == before and len(second) > 2
+
+
+def test_an_agent_whose_tools_need_the_main_thread_runs_there() -> None:
+    from planbook import AgentReply, Runner
+
+    box = Toolbox()
+
+    @box.tool(main_thread=True)
+    def bound() -> int:
+        """Thread-bound."""
+        return threading.get_ident()
+
+    class Agent:
+        name, description, tools = "user", "uses a thread-bound tool", box
+
+        def __call__(self, task, context):
+            return AgentReply(answer=self.tools["bound"].fn())
+
+    runner = Runner("steps: [{id: a, agent: user}]", agents=[Agent()])
+    runner.add_heartbeat(lambda: None, interval=0.05)
+    assert runner.run().outputs["a"] == threading.get_ident()
+
+
+def test_main_thread_is_refused_for_async_tools() -> None:
+    box = Toolbox()
+    with pytest.raises(ValueError, match="tool 'later' is async: it runs on an event loop"):
+        @box.tool(main_thread=True)
+        async def later() -> None:
+            """Async."""
+
+
+def test_a_planner_made_step_with_a_pinned_tool_and_a_timeout_fails_clearly() -> None:
+    box = Toolbox()
+
+    @box.tool(main_thread=True)
+    def bound() -> str:
+        """Thread-bound."""
+        return "ran"
+
+    planner = ScriptedPlanner({None: [{"id": "a", "tool": "bound"}]})
+    result = run("use the bound tool", planner=planner, tools=box, step_timeout=5, on_failure="abort")
+    assert result.reason == "aborted"
+    assert "uses tool 'bound', which runs on the main thread, so step_timeout cannot stop it" in result.error
+
+
+def test_a_thread_error_in_a_worker_thread_says_what_to_do() -> None:
+    from planbook import Runner
+
+    box = Toolbox()
+
+    @box.tool
+    def needs_main() -> None:
+        """Like signal.signal or a sqlite3 connection from another thread."""
+        raise ValueError("signal only works in main thread of the main interpreter")
+
+    runner = Runner("steps: [{id: a, tool: needs_main}]", tools=box)
+    runner.add_heartbeat(lambda: None)
+    error = runner.run().plan.step("a").error
+    assert "register the tool with main_thread=True, or run without a view" in error
+
+
+def test_a_failing_heartbeat_is_removed_with_a_warning_and_the_run_goes_on() -> None:
+    import time
+
+    from planbook import Runner
+
+    box = Toolbox()
+
+    @box.tool
+    def slow() -> str:
+        """Slow."""
+        time.sleep(0.2)
+        return "ok"
+
+    def broken() -> None:
+        raise RuntimeError("view broke")
+
+    runner = Runner("steps: [{id: a, tool: slow}]", tools=box)
+    runner.add_heartbeat(broken, interval=0.02)
+    with pytest.warns(UserWarning, match="heartbeat .* failed: RuntimeError\\('view broke'\\); it is removed"):
+        result = runner.run()
+    assert result.ok and not runner._heartbeats
+
+
+def test_continuing_waits_for_interrupted_work_still_blocked_in_a_call() -> None:
+    import _thread
+    import time
+
+    from planbook import Runner
+
+    box = Toolbox()
+    log: list[str] = []
+
+    @box.tool
+    def blocking() -> str:
+        """A call that an interrupt cannot stop (time.sleep stands in for C code)."""
+        log.append("start")
+        time.sleep(0.4)
+        log.append("end")
+        return "done"
+
+    runner = Runner("steps: [{id: a, tool: blocking}]", tools=box)
+    runner.add_heartbeat(lambda: _thread.interrupt_main() if log == ["start"] else None, interval=0.05)
+    first = runner.run()
+    assert first.status == "interrupted" and log == ["start"]
+    second = runner.run()
+    # the interrupted call finished (its Python code was stopped right after) before the step ran again
+    assert second.ok and log == ["start", "start", "end"]
+    assert second.plan.step("a").notes == "" and second.plan.step("a").attempts == 1
+
+
+def test_a_result_whose_repr_fails_is_still_a_result() -> None:
+    class Odd:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    box = Toolbox()
+
+    @box.tool
+    def odd() -> object:
+        """Returns an object with a broken repr."""
+        return Odd()
+
+    result = run("steps: [{id: a, tool: odd}]", tools=box)
+    assert result.ok and isinstance(result.outputs["a"], Odd)
+    finished = [e for e in result.events if e.kind == "step.finished"][0]
+    assert finished.data["result"] == "<Odd (repr failed: RuntimeError)>"
