@@ -22,6 +22,7 @@ from .textview import format_result, summary_line
 from .tools import Toolbox
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+MAX_OUTPUT_LINES = 20  # what a step printed is shown after the run, this much of it
 
 
 class UsageProblem(Exception):
@@ -102,6 +103,12 @@ def _execute(runner: Runner, plain: bool) -> RunResult:
         print(summary_line(result))
         if result.error:
             print(("Error: " if not result.ok else "Note: ") + result.error)
+    for step in result.plan.steps:
+        if step.output:
+            lines = step.output.rstrip("\n").splitlines()
+            shown = "\n".join(lines[:MAX_OUTPUT_LINES])
+            more = f"\n… {len(lines) - MAX_OUTPUT_LINES} more lines" if len(lines) > MAX_OUTPUT_LINES else ""
+            print(f"\nStep {step.id} printed:\n{shown}{more}")
     for step_id, value in final_outputs(result).items():
         print(f"\nResult of step {step_id}:\n{value}")
     return result

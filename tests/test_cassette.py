@@ -194,3 +194,13 @@ def test_a_key_echoed_by_the_server_is_not_written(server, tmp_path):
         planner("g", [], None)
     assert KEY not in path.read_text() and "***" in path.read_text()
     assert "your key is ***" in json.dumps(caught.value.attempts) and KEY not in str(caught.value.attempts)
+
+
+def test_a_replay_asks_for_the_recorded_model_whatever_planbook_model_says(monkeypatch):
+    from pathlib import Path
+
+    cassette = Path(__file__).resolve().parent.parent / "notebooks" / "cassettes" / "04-llm-planner.json"
+    monkeypatch.setenv("PLANBOOK_MODEL", "some-other-model")
+    planner = LLMPlanner(cassette=str(cassette))
+    assert planner.llm.model == "gpt-4o-mini" and planner.llm.mode == "replay"
+    assert LLMPlanner("explicit-model", cassette=str(cassette)).llm.model == "explicit-model"  # explicit wins

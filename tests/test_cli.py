@@ -65,6 +65,7 @@ def test_run_completed_exits_0_and_prints_the_answer(project: Path, capsys: pyte
     assert "first. [✓]" in out and "second. [✓]" in out
     assert "Result of step second:\n13" in out
     assert "Result of step first" not in out  # first is needed by second: not a final answer
+    assert "Step first printed:\nadding 1 and 2" in out and "Step second printed:\nadding 3 and 10" in out
 
 
 def test_run_failed_exits_1_and_says_why(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -113,6 +113,10 @@ class Cassette:
         self._active = mode
         return mode
 
+    def recorded_models(self) -> list[str]:
+        """The models the recorded requests asked for (a replay asks for the same)."""
+        return sorted({str(i["request"]["body"].get("model")) for i in self.interactions})
+
     def load(self) -> None:
         if not self.path.exists():
             raise LLMConfigError(
@@ -207,7 +211,7 @@ class Cassette:
         """Write the file (indent 2, sorted keys): diffs of a re-recording stay readable."""
         real = self.metadata.get("real_model")
         note = self.recorded_from or (FAKE_SERVER_NOTE if real is False else "a model server (recorded live)")
-        models = sorted({str(i["request"]["body"].get("model")) for i in self.interactions})
+        models = self.recorded_models()
         data = {
             "planbook_cassette": FORMAT_VERSION,
             "recorded_from": note,

@@ -7,11 +7,12 @@ one clear :class:`ModelCallError` (secrets redacted) and reports an ``llm.call``
 
 from __future__ import annotations
 
+
 import json
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -101,6 +102,11 @@ class ModelClient:
             mode = self.cassette.resolve(live=self.config.live) if self.cassette is not None else "off"
             if mode == "off" and not self.config.live:  # an impossible setup fails now, not mid-run
                 raise missing_setup_error(what)
+            if mode == "replay" and model is None and self.cassette is not None:
+                # a replay asks for the model it recorded, whatever PLANBOOK_MODEL says now
+                recorded = self.cassette.recorded_models()
+                if len(recorded) == 1:
+                    self.config = replace(self.config, model=recorded[0])
 
     @property
     def model(self) -> str:
