@@ -134,6 +134,7 @@ class LiveView:
         self.events = 0
         self.pending = False
         self.started = clock()
+        self.last_draw = self.started
         #: the thread that made the view (the kernel's execution thread): the only one that renders
         self.thread = threading.get_ident()
         self.usage = Usage.from_events(runner.state.events)
@@ -150,8 +151,10 @@ class LiveView:
             self.pending = True
 
     def beat(self) -> None:
-        """The runner's heartbeat (its thread, during a step's work): draw a held-back update if the bucket allows."""
-        if self.pending and threading.get_ident() == self.thread and self.throttle.allow():
+        """The runner's heartbeat (its thread, during a step's work): draw a held-back update
+        if the bucket allows, and about once a second anyway, so the elapsed times move on."""
+        due = self.pending or self.clock() - self.last_draw >= 1.0
+        if due and threading.get_ident() == self.thread and self.throttle.allow():
             self.flush()
 
     def state(self) -> ViewState:
@@ -163,6 +166,7 @@ class LiveView:
             self.pending = True
             return
         self.pending = False
+        self.last_draw = self.clock()
         self.target.render(self.state())
         self.updates += 1
 

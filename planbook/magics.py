@@ -76,6 +76,20 @@ _MAGIC_PATTERNS = (
 )
 
 
+def _with_hints(exc: PlanError, args: Any) -> list[Problem]:
+    """The problems, with what to add to the magic line when names are unknown because none were passed."""
+    import dataclasses
+
+    hints = {
+        "unknown_agent": None if getattr(args, "agents", None) else "pass your agents with --agents VAR",
+        "unknown_tool": None if getattr(args, "tools", None) else "pass your tools with --tools VAR, or register them with @planbook.tool",
+    }
+    return [
+        dataclasses.replace(p, message=f"{p.message}: {hints[p.code]}") if hints.get(p.code) else p
+        for p in exc.problems
+    ]
+
+
 def magic_words(message: str) -> str:
     """An engine message as a magic user should read it: ``--planner VAR``, not ``planner=...``."""
     for python, magic in _MAGIC_WORDS:
@@ -176,7 +190,7 @@ class PlanMagics(Magics):
             except CellPlanError:
                 raise
             except PlanError as exc:  # the planner's plan: no cell lines to point at
-                raise CellPlanError(exc.problems) from None
+                raise CellPlanError(_with_hints(exc, args)) from None
         else:
             source = f"%%plan {line}\n{cell}"
             try:
@@ -185,7 +199,7 @@ class PlanMagics(Magics):
                     plan.title = args.title
                 validate_plan(plan, toolbox, agent_map)
             except PlanError as exc:
-                raise CellPlanError(exc.problems, source=source, offset=1) from None
+                raise CellPlanError(_with_hints(exc, args), source=source, offset=1) from None
         self.ip.user_ns[name] = plan
         self.origins[name] = _Origin(
             plan=plan, tools=args.tools, agents=args.agents, planner=args.planner, model=args.model, planner_obj=planner
@@ -226,8 +240,14 @@ class PlanMagics(Magics):
         """Run plan NAME with a live view and return its RunResult.
 
         A paused (``--step``, ``--until``) or interrupted run continues with the next
-        ``%run_plan NAME``, as long as NAME still holds the same plan and the options are the
-        same; a finished run starts again from the beginning.
+        ``%run_plan NAME`` (with no options, or the same ones) as long as NAME still holds
+        the same plan; other options need ``--restart``. A finished run starts again.
+
+        While the view is shown, each step's work runs in a worker thread so the view can
+        redraw; a tool that must run on the main thread is registered with
+        ``@planbook.tool(main_thread=True)``, or use ``--no-view``. ``--retries`` goes with
+        ``--on-failure retry``; ``--timeout`` stops a step's Python code when it runs out
+        (a call blocked in C finishes in the background and is ignored).
         """
         args = _parse(self.run_plan, line)
         name = _check_name(args.name)

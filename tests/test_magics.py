@@ -764,3 +764,9 @@ def test_kernel_review_sends_a_set_next_input_payload(kernel: Kernel) -> None:
     (payload,) = reply["payload"]
     assert payload["source"] == "set_next_input" and payload["replace"] is False
     assert payload["text"] == "%%plan drafted --planner drafter\ngoal: Count up by one\nsteps:\n- id: 1\n  task: one more\n  tool: inc\n  args: {x: 1}"
+
+
+def test_unknown_names_without_the_option_hint_at_it(ip: Any) -> None:
+    with pytest.raises(PlanError, match=r"unknown agent 'scribe' \(known agents: none registered\): "
+                                        r"pass your agents with --agents VAR"):
+        ip.run_cell_magic("plan", "hinted", "1. [scribe] draft\n")
