@@ -51,6 +51,15 @@ def load_object(ref: str, what: str) -> Any:
     return obj
 
 
+def _policy_chain(text: str) -> list[str]:
+    """``retry,replan`` → ["retry", "replan"]; each name checked (argparse reports the error)."""
+    chain = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [p for p in chain if p not in POLICIES]
+    if not chain or unknown:
+        raise argparse.ArgumentTypeError(f"unknown policy {', '.join(unknown) or text!r}; choose from {', '.join(POLICIES)}")
+    return chain
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="planbook", description="Run plan-and-execute plans.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -60,7 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--tools", metavar="MODULE:OBJECT", help="a Toolbox, {name: function} mapping or list of functions")
     run.add_argument("--agents", metavar="MODULE:OBJECT", help="a {name: agent} mapping or list of agents")
     run.add_argument("--planner", metavar="MODULE:OBJECT", help="a planner function, used to replan after failures")
-    run.add_argument("--on-failure", choices=POLICIES, help="what a failed step does (default: replan with a planner, else abort)")
+    run.add_argument("--on-failure", type=_policy_chain, metavar="POLICY",
+                     help=f"{', '.join(POLICIES)}, or a chain such as retry,replan "
+                          "(default: replan with a planner, else abort)")
     run.add_argument("--retries", type=int, default=None, help="extra attempts for --on-failure retry (default 1)")
     run.add_argument("--max-steps", type=int, default=12, help="cap on step executions (default 12)")
     run.add_argument("--max-replans", type=int, default=5, help="cap on replans (default 5)")

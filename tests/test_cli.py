@@ -124,7 +124,7 @@ def test_argparse_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit) as exc:
         main(["run", "x.yaml", "--on-failure", "explode"])
     assert exc.value.code == 2
-    assert "invalid choice: 'explode'" in capsys.readouterr().err
+    assert "unknown policy 'explode'; choose from abort, skip, retry, replan" in capsys.readouterr().err
 
 
 def test_check_validates_without_running(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -173,3 +173,9 @@ def test_a_tools_module_that_does_not_import_is_a_usage_error(project: Path, cap
     (project / "broken_tools_mod.py").write_text("def oops(:\n")
     assert main(["run", "ok.yaml", "--tools", "broken_tools_mod:box"]) == 2
     assert "--tools: importing 'broken_tools_mod' failed: SyntaxError" in capsys.readouterr().err
+
+
+def test_a_policy_chain_on_the_command_line(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "fails.yaml", "--tools", tools_ref(project), "--on-failure", "retry,skip"])
+    out = capsys.readouterr().out
+    assert code == 0 and "one. [-]" in out and "two. [✓]" in out
