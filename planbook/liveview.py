@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -167,7 +168,16 @@ class LiveView:
             return
         self.pending = False
         self.last_draw = self.clock()
-        self.target.render(self.state())
+        try:
+            self.target.render(self.state())
+        except Exception as exc:  # the view is broken, the run is not: say so once and stop drawing
+            self.close()
+            warnings.warn(
+                f"the live view of plan {self.runner.plan.id!r} stopped updating ({type(exc).__name__}: {exc}); "
+                "the run goes on and its result shows how it ended",
+                stacklevel=2,
+            )
+            return
         self.updates += 1
 
     def close(self) -> None:

@@ -446,3 +446,19 @@ def test_view_state_of_a_runner_counts_model_calls() -> None:
     view = PlanView(state)
     assert "model calls 1, tokens 15" in view.header.value
     assert view.state.plan.steps[0].status is Status.not_started
+
+
+def test_a_view_that_fails_to_draw_says_so_once_and_the_run_goes_on() -> None:
+    from planbook.liveview import LiveView
+
+    class Broken:
+        def render(self, state: object) -> None:
+            raise RuntimeError("front end gone")
+
+    runner = Runner("steps: [{id: a, tool: inc, args: {x: 1}}, {id: b, tool: inc, args: {x: $a}}]",
+                    tools=make_tools({}))
+    view = LiveView(runner, Broken())
+    with pytest.warns(UserWarning, match=r"the live view of plan .* stopped updating \(RuntimeError: front end gone\); "
+                                         r"the run goes on"):
+        result = runner.run()
+    assert result.ok and view not in runner.handlers and view.beat not in runner._heartbeats
