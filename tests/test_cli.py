@@ -179,3 +179,16 @@ def test_a_policy_chain_on_the_command_line(project: Path, capsys: pytest.Captur
     code = main(["run", "fails.yaml", "--tools", tools_ref(project), "--on-failure", "retry,skip"])
     out = capsys.readouterr().out
     assert code == 0 and "one. [-]" in out and "two. [✓]" in out
+
+
+def test_the_bundled_example_replans_around_a_sold_out_train(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(root)
+    code = main(["run", "examples/trip.yaml", "--tools", "examples.trip_tools:tools",
+                 "--planner", "examples.trip_tools:planner"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Revision 1 → 2 (after: step book failed: RuntimeError: TGV 6602 is sold out)" in out
+    assert "Step book-next printed:\nbooked a seat on TGV 6606" in out
+    assert out.rstrip().endswith("Weekend in Paris: TGV 6606 at 09:04, back on Sunday evening.")
