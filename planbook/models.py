@@ -46,9 +46,6 @@ STATUS_MARKS: dict[Status, str] = {
     Status.blocked: "[!]",
 }
 
-#: Statuses after which a step will not run again in this revision.
-FINAL_STATUSES = frozenset({Status.completed, Status.failed, Status.skipped, Status.blocked})
-
 PolicyName = Literal["abort", "skip", "retry", "replan"]
 
 
@@ -127,11 +124,6 @@ class Step(BaseModel):
         plan cannot be changed through the original's.
         """
         return self.model_copy(update={"args": _clone(self.args), "needs": list(self.needs), **_RUN_STATE_DEFAULTS})
-
-    def _ran(self) -> bool:
-        """Whether this step carries any run state (a pristine step needs no clearing)."""
-        return (self.status is not Status.not_started or self.attempts or self.result is not None
-                or self.error is not None or bool(self.notes) or bool(self.output))
 
     def snapshot(self) -> "Step":
         """A copy for the history: later changes to this step do not rewrite the past."""
@@ -227,7 +219,8 @@ class Plan(BaseModel):
 
         ``fresh``: steps that are not completed start clean (a plan that is run again).
         """
-        steps = [s.fresh() if fresh and s.status is not Status.completed and s._ran() else s.snapshot() for s in self.steps]
+        # fresh() copies args: a run's plan must not change when the caller edits theirs
+        steps = [s.fresh() if fresh and s.status is not Status.completed else s.snapshot() for s in self.steps]
         clone = self.model_copy(update={"steps": steps})
         clone._lines = dict(self._lines)
         clone._duplicate_lines = {k: list(v) for k, v in self._duplicate_lines.items()}

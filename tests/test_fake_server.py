@@ -10,7 +10,6 @@ import openai
 import pytest
 
 from planbook.testing import FakeOpenAIServer, Reply, estimate_tokens
-from planbook.testing.pytest_plugin import _fake_openai_module, fake_openai  # noqa: F401  (the plugin's fixtures)
 
 
 @pytest.fixture(scope="module")

@@ -105,3 +105,13 @@ def test_the_step_budget_message_says_when_a_retry_did_not_run() -> None:
     result = run("steps: [{id: a, tool: fail}]", tools=Lab().tools, on_failure="retry", retries=3, max_steps=2)
     assert result.reason == "step_budget"
     assert "the retry of step 'a' and what follows did not run" in result.error
+
+
+def test_editing_the_callers_plan_does_not_change_a_paused_run() -> None:
+    plan = Plan.parse("steps:\n  - {id: a, tool: ok, args: {label: a}}\n  - {id: b, tool: ok, args: {label: b}}\n")
+    lab = Lab()
+    runner = Runner(plan, tools=lab.tools)
+    runner.run(max_executions=1)
+    plan.step("b").args["label"] = "edited"
+    runner.run()
+    assert lab.called("ok") == ["a", "b"]
