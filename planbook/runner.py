@@ -42,6 +42,7 @@ from .tools import ToolsLike, as_toolbox
 from .validate import check_replacement, plan_problems, validate_plan
 
 EventHandler = Callable[[Event], None]
+INTERRUPTED_NOTE = "interrupted; it runs again when the run continues"
 
 
 class RunState(BaseModel):
@@ -262,7 +263,7 @@ class Runner(StepThreads):
         for step in self.plan.steps:
             if step.status is Status.in_progress:  # it did not finish: it runs again on continue
                 step.status = Status.not_started
-                step.notes = "interrupted; it runs again when the run continues"
+                step.notes = INTERRUPTED_NOTE
         self._index_dirty = True
         self.state.status, self.state.reason, self.state.error = "interrupted", "interrupted", "interrupted by the user"
         self.emit("run.finished", status="interrupted", reason="interrupted", error=self.state.error,
@@ -388,7 +389,7 @@ class Runner(StepThreads):
         step.set_state(
             attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None,
             started_at=self.clock(), finished_at=None,
-            **({"notes": ""} if step.notes.startswith("interrupted;") else {}),
+            **({"notes": ""} if step.notes == INTERRUPTED_NOTE else {}),  # it runs again now: the note is done
         )
         try:
             self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions)

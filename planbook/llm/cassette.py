@@ -209,7 +209,7 @@ class Cassette:
 
     def save(self) -> None:
         """Write the file (indent 2, sorted keys): diffs of a re-recording stay readable."""
-        real = self.metadata.get("real_model")
+        real = self.real_model
         note = self.recorded_from or (FAKE_SERVER_NOTE if real is False else "a model server (recorded live)")
         models = self.recorded_models()
         data = {
