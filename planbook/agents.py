@@ -17,16 +17,36 @@ from typing import Any, Protocol, runtime_checkable
 from .models import Step
 
 
-@dataclass
 class AgentContext:
-    """What an agent is told about the run when it works on one step."""
+    """What an agent is told about the run when it works on one step.
 
-    goal: str
-    plan_text: str
-    step: Step
-    needs: dict[str, Any] = field(default_factory=dict)
-    #: ``emit("llm.call", **data)`` records an event in the run (model agents report usage this way).
-    emit: Callable[..., Any] | None = None
+    ``plan_text`` (the plan with status marks) is built only when an agent reads it:
+    formatting the whole plan for every step made long agent plans quadratic.
+    """
+
+    def __init__(
+        self,
+        goal: str,
+        plan_text: str | Callable[[], str] = "",
+        step: Step | None = None,
+        needs: dict[str, Any] | None = None,
+        emit: Callable[..., Any] | None = None,
+    ) -> None:
+        self.goal = goal
+        self._plan_text = plan_text
+        self.step = step
+        self.needs = needs if needs is not None else {}
+        #: ``emit("llm.call", **data)`` records an event in the run (model agents report usage this way).
+        self.emit = emit
+
+    @property
+    def plan_text(self) -> str:
+        if callable(self._plan_text):
+            self._plan_text = self._plan_text()
+        return self._plan_text
+
+    def __repr__(self) -> str:
+        return f"AgentContext(goal={self.goal!r}, step={getattr(self.step, 'id', None)!r}, needs={list(self.needs)})"
 
 
 @dataclass

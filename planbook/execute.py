@@ -1,8 +1,11 @@
-"""Running one step's executor: a tool call or an agent, with its stdout captured,
-async callables supported and an optional timeout.
+"""Running one step's call: a tool or an agent, with its stdout captured and async
+callables awaited on an event loop of their own (so they can be cancelled).
 
-Kept apart from the runner so the runner stays a state machine and a future parallel
-runner can call :func:`execute` from worker threads (capture is per thread).
+:func:`call_step` runs on whatever thread an executor gives it (capture is per thread)
+and never raises for a failing step: what happened is an :class:`Outcome`. Only an
+interruption escapes — ``KeyboardInterrupt`` on the runner's thread,
+:class:`CallInterrupted` for a cancelled coroutine — because then the call did *not*
+complete and the step must run again.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .agents import AgentContext, AgentReply
+from .executors import StepAbandoned
+from .interrupts import call_user, defer_interrupt
 from .models import Step
 from .refs import resolve
 from .tools import Tool
@@ -34,6 +39,10 @@ class Outcome:
     traceback: str | None = None
     output: str = ""
     notes: str = ""
+    #: the thread the call ran on, and when it started and ended (the run's clock)
+    worker: str = ""
+    started: float | None = None
+    finished: float | None = None
 
 
 class _ThreadRoutedStream(io.TextIOBase):
@@ -118,164 +127,196 @@ class capture_stdout:  # noqa: N801 - used like the contextlib helpers it sits b
             self._routing.__exit__(*exc)
 
 
-def _run_coroutine(coro: Any) -> Any:
-    """Run a coroutine to completion even when this thread already has a running loop (Jupyter)."""
+class CallInterrupted(BaseException):
+    """The call was cancelled before it completed (an async tool stopped by Ctrl-C)."""
+
+
+class CallHandle:
+    """Lets the runner cancel the coroutine a call is awaiting, from any thread."""
+
+    __slots__ = ("lock", "loop", "task", "cancelled")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.loop: Any = None
+        self.task: Any = None
+        self.cancelled = False
+
+    def cancel(self) -> bool:
+        """Cancel the awaited coroutine; False when the call awaits none (it cannot be stopped)."""
+        with self.lock:
+            self.cancelled = True
+            if self.task is None:
+                return False
+            self.loop.call_soon_threadsafe(self.task.cancel)
+            return True
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _run_in_new_loop(awaitable: Any, handle: CallHandle | None) -> Any:
+    """Await on a fresh event loop in this thread; cancellable through ``handle``."""
     import asyncio  # only async tools pay for it
-    import concurrent.futures
+
+    loop = asyncio.new_event_loop()
+    try:
+        task = loop.create_task(awaitable if asyncio.iscoroutine(awaitable) else _await(awaitable))
+        if handle is not None:
+            with handle.lock:
+                handle.loop, handle.task = loop, task
+                if handle.cancelled:
+                    task.cancel()
+        try:
+            return loop.run_until_complete(task)
+        except KeyboardInterrupt:  # Ctrl-C on this (the main) thread: stop the coroutine cleanly
+            task.cancel()
+            try:
+                value = loop.run_until_complete(task)
+            except BaseException:  # noqa: BLE001 - cancelled (or failed while stopping): not completed
+                raise KeyboardInterrupt from None
+            defer_interrupt()  # it completed before the cancel: keep the result, stop right after
+            return value
+        except asyncio.CancelledError:
+            if handle is not None and handle.cancelled:
+                raise CallInterrupted() from None
+            raise
+    finally:
+        if handle is not None:
+            with handle.lock:
+                handle.task = None
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+
+def _run_coroutine(awaitable: Any, handle: CallHandle | None) -> Any:
+    """Await ``awaitable`` even when this thread already runs a loop (a notebook's main thread)."""
+    import asyncio
 
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        return _run_in_new_loop(awaitable, handle)
     router = _router
     buffer = router.buffers.get(threading.get_ident()) if router is not None else None
+    handle = handle or CallHandle()
+    box: dict[str, Any] = {}
+    done = threading.Event()
 
-    def run_here() -> Any:
+    def helper() -> None:
         # what the coroutine prints in the helper thread belongs to the step that awaited it
-        if router is None or buffer is None:
-            return asyncio.run(coro)
         ident = threading.get_ident()
-        with _install_lock:
-            router.buffers[ident] = buffer
-        try:
-            return asyncio.run(coro)
-        finally:
+        if router is not None and buffer is not None:
             with _install_lock:
-                router.buffers.pop(ident, None)
+                router.buffers[ident] = buffer
+        try:
+            box["value"] = _run_in_new_loop(awaitable, handle)
+        except BaseException as exc:  # noqa: BLE001 - handed back to the awaiting thread
+            box["error"] = exc
+        finally:
+            if router is not None:
+                with _install_lock:
+                    router.buffers.pop(ident, None)
+            done.set()
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(run_here).result()
+    threading.Thread(target=helper, name="planbook-async", daemon=True).start()
+    try:
+        while not done.wait(0.05):  # in slices: Ctrl-C reaches this thread at once
+            pass
+    except KeyboardInterrupt:
+        handle.cancel()
+        done.wait()  # a cancelled coroutine ends at its next await; Ctrl-C again stops waiting
+        if "value" in box:  # it completed before the cancel: keep the result
+            defer_interrupt()
+            return box["value"]
+        raise
+    if "error" in box:
+        error = box["error"]
+        if isinstance(error, CallInterrupted):
+            raise KeyboardInterrupt from None
+        raise error
+    return box["value"]
 
 
-def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    value = fn(*args, **kwargs)
-    # an attribute lookup on the type: inspect.isawaitable's ABC check costs more than a no-op tool
-    if hasattr(type(value), "__await__") and inspect.isawaitable(value):
-        value = _run_coroutine(value)
-    return value
+def describe_exception(exc: BaseException) -> str:
+    """``"ValueError: message"``, even for an exception whose ``__str__`` raises."""
+    try:
+        text = str(exc)
+    except Exception as broken:  # noqa: BLE001 - a broken exception is still a failure to report
+        text = f"<str() of the exception failed: {type(broken).__name__}>"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _failure(exc: BaseException, output: str) -> Outcome:
-    return Outcome(
-        ok=False,
-        error=f"{type(exc).__name__}: {exc}",
-        traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
-        output=output,
-    )
+    try:
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except Exception:  # noqa: BLE001 - formatting calls __str__ again
+        trace = f"{type(exc).__name__} (the traceback could not be formatted)"
+    return Outcome(ok=False, error=describe_exception(exc), traceback=trace, output=output)
 
 
-class _StepThread(threading.Thread):
-    """Runs one step's work off the runner's thread (for timeouts and heartbeats).
-
-    A daemon thread: a step abandoned after its timeout must not keep the process alive.
-    """
-
-    def __init__(self, work: Callable[[], Outcome], name: str) -> None:
-        super().__init__(name=name, daemon=True)
-        self.work = work
-        self.done = threading.Event()
-        self.outcome: Outcome | None = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.outcome = self.work()
-        except BaseException as exc:  # noqa: BLE001 - handed to the runner's thread
-            self.error = exc
-        finally:
-            self.done.set()
-
-    def stop(self, exc_type: type[BaseException]) -> None:
-        """Best effort: raise ``exc_type`` inside the thread at its next Python bytecode.
-
-        A thread cannot be killed; this stops Python code (a loop, the next call of an agent)
-        but not a blocking C call, which finishes first. Its events are ignored either way.
-        """
-        import ctypes
-
-        if self.ident is not None and not self.done.is_set():
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.ident), ctypes.py_object(exc_type))
-
-
-class StepAbandoned(BaseException):
-    """Raised inside a step thread that timed out, so its Python code stops."""
-
-
-def execute(
+def call_step(
     step: Step,
     *,
     results: Mapping[str, Any],
     tools: Mapping[str, Tool],
     agents: Mapping[str, Any],
     context: Callable[[], AgentContext],
-    timeout: float | None = None,
-    heartbeat: Callable[[], None] | None = None,
-    heartbeat_interval: float = 0.1,
-    interrupted: list[threading.Thread] | None = None,
+    clock: Callable[[], float] | None = None,
+    handle: CallHandle | None = None,
 ) -> Outcome:
-    """Run ``step`` once and report what happened. Never raises, except KeyboardInterrupt.
+    """Run ``step`` once and report what happened (see the module docstring).
 
-    With a ``timeout`` or a ``heartbeat``, the work runs in a worker thread while this
-    thread waits in slices: it calls ``heartbeat()`` about every ``heartbeat_interval``
-    seconds (a live view redraws from the thread that owns it) and gives up at the
-    timeout. Ctrl-C on this thread stops the worker as far as Python allows; a worker
-    still busy in a blocking call is appended to ``interrupted`` so the caller can wait
-    for it before running the step again.
+    ``clock``: time the call where it runs (a worker's queue wait is not the step's time).
     """
+    if clock is None:
+        return _call_step(step, results, tools, agents, context, handle)
+    started = clock()
+    outcome = _call_step(step, results, tools, agents, context, handle)
+    outcome.worker, outcome.started, outcome.finished = threading.current_thread().name, started, clock()
+    return outcome
 
-    def work() -> Outcome:
-        with capture_stdout() as out:
-            try:
-                if step.tool is not None:
-                    tool = tools[step.tool]
-                    args = tool.coerce(resolve(step.args, results))
-                    return Outcome(ok=True, result=_call(tool.fn, **args), output=out.getvalue())
-                agent = agents[step.agent or ""]
-                reply = _call(agent, step.task, context())
-                if not isinstance(reply, AgentReply):
-                    return Outcome(
-                        ok=False,
-                        error=f"agent {step.agent!r} returned {type(reply).__name__}, not an AgentReply: "
-                        "it must say whether it succeeded",
-                        output=out.getvalue(),
-                    )
-                if not reply.ok:
-                    error = reply.notes or (str(reply.answer) if reply.answer is not None else "the agent reported failure")
-                    return Outcome(ok=False, result=reply.answer, error=error, output=out.getvalue(), notes=reply.notes)
-                return Outcome(ok=True, result=reply.answer, output=out.getvalue(), notes=reply.notes)
-            except (KeyboardInterrupt, StepAbandoned):
-                raise
-            except BaseException as exc:  # noqa: BLE001 - SystemExit from a tool is a failed step, not the end
-                return _failure(exc, out.getvalue())
 
-    if timeout is None and heartbeat is None:
-        return work()
-    worker = _StepThread(work, name=f"planbook-step-{step.id}")
-    worker.start()
-    deadline = None if timeout is None else time.monotonic() + timeout
-    try:
-        while True:
-            wait = heartbeat_interval if heartbeat is not None else None
-            if deadline is not None:
-                left = max(deadline - time.monotonic(), 0.0)
-                wait = left if wait is None else min(wait, left)
-            if worker.done.wait(wait):
-                break
-            if deadline is not None and time.monotonic() >= deadline:
-                worker.stop(StepAbandoned)
+def _call(fn: Callable[..., Any], *args: Any, _handle: CallHandle | None = None, **kwargs: Any) -> Any:
+    """Call a tool or an agent (interruptible only while inside it); await what it returns."""
+    value = call_user(fn, *args, **kwargs)
+    # an attribute lookup on the type: inspect.isawaitable's ABC check costs more than a no-op tool
+    if hasattr(type(value), "__await__") and inspect.isawaitable(value):
+        value = _run_coroutine(value, _handle)
+    return value
+
+
+def _call_step(
+    step: Step,
+    results: Mapping[str, Any],
+    tools: Mapping[str, Tool],
+    agents: Mapping[str, Any],
+    context: Callable[[], AgentContext],
+    handle: CallHandle | None,
+) -> Outcome:
+    with capture_stdout() as out:
+        try:
+            if step.tool is not None:
+                tool = tools[step.tool]
+                args = tool.coerce(resolve(step.args, results))
+                return Outcome(ok=True, result=_call(tool.fn, _handle=handle, **args), output=out.getvalue())
+            agent = agents[step.agent or ""]
+            reply = _call(agent, step.task, context(), _handle=handle)
+            if not isinstance(reply, AgentReply):
                 return Outcome(
                     ok=False,
-                    error=f"TimeoutError: step {step.id!r} did not finish within {timeout:g} s "
-                    "(it was stopped; a call blocked in C code finishes in the background and is ignored)",
+                    error=f"agent {step.agent!r} returned {type(reply).__name__}, not an AgentReply: "
+                    "it must say whether it succeeded",
+                    output=out.getvalue(),
                 )
-            if heartbeat is not None:
-                heartbeat()
-    except KeyboardInterrupt:
-        worker.stop(KeyboardInterrupt)
-        if interrupted is not None:
-            interrupted.append(worker)
-        raise
-    if worker.error is not None:
-        raise worker.error
-    assert worker.outcome is not None
-    return worker.outcome
+            if not reply.ok:
+                error = reply.notes or (str(reply.answer) if reply.answer is not None else "the agent reported failure")
+                return Outcome(ok=False, result=reply.answer, error=error, output=out.getvalue(), notes=reply.notes)
+            return Outcome(ok=True, result=reply.answer, output=out.getvalue(), notes=reply.notes)
+        except (KeyboardInterrupt, StepAbandoned, CallInterrupted):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - SystemExit from a tool is a failed step, not the end
+            return _failure(exc, out.getvalue())

@@ -7,6 +7,7 @@ executes anything.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
@@ -304,6 +305,63 @@ class Event(BaseModel):
         return f"{self.kind}{where} {self.data}" if self.data else f"{self.kind}{where}"
 
 
+@dataclass(slots=True)
+class Execution:
+    """One call of one step, as the runner recorded it (kept per execution; small on purpose)."""
+
+    execution: int
+    step: str
+    attempt: int
+    revision: int
+    worker: str
+    start: float
+    end: float
+    ok: bool
+
+
+class TimelineEntry(BaseModel):
+    """An execution on the timeline, with the executions that ran at the same time."""
+
+    execution: int
+    step: str
+    attempt: int
+    revision: int
+    worker: str
+    start: float
+    end: float
+    ok: bool
+    overlaps: list[int] = Field(default_factory=list)
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+class Timeline(BaseModel):
+    """When each execution ran, on which worker, and the run's critical path.
+
+    ``critical_path`` lists execution numbers along the longest chain of work that had to
+    happen one after another (a step after the steps it needs, a retry after its
+    attempt); ``critical`` is its length in seconds and ``wall`` the run's span, so
+    ``wall / critical`` near 1 means the run was as fast as its dependencies allow.
+    """
+
+    executions: list[TimelineEntry] = Field(default_factory=list)
+    critical_path: list[int] = Field(default_factory=list)
+    wall: float = 0.0
+    critical: float = 0.0
+
+    def __str__(self) -> str:
+        lines = [f"wall {self.wall:.3f} s, critical path {self.critical:.3f} s "
+                 f"({' → '.join(str(e) for e in self.critical_path) or 'empty'})"]
+        origin = min((e.start for e in self.executions), default=0.0)
+        for e in self.executions:
+            mark = "✓" if e.ok else "✗"
+            lines.append(f"#{e.execution:<4} {e.step:<16} {mark} {e.start - origin:8.3f} → {e.end - origin:8.3f}"
+                         f"  {e.worker}" + (f"  overlaps {e.overlaps}" if e.overlaps else ""))
+        return "\n".join(lines)
+
+
 RunStatus = Literal["running", "paused", "completed", "failed", "interrupted"]
 RunReason = Literal[
     "goal_met",
@@ -363,6 +421,7 @@ class RunResult(BaseModel):
     max_steps: int = 12
     max_replans: int = 5
     usage: Usage = Field(default_factory=Usage)
+    timeline: Timeline = Field(default_factory=Timeline)
 
     @property
     def ok(self) -> bool:

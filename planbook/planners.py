@@ -16,12 +16,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union
 
+from .acceptance import accept_steps
 from .agents import AgentsLike, as_agents
 from .errors import PlanError, PlanningError, Problem
 from .models import Plan, Step
 from .spec import parse_plan, slug, steps_from_dicts
 from .tools import Tool, ToolsLike, as_toolbox
-from .validate import plan_problems, validate_plan
+from .interrupts import call_user
 
 
 class Planner(Protocol):
@@ -127,16 +128,19 @@ def make_plan(
     the first planning call's usage too.
     """
     toolbox, agent_map = as_toolbox(tools), as_agents(agents)
+    base = Plan(id=plan_id or slug(goal) or "plan", goal=goal, title=title, steps=[], revision=0)
 
     def problems_of(steps: list[Step]) -> list[Problem]:
-        return plan_problems(Plan(goal=goal, steps=list(steps)), toolbox, agent_map)
+        return accept_steps(base, [], list(steps), toolbox, agent_map)[2]
 
     tell_planner(planner, PlanningContext(tools=toolbox, agents=agent_map, plan=None, validate=problems_of, emit=emit))
-    steps = planner_steps(planner(goal, [], None))
+    steps = planner_steps(call_user(planner, goal, [], None))
     if not steps:
         raise PlanningError(f"the planner returned no steps for the goal {goal!r}")
-    plan = Plan(id=plan_id or slug(goal) or "plan", goal=goal, title=title, steps=steps)
-    return validate_plan(plan, toolbox, agent_map)
+    plan, _, problems = accept_steps(base, [], steps, toolbox, agent_map)
+    if problems:
+        raise PlanError(problems)
+    return plan
 
 
 def tell_planner(planner: Any, context: PlanningContext) -> None:

@@ -12,7 +12,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-_ID = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*"
+#: what a referenced id may contain: letters and digits of any script, ``_``, ``.`` and ``-``
+#: (``$données`` names the step ``données``); ids outside this cannot be referenced
+_ID = r"\w[\w.\-]*"
 WHOLE_REF = re.compile(rf"^\$({_ID})$")
 INLINE_REF = re.compile(rf"\$\$|\$\{{({_ID})\}}")
 

@@ -1,79 +1,66 @@
 """The runner: the plan-execute state machine (EXEC → NEXT/REPLAN → DONE/FAILED).
 
-Its state is explicit and serialisable (:class:`RunState`: a plan, counters, history,
-revisions, events), and it advances one execution per :meth:`Runner.advance`, so a
-notebook can step through a plan, stop at a step, be interrupted and continue — and a
-store or a parallel scheduler can take over the same state later.
+Its state is plain data (:class:`~planbook.state.RunState`, with the
+:class:`~planbook.config.RunConfig`), and a tick is four moves: take the ready steps
+(:mod:`~planbook.scheduler`), submit them (:mod:`~planbook.executors`), collect their
+outcomes, decide (:mod:`~planbook.policies`, :mod:`~planbook.budget`). A notebook can
+step through a plan, stop at a step, be interrupted and continue; ``parallel=N`` runs
+up to N independent steps at once.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-import warnings
+import traceback as traceback_module
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from .acceptance import accept_steps
 from .agents import AgentContext, AgentsLike, as_agents
+from .budget import Budget
+from .config import RunConfig
 from .diff import diff_plans
 from .errors import PlanError, PlanningError, Problem
-from .execute import Outcome, execute, stdout_routing
-from .stepthreads import StepThreads
-from .models import (
-    Event,
-    EventKind,
-    Plan,
-    PlanDiff,
-    PolicyName,
-    RunReason,
-    RunResult,
-    RunStatus,
-    Status,
-    Step,
-    Usage,
-)
+from .eventbus import EventBus, EventHandler
+from .execute import CallHandle, CallInterrupted, Outcome, call_step, describe_exception, stdout_routing
+from .executors import FuturesExecutor, InlineExecutor, StepAbandoned, ThreadPool
+from .interrupts import call_user, checkpoint, interrupt_gate, waiting
+from .models import Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage
 from .planners import Planner, PlanningContext, make_plan, planner_steps, tell_planner
-from .policies import normalise_policy
+from .policies import chain_for, handle_failure
+from .scheduler import Scheduler
 from .spec import is_plan_spec, slug
-from .textview import format_plan
+from .state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE, RunState
+from .timeline import build_timeline
 from .tools import ToolsLike, as_toolbox
-from .validate import check_replacement, plan_problems, validate_plan
+from .validate import validate_plan
 
-EventHandler = Callable[[Event], None]
-INTERRUPTED_NOTE = "interrupted; it runs again when the run continues"
-
-
-class RunState(BaseModel):
-    """Everything a run knows; enough to show it, store it or continue it."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    plan: Plan
-    status: RunStatus = "running"
-    reason: RunReason | None = None
-    error: str | None = None
-    executions: int = 0
-    replans: int = 0
-    retries_used: dict[str, int] = Field(default_factory=dict)
-    last_error: str | None = None
-    history: list[Step] = Field(default_factory=list)
-    revisions: list[PlanDiff] = Field(default_factory=list)
-    events: list[Event] = Field(default_factory=list)
-    started: bool = False
-    #: id of a failed step whose failure policy was interrupted (Ctrl-C in a view or the
-    #: planner): the policy is applied when the run continues, never silently dropped
-    pending_failure: str | None = None
-    #: traceback of the exception that ended the run (a planner that raised), for debugging
-    traceback: str | None = None
+__all__ = ["INTERRUPTED_NOTE", "RunState", "Runner", "run"]
 
 
-class Runner(StepThreads):
-    """Executes a plan step by step under a failure policy and budgets.
+@dataclass(eq=False)
+class _InFlight:
+    """A submitted call the runner has not recorded yet."""
+
+    step: Step
+    execution: int
+    future: Future[Any]
+    token: object
+    handle: CallHandle
+    deadline: float | None = None
+    #: the run was interrupted while this call ran: its result is kept if it completes
+    leftover: bool = False
+    events: list[Any] = field(default_factory=list)
+
+
+class Runner:
+    """Executes a plan under a failure policy and budgets, one step or N at a time.
 
     ``plan`` is a :class:`Plan`, a spec string, or — with a ``planner`` — a goal in
-    words. An invalid plan raises :class:`PlanError` here, before anything runs.
+    words. An invalid plan or option raises here, before anything runs.
     """
 
     def __init__(
@@ -88,32 +75,21 @@ class Runner(StepThreads):
         max_steps: int = 12,
         max_replans: int = 5,
         step_timeout: float | None = None,
+        parallel: int = 1,
+        executor: Any = None,
         on_event: EventHandler | Iterable[EventHandler] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        for name, value in (("max_steps", max_steps), ("max_replans", max_replans), ("retries", retries or 0)):
-            if not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
-        if step_timeout is not None and step_timeout <= 0:
-            raise ValueError(f"step_timeout must be a positive number of seconds, got {step_timeout!r}")
+        self.config = RunConfig.build(
+            on_failure=on_failure, has_planner=planner is not None, retries=retries, max_steps=max_steps,
+            max_replans=max_replans, step_timeout=step_timeout, parallel=parallel, executor=executor,
+        )
         self.planner = planner
         self.tools = as_toolbox(tools)
         self.agents = as_agents(agents)
-        self.policy = normalise_policy(on_failure, has_planner=planner is not None)
-        if retries == 0 and "retry" in self.policy:
-            raise ValueError("on_failure includes 'retry' but retries=0, so nothing would be retried: "
-                             "pass retries=N (N >= 1), or leave retries out for one retry")
-        #: extra attempts per step for the retry policy (one when not given)
-        self.retries = 1 if retries is None else retries
-        self.max_steps = max_steps
-        self.max_replans = max_replans
-        self.step_timeout = step_timeout
         self.clock = clock
-        self.handlers: list[EventHandler] = []
-        if callable(on_event):
-            self.handlers.append(on_event)
-        elif on_event is not None:
-            self.handlers.extend(on_event)
+        self.budget = Budget(self.config.max_steps, self.config.max_replans)
+        self.bus = EventBus(self._record_event, self._make_event, on_event)
 
         self.goal_only: str | None = None
         if isinstance(plan, Plan):
@@ -137,43 +113,92 @@ class Runner(StepThreads):
                         for sid in replanning
                     ])
         pinned = sorted({st.tool for st in initial.steps if st.tool and self.tools[st.tool].main_thread})
-        if step_timeout is not None and pinned:
+        if self.config.step_timeout is not None and pinned:
             raise ValueError(f"step_timeout cannot stop tools that run on the main thread ({', '.join(pinned)}): "
                              "drop main_thread=True from them or run without a timeout")
-        if retries and "retry" not in self.policy and not any(st.on_failure == "retry" for st in initial.steps):
+        policy = self.config.policy
+        if retries and "retry" not in policy and not any(st.on_failure == "retry" for st in initial.steps):
             raise ValueError(f"retries={retries} only applies to the retry policy, and on_failure is "
-                             f"{list(self.policy)}: add 'retry' (e.g. on_failure=['retry', '{self.policy[-1]}'])")
+                             f"{list(policy)}: add 'retry' (e.g. on_failure=['retry', '{policy[-1]}'])")
         self.state = RunState(plan=initial)
-        self._index_key: tuple[int, int] | None = None
-        self._index_dirty = True
-        self._by_id: dict[str, Step] = {}
-        self._pending: list[Step] = []
-        self._init_step_threads()
+        self.scheduler = Scheduler(initial, self._blocked)
+        self._stale = False  # the scheduler must be rebuilt before the next tick
+        self._inflight: list[_InFlight] = []
+        self._leftovers: list[_InFlight] = []
+        self._pool: ThreadPool | None = None
+        #: set while running steps are allowed to finish before the run ends or replans
+        self._ending: tuple[RunStatus, RunReason, str] | None = None
+        self._replan_for: Step | None = None
+        self._pause_why: str | None = None
 
-    # ----------------------------------------------------------------- events
+    # ------------------------------------------------------------ settings
+    @property
+    def policy(self) -> tuple[str, ...]:
+        return self.config.policy
+
+    @property
+    def retries(self) -> int:
+        return self.config.retries
+
+    @property
+    def max_steps(self) -> int:
+        return self.config.max_steps
+
+    @property
+    def max_replans(self) -> int:
+        return self.config.max_replans
+
+    @property
+    def step_timeout(self) -> float | None:
+        return self.config.step_timeout
+
+    @property
+    def parallel(self) -> int:
+        return self.config.parallel
+
+    # -------------------------------------------------------------- events
+    @property
+    def handlers(self) -> list[EventHandler]:
+        return self.bus.handlers
+
+    @property
+    def _heartbeats(self) -> dict[Callable[[], None], float]:
+        return self.bus.heartbeats
+
     def subscribe(self, handler: EventHandler) -> None:
         """Call ``handler(event)`` for every event from now on (views use this)."""
-        self.handlers.append(handler)
+        self.bus.handlers.append(handler)
 
     def unsubscribe(self, handler: EventHandler) -> None:
         """Stop calling ``handler`` (a view that is closed or replaced). Unknown handlers are ignored."""
-        if handler in self.handlers:
-            self.handlers.remove(handler)
+        if handler in self.bus.handlers:
+            self.bus.handlers.remove(handler)
+
+    def add_heartbeat(self, callback: Callable[[], None], interval: float = 0.1) -> None:
+        """Call ``callback()`` on the runner's thread about every ``interval`` s while steps run.
+
+        A live view uses this to redraw during a slow step. While a heartbeat is set, a
+        step's call runs in a worker thread (except tools marked ``main_thread=True``)
+        and the runner's thread waits in slices; events the step emits (``llm.call``) are
+        delivered on the runner's thread. Several views may each add one.
+        """
+        self.bus.add_heartbeat(callback, interval)
+
+    def remove_heartbeat(self, callback: Callable[[], None]) -> None:
+        """Stop calling ``callback`` (a view that closes). Unknown callbacks are ignored."""
+        self.bus.remove_heartbeat(callback)
 
     def emit(self, kind: EventKind, step: str | None = None, **data: Any) -> Event:
-        event = Event(kind=kind, time=self.clock(), step=step, revision=self.state.plan.revision, data=data)
-        self.state.events.append(event)
-        for handler in list(self.handlers):
-            try:
-                handler(event)
-            except KeyboardInterrupt:
-                raise
-            except Exception as exc:  # a broken view must not lose the run; say so once
-                warnings.warn(f"event handler {handler!r} failed on {kind}: {exc!r}; it is removed", stacklevel=2)
-                self.handlers.remove(handler)
-        return event
+        return self.bus.emit(kind, step, **data)
 
-    # ------------------------------------------------------------------ state
+    def _make_event(self, kind: EventKind, step: str | None, data: dict[str, Any]) -> Event:
+        return Event.model_construct(kind=kind, time=self.clock(), step=step, revision=self.state.plan.revision,
+                                     data=data)
+
+    def _record_event(self, event: Event) -> None:
+        self.state.events.append(event)
+
+    # --------------------------------------------------------------- state
     @property
     def plan(self) -> Plan:
         return self.state.plan
@@ -188,16 +213,13 @@ class Runner(StepThreads):
         """End the run. ``exc``: the exception behind it (a crashing planner), kept as a traceback."""
         self.state.status, self.state.reason, self.state.error = status, reason, error
         if exc is not None:
-            import traceback
-
-            self.state.traceback = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            self.state.traceback = "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__))
         self.emit("run.finished", status=status, reason=reason, error=error, executions=self.state.executions,
                   replans=self.state.replans)
 
     def result(self) -> RunResult:
         """A snapshot of the run so far (the runner may go on after a pause)."""
         s = self.state
-        usage = Usage.from_events(s.events)
         # a finished run's plan no longer changes: share it; a paused one goes on, so copy it
         plan = s.plan if self.finished else s.plan.copy_plan()
         # model_construct: this data was validated on the way in; re-validating thousands
@@ -216,106 +238,380 @@ class Runner(StepThreads):
             replans=s.replans,
             max_steps=self.max_steps,
             max_replans=self.max_replans,
-            usage=usage,
+            usage=Usage.from_events(s.events),
+            timeline=build_timeline(s.records, s.history),
         )
 
-    # -------------------------------------------------------------- running
+    # ------------------------------------------------------------- running
     def run(self, *, until: str | None = None, max_executions: int | None = None) -> RunResult:
         """Advance until the run ends, step ``until`` has run, or ``max_executions`` were made."""
         if until is not None and self.plan.steps:
             self.plan.step(until)  # KeyError names the known ids
-        done_before = self.state.executions
+        if max_executions is not None and (isinstance(max_executions, bool) or max_executions < 1):
+            raise ValueError(f"max_executions must be a whole number >= 1, got {max_executions!r}")
         try:
-            with stdout_routing():
-                self._loop(until, max_executions, done_before)
-        except KeyboardInterrupt:
-            self._interrupt()
+            with interrupt_gate(), stdout_routing():
+                try:
+                    self._loop(until, max_executions)
+                except KeyboardInterrupt:
+                    self._interrupt()
+        finally:
+            self._close_pool()
         return self.result()
 
-    def _loop(self, until: str | None, max_executions: int | None, done_before: int) -> None:
-        """Advance until finished, paused by ``until`` or by ``max_executions``."""
+    def advance(self) -> Step | None:
+        """One tick: plan if needed, submit what is ready, collect, decide.
+
+        Returns the last step whose call was recorded (None when the tick only planned,
+        applied a policy or finished).
+        """
+        try:
+            with interrupt_gate(), stdout_routing():
+                try:
+                    return self._tick(limit=None)
+                except KeyboardInterrupt:
+                    self._interrupt()
+                    return None
+        finally:
+            if not self._inflight:
+                self._close_pool()
+
+    def _loop(self, until: str | None, max_executions: int | None) -> None:
+        submitted_before = self.state.executions
         while not self.finished:
-            if max_executions is not None and self.state.executions - done_before >= max_executions:
-                self._pause(f"paused after {max_executions} execution(s)")
-                break
-            self.advance()
-            if until is not None and not self.finished:
-                self._next_step()  # blocks the dependents of a skipped step now, so `until` sees it
-            if until is not None and not self.finished and self._has_run(until):
-                self._pause(f"paused after step {until}")
-                break
+            limit = None if max_executions is None else submitted_before + max_executions
+            if self._pause_why is None and limit is not None and self.state.executions >= limit:
+                self._pause_why = f"paused after {max_executions} execution(s)"
+            if self._pause_why is not None and not self._inflight:
+                why, self._pause_why = self._pause_why, None
+                self._pause(why)
+                return
+            self._tick(limit=limit)
+            checkpoint()
+            if until is not None and self._pause_why is None and not self.finished and self._has_run(until):
+                self._pause_why = f"paused after step {until}"
 
     def _has_run(self, step_id: str) -> bool:
         """Step ``step_id`` is done for ``until``: it ran (whatever the outcome) or was blocked."""
-        step = next((st for st in self.plan.steps if st.id == step_id), None)
+        step = self.scheduler.by_id.get(step_id)
         return step is not None and step.status in (Status.completed, Status.skipped, Status.failed, Status.blocked)
 
     def _pause(self, why: str) -> None:
-        if self.state.pending_failure is None and self._next_step() is None:
+        if not self.state.pending_failures and self.scheduler.peek() is None and not self._replan_for:
             self._complete()  # nothing is left to run: the run is over, not paused
             return
         self.state.status, self.state.reason = "paused", "paused"
         self.emit("run.paused", why=why)
 
-    def _interrupt(self) -> None:
-        if self.finished:  # Ctrl-C while the end was being reported: the run did end that way
-            return
-        for step in self.plan.steps:
-            if step.status is Status.in_progress:  # it did not finish: it runs again on continue
-                step.status = Status.not_started
-                step.notes = INTERRUPTED_NOTE
-        self._index_dirty = True
-        self.state.status, self.state.reason, self.state.error = "interrupted", "interrupted", "interrupted by the user"
-        self.emit("run.finished", status="interrupted", reason="interrupted", error=self.state.error,
-                  executions=self.state.executions, replans=self.state.replans)
-
-    def advance(self) -> Step | None:
-        """One tick: plan if needed, then execute the next ready step and apply the policy.
-
-        Returns the step that was executed (None when the tick only planned or finished).
-        """
+    def _start(self) -> bool:
+        """Begin or continue the run; False when it ended here (no first plan)."""
         s = self.state
-        if self.finished:
-            return None
         if s.status in ("paused", "interrupted"):
-            self._wait_for_interrupted()
+            self._settle_leftovers()
             s.status, s.reason, s.error = "running", None, None
+            self._stale = True  # a paused plan may have been edited by hand
             self.emit("run.started", resumed=True)
         if not s.started:
             s.started = True
-            self.emit("run.started", resumed=False, max_steps=self.max_steps, max_replans=self.max_replans)
+            self.emit("run.started", resumed=False, max_steps=self.max_steps, max_replans=self.max_replans,
+                      parallel=self.parallel)
             if self.goal_only is None:
-                self.emit("plan.created", plan=format_plan(s.plan), steps=[st.id for st in s.plan.steps])
+                self.emit("plan.created", steps=[st.id for st in s.plan.steps])
         if self.goal_only is not None and s.plan.revision == 0:  # no first plan yet (or it was interrupted)
             if not self._first_plan():
-                return None
-            self.emit("plan.created", plan=format_plan(s.plan), steps=[st.id for st in s.plan.steps])
-        if s.pending_failure is not None:  # a failure's policy was interrupted: apply it first
-            failed = next((st for st in s.plan.steps if st.id == s.pending_failure), None)
-            if failed is not None and failed.status is Status.failed:
-                self._on_failure(failed)
-            s.pending_failure = None
-            return None
-        step = self._next_step()
-        if step is None and not self._index_dirty:
-            # before ending, look again from scratch: a step may have been reset by hand
-            # (``runner.plan.step(id).status = "not_started"``) while the run was paused
-            self._index_dirty = True
-            step = self._next_step()
-        if step is None:
-            self._complete()
-            return None
-        if s.executions >= self.max_steps:
-            self._finish(
-                "failed", "step_budget",
-                f"step budget used up: {s.executions} of max_steps={self.max_steps} executions made; "
-                f"{'the retry of ' if step.attempts else ''}step {step.id!r} and what follows did not run "
-                "(raise max_steps to allow more)",
-            )
-            return None
-        self._execute(step)
-        return step
+                return False
+            self._stale = True
+            self.emit("plan.created", steps=[st.id for st in s.plan.steps])
+        if self._stale:
+            self.scheduler.rebuild(s.plan)
+            self._stale = False
+        return True
 
+    def _tick(self, limit: int | None) -> Step | None:
+        s = self.state
+        if self.finished or not self._start():
+            return None
+        if s.pending_failures:  # a failure's policy was interrupted: apply it first
+            pending, s.pending_failures = list(s.pending_failures), []
+            for step_id in pending:
+                failed = self.scheduler.by_id.get(step_id)
+                if failed is not None and failed.status is Status.failed and not self.finished:
+                    self._apply_policy(failed)
+            return None
+        if self._replan_for is not None and not self._inflight:
+            failed, self._replan_for = self._replan_for, None
+            self._replan(failed)
+            return None
+        if self._ending is not None and not self._inflight:
+            self._finish(*self._ending)
+            return None
+        self._submit_ready(limit)
+        if not self._inflight:
+            if self._ending is not None:
+                self._finish(*self._ending)
+            elif self._replan_for is None and self._pause_why is None:
+                self._complete()
+            return None
+        return self._collect()
+
+    def _submit_ready(self, limit: int | None) -> None:
+        s = self.state
+        while (len(self._inflight) < self.parallel and self._ending is None and self._replan_for is None
+               and self._pause_why is None and (limit is None or s.executions < limit)):
+            step = self.scheduler.peek()
+            if step is None:
+                return
+            refused = self.budget.execution_refused(s.executions, step.id, retry=bool(step.attempts))
+            if refused is not None:
+                self._ending = ("failed", "step_budget", refused)
+                return
+            self.scheduler.take()
+            self._submit(step)
+
+    # ------------------------------------------------------------- submitting
+    def _executor_for(self, step: Step) -> Any:
+        """Where this step's call runs: pinned and plain serial steps on this thread."""
+        if self._pinned(step):
+            return _INLINE
+        if self.config.executor is not None:
+            return FuturesExecutor(self.config.executor)
+        if self.parallel > 1 or self.step_timeout is not None or self.bus.heartbeats:
+            if self._pool is None:
+                self._pool = ThreadPool()
+            return self._pool
+        return _INLINE
+
+    def _submit(self, step: Step) -> None:
+        s = self.state
+        s.executions += 1
+        step.set_state(
+            attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None,
+            started_at=self.clock(), finished_at=None,
+            **({"notes": ""} if step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE) else {}),
+        )
+        executor = self._executor_for(step)
+        token = object()
+        self.bus.live.add(token)
+        handle = CallHandle()
+        results = {n: self.scheduler.by_id[n].result for n in step.needs}
+        deadline = None if self.step_timeout is None or executor is _INLINE else time.monotonic() + self.step_timeout
+        pinned = self._pinned(step)
+        worker = "main" if executor is _INLINE else getattr(executor, "name", "worker")
+        try:
+            self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions, worker=worker)
+        except KeyboardInterrupt:  # Ctrl-C in a view as the step starts: it has not started
+            self._uncount(_InFlight(step, s.executions, _PENDING, token, handle), INTERRUPTED_NOTE)
+            step.notes = ""
+            raise
+        if pinned and self.step_timeout is not None:
+            future: Future[Any] = Future()
+            future.set_result(Outcome(ok=False, error=f"step {step.id!r} uses {pinned}, which runs on the main "
+                                      "thread, so step_timeout cannot stop it: drop main_thread=True or the timeout"))
+        else:
+            tools, agents = self.tools, self.agents
+            clock = None if executor is _INLINE else self.clock
+            context = self._context_maker(step, token, results)
+
+            def work() -> Outcome:
+                return call_step(step, results=results, tools=tools, agents=agents, context=context,
+                                 clock=clock, handle=handle)
+
+            flight = _InFlight(step, s.executions, _PENDING, token, handle, deadline)
+            self._inflight.append(flight)
+            try:
+                future = executor.submit(work)
+            except KeyboardInterrupt:  # Ctrl-C inside an inline call: it did not complete
+                self._inflight.remove(flight)
+                self._uncount(flight, INTERRUPTED_NOTE)
+                raise
+            except Exception as exc:  # the executor refused the call (a closed Dask client)
+                future = Future()
+                future.set_result(Outcome(ok=False, error=f"the executor could not run the step: "
+                                                          f"{describe_exception(exc)}"))
+            flight.future = future
+            return
+        self._inflight.append(_InFlight(step, s.executions, future, token, handle, deadline))
+
+    def _context_maker(self, step: Step, token: object, results: dict[str, Any]) -> Callable[[], AgentContext]:
+        plan = self.state.plan
+
+        def context() -> AgentContext:
+            return AgentContext(goal=plan.goal, plan_text=lambda: str(plan), step=step.snapshot(), needs=results,
+                                emit=self.bus.emitter(step.id, token))
+
+        return context
+
+    def _pinned(self, step: Step) -> str:
+        """What ties this step to the runner's thread ('' if nothing): a ``main_thread`` tool,
+        used directly or by the step's agent."""
+        if step.tool is not None:
+            return f"tool {step.tool!r}" if self.tools[step.tool].main_thread else ""
+        agent = self.agents.get(step.agent or "")
+        if getattr(agent, "main_thread", False):
+            return f"agent {step.agent!r}"
+        tools = getattr(agent, "tools", None)
+        if isinstance(tools, dict) or hasattr(tools, "items"):
+            try:
+                for name, tool in tools.items():  # type: ignore[union-attr]
+                    if getattr(tool, "main_thread", False):
+                        return f"agent {step.agent!r} (its tool {name!r})"
+            except Exception:  # noqa: BLE001 - an agent's odd tools attribute is not ours to judge
+                return ""
+        return ""
+
+    # -------------------------------------------------------------- collecting
+    def _collect(self) -> Step | None:
+        """Wait for at least one call to end (redrawing views, enforcing timeouts); record it."""
+        while True:
+            done = [f for f in self._inflight if f.future.done()]
+            if done:
+                break
+            self._wait_slice()
+            self._expire()
+        self.bus.drain()
+        last: Step | None = None
+        order = self.scheduler.position
+        for flight in sorted(done, key=lambda f: order.get(f.step.id, 0)):
+            self._inflight.remove(flight)
+            self._record(flight)
+            last = flight.step
+        return last
+
+    def _wait_slice(self) -> None:
+        """Wait a little for any running call (Ctrl-C is taken at once here)."""
+        beating = bool(self.bus.heartbeats)
+        timeout: float | None = self.bus.interval if beating else None
+        deadlines = [f.deadline for f in self._inflight if f.deadline is not None]
+        if deadlines:
+            left = max(min(deadlines) - time.monotonic(), 0.0)
+            timeout = left if timeout is None else min(timeout, left)
+        with waiting():
+            # bounded slices so that Ctrl-C is seen promptly on every platform
+            wait_futures([f.future for f in self._inflight], timeout=0.25 if timeout is None else min(timeout, 0.25),
+                         return_when=FIRST_COMPLETED)
+        if beating:
+            self.bus.beat()
+        else:
+            self.bus.drain()  # events of a call about to time out still count
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for flight in list(self._inflight):
+            if flight.deadline is None or flight.future.done() or now < flight.deadline:
+                continue
+            self.bus.live.discard(flight.token)
+            if not flight.handle.cancel() and self._pool is not None:
+                self._pool.stop(flight.future)
+            timed_out: Future[Any] = Future()
+            timed_out.set_result(Outcome(
+                ok=False,
+                error=f"TimeoutError: step {flight.step.id!r} did not finish within {self.step_timeout:g} s "
+                "(it was stopped; a call blocked in C code finishes in the background and is ignored)",
+            ))
+            flight.future = timed_out
+
+    def _outcome_of(self, flight: _InFlight) -> Outcome | None:
+        """The call's outcome, or None when it was interrupted before completing."""
+        error = flight.future.exception()
+        if error is None:
+            outcome: Outcome = flight.future.result()
+            return outcome
+        if isinstance(error, (KeyboardInterrupt, CallInterrupted)):
+            return None
+        if isinstance(error, StepAbandoned):
+            return Outcome(ok=False, error=f"StepAbandoned: step {flight.step.id!r} was stopped")
+        return Outcome(ok=False, error=f"the executor failed to run the step: {describe_exception(error)}")
+
+    def _record(self, flight: _InFlight) -> None:
+        """Record a finished call and apply the policy to a failure."""
+        s, step = self.state, flight.step
+        self.bus.live.discard(flight.token)
+        outcome = self._outcome_of(flight)
+        if outcome is None:
+            self._uncount(flight, INTERRUPTED_NOTE)
+            if isinstance(flight.future.exception(), KeyboardInterrupt):
+                raise KeyboardInterrupt  # the call itself was interrupted: so is the run
+            return
+        now = self.clock()
+        if not outcome.ok and outcome.worker.startswith(("planbook-worker", "planbook-async")) \
+                and "thread" in (outcome.error or "").lower():
+            outcome.error = (f"{outcome.error} (this step ran in a worker thread, as it does while a live view is "
+                             "shown or steps run in parallel: register the tool with main_thread=True, or run "
+                             "without a view)")
+        step.set_state(
+            status=Status.completed if outcome.ok else Status.failed,
+            result=outcome.result,
+            error=outcome.error,
+            traceback=outcome.traceback,
+            output=outcome.output,
+            finished_at=now,
+            **({"notes": outcome.notes} if outcome.notes else {}),
+        )
+        snapshot = step.snapshot()
+        s.history.append(snapshot)
+        s.records.append(Execution(
+            execution=flight.execution, step=step.id, attempt=step.attempts, revision=s.plan.revision,
+            worker=outcome.worker or "main", start=outcome.started if outcome.started is not None else step.started_at
+            or now, end=outcome.finished if outcome.finished is not None else now, ok=outcome.ok,
+        ))
+        if outcome.ok:
+            self.scheduler.completed(step)
+            self.emit("step.finished", step=step.id, duration=step.duration, result=_short(step.result),
+                      execution=flight.execution)
+            return
+        s.last_error = f"step {step.id} failed: {outcome.error}"
+        s.pending_failures.append(step.id)  # until its policy is applied (Ctrl-C may come first)
+        self.emit("step.failed", step=step.id, duration=step.duration, error=outcome.error,
+                  execution=flight.execution)
+        if self._ending is None:
+            s.pending_failures.remove(step.id)
+            self._apply_policy(step)
+        else:
+            s.pending_failures.remove(step.id)  # the run is ending: running steps only finish
+
+    def _uncount(self, flight: _InFlight, note: str) -> None:
+        """An execution that did not complete did not happen: it runs again."""
+        step = flight.step
+        self.state.executions -= 1
+        step.set_state(attempts=max(step.attempts - 1, 0), status=Status.not_started, notes=note)
+        self.scheduler.again(step)
+
+    # --------------------------------------------------------------- policies
+    def _apply_policy(self, step: Step) -> None:
+        handle_failure(step, chain_for(step, self.policy), self)
+
+    def retries_used(self, step: Step) -> int:
+        return self.state.retries_used.get(step.id, 0)
+
+    def retry(self, step: Step) -> None:
+        used = self.state.retries_used[step.id] = self.retries_used(step) + 1
+        step.status = Status.not_started
+        step.notes = f"retry {used}/{self.retries} after: {step.error}"
+        self.scheduler.again(step)
+        self.emit("step.retry", step=step.id, retry=used, of=self.retries, error=step.error)
+
+    def skip(self, step: Step) -> None:
+        step.status = Status.skipped
+        step.notes = f"skipped after: {step.error}"
+        self.emit("step.skipped", step=step.id, error=step.error)
+        self.scheduler.ended_without_result(step)
+
+    def replan(self, step: Step) -> None:
+        if self._replan_for is None:
+            self._replan_for = step  # after the running steps finish; they are part of what happened
+        if not self._inflight:
+            failed, self._replan_for = self._replan_for, None
+            self._replan(failed)
+
+    def abort(self, step: Step) -> None:
+        self._ending = ("failed", "aborted", f"step {step.id} failed: {step.error}")
+        if not self._inflight:
+            self._finish(*self._ending)
+
+    def _blocked(self, step: Step, dead: list[str]) -> None:
+        self.emit("step.blocked", step=step.id, because=dead)
+
+    # -------------------------------------------------------------- planning
     def _first_plan(self) -> bool:
         assert self.planner is not None and self.goal_only is not None
         try:
@@ -328,43 +624,61 @@ class Runner(StepThreads):
             return False
         except KeyboardInterrupt:
             raise
-        except Exception as exc:
-            self._finish("failed", "no_plan", f"the planner raised {type(exc).__name__}: {exc}", exc)
+        except BaseException as exc:  # noqa: BLE001 - SystemExit from a planner ends the run, not the process
+            self._finish("failed", "no_plan", f"the planner raised {describe_exception(exc)}", exc)
             return False
         self.state.plan = plan
         return True
 
-    def _next_step(self) -> Step | None:
-        """The first not-started step whose needs are all completed; blocks steps that cannot run.
-
-        Keeps an index of pending steps so a long linear plan costs O(needs) per step,
-        not O(plan): the index is rebuilt whenever the plan or a status changes outside
-        the normal forward flow (replan, retry, interrupt, resume).
-        """
-        plan = self.plan
-        if self._index_key != (id(plan), plan.revision) or self._index_dirty:
-            self._by_id = {st.id: st for st in plan.steps}
-            self._pending = [st for st in plan.steps if st.status is Status.not_started]
-            self._index_key, self._index_dirty = (id(plan), plan.revision), False
-        by_id = self._by_id
-        while self._pending and self._pending[0].status is not Status.not_started:
-            self._pending.pop(0)
-        blocked_any = True
-        while blocked_any:  # blocking one step may block its dependents
-            blocked_any = False
-            for st in self._pending:
-                if st.status is not Status.not_started:
-                    continue
-                needs = [by_id[n] for n in st.needs]
-                dead = [n.id for n in needs if n.status in (Status.failed, Status.skipped, Status.blocked)]
-                if dead:
-                    st.status = Status.blocked
-                    st.notes = f"blocked: needs {', '.join(dead)}, which did not complete"
-                    self.emit("step.blocked", step=st.id, because=dead)
-                    blocked_any = True
-                elif all(n.status is Status.completed for n in needs) and not blocked_any:
-                    return st
-        return None
+    def _replan(self, failed: Step) -> None:
+        s = self.state
+        assert self.planner is not None
+        refused = self.budget.replan_refused(s.executions, s.replans, s.last_error)
+        if refused is not None:
+            self._finish("failed", refused[0], refused[1])  # type: ignore[arg-type]
+            return
+        kept = [st for st in self.plan.steps if st.status in (Status.completed, Status.skipped)]
+        context = PlanningContext(
+            tools=self.tools,
+            agents=self.agents,
+            plan=self.plan.copy_plan(),
+            kept_ids=[st.id for st in kept],
+            validate=lambda steps: accept_steps(self.plan, kept, list(steps), self.tools, self.agents)[2],
+            emit=lambda kind, **data: self.emit(kind, **data),  # type: ignore[arg-type]
+        )
+        tell_planner(self.planner, context)
+        s.replans += 1
+        try:
+            self.bus.beat()  # views draw the failure before a (possibly slow) planner runs
+            history = [_copy_step(st) for st in s.history]  # the planner must not rewrite the run's records
+            proposed = planner_steps(call_user(self.planner, self.plan.goal, history, s.last_error))
+        except KeyboardInterrupt:
+            s.replans -= 1  # the replan did not happen; the failure is handled again on continue
+            s.pending_failures.append(failed.id)
+            raise
+        except (PlanningError, PlanError) as exc:
+            self._finish("failed", "no_plan", f"replanning after step {failed.id} failed: {exc}")
+            return
+        except BaseException as exc:  # noqa: BLE001 - SystemExit from a planner ends the run, not the process
+            self._finish("failed", "no_plan", f"the planner raised {describe_exception(exc)}", exc)
+            return
+        candidate, new_steps, problems = accept_steps(self.plan, kept, proposed, self.tools, self.agents)
+        if not proposed or (not new_steps and not problems):
+            self._finish("failed", "no_plan", f"the planner had no new plan after: {s.last_error}")
+            return
+        if problems:
+            self._finish("failed", "no_plan",
+                         str(PlanError(problems)).replace("invalid plan", "the planner's new plan is invalid", 1))
+            return
+        diff = diff_plans(self.plan, candidate, reason=s.last_error)
+        s.plan = candidate
+        for step in new_steps:  # a step the planner (re)proposed is new work with its own retries
+            s.retries_used.pop(step.id, None)
+        s.revisions.append(diff)
+        self.scheduler.rebuild(candidate)
+        self.emit("plan.diff", removed=diff.removed, added=diff.added, revised=diff.revised,
+                  from_revision=diff.from_revision, to_revision=diff.to_revision, reason=diff.reason)
+        self.emit("plan.created", steps=[st.id for st in candidate.steps])
 
     def _complete(self) -> None:
         counts = self.plan.counts()
@@ -374,176 +688,78 @@ class Runner(StepThreads):
             undone = [st.id for st in self.plan.steps if st.status is not Status.completed]
             self._finish("completed", "steps_skipped", f"the run reached the end without steps {', '.join(undone)}")
 
-    def _agent_context(self, step: Step, token: object) -> AgentContext:
-        return AgentContext(
-            goal=self.plan.goal,
-            plan_text=format_plan(self.plan),
-            step=step.snapshot(),
-            needs={n: self._by_id[n].result for n in step.needs},
-            emit=self._step_emitter(step, token),
-        )
-
-    def _execute(self, step: Step) -> None:
+    # ------------------------------------------------------------- interrupts
+    def _interrupt(self) -> None:
+        """Ctrl-C: keep every call that completed; leave running calls to finish in the background."""
+        for flight in list(self._inflight):
+            if flight.future.done():
+                self._inflight.remove(flight)
+                self._record_kept(flight)
+        for flight in self._inflight:
+            flight.handle.cancel()  # an awaited coroutine stops at its next await
+            flight.leftover = True
+            self._uncount(flight, STILL_RUNNING_NOTE)
+            self._leftovers.append(flight)
+        self._inflight = []
+        self._ending = None if self.finished else self._ending
+        if self.finished:  # Ctrl-C while the end was being reported: the run did end that way
+            return
+        self._pause_why = None
         s = self.state
-        s.executions += 1
-        step.set_state(
-            attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None,
-            started_at=self.clock(), finished_at=None,
-            **({"notes": ""} if step.notes == INTERRUPTED_NOTE else {}),  # it runs again now: the note is done
-        )
+        s.status, s.reason, s.error = "interrupted", "interrupted", "interrupted by the user"
+        self.emit("run.finished", status="interrupted", reason="interrupted", error=s.error,
+                  executions=s.executions, replans=s.replans)
+
+    def _record_kept(self, flight: _InFlight) -> None:
+        """Record a call that completed around an interrupt, deferring its policy to the continue."""
+        ending, self._ending = self._ending, ("interrupted", "interrupted", "")  # type: ignore[assignment]
         try:
-            self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions)
-            results = {n: self._by_id[n].result for n in step.needs}
-            token = self._live_execution = object()
-            self._runner_thread = threading.get_ident()
-            pinned = self._pinned(step)
-            off_thread = not pinned and (bool(self._heartbeats) or self.step_timeout is not None)
-            if pinned and self.step_timeout is not None:
-                outcome = Outcome(ok=False, error=f"step {step.id!r} uses {pinned}, which runs on the main thread, "
-                                  "so step_timeout cannot stop it: drop main_thread=True or the timeout")
-            else:
-                outcome = execute(
-                    step,
-                    results=results,
-                    tools=self.tools,
-                    agents=self.agents,
-                    context=lambda: self._agent_context(step, token),
-                    timeout=None if pinned else self.step_timeout,
-                    heartbeat=self._tick if off_thread else None,
-                    heartbeat_interval=self._heartbeat_interval if off_thread else 0.1,
-                    interrupted=self._interrupted_workers,
-                )
-            if off_thread and not outcome.ok and "thread" in (outcome.error or "").lower():
-                outcome.error = (f"{outcome.error} (this step ran in a worker thread while a live view was shown: "
-                                 "register the tool with main_thread=True, or run without a view)")
-            self._drain()
-        except KeyboardInterrupt:
-            s.executions -= 1
-            step.set_state(attempts=step.attempts - 1)
-            raise
+            self._record(flight)
         finally:
-            self._live_execution = None
-        self._record(step, outcome, finished_at=self.clock())
-        s.history.append(step.snapshot())
-        if outcome.ok:
-            self.emit("step.finished", step=step.id, duration=step.duration, result=_short(step.result))
-        else:
-            s.last_error = f"step {step.id} failed: {outcome.error}"
-            s.pending_failure = step.id  # until the policy has been applied (Ctrl-C may land in a view)
-            self.emit("step.failed", step=step.id, duration=step.duration, error=outcome.error)
-            self._on_failure(step)
-            s.pending_failure = None
+            self._ending = ending
+        if flight.step.status is Status.failed:
+            self.state.pending_failures.append(flight.step.id)
 
-    @staticmethod
-    def _record(step: Step, outcome: Outcome, *, finished_at: float) -> None:
-        step.set_state(
-            status=Status.completed if outcome.ok else Status.failed,
-            result=outcome.result,
-            error=outcome.error,
-            traceback=outcome.traceback,
-            output=outcome.output,
-            finished_at=finished_at,
-            **({"notes": outcome.notes} if outcome.notes else {}),
-        )
+    def _settle_leftovers(self) -> None:
+        """Before a run continues, wait for calls still running from before the interrupt.
 
-    def _policy_for(self, step: Step) -> tuple[PolicyName, ...]:
-        if step.on_failure is None:
-            return self.policy
-        if step.on_failure == "retry":
-            rest: tuple[PolicyName, ...] = tuple(p for p in self.policy if p != "retry")
-            return ("retry", *rest)
-        return (step.on_failure,)
+        Waits on each call's own future (never on a thread's ``is_alive``), so a step
+        never runs twice at the same time; a call that completed is kept, not run again.
+        """
+        while self._leftovers:
+            flight = self._leftovers[0]
+            if not flight.future.done():
+                print(f"planbook: waiting for the interrupted call of step {flight.step.id!r} to return "
+                      "(interrupt again to stop waiting)", file=__import__("sys").stderr)
+                while not flight.future.done():
+                    with waiting():
+                        wait_futures([flight.future], timeout=0.25)
+            self._leftovers.pop(0)
+            if flight.step.status is not Status.not_started or self._outcome_of(flight) is None:
+                continue  # interrupted (it runs again), or the step was changed by hand meanwhile
+            self.state.executions += 1
+            flight.step.set_state(attempts=flight.step.attempts + 1, notes="")
+            self._stale = True
+            self._record_kept(flight)
 
-    def _on_failure(self, step: Step) -> None:
-        s = self.state
-        for policy in self._policy_for(step):
-            if policy == "retry":
-                used = s.retries_used.get(step.id, 0)
-                if used < self.retries:
-                    s.retries_used[step.id] = used + 1
-                    step.status = Status.not_started
-                    self._index_dirty = True
-                    step.notes = f"retry {used + 1}/{self.retries} after: {step.error}"
-                    self.emit("step.retry", step=step.id, retry=used + 1, of=self.retries, error=step.error)
-                    return
-                continue
-            if policy == "skip":
-                step.status = Status.skipped
-                step.notes = f"skipped after: {step.error}"
-                self.emit("step.skipped", step=step.id, error=step.error)
-                return
-            if policy == "replan":
-                self._replan(step)
-                return
-            break  # abort
-        self._finish("failed", "aborted", f"step {step.id} failed: {step.error}")
+    def settle(self) -> None:
+        """Wait for calls still running from an interrupted run (``--restart`` does this first)."""
+        self._settle_leftovers()
 
-    def _replan(self, failed: Step) -> None:
-        s = self.state
-        assert self.planner is not None
-        if s.executions >= self.max_steps:  # a new plan could not run a single step: do not ask for one
-            self._finish(
-                "failed", "step_budget",
-                f"step budget used up: {s.executions} of max_steps={self.max_steps} executions made; "
-                f"no replan after: {s.last_error} (raise max_steps to allow more)",
-            )
-            return
-        if s.replans >= self.max_replans:
-            self._finish(
-                "failed", "replan_budget",
-                f"replan budget used up: {s.replans} of max_replans={self.max_replans} replans made; "
-                f"last error: {s.last_error}",
-            )
-            return
-        kept = [st for st in self.plan.steps if st.status in (Status.completed, Status.skipped)]
-        context = PlanningContext(
-            tools=self.tools,
-            agents=self.agents,
-            plan=self.plan.copy_plan(),
-            kept_ids=[st.id for st in kept],
-            validate=lambda steps: self._replacement_problems(kept, steps),
-            emit=lambda kind, **data: self.emit(kind, **data),  # type: ignore[arg-type]
-        )
-        tell_planner(self.planner, context)
-        s.replans += 1
-        try:
-            self._tick()  # views draw the failure before a (possibly slow) planner runs
-            proposed = planner_steps(self.planner(self.plan.goal, list(s.history), s.last_error))
-        except KeyboardInterrupt:
-            s.replans -= 1  # the replan did not happen; the failure is handled again on continue
-            raise
-        except (PlanningError, PlanError) as exc:
-            self._finish("failed", "no_plan", f"replanning after step {failed.id} failed: {exc}")
-            return
-        except Exception as exc:
-            self._finish("failed", "no_plan", f"the planner raised {type(exc).__name__}: {exc}", exc)
-            return
-        new_steps, problems = check_replacement(kept, proposed)
-        if not proposed or (not new_steps and not problems):
-            self._finish("failed", "no_plan", f"the planner had no new plan after: {s.last_error}")
-            return
-        candidate = Plan(
-            id=self.plan.id, goal=self.plan.goal, title=self.plan.title,
-            steps=kept + new_steps,
-            revision=self.plan.revision + 1,
-        )
-        problems += plan_problems(candidate, self.tools, self.agents)
-        if problems:
-            self._finish("failed", "no_plan", str(PlanError(problems)).replace("invalid plan", "the planner's new plan is invalid", 1))
-            return
-        diff = diff_plans(self.plan, candidate, reason=s.last_error)
-        s.plan = candidate
-        for step in new_steps:  # a step the planner (re)proposed is new work with its own retries
-            s.retries_used.pop(step.id, None)
-        s.revisions.append(diff)
-        self.emit("plan.diff", removed=diff.removed, added=diff.added, revised=diff.revised,
-                  from_revision=diff.from_revision, to_revision=diff.to_revision, reason=diff.reason)
-        self.emit("plan.created", plan=format_plan(candidate), steps=[st.id for st in candidate.steps])
+    def _close_pool(self) -> None:
+        if self._pool is not None and not self._inflight and not self._leftovers:
+            self._pool.shutdown()
+            self._pool = None
 
-    def _replacement_problems(self, kept: list[Step], steps: list[Step]) -> list[Problem]:
-        new_steps, problems = check_replacement(kept, steps)
-        candidate = Plan(id=self.plan.id, goal=self.plan.goal, steps=list(kept) + new_steps)
-        return problems + plan_problems(candidate, self.tools, self.agents)
+
+_INLINE = InlineExecutor()
+_PENDING: Future[Any] = Future()
+
+
+def _copy_step(step: Step) -> Step:
+    from .models import _clone
+
+    return step.model_copy(update={"args": _clone(step.args), "needs": list(step.needs)})
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -565,17 +781,21 @@ def run(
     max_steps: int = 12,
     max_replans: int = 5,
     step_timeout: float | None = None,
+    parallel: int = 1,
+    executor: Any = None,
     on_event: EventHandler | Iterable[EventHandler] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> RunResult:
     """Run a plan (or a goal, with a planner) to the end and return the :class:`RunResult`.
 
-    Raises :class:`PlanError` if the plan is invalid (nothing runs); every other
-    outcome — failures, budgets, interrupts — is in the result.
+    ``parallel=N`` runs up to N steps whose needs are complete at once (worker threads,
+    or ``executor``: any ``concurrent.futures.Executor``, such as a Dask client's
+    ``get_executor(pure=False)``). Raises :class:`PlanError` if the plan is invalid
+    (nothing runs); every other outcome — failures, budgets, interrupts — is in the result.
     """
     runner = Runner(
         plan, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=retries,
-        max_steps=max_steps, max_replans=max_replans, step_timeout=step_timeout, on_event=on_event, clock=clock,
+        max_steps=max_steps, max_replans=max_replans, step_timeout=step_timeout, parallel=parallel,
+        executor=executor, on_event=on_event, clock=clock,
     )
     return runner.run()
-

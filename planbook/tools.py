@@ -30,6 +30,12 @@ class Tool:
             raise TypeError(f"a tool must be callable, got {fn!r}")
         self.fn = fn
         self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            # a generator's body runs only when someone iterates it: not in its step, and a
+            # second consumer would silently get nothing
+            raise TypeError(f"tool {self.name!r} is a generator function (it uses yield): its body would not run "
+                            "in its step. Return a list instead (e.g. `return list(...)`), or wrap it: "
+                            f"`def {self.name}(...): return list(gen(...))`")
         if not self.name.isidentifier():
             raise ValueError(f"tool name {self.name!r} must be a Python identifier (letters, digits, _)")
         doc = inspect.getdoc(fn) or ""

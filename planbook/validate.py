@@ -97,35 +97,32 @@ def _names(names: Collection[str]) -> str:
 
 
 def find_cycle(steps: list[Step]) -> list[str] | None:
-    """A cycle in ``needs`` as ``[a, b, ..., a]``, or None. Self-needs are reported separately."""
-    graph: dict[str, list[str]] = {
-        s.id: [n for n in dict.fromkeys(s.needs + find_refs(s.args)) if n != s.id] for s in steps
-    }
-    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
-    stack: list[str] = []
+    """A cycle in ``needs`` as ``[a, b, ..., a]`` (a needs b ...), or None. Self-needs are reported separately.
 
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in graph.get(node, []):
-            if nxt not in graph:
-                continue
-            if state.get(nxt) == 1:
-                return stack[stack.index(nxt) :] + [nxt]
-            if state.get(nxt) is None:
-                found = visit(nxt)
-                if found:
-                    return found
-        stack.pop()
-        state[node] = 2
-        return None
+    ``graphlib`` finds it without recursion, so a chain of any length in any listing
+    order is checked in linear time.
+    """
+    import graphlib
 
-    for step in steps:
-        if state.get(step.id) is None:
-            found = visit(step.id)
-            if found:
-                return found
+    ids = {s.id for s in steps}
+    graph: dict[str, list[str]] = {}
+    for s in steps:
+        graph.setdefault(s.id, []).extend(
+            n for n in dict.fromkeys(s.needs + find_refs(s.args)) if n != s.id and n in ids
+        )
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        cycle: list[str] = list(exc.args[1])  # each node is a need of the one after it
+        cycle.reverse()
+        start = min(range(len(cycle) - 1), key=lambda i: _position(steps, cycle[i]))
+        ring = cycle[start:-1] + cycle[:start]
+        return ring + [ring[0]]
     return None
+
+
+def _position(steps: list[Step], step_id: str) -> int:
+    return next(i for i, s in enumerate(steps) if s.id == step_id)
 
 
 def validate_plan(

@@ -281,12 +281,11 @@ def test_event_kinds_in_order_for_a_simple_run() -> None:
         "run.finished",
     ]
     started = result.events[0]
-    assert started.data == {"resumed": False, "max_steps": 12, "max_replans": 5}
-    assert result.events[1].data["steps"] == ["a", "b", "c"]
-    assert result.events[1].data["plan"].startswith("Plan: ")
+    assert started.data == {"resumed": False, "max_steps": 12, "max_replans": 5, "parallel": 1}
+    assert result.events[1].data == {"steps": ["a", "b", "c"]}  # the engine formats no plan text
     assert [e.step for e in result.events[2:8]] == ["a", "a", "b", "b", "c", "c"]
-    assert result.events[2].data == {"attempt": 1, "execution": 1}
-    assert result.events[3].data == {"duration": 2.0, "result": "'a'"}  # start, started event, finish
+    assert result.events[2].data == {"attempt": 1, "execution": 1, "worker": "main"}
+    assert result.events[3].data == {"duration": 2.0, "result": "'a'", "execution": 1}  # start, started event, finish
     assert result.events[-1].data == {"status": "completed", "reason": "goal_met", "error": None,
                                       "executions": 3, "replans": 0}
 
@@ -343,7 +342,7 @@ def test_failure_events_carry_the_error() -> None:
                  on_failure="skip", clock=Ticker())
     assert kinds(result)[2:6] == ["step.started", "step.failed", "step.skipped", "step.started"]
     failed = events_of(result, "step.failed")[0]
-    assert (failed.step, failed.data) == ("x", {"duration": 2.0, "error": "RuntimeError: nope"})
+    assert (failed.step, failed.data) == ("x", {"duration": 2.0, "error": "RuntimeError: nope", "execution": 1})
     assert events_of(result, "step.skipped")[0].data == {"error": "RuntimeError: nope"}
 
 
@@ -402,7 +401,7 @@ def test_a_step_reset_by_hand_while_paused_runs_again() -> None:
     runner.plan.step("a").status = "not_started"  # "run that one again"
     result = runner.run()
     assert (result.status, result.reason) == ("completed", "goal_met")
-    assert lab.called("ok") == ["a", "b", "c", "a"]
+    assert lab.called("ok") == ["a", "b", "a", "c"]  # plan order: the reset step comes first
     assert result.plan.step("a").attempts == 2
 
 
@@ -662,9 +661,10 @@ def test_continuing_waits_for_interrupted_work_still_blocked_in_a_call() -> None
     first = runner.run()
     assert first.status == "interrupted" and log == ["start"]
     second = runner.run()
-    # the interrupted call finished (its Python code was stopped right after) before the step ran again
-    assert second.ok and log == ["start", "start", "end"]
+    # the interrupted call was left to finish; continuing waited for it and kept its result
+    assert second.ok and log == ["start", "end"] and second.outputs == {"a": "done"}
     assert second.plan.step("a").notes == "" and second.plan.step("a").attempts == 1
+    assert second.executions == len(second.history) == 1
 
 
 def test_a_result_whose_repr_fails_is_still_a_result() -> None:

@@ -18,22 +18,39 @@ def test_import_planbook_loads_no_heavy_module() -> None:
     assert out == "", f"import planbook imported {out}: import these lazily, where they are used"
 
 
-def test_engine_modules_never_import_front_ends() -> None:
-    """The engine is shared by the magics, the CLI and scripts: it must not depend on them."""
+ENGINE = ["models", "spec", "refs", "validate", "tools", "agents", "planners", "policies", "execute", "executors",
+          "interrupts", "eventbus", "scheduler", "budget", "config", "state", "acceptance", "timeline", "runner",
+          "diff", "errors"]
+FRONT_ENDS = {"IPython", "ipywidgets", "anywidget", "openai", "rich"}
+VIEWS = {"textview", "htmlview", "liveview", "widget", "termview", "views", "magics", "cli", "demo", "llm"}
+
+
+def _imports(path):
+    """Every module a file imports, anywhere in it (lazy imports in functions included), as absolute names."""
     import ast
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # from .textview import x / from . import textview
+                base = "planbook." + (node.module or "") if node.module else "planbook"
+                yield base
+                if not node.module:
+                    yield from (f"planbook.{a.name}" for a in node.names)
+            else:
+                yield node.module or ""
+
+
+def test_engine_modules_never_import_front_ends_or_views() -> None:
+    """The engine is shared by the magics, the CLI and scripts: it depends on none of them,
+    and on no view (absolute or relative imports, at the top or inside functions)."""
     from pathlib import Path
 
-    engine = ["models", "spec", "refs", "validate", "tools", "agents", "planners", "policies", "execute", "stepthreads", "runner", "diff",
-              "textview", "errors"]
     root = Path(__file__).resolve().parent.parent / "planbook"
-    for name in engine:
-        tree = ast.parse((root / f"{name}.py").read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                mods = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                mods = [node.module or ""]
-            else:
-                continue
-            for mod in mods:
-                assert mod.split(".")[0] not in ("IPython", "ipywidgets", "openai"), f"planbook/{name}.py imports {mod}"
+    for name in ENGINE:
+        for mod in _imports(root / f"{name}.py"):
+            parts = mod.split(".")
+            assert parts[0] not in FRONT_ENDS, f"planbook/{name}.py imports {mod}"
+            if parts[0] == "planbook" and len(parts) > 1:
+                assert parts[1] not in VIEWS, f"planbook/{name}.py imports the view or surface {mod}"

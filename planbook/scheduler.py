@@ -1,0 +1,113 @@
+"""The ready set over a plan's dependency graph.
+
+A step is *ready* when it has not started and every step it ``needs`` is completed.
+Ready steps are handed out in plan order (the reading and display order), so a serial
+run takes exactly the first runnable step of the plan each time. A step whose need
+failed, was skipped or is blocked becomes ``blocked`` itself, through any number of
+levels.
+
+Why not ``graphlib.TopologicalSorter``: a run un-does work (a retry or an interrupt puts
+a step back), which the sorter cannot; this keeps its idea — a count of unmet needs
+per step and a ready set — in a form that can. Each step is touched O(needs) times,
+so scheduling is linear in the size of the plan; cycles never reach here (validation
+finds them without recursion).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+
+from .models import Plan, Status, Step
+
+_DEAD = (Status.failed, Status.skipped, Status.blocked)
+
+
+class Scheduler:
+    """Tracks which steps of one plan revision may run now.
+
+    ``on_blocked(step, dead_needs)`` is called for each step it blocks (the runner emits
+    ``step.blocked``). Call :meth:`rebuild` after a step's status changed behind its back
+    (a replan, a retry put back by hand, a resumed run).
+    """
+
+    def __init__(self, plan: Plan, on_blocked: Callable[[Step, list[str]], None]) -> None:
+        self.on_blocked = on_blocked
+        self.rebuild(plan)
+
+    def rebuild(self, plan: Plan) -> None:
+        self.plan = plan
+        self.by_id: dict[str, Step] = {s.id: s for s in plan.steps}
+        self.position = {s.id: i for i, s in enumerate(plan.steps)}
+        self.dependents: dict[str, list[str]] = {}
+        self.unmet: dict[str, int] = {}
+        self._heap: list[int] = []
+        dead: list[Step] = []
+        for step in plan.steps:
+            for need in dict.fromkeys(step.needs):
+                self.dependents.setdefault(need, []).append(step.id)
+        for step in plan.steps:
+            status = step.status
+            if status is Status.not_started:
+                unmet = sum(1 for n in dict.fromkeys(step.needs) if self.by_id[n].status is not Status.completed)
+                self.unmet[step.id] = unmet
+                if unmet == 0:
+                    self._heap.append(self.position[step.id])
+            elif status in _DEAD:
+                dead.append(step)
+        heapq.heapify(self._heap)
+        for step in dead:
+            self._block_dependents(step)
+
+    # ----------------------------------------------------------- handing out
+    def peek(self) -> Step | None:
+        """The first ready step in plan order, without taking it."""
+        self._drop_stale()
+        return self.plan.steps[self._heap[0]] if self._heap else None
+
+    def take(self) -> Step | None:
+        """Take the first ready step in plan order (None when nothing is ready)."""
+        self._drop_stale()
+        if not self._heap:
+            return None
+        return self.plan.steps[heapq.heappop(self._heap)]
+
+    def _drop_stale(self) -> None:
+        # a step can sit in the heap after its status changed (blocked, reset by a policy)
+        heap, steps = self._heap, self.plan.steps
+        while heap and steps[heap[0]].status is not Status.not_started:
+            heapq.heappop(heap)
+
+    # --------------------------------------------------------------- outcomes
+    def completed(self, step: Step) -> None:
+        """``step`` completed: its dependents have one unmet need fewer."""
+        for dep_id in self.dependents.get(step.id, ()):
+            if dep_id in self.unmet:
+                self.unmet[dep_id] -= 1
+                if self.unmet[dep_id] == 0 and self.by_id[dep_id].status is Status.not_started:
+                    heapq.heappush(self._heap, self.position[dep_id])
+
+    def ended_without_result(self, step: Step) -> None:
+        """``step`` failed for good, was skipped or blocked: block what needs it."""
+        self._block_dependents(step)
+
+    def again(self, step: Step) -> None:
+        """``step`` is ``not_started`` again (a retry, an interrupted call): it is ready once more."""
+        if step.id in self.position and all(self.by_id[n].status is Status.completed for n in step.needs):
+            self.unmet[step.id] = 0
+            heapq.heappush(self._heap, self.position[step.id])
+
+    def _block_dependents(self, step: Step) -> None:
+        todo = [step]
+        while todo:  # iterative: a chain of thousands of dependents must not recurse
+            current = todo.pop()
+            for dep_id in self.dependents.get(current.id, ()):
+                dep = self.by_id[dep_id]
+                if dep.status is not Status.not_started:
+                    continue
+                dead = [n for n in dict.fromkeys(dep.needs) if self.by_id[n].status in _DEAD]
+                dep.status = Status.blocked
+                dep.notes = f"blocked: needs {', '.join(dead)}, which did not complete"
+                self.unmet.pop(dep_id, None)
+                self.on_blocked(dep, dead)
+                todo.append(dep)
