@@ -280,6 +280,39 @@ def call_step(
     return outcome
 
 
+class ToolCall:
+    """A tool step's call as a picklable value, for executors that ship work elsewhere (Dask).
+
+    Arguments are resolved and checked on the runner's side; only the function, its
+    arguments and the result travel. Importable tool functions pickle by reference;
+    what cloudpickle can ship (functions defined in a notebook) works too.
+    """
+
+    def __init__(self, step_id: str, fn: Callable[..., Any], args: dict[str, Any]) -> None:
+        self.step_id, self.fn, self.args = step_id, fn, args
+
+    def __call__(self) -> Outcome:
+        started = time.time()
+        with capture_stdout() as out:
+            try:
+                outcome = Outcome(ok=True, result=_call(self.fn, **self.args), output=out.getvalue())
+            except (KeyboardInterrupt, StepAbandoned, CallInterrupted):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - as in call_step
+                outcome = _failure(exc, out.getvalue())
+        outcome.worker, outcome.started, outcome.finished = threading.current_thread().name, started, time.time()
+        return outcome
+
+
+def prepare_tool_call(step: Step, results: Mapping[str, Any], tools: Mapping[str, Tool]) -> ToolCall | Outcome:
+    """The :class:`ToolCall` for ``step``, or the failed :class:`Outcome` when its args do not fit."""
+    tool = tools[step.tool or ""]
+    try:
+        return ToolCall(step.id, tool.fn, tool.coerce(resolve(step.args, results)))
+    except Exception as exc:  # noqa: BLE001 - bad args are a failed step, as in call_step
+        return _failure(exc, "")
+
+
 def _call(fn: Callable[..., Any], *args: Any, _handle: CallHandle | None = None, **kwargs: Any) -> Any:
     """Call a tool or an agent (interruptible only while inside it); await what it returns."""
     value = call_user(fn, *args, **kwargs)

@@ -232,6 +232,8 @@ class PlanMagics(Magics):
     @ma.argument("--step", action="store_true", help="execute the next step only, then pause")
     @ma.argument("--until", metavar="ID", help="pause after step ID has run")
     @ma.argument("--timeout", type=float, metavar="SECONDS", help="time limit per step")
+    @ma.argument("--parallel", type=int, default=None, metavar="N", help="run up to N steps whose needs are done at once (default 1: one at a time, in plan order)")
+    @ma.argument("--executor", metavar="VAR", help="a concurrent.futures.Executor in the namespace that runs tool calls (e.g. a Dask client's get_executor(pure=False))")
     @ma.argument("--check", action="store_true", help="raise planbook.RunFailed if the run ends failed (for pipelines)")
     @ma.argument("--restart", action="store_true", help="start a new run even if the last one paused or was interrupted")
     @ma.argument("--no-view", action="store_true", help="no live view (the result is still returned)")
@@ -266,6 +268,10 @@ class PlanMagics(Magics):
                 raise UsageError(f"{opt} must be a whole number >= 0, got {number}")
         if args.timeout is not None and args.timeout <= 0:
             raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+        if args.parallel is not None and args.parallel < 1:
+            raise UsageError(f"--parallel must be a whole number >= 1, got {args.parallel}")
+        parallel = 1 if args.parallel is None else args.parallel
+        executor = self._lookup(args.executor, "--executor") if args.executor else None
         on_failure = _policy(args.on_failure)
         tools = self._lookup(tools_var, "--tools") if tools_var else None
         agents = self._lookup(agents_var, "--agents") if agents_var else None
@@ -278,11 +284,11 @@ class PlanMagics(Magics):
         planner_key: Any = (LLM, model) if planner_var == LLM else planner
         max_steps = 12 if args.max_steps is None else args.max_steps
         max_replans = 5 if args.max_replans is None else args.max_replans
-        key = (on_failure, args.retries, max_steps, max_replans, args.timeout,
+        key = (on_failure, args.retries, max_steps, max_replans, args.timeout, parallel, _ident(executor),
                _ident(tools), _ident(agents), _ident(planner_key))
         options_given = any(
             v is not None for v in (args.on_failure, args.retries, args.max_steps, args.max_replans, args.timeout,
-                                    args.planner, args.model, args.tools, args.agents)
+                                    args.parallel, args.executor, args.planner, args.model, args.tools, args.agents)
         )
         run = self.runs.get(name)
         unfinished = (
@@ -300,10 +306,13 @@ class PlanMagics(Magics):
             )
         resumable = unfinished  # with no options, or the same ones: continue where it stopped
         if not resumable:
+            if run is not None:
+                run.runner.settle()  # a call still running from the old run must end before its step runs again
             try:
                 runner = Runner(
                     value, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=args.retries,
-                    max_steps=max_steps, max_replans=max_replans, step_timeout=args.timeout,
+                    max_steps=max_steps, max_replans=max_replans, step_timeout=args.timeout, parallel=parallel,
+                    executor=executor,
                 )
             except PlanError as exc:
                 raise CellPlanError(exc.problems) from None

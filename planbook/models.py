@@ -304,6 +304,24 @@ class Event(BaseModel):
         where = f" step={self.step}" if self.step else ""
         return f"{self.kind}{where} {self.data}" if self.data else f"{self.kind}{where}"
 
+    @classmethod
+    def record(cls, kind: EventKind, time: float, step: str | None, revision: int, data: dict[str, Any]) -> "Event":
+        """Build an event from values the runner already typed, without validation.
+
+        A run makes two or more events per step; ``model_construct`` spends more time in
+        its generic bookkeeping than a no-op step takes.
+        """
+        event = cls.__new__(cls)
+        object.__setattr__(event, "__dict__", {"kind": kind, "time": time, "step": step, "revision": revision,
+                                               "data": data})
+        object.__setattr__(event, "__pydantic_fields_set__", _EVENT_FIELDS)
+        object.__setattr__(event, "__pydantic_extra__", None)
+        object.__setattr__(event, "__pydantic_private__", None)
+        return event
+
+
+_EVENT_FIELDS = frozenset({"kind", "time", "step", "revision", "data"})
+
 
 @dataclass(slots=True)
 class Execution:

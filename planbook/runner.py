@@ -15,7 +15,6 @@ import traceback as traceback_module
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass, field
 from typing import Any
 
 from .acceptance import accept_steps
@@ -25,7 +24,16 @@ from .config import RunConfig
 from .diff import diff_plans
 from .errors import PlanError, PlanningError, Problem
 from .eventbus import EventBus, EventHandler
-from .execute import CallHandle, CallInterrupted, Outcome, call_step, describe_exception, stdout_routing
+from .execute import (
+    CallHandle,
+    CallInterrupted,
+    Outcome,
+    ToolCall,
+    call_step,
+    describe_exception,
+    prepare_tool_call,
+    stdout_routing,
+)
 from .executors import FuturesExecutor, InlineExecutor, StepAbandoned, ThreadPool
 from .interrupts import call_user, checkpoint, interrupt_gate, waiting
 from .models import Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage
@@ -41,19 +49,37 @@ from .validate import validate_plan
 __all__ = ["INTERRUPTED_NOTE", "RunState", "Runner", "run"]
 
 
-@dataclass(eq=False)
+class _Done:
+    """The finished "future" of a call made inline (a real Future costs more than a no-op step)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def done(self) -> bool:
+        return True
+
+    def exception(self) -> BaseException | None:
+        return None
+
+    def result(self) -> Any:
+        return self.value
+
+
 class _InFlight:
     """A submitted call the runner has not recorded yet."""
 
-    step: Step
-    execution: int
-    future: Future[Any]
-    token: object
-    handle: CallHandle
-    deadline: float | None = None
-    #: the run was interrupted while this call ran: its result is kept if it completes
-    leftover: bool = False
-    events: list[Any] = field(default_factory=list)
+    __slots__ = ("step", "execution", "future", "token", "handle", "deadline")
+
+    def __init__(self, step: Step, execution: int, future: Any, token: object | None, handle: CallHandle | None,
+                 deadline: float | None = None) -> None:
+        self.step, self.execution, self.future = step, execution, future
+        #: events of the call count while its token is live (agents emit; tools do not)
+        self.token = token
+        #: cancels an awaited coroutine (calls on worker threads)
+        self.handle = handle
+        self.deadline = deadline
 
 
 class Runner:
@@ -192,8 +218,7 @@ class Runner:
         return self.bus.emit(kind, step, **data)
 
     def _make_event(self, kind: EventKind, step: str | None, data: dict[str, Any]) -> Event:
-        return Event.model_construct(kind=kind, time=self.clock(), step=step, revision=self.state.plan.revision,
-                                     data=data)
+        return Event.record(kind, self.clock(), step, self.state.plan.revision, data)
 
     def _record_event(self, event: Event) -> None:
         self.state.events.append(event)
@@ -370,12 +395,16 @@ class Runner:
 
     # ------------------------------------------------------------- submitting
     def _executor_for(self, step: Step) -> Any:
-        """Where this step's call runs: pinned and plain serial steps on this thread."""
+        """Where this step's call runs: pinned and plain serial steps on this thread.
+
+        A given executor runs tool calls; agent steps, which report events to the run
+        as they work, stay on planbook's worker threads.
+        """
         if self._pinned(step):
             return _INLINE
-        if self.config.executor is not None:
+        if self.config.executor is not None and step.tool is not None:
             return FuturesExecutor(self.config.executor)
-        if self.parallel > 1 or self.step_timeout is not None or self.bus.heartbeats:
+        if self.parallel > 1 or self.config.executor is not None or self.step_timeout is not None or self.bus.heartbeats:
             if self._pool is None:
                 self._pool = ThreadPool()
             return self._pool
@@ -390,47 +419,61 @@ class Runner:
             **({"notes": ""} if step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE) else {}),
         )
         executor = self._executor_for(step)
-        token = object()
-        self.bus.live.add(token)
-        handle = CallHandle()
-        results = {n: self.scheduler.by_id[n].result for n in step.needs}
-        deadline = None if self.step_timeout is None or executor is _INLINE else time.monotonic() + self.step_timeout
-        pinned = self._pinned(step)
-        worker = "main" if executor is _INLINE else getattr(executor, "name", "worker")
+        inline = executor is _INLINE
+        flight = _InFlight(step, s.executions, None, None, None if inline else CallHandle())
+        if step.agent is not None:
+            flight.token = object()
+            self.bus.live.add(flight.token)
+        if not inline and self.step_timeout is not None:
+            flight.deadline = time.monotonic() + self.step_timeout
         try:
-            self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions, worker=worker)
+            self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions,
+                      worker="main" if inline else executor.name)
         except KeyboardInterrupt:  # Ctrl-C in a view as the step starts: it has not started
-            self._uncount(_InFlight(step, s.executions, _PENDING, token, handle), INTERRUPTED_NOTE)
-            step.notes = ""
+            self._uncount(flight, "")
             raise
-        if pinned and self.step_timeout is not None:
-            future: Future[Any] = Future()
-            future.set_result(Outcome(ok=False, error=f"step {step.id!r} uses {pinned}, which runs on the main "
-                                      "thread, so step_timeout cannot stop it: drop main_thread=True or the timeout"))
-        else:
-            tools, agents = self.tools, self.agents
-            clock = None if executor is _INLINE else self.clock
-            context = self._context_maker(step, token, results)
-
-            def work() -> Outcome:
-                return call_step(step, results=results, tools=tools, agents=agents, context=context,
-                                 clock=clock, handle=handle)
-
-            flight = _InFlight(step, s.executions, _PENDING, token, handle, deadline)
+        pinned = self._pinned(step) if self.step_timeout is not None else ""
+        if pinned:
+            flight.future = _Done(Outcome(ok=False, error=f"step {step.id!r} uses {pinned}, which runs on the main "
+                                          "thread, so step_timeout cannot stop it: drop main_thread=True or the timeout"))
             self._inflight.append(flight)
+            return
+        results = {n: self.scheduler.by_id[n].result for n in step.needs}
+        work: Callable[[], Outcome]
+        if isinstance(executor, FuturesExecutor):
+            prepared = prepare_tool_call(step, results, self.tools)
+            if isinstance(prepared, Outcome):
+                flight.future = _Done(prepared)
+                self._inflight.append(flight)
+                return
+            work = prepared
+        else:
+            work = self._work(step, results, flight, None if inline else self.clock)
+        self._inflight.append(flight)
+        if inline:
             try:
-                future = executor.submit(work)
-            except KeyboardInterrupt:  # Ctrl-C inside an inline call: it did not complete
+                flight.future = _Done(work())
+            except KeyboardInterrupt:  # Ctrl-C inside the call: it did not complete
                 self._inflight.remove(flight)
                 self._uncount(flight, INTERRUPTED_NOTE)
                 raise
-            except Exception as exc:  # the executor refused the call (a closed Dask client)
-                future = Future()
-                future.set_result(Outcome(ok=False, error=f"the executor could not run the step: "
-                                                          f"{describe_exception(exc)}"))
-            flight.future = future
             return
-        self._inflight.append(_InFlight(step, s.executions, future, token, handle, deadline))
+        try:
+            flight.future = executor.submit(work)
+        except Exception as exc:  # noqa: BLE001 - the executor refused the call (a closed Dask client)
+            flight.future = _Done(Outcome(ok=False, error=f"the executor could not run the step: "
+                                                          f"{describe_exception(exc)}"))
+
+    def _work(self, step: Step, results: dict[str, Any], flight: _InFlight,
+              clock: Callable[[], float] | None) -> Callable[[], Outcome]:
+        tools, agents, handle = self.tools, self.agents, flight.handle
+        context = self._context_maker(step, flight.token, results) if step.agent is not None else _no_context
+
+        def work() -> Outcome:
+            return call_step(step, results=results, tools=tools, agents=agents, context=context,
+                             clock=clock, handle=handle)
+
+        return work
 
     def _context_maker(self, step: Step, token: object, results: dict[str, Any]) -> Callable[[], AgentContext]:
         plan = self.state.plan
@@ -487,7 +530,7 @@ class Runner:
             timeout = left if timeout is None else min(timeout, left)
         with waiting():
             # bounded slices so that Ctrl-C is seen promptly on every platform
-            wait_futures([f.future for f in self._inflight], timeout=0.25 if timeout is None else min(timeout, 0.25),
+            wait_futures([f.future for f in self._inflight if isinstance(f.future, Future)], timeout=0.25 if timeout is None else min(timeout, 0.25),
                          return_when=FIRST_COMPLETED)
         if beating:
             self.bus.beat()
@@ -500,15 +543,13 @@ class Runner:
             if flight.deadline is None or flight.future.done() or now < flight.deadline:
                 continue
             self.bus.live.discard(flight.token)
-            if not flight.handle.cancel() and self._pool is not None:
+            if not (flight.handle is not None and flight.handle.cancel()) and self._pool is not None:
                 self._pool.stop(flight.future)
-            timed_out: Future[Any] = Future()
-            timed_out.set_result(Outcome(
+            flight.future = _Done(Outcome(
                 ok=False,
                 error=f"TimeoutError: step {flight.step.id!r} did not finish within {self.step_timeout:g} s "
                 "(it was stopped; a call blocked in C code finishes in the background and is ignored)",
             ))
-            flight.future = timed_out
 
     def _outcome_of(self, flight: _InFlight) -> Outcome | None:
         """The call's outcome, or None when it was interrupted before completing."""
@@ -525,7 +566,8 @@ class Runner:
     def _record(self, flight: _InFlight) -> None:
         """Record a finished call and apply the policy to a failure."""
         s, step = self.state, flight.step
-        self.bus.live.discard(flight.token)
+        if flight.token is not None:
+            self.bus.live.discard(flight.token)
         outcome = self._outcome_of(flight)
         if outcome is None:
             self._uncount(flight, INTERRUPTED_NOTE)
@@ -572,6 +614,8 @@ class Runner:
     def _uncount(self, flight: _InFlight, note: str) -> None:
         """An execution that did not complete did not happen: it runs again."""
         step = flight.step
+        if flight.token is not None:
+            self.bus.live.discard(flight.token)
         self.state.executions -= 1
         step.set_state(attempts=max(step.attempts - 1, 0), status=Status.not_started, notes=note)
         self.scheduler.again(step)
@@ -696,8 +740,8 @@ class Runner:
                 self._inflight.remove(flight)
                 self._record_kept(flight)
         for flight in self._inflight:
-            flight.handle.cancel()  # an awaited coroutine stops at its next await
-            flight.leftover = True
+            if flight.handle is not None:
+                flight.handle.cancel()  # an awaited coroutine stops at its next await
             self._uncount(flight, STILL_RUNNING_NOTE)
             self._leftovers.append(flight)
         self._inflight = []
@@ -753,7 +797,10 @@ class Runner:
 
 
 _INLINE = InlineExecutor()
-_PENDING: Future[Any] = Future()
+
+
+def _no_context() -> AgentContext:
+    raise AssertionError("a tool step has no agent context")
 
 
 def _copy_step(step: Step) -> Step:
