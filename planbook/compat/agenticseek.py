@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PlanError, PlanningError, Problem
-from ..llm.text import shorten
 from ..models import Plan, RunResult, Status, Step
 
 if TYPE_CHECKING:  # Plan.parse reads answers through this module: it stays free of the model layer
@@ -242,7 +241,7 @@ def need_context(step: Step, plan: Plan | Sequence[Step], *, limit: int | None =
 
 def _short(value: Any, limit: int | None) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
-    return text if limit is None else shorten(text, limit)
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def all_answers(result: RunResult) -> list[dict[str, Any]]:

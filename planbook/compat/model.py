@@ -91,8 +91,8 @@ class ScriptedModel:
     A reply is a text answer (``"NO_UPDATE"``), a function call
     ``{"name": "planning", "arguments": {...}}`` (or a list of them), a
     :class:`ChatAnswer`, or a callable ``(messages, tools)`` returning one of those.
-    ``summaries`` answers the calls whose purpose is ``"summary"`` without using the
-    script; with no summary left, :func:`summary` writes a deterministic one. Every call
+    Calls whose purpose is ``"summary"`` never use the script: they take the next of
+    ``summaries``, or :func:`summary` writes a deterministic one. Every call
     is recorded in ``requests`` and reported as an ``llm.call`` event with token counts
     estimated like the fake server's (about four characters a token).
     """
@@ -120,7 +120,7 @@ class ScriptedModel:
         emit: Emit | None = None,
     ) -> ChatAnswer:
         self.requests.append({"messages": [dict(m) for m in messages], "tools": list(tools or []), "purpose": purpose})
-        if purpose == "summary" and (self.summaries or not self.replies):
+        if purpose == "summary":
             answer = _answer(self.summaries.pop(0) if self.summaries else summary(messages), len(self.requests))
         elif not self.replies:
             raise ModelScriptExhausted(

@@ -152,7 +152,7 @@ def format_plan(plan: Plan) -> str:
 
 
 _HEADER = re.compile(r"^Plan: (?P<title>.*) \(ID: (?P<id>[^()]*)\)\s*$")
-_STEP_LINE = re.compile(r"^(?P<number>\d+)\. (?P<mark>\[[^\]]\])(?: (?P<text>.*))?$")
+_STEP_LINE = re.compile(r"^(?P<number>[^\s\[]+?)\. (?P<mark>\[[^\]]\])(?: (?P<text>.*))?$")
 _DETAIL = re.compile(r"^ {2,}(?P<kind>Notes|Needs|Error): (?P<value>.*)$")
 _IGNORED = re.compile(r"^(?:=+|Progress: .*|Status: .*|Steps:|Revision: \d+)\s*$")
 

@@ -379,7 +379,7 @@ class PlanningFlow:
         elif event.kind == "step.failed":
             step.status, step.notes = Status.failed, str(event.data.get("error") or "failed")
         elif event.kind == "step.skipped":
-            step.status, step.notes = Status.skipped, f"skipped after: {event.data.get('error')}"
+            step.status, step.notes = Status.skipped, event.data.get("reason") or f"skipped after: {event.data.get('error')}"
         elif event.kind == "step.blocked":
             step.status, step.notes = Status.blocked, f"blocked: needs {', '.join(event.data.get('because', []))}"
 
@@ -390,7 +390,7 @@ class PlanningFlow:
         for step in self._runner.plan.steps:
             if step.status is Status.not_started:
                 step.status, step.notes = Status.skipped, note
-                self._runner.emit("step.skipped", step=step.id, error=note)
+                self._runner.emit("step.skipped", step=step.id, error=None, reason=note)
         self._stop = None
 
     # ------------------------------------------------ per-agent step budgets
