@@ -322,9 +322,9 @@ def test_planbook_plan_text_reads_back_with_failed_and_skipped_steps():
 
 def test_unreadable_plan_text_names_each_line():
     with pytest.raises(PlanError) as err:
-        parse_plan_text("Plan: T (ID: x)\n0. [?] one\nhello there\n0. [ ] again\n")
-    assert [(p.line, p.code) for p in err.value.problems] == [(2, "syntax"), (3, "syntax"), (4, "syntax")] or \
-        {p.line for p in err.value.problems} == {2, 3}
+        parse_plan_text("Plan: T (ID: x)\n0. [?] one\nhello there\n1. [ ] two\n1. [ ] again\n")
+    assert [(p.line, p.code) for p in err.value.problems] == [(2, "syntax"), (3, "syntax"), (5, "duplicate_id")]
+    assert "unknown mark [?]" in err.value.problems[0].message
     with pytest.raises(PlanError, match="no step lines"):
         parse_plan_text("Plan: T (ID: x)\n")
 
