@@ -13,7 +13,7 @@ pitfall                            faithful=True                               d
 =================================  ==========================================  =====================================
 tag routing                        unknown tag → first executor, silently      error naming the agents, before any step
 "completed" when run() returns     every step that returns is ✓                ✓ only when the agent says it succeeded
-failures                           never seen by the run                       the run's policy (abort/skip/retry/replan)
+failure reports                    ignored (only an exception fails a step)    the run's policy (abort/skip/retry/replan)
 no planning call                   3-step default plan                         ``no_plan`` failure with the model's words
 agent step budget                  carries over between steps (resets at max)  every step gets the whole budget
 agent says FINISHED                never noticed (state reset before check)    the remaining steps are not run
@@ -38,7 +38,7 @@ from ..planners import PlanningContext
 from ..runner import Runner
 from ..spec import is_plan_spec
 from .model import as_chat_model
-from .openmanus import TAG, PlanningTool, ToolError, format_plan, step_text
+from .openmanus import TAG, PlanningTool, ToolError, step_text
 
 __all__ = [
     "AGENTS_NOTE", "DEFAULT_STEPS", "FlowResult", "OpenManusPlanner", "PLANNING_REQUEST", "PLANNING_SYSTEM",
