@@ -48,7 +48,11 @@ def parse_plan(text: str, *, plan_id: str | None = None, goal: str | None = None
         raise TypeError(f"a plan spec is text; got {type(text).__name__}")
     if not text.strip():
         raise PlanError([Problem("the plan spec is empty: write a YAML mapping with 'steps' or a Markdown list", code="empty")])
-    if _looks_like_markdown(text):
+    from .compat import agenticseek  # an AgenticSeek answer: headlines + ```json {"plan": [...]}
+
+    if agenticseek.looks_like_answer(text):
+        plan = agenticseek.plan_from_answer(text)
+    elif _looks_like_markdown(text):
         plan = _parse_markdown(text)
     else:
         plan = _parse_mapping(text)
@@ -69,7 +73,9 @@ def is_plan_spec(text: str) -> bool:
     both are accepted (a planner was given), so a goal is never parsed as a broken plan.
     """
     stripped = text.strip()
-    if _looks_like_markdown(stripped):
+    from .compat.agenticseek import looks_like_answer
+
+    if _looks_like_markdown(stripped) or looks_like_answer(stripped):
         return True
     if "\n" not in stripped and not stripped.startswith(("{", "[", "steps:")):
         return False  # one line of prose (a one-line spec starts with {, [ or steps:)

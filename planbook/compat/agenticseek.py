@@ -1,0 +1,481 @@
+"""AgenticSeek's planner: "headline + ```json plan" answers, retries, context by ``need``,
+and the review after every step — as pure functions and a planner.
+
+The answer format::
+
+    ## Task 1: I will search for a weather API with the web agent.
+
+    ```json
+    {"plan": [{"agent": "Web", "id": "1", "need": [], "task": "Search for weather APIs"},
+              {"agent": "Coder", "id": "2", "need": ["1"], "task": "Write the app"}]}
+    ```
+
+:func:`parse_answer` reads it whole or rejects it whole (never half a plan): an unknown
+agent (matched without regard to case), a missing or empty ``agent``/``id``/``task``, or
+invalid JSON is a :class:`~planbook.PlanError` naming every problem. Duplicate ids and
+``need`` ids that point forward or nowhere do not stop the parse (the seed's own example
+has a duplicate id); they are listed in :attr:`ParsedAnswer.report`.
+
+The replan-after-every-step rules are here as code the runner can call:
+:func:`update_prompt` (the seed's review prompt, with the context bounded) and
+:func:`review_update` (``NO_UPDATE`` keeps the plan; otherwise only the steps after the
+current one may change, and the plan may grow by one step at most — enforced, not only
+asked). :func:`all_answers` returns every step's answer, not only the last one's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import PlanError, PlanningError, Problem
+from ..models import Plan, RunResult, Status, Step
+
+if TYPE_CHECKING:  # Plan.parse reads answers through this module: it stays free of the model layer
+    from ..planners import PlanningContext
+
+__all__ = [
+    "AGENTS", "NO_UPDATE", "RETRY_PROMPT", "AgenticSeekPlanner", "ParsedAnswer", "all_answers", "last_answer",
+    "looks_like_answer", "need_context", "need_prompt", "need_report", "parse_answer", "plan_from_answer",
+    "planner_prompt", "review_update", "update_prompt", "work_result",
+]
+
+#: The four agents of AgenticSeek's planner.
+AGENTS: dict[str, str] = {
+    "coder": "writes and runs code",
+    "file": "finds, reads and writes files and folders",
+    "web": "searches the web and browses pages",
+    "casual": "talks, explains and sums up what was done",
+}
+NO_UPDATE = "NO_UPDATE"
+#: The seed's stricter prompt after an answer it could not parse, word for word.
+RETRY_PROMPT = ("Failed to parse the tasks. Please write down your task followed by a json plan within ```json. "
+                "Do not ask for clarification.")
+SUCCEEDED = "Agent succeeded with task."
+FAILED = "Agent failed with task (Error detected)."
+
+_JSON_BLOCK = re.compile(r"```json[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```.*?```", re.DOTALL)
+_BARE_PLAN = re.compile(r'^\s*\{\s*"plan"\s*:\s*\[')
+
+
+@dataclass
+class ParsedAnswer:
+    """A planner answer read whole: the steps, their headline titles, and what looks wrong."""
+
+    steps: list[Step]
+    #: one title per step: the headlines, or each task when the counts differ (the seed's fallback)
+    titles: list[str]
+    #: duplicate ids and needs that point forward or nowhere (the plan still parsed)
+    report: list[Problem] = field(default_factory=list)
+
+    def plan(self, *, goal: str = "", plan_id: str = "plan", title: str = "") -> Plan:
+        """The steps as a planbook plan (ids as written: planbook's validation refuses duplicates)."""
+        return Plan(id=plan_id, goal=goal, title=title, steps=[s.fresh() for s in self.steps])
+
+
+# ------------------------------------------------------------------- reading
+def looks_like_answer(text: str) -> bool:
+    """Whether ``text`` is an AgenticSeek answer (a ```json block with "plan") or a bare ``{"plan": [...]}``."""
+    return bool(_BARE_PLAN.match(text)) or any('"plan"' in block for block in _JSON_BLOCK.findall(text))
+
+
+def task_names(text: str) -> list[str]:
+    """The headlines: lines holding ``##`` or starting with a digit (outside code blocks)."""
+    names = []
+    for line in _FENCE.sub("", text).splitlines():
+        line = line.strip()
+        if line and ("##" in line or line[0].isdigit()):
+            names.append(line)
+    return names
+
+
+def parse_answer(text: str, *, agents: Iterable[str] | Mapping[str, Any] | None = tuple(AGENTS)) -> ParsedAnswer:
+    """Read an answer (headlines + every ```json plan block, or a bare ``{"plan": [...]}``).
+
+    ``agents`` are the names a task may use (``None``: any; checked later by the run).
+    Raises :class:`~planbook.PlanError` with every problem; nothing partial is returned.
+    """
+    known = {name.casefold(): name for name in agents} if agents is not None else None
+    blocks = _JSON_BLOCK.findall(text)
+    if not blocks and _BARE_PLAN.match(text):
+        blocks = [text]
+    problems: list[Problem] = []
+    raw_tasks: list[Any] = []
+    for number, block in enumerate(blocks, start=1):
+        try:
+            data = json.loads(block)
+        except ValueError as exc:
+            problems.append(Problem(f"json block {number} is not valid JSON ({exc})", code="syntax"))
+            continue
+        if isinstance(data, dict) and "plan" in data:
+            if isinstance(data["plan"], list):
+                raw_tasks += data["plan"]
+            else:
+                problems.append(Problem(f"json block {number}: 'plan' must be a list of tasks", code="syntax"))
+    if not blocks:
+        problems.append(Problem('no ```json block: write the tasks, then the plan as ```json {"plan": [...]}```',
+                                code="no_plan"))
+    elif not raw_tasks and not problems:
+        problems.append(Problem('no "plan" list in the ```json block(s)', code="no_plan"))
+    steps = []
+    for position, raw in enumerate(raw_tasks, start=1):
+        step, step_problems = _task(raw, position, known)
+        problems += step_problems
+        if step is not None:
+            steps.append(step)
+    if problems:
+        raise PlanError(problems)
+    names = task_names(text)
+    titles = names if len(names) == len(steps) else [s.task for s in steps]
+    return ParsedAnswer(steps=steps, titles=titles, report=need_report(steps))
+
+
+def _task(raw: Any, position: int, known: dict[str, str] | None) -> tuple[Step | None, list[Problem]]:
+    where = f"task {position}"
+    if not isinstance(raw, dict):
+        return None, [Problem(f"{where} must be an object with agent, id, need and task, got {raw!r}", code="syntax")]
+    problems = []
+    for key in ("agent", "id", "task"):
+        value = raw.get(key)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            problems.append(Problem(f"{where} has no {key!r}: every task needs agent, id and task", code="missing_field"))
+    agent = str(raw.get("agent") or "")
+    if agent and known is not None and agent.casefold() not in known:
+        problems.append(Problem(f"{where}: agent {agent!r} does not exist; the agents are {', '.join(known.values())}",
+                                step=str(raw.get("id") or position), code="unknown_agent"))
+    need = raw.get("need")
+    if need is None or need == "":
+        needs: list[str] = []
+    elif isinstance(need, (str, int)) and not isinstance(need, bool):
+        needs = [n.strip() for n in str(need).split(",") if n.strip()]
+    elif isinstance(need, list) and all(isinstance(n, (str, int)) and not isinstance(n, bool) for n in need):
+        needs = [str(n) for n in need]
+    else:
+        problems.append(Problem(f"{where}: 'need' must be a list of task ids, got {need!r}", code="syntax"))
+        needs = []
+    if problems:
+        return None, problems
+    name = known[agent.casefold()] if known is not None else agent.lower()
+    return Step(id=str(raw["id"]).strip(), task=str(raw["task"]), agent=name, needs=needs), []
+
+
+def need_report(steps: Sequence[Step]) -> list[Problem]:
+    """Ids used twice, and needs that point to the step itself, forward, or nowhere.
+
+    AgenticSeek stores answers by id (a repeat overwrites the earlier answer) and runs
+    tasks in order, so a need on a later task, or on no task, silently gets nothing.
+    """
+    problems: list[Problem] = []
+    first: dict[str, int] = {}
+    for position, step in enumerate(steps, start=1):
+        if step.id in first:
+            problems.append(Problem(
+                f"id {step.id!r} is used by tasks {first[step.id]} and {position}: answers are stored by id, "
+                "so the later answer replaces the earlier one for every task that needs it",
+                step=step.id, code="duplicate_id"))
+        else:
+            first[step.id] = position
+    for position, step in enumerate(steps, start=1):
+        earlier = {s.id for s in steps[: position - 1]}
+        for need in step.needs:
+            if need == step.id and need not in earlier:
+                problems.append(Problem(f"task {position} needs itself ({need!r})", step=step.id, code="cycle"))
+            elif need in earlier:
+                continue
+            elif need in first:
+                problems.append(Problem(
+                    f"task {position} needs {need!r}, which comes later (task {first[need]}): tasks run in order, "
+                    "so it would get nothing", step=step.id, code="need_forward"))
+            else:
+                problems.append(Problem(f"task {position} needs {need!r}, but no task has that id",
+                                        step=step.id, code="unknown_need"))
+    return problems
+
+
+def plan_from_answer(text: str, *, plan_id: str | None = None, goal: str | None = None) -> Plan:
+    """:meth:`Plan.parse` for an AgenticSeek answer; the run checks the agents' names."""
+    parsed = parse_answer(text, agents=None)
+    return parsed.plan(goal=goal or "", plan_id=plan_id or "plan")
+
+
+# ---------------------------------------------------------- context by need
+def work_result(answer: Any, success: bool) -> str:
+    """What AgenticSeek keeps of a task: the answer and a plain success line."""
+    return f"{answer}\n{SUCCEEDED if success else FAILED}"
+
+
+def need_prompt(task: str, infos: Mapping[str, str]) -> str:
+    """The seed's prompt for a task: the needed results ("According to agent N: ..."), then the task."""
+    if infos:
+        given = "".join(f"- According to agent {need}:\n{info}\n\n" for need, info in infos.items())
+    else:
+        given = "No needed informations.\n\n"
+    return f"You are given informations from your AI friends work:\n{given}Your task is:\n{task}"
+
+
+def need_context(step: Step, plan: Plan | Sequence[Step], *, limit: int | None = None) -> str:
+    """The prompt for an agent ``step``: only the results of its needs, each with whether it succeeded.
+
+    A need that has no result (not run yet, or no such id) says so instead of vanishing.
+    ``limit`` shortens each result (``None``: whole, as the seed passes them).
+    """
+    steps = plan.steps if isinstance(plan, Plan) else list(plan)
+    by_id = {s.id: s for s in steps}
+    infos = {}
+    for need in step.needs:
+        done = by_id.get(need)
+        if done is None:
+            infos[need] = "(no result: no task has this id)"
+        elif done.status is Status.completed:
+            infos[need] = work_result(_short(done.result, limit), True)
+        elif done.status is Status.failed:
+            infos[need] = work_result(_short(done.result if done.result is not None else done.error, limit), False)
+        else:
+            infos[need] = f"(no result: task {need} is {done.status})"
+    return need_prompt(step.task, infos)
+
+
+def _short(value: Any, limit: int | None) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
+def all_answers(result: RunResult) -> list[dict[str, Any]]:
+    """Every step's answer in plan order (pitfall 1: the seed returns only the last one)."""
+    return [
+        {"id": s.id, "agent": s.agent, "task": s.task, "status": s.status.value,
+         "answer": s.result if s.status is Status.completed else (s.result if s.result is not None else s.error)}
+        for s in result.plan.steps if s.attempts or s.status is not Status.not_started
+    ]
+
+
+def last_answer(result: RunResult) -> Any:
+    """What the seed's ``process()`` returns: the last executed task's answer, and nothing else."""
+    return result.history[-1].result if result.history else None
+
+
+# ------------------------------------------------------------------ prompts
+def planner_prompt(agents: Mapping[str, str] | Iterable[str] = AGENTS, *, example_ids: Sequence[str] = ("1", "2", "3", "4")) -> str:
+    """The planner's system prompt in the seed's format (agents, headlines + ```json plan, an example).
+
+    ``example_ids`` are the example's ids; the seed's prompt reuses ``"3"`` (pitfall 3),
+    which a model tends to copy — :data:`SEED_EXAMPLE_IDS` reproduces it.
+    """
+    described = agents if isinstance(agents, Mapping) else {name: "" for name in agents}
+    lines = [f"- {name}: {desc}" if desc else f"- {name}" for name, desc in described.items()]
+    a, b, c, d = example_ids[:4]
+    example = {"plan": [
+        {"agent": "Web", "id": a, "need": [], "task": "Search for reliable weather APIs"},
+        {"agent": "Web", "id": b, "need": [a], "task": "Obtain API key from the selected service"},
+        {"agent": "File", "id": c, "need": [], "task": "Create and setup a web app folder for a python project"},
+        {"agent": "Coder", "id": d, "need": [b, c], "task": "Develop a Python application using the API and key"},
+    ]}
+    return (
+        "You are a project manager. You do not do the work: you split the user's goal into tasks for these agents:\n"
+        + "\n".join(lines)
+        + "\n\nFirst write one headline per task (## Task N: ...), then the plan within ```json, for example:\n\n"
+        "## Task 1: I will search for available weather api with the help of the web agent.\n\n"
+        "## Task 2: I will create an api key for the weather api using the web agent\n\n"
+        "## Task 3: I will create the project folder with the file agent\n\n"
+        "## Task 4: I will write the application with the coder agent\n\n"
+        f"```json\n{json.dumps(example, indent=2)}\n```\n\n"
+        "Every task has agent, id, need (the ids whose results it uses) and task. Do not ask for clarification."
+    )
+
+
+SEED_EXAMPLE_IDS = ("1", "2", "3", "3")
+
+
+def update_prompt(
+    goal: str,
+    plan: Plan | Sequence[Step],
+    current_id: str,
+    answer: Any,
+    success: bool,
+    *,
+    limit: int | None = 2000,
+    with_plan: bool = True,
+) -> str:
+    """The seed's review prompt after task ``current_id``, with its answer shortened to ``limit``
+    characters (``None``: whole, as the seed) and the current plan included (``with_plan``), so
+    the planner needs no growing memory to rewrite it (pitfall 4)."""
+    steps = plan.steps if isinstance(plan, Plan) else list(plan)
+    ids = [s.id for s in steps]
+    outcome = "success" if success else "failure"
+    position = ids.index(current_id) if current_id in ids else len(ids) - 1
+    following = (f"Next task is: {steps[position + 1].task}." if position + 1 < len(steps)
+                 else "No task follow, this was the last step. If it failed add a task to recover.")
+    parts = [
+        f"Your goal is: {goal}",
+        "You previously made a plan, agents are currently working on it.",
+        f"The last agent working on task {current_id} did the following work:",
+        _short(answer, limit),
+        f"Agent {current_id} work was a {outcome} according to system interpreter.",
+        following,
+        f"If agent work was good: answer {NO_UPDATE}",
+        "If agent work is leading to failure: update the plan; if a task failed, add a task to try again or recover.",
+        f"You need to rewrite the whole plan, but only change the tasks after task {current_id}.",
+        "Make the plan the same length as the original one or with only one additional step.",
+    ]
+    if with_plan:
+        current = {"plan": [{"agent": s.agent, "id": s.id, "need": s.needs, "task": s.task} for s in steps]}
+        parts.append(f"The plan now:\n```json\n{json.dumps(current, ensure_ascii=False)}\n```")
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------- review
+def review_update(
+    plan: Plan | Sequence[Step],
+    current_step_id: str,
+    answer: str,
+    *,
+    agents: Iterable[str] | Mapping[str, Any] | None = None,
+) -> list[Step] | None:
+    """Check the planner's answer after step ``current_step_id``.
+
+    A ``NO_UPDATE`` answer keeps the plan: returns ``None`` (not a failure, not a replan).
+    Otherwise the answer is a whole plan that must repeat every step up to and including
+    the current one unchanged, have at most one step more than the plan, and use ids
+    once; returns the steps that replace everything *after* the current step. Anything
+    else raises :class:`~planbook.PlanError` naming each problem.
+    """
+    steps = plan.steps if isinstance(plan, Plan) else list(plan)
+    ids = [s.id for s in steps]
+    if current_step_id not in ids:
+        raise KeyError(f"no step {current_step_id!r} in the plan; its steps are {ids}")
+    has_plan = looks_like_answer(answer)
+    if NO_UPDATE in answer and not has_plan:
+        return None
+    if NO_UPDATE in answer:
+        raise PlanError([Problem(f"the answer says {NO_UPDATE} and also gives a plan: answer one or the other",
+                                 code="ambiguous")])
+    new = parse_answer(answer, agents=agents).steps
+    cursor = ids.index(current_step_id)
+    problems: list[Problem] = []
+    if len(new) > len(steps) + 1:
+        problems.append(Problem(f"the new plan has {len(new)} tasks; the plan had {len(steps)}: write the same number "
+                                f"or one more ({len(steps) + 1} at most)", code="too_long"))
+    for position, old in enumerate(steps[: cursor + 1]):
+        if position >= len(new):
+            problems.append(Problem(f"the new plan drops task {old.id!r}, which is done or running: keep every task up "
+                                    f"to task {current_step_id} as it is", step=old.id, code="rewrites_done_step"))
+            continue
+        got = new[position]
+        if (got.id, (got.agent or "").casefold(), got.task, got.needs) != (old.id, (old.agent or "").casefold(), old.task, old.needs):
+            problems.append(Problem(f"the new plan changes task {old.id!r} (position {position + 1}), which is done or "
+                                    f"running: only the tasks after task {current_step_id} may change",
+                                    step=old.id, code="rewrites_done_step"))
+    problems += [p for p in need_report(new) if p.code in ("duplicate_id", "unknown_need", "cycle")]
+    if problems:
+        raise PlanError(problems)
+    return [s.fresh() for s in new[cursor + 1:]]
+
+
+# ------------------------------------------------------------------ planner
+class AgenticSeekPlanner:
+    """AgenticSeek's planner on planbook: a planbook planner for the first plan (and for a
+    replan after a failure) plus :meth:`review`, the question asked after every step.
+
+    An answer that does not parse is asked again with the seed's stricter prompt (with
+    the problems listed, unless ``faithful``), ``max_attempts`` answers in all (the seed
+    gives up at four); then :class:`~planbook.PlanningError` carries every attempt. With
+    ``faithful`` the planner's memory keeps every message (pitfall 4: the context only
+    grows) and its example reuses an id (pitfall 3); by default each question starts from
+    the system prompt and a bounded request.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        agents: Mapping[str, str] | Iterable[str] = AGENTS,
+        max_attempts: int = 4,
+        faithful: bool = False,
+        answer_limit: int = 2000,
+        system_prompt: str | None = None,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+        from .model import as_chat_model
+
+        self.model = as_chat_model(model)
+        self.agents = dict(agents) if isinstance(agents, Mapping) else {name: "" for name in agents}
+        self.max_attempts = max_attempts
+        self.faithful = faithful
+        self.answer_limit = answer_limit
+        self.system_prompt = system_prompt or planner_prompt(
+            self.agents, example_ids=SEED_EXAMPLE_IDS if faithful else ("1", "2", "3", "4"))
+        #: every message sent or received (only what a question needs is sent, unless faithful)
+        self.memory: list[dict[str, Any]] = []
+        #: the titles of the last plan read (headlines, or the tasks)
+        self.titles: list[str] = []
+        self.context: PlanningContext | None = None
+
+    def set_context(self, context: PlanningContext) -> None:
+        self.context = context
+
+    def ask(self, prompt: str, *, purpose: str = "plan", allow_no_update: bool = False, emit: Any = None) -> ParsedAnswer | None:
+        """One question with retries: a parsed answer, or ``None`` for ``NO_UPDATE`` when allowed."""
+        attempts: list[dict[str, Any]] = []
+        start = len(self.memory)
+        text = prompt
+        for attempt in range(1, self.max_attempts + 1):
+            self.memory.append({"role": "user", "content": text})
+            sent = self.memory if self.faithful else self.memory[start:]
+            answer = self.model.chat([{"role": "system", "content": self.system_prompt}, *sent],
+                                     purpose=purpose, attempt=attempt, emit=emit)
+            content = answer.content or ""
+            self.memory.append({"role": "assistant", "content": content})
+            try:
+                if allow_no_update and NO_UPDATE in content and not looks_like_answer(content):
+                    return None
+                parsed = parse_answer(content, agents=self.agents)
+            except PlanError as exc:
+                attempts.append({"content": content, "problems": [str(p) for p in exc.problems]})
+                text = RETRY_PROMPT if self.faithful else RETRY_PROMPT + "\nProblems:\n" + "\n".join(
+                    f"- {p}" for p in exc.problems)
+                continue
+            self.titles = parsed.titles
+            return parsed
+        raise PlanningError(
+            f"the planner gave no valid plan in {len(attempts)} attempt(s); last problems: "
+            + "; ".join(attempts[-1]["problems"]), attempts=attempts)
+
+    def __call__(self, goal: str, history: list[Step], last_error: str | None) -> list[Step]:
+        context, self.context = self.context, None
+        emit = context.emit if context is not None else None
+        if last_error is None and (context is None or context.plan is None):
+            parsed = self.ask(goal, purpose="plan", emit=emit)
+            assert parsed is not None
+            return parsed.steps
+        plan = context.plan if context is not None and context.plan is not None else Plan(steps=history)
+        failed = history[-1] if history else None
+        prompt = update_prompt(goal, plan, failed.id if failed else "", failed.error if failed else last_error, False,
+                               limit=None if self.faithful else self.answer_limit, with_plan=not self.faithful)
+        parsed = self.ask(prompt, purpose="replan", emit=emit)
+        assert parsed is not None
+        kept = set(context.kept_ids) if context is not None else set()
+        return [s for s in parsed.steps if s.id not in kept]
+
+    def review(self, goal: str, plan: Plan, current_id: str, answer: Any, success: bool, *, emit: Any = None) -> list[Step] | None:
+        """After step ``current_id``: ``None`` to keep the plan (``NO_UPDATE``), else the steps
+        that replace those after it, checked by :func:`review_update` (retried like a plan)."""
+        prompt = update_prompt(goal, plan, current_id, answer, success,
+                               limit=None if self.faithful else self.answer_limit, with_plan=not self.faithful)
+        attempts: list[dict[str, Any]] = []
+        for _ in range(self.max_attempts):
+            parsed = self.ask(prompt, purpose="review", allow_no_update=True, emit=emit)
+            if parsed is None:
+                return None
+            text = self.memory[-1]["content"]
+            try:
+                return review_update(plan, current_id, text, agents=self.agents)
+            except PlanError as exc:
+                attempts.append({"content": text, "problems": [str(p) for p in exc.problems]})
+                prompt = "Your plan was rejected:\n" + "\n".join(f"- {p}" for p in exc.problems) + "\n" + prompt
+        raise PlanningError(f"the planner's updates broke the rules {len(attempts)} time(s); last problems: "
+                            + "; ".join(attempts[-1]["problems"]), attempts=attempts)

@@ -1,0 +1,432 @@
+"""OpenManus's planning tool and its plan text, over planbook plans.
+
+:class:`PlanningTool` takes the seven commands of OpenManus's ``planning`` function
+(``create update list get set_active mark_step delete``) with the same argument rules
+and answers with the same text, so a prompt or an agent ported from OpenManus finds what
+it expects; :meth:`PlanningTool.to_param` is the function definition the model is shown,
+exactly. Underneath, each plan is a planbook :class:`~planbook.Plan` (no parallel
+arrays): :meth:`~PlanningTool.read` and :meth:`~PlanningTool.write` move plans in and out.
+
+Fixed here, with the seed's behaviour one switch away:
+
+* ``update`` keeps a step's progress when its text is unchanged *wherever it moved*
+  (OpenManus keeps it only at the same index, so inserting a step resets everything
+  after it: ``PlanningTool(preserve="position")``);
+* an untagged step with no tool is shown as its text (planbook's plan text printed
+  ``text (None)``), and notes are shown for every step, completed ones included;
+* the text reads back: :func:`parse_plan_text` turns ``get``'s output (or planbook's
+  plan text) into a plan with its statuses and notes.
+
+The flow that uses the tool is in :mod:`planbook.compat.openmanus_flow`
+(``PlanningFlow`` is importable from here too).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import defaultdict, deque
+from typing import Any, Literal
+
+from ..errors import PlanError, Problem
+from ..models import STATUS_MARKS, Plan, Status, Step
+
+__all__ = [
+    "COMMANDS", "DESCRIPTION", "PARAMETERS", "PlanningFlow", "PlanningTool", "STEP_STATUSES", "TAG", "ToolError",
+    "format_plan", "parse_plan_text", "step_from_text", "step_text",
+]
+
+COMMANDS = ("create", "update", "list", "get", "set_active", "mark_step", "delete")
+#: the statuses ``mark_step`` accepts (planbook's ``failed`` and ``skipped`` are shown, not set by the tool)
+STEP_STATUSES = ("not_started", "in_progress", "completed", "blocked")
+#: OpenManus finds a step's agent with this regex, searched anywhere in the step text
+TAG = re.compile(r"\[([A-Z_]+)\]")
+
+DESCRIPTION = """
+A planning tool that allows the agent to create and manage plans for solving complex tasks.
+The tool provides functionality for creating plans, updating plan steps, and tracking progress.
+"""
+
+#: The parameters schema of OpenManus's ``planning`` function, word for word.
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {
+            "description": "The command to execute. Available commands: create, update, list, get, set_active, mark_step, delete.",
+            "enum": ["create", "update", "list", "get", "set_active", "mark_step", "delete"],
+            "type": "string",
+        },
+        "plan_id": {
+            "description": "Unique identifier for the plan. Required for create, update, set_active, and delete commands. Optional for get and mark_step (uses active plan if not specified).",
+            "type": "string",
+        },
+        "title": {
+            "description": "Title for the plan. Required for create command, optional for update command.",
+            "type": "string",
+        },
+        "steps": {
+            "description": "List of plan steps. Required for create command, optional for update command.",
+            "type": "array",
+            "items": {"type": "string"},
+        },
+        "step_index": {
+            "description": "Index of the step to update (0-based). Required for mark_step command.",
+            "type": "integer",
+        },
+        "step_status": {
+            "description": "Status to set for a step. Used with mark_step command.",
+            "enum": ["not_started", "in_progress", "completed", "blocked"],
+            "type": "string",
+        },
+        "step_notes": {
+            "description": "Additional notes for a step. Optional for mark_step command.",
+            "type": "string",
+        },
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+_MARK_STATUS = {mark: status for status, mark in STATUS_MARKS.items()}
+
+
+class ToolError(Exception):
+    """A planning command that cannot be carried out; the message says what to pass instead."""
+
+
+# --------------------------------------------------------------------- step text
+def step_from_text(text: str, step_id: str) -> Step:
+    """A step from an OpenManus step string: ``[TAG]`` (found anywhere, as OpenManus does) names the agent.
+
+    A leading tag is taken off the task; a tag inside the text stays where it was
+    written, so the text reads back unchanged.
+    """
+    text = text.strip()
+    match = TAG.search(text)
+    if match is None:
+        return Step(id=step_id, task=text)
+    task = text[match.end():].strip() if match.start() == 0 else text
+    return Step(id=step_id, task=task, agent=match.group(1).lower())
+
+
+def step_text(step: Step) -> str:
+    """The step as OpenManus writes it: ``[TAG] task``, the task of an untagged step as is."""
+    if step.agent:
+        tag = f"[{step.agent.upper()}]"
+        return step.task if tag in step.task else f"{tag} {step.task}".rstrip()
+    if step.tool:
+        args = ", ".join(f"{k}={v!r}" for k, v in step.args.items())
+        return f"{step.task} ({step.tool})" if step.task else f"{step.tool}({args})"
+    return step.task
+
+
+def format_plan(plan: Plan) -> str:
+    """The text of OpenManus's ``get``: header, a rule, progress, status counts, ``i. [mark] text``.
+
+    As OpenManus's code does, the rule is as long as the header line *with* its newline
+    (one more ``=`` than the header's characters) and an empty plan shows ``(0%)``.
+    Steps are numbered by position from 0. planbook's ``failed`` and ``skipped`` steps
+    (the tool never writes them, a run does) get their marks and are counted after the
+    four OpenManus statuses.
+    """
+    header = f"Plan: {plan.display_title} (ID: {plan.id})\n"
+    output = header + "=" * len(header) + "\n\n"
+    counts = plan.counts()
+    total = len(plan.steps)
+    done = counts[Status.completed]
+    output += f"Progress: {done}/{total} steps completed "
+    output += f"({done / total * 100:.1f}%)\n" if total else "(0%)\n"
+    output += (
+        f"Status: {done} completed, {counts[Status.in_progress]} in progress, "
+        f"{counts[Status.blocked]} blocked, {counts[Status.not_started]} not started"
+    )
+    for extra in (Status.failed, Status.skipped):
+        if counts[extra]:
+            output += f", {counts[extra]} {extra.value}"
+    output += "\n\nSteps:\n"
+    for index, step in enumerate(plan.steps):
+        output += f"{index}. {STATUS_MARKS[step.status]} {step_text(step)}\n"
+        if step.notes:
+            output += f"   Notes: {step.notes}\n"
+    return output
+
+
+_HEADER = re.compile(r"^Plan: (?P<title>.*) \(ID: (?P<id>[^()]*)\)\s*$")
+_STEP_LINE = re.compile(r"^(?P<number>[^\s\[]+?)\. (?P<mark>\[[^\]]\])(?: (?P<text>.*))?$")
+_DETAIL = re.compile(r"^ {2,}(?P<kind>Notes|Needs|Error): (?P<value>.*)$")
+_IGNORED = re.compile(r"^(?:=+|Progress: .*|Status: .*|Steps:|Revision: \d+)\s*$")
+
+
+def parse_plan_text(text: str, *, plan_id: str | None = None) -> Plan:
+    """Read a plan back from its text (``get``'s output, or planbook's plan text), statuses included.
+
+    Step ids are the numbers as written; ``[TAG]`` names the agent; ``Notes:``,
+    ``Needs:`` and ``Error:`` lines under a step are read into it. Raises
+    :class:`~planbook.PlanError` naming every line it cannot read.
+    """
+    title, found_id, goal = "", None, ""
+    steps: list[Step] = []
+    lines: dict[str, int] = {}
+    problems: list[Problem] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        stripped = line.rstrip()
+        if not stripped.strip():
+            continue
+        if (m := _HEADER.match(stripped)) and not steps:
+            title, found_id = m.group("title"), m.group("id")
+        elif m := _STEP_LINE.match(stripped):
+            status = _MARK_STATUS.get(m.group("mark"))
+            number = m.group("number")
+            if status is None:
+                problems.append(Problem(f"unknown mark {m.group('mark')}: use one of {' '.join(_MARK_STATUS)}",
+                                        step=number, code="syntax", line=lineno))
+            elif number in lines:
+                problems.append(Problem(f"step number {number} appears twice (first on line {lines[number]})",
+                                        step=number, code="duplicate_id", line=lineno))
+            else:
+                step = step_from_text(m.group("text") or "", number)
+                step.status = status
+                steps.append(step)
+                lines[number] = lineno
+        elif (m := _DETAIL.match(stripped)) and steps:
+            step, value = steps[-1], m.group("value").strip()
+            if m.group("kind") == "Notes":
+                step.notes = value
+            elif m.group("kind") == "Error":
+                step.error = value
+            else:
+                step.needs = [n.strip() for n in value.split(",") if n.strip()]
+        elif stripped.startswith("Goal: ") and not steps:
+            goal = stripped[len("Goal: "):].strip()
+        elif not _IGNORED.match(stripped.strip()):
+            problems.append(Problem(f"cannot read {stripped.strip()!r}: expected a step line such as "
+                                    "'0. [ ] [AGENT] task' or '   Notes: ...'", code="syntax", line=lineno))
+    if problems:
+        raise PlanError(problems)
+    if not steps:
+        raise PlanError([Problem("no step lines ('0. [ ] task') in the plan text", code="empty")])
+    plan = Plan(id=plan_id or found_id or "plan", title=title, goal=goal, steps=steps)
+    plan._lines = lines
+    return plan
+
+
+# ------------------------------------------------------------------- the tool
+Preserve = Literal["text", "position"]
+
+
+class PlanningTool:
+    """OpenManus's ``planning`` function over planbook plans.
+
+    ``tool.execute(command="create", plan_id="p1", title="...", steps=[...])`` returns
+    the text OpenManus returns; a bad call raises :class:`ToolError`. ``preserve``
+    chooses how ``update`` keeps progress: ``"text"`` (default) keeps a step whose text is
+    unchanged wherever it moved; ``"position"`` only at the same index (OpenManus).
+    """
+
+    name = "planning"
+    description = DESCRIPTION
+
+    def __init__(self, *, preserve: Preserve = "text") -> None:
+        if preserve not in ("text", "position"):
+            raise ValueError(f"preserve must be 'text' or 'position', got {preserve!r}")
+        self.preserve: Preserve = preserve
+        self.parameters: dict[str, Any] = copy.deepcopy(PARAMETERS)
+        #: the plans by id, in creation order (planbook plans, shared: use read/write for copies)
+        self.plans: dict[str, Plan] = {}
+        self.active_plan_id: str | None = None
+
+    def to_param(self) -> dict[str, Any]:
+        """The OpenAI function definition the model is offered."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": copy.deepcopy(self.parameters)},
+        }
+
+    # ----------------------------------------------------------- plans in and out
+    def read(self, plan_id: str | None = None) -> Plan:
+        """A copy of a plan (the active one by default)."""
+        return self._plan(self._active_or(plan_id)).copy_plan()
+
+    def write(self, plan: Plan, *, plan_id: str | None = None, activate: bool = True) -> str:
+        """Store a copy of ``plan`` (replacing a plan with the same id); returns its id."""
+        stored = plan.copy_plan()
+        if plan_id is not None:
+            stored.id = plan_id
+        self.plans[stored.id] = stored
+        if activate:
+            self.active_plan_id = stored.id
+        return stored.id
+
+    def load_text(self, text: str, *, plan_id: str | None = None, activate: bool = True) -> str:
+        """Store the plan written in ``text`` (a pasted ``get`` output keeps its statuses); returns its id."""
+        return self.write(parse_plan_text(text, plan_id=plan_id), activate=activate)
+
+    # ----------------------------------------------------------------- commands
+    def execute(self, command: str | None = None, **args: Any) -> str:
+        """Run one command, as the model calls it; returns the command's text."""
+        if command is None:
+            raise ToolError(f"Parameter `command` is required: one of {', '.join(COMMANDS)}")
+        if command not in COMMANDS:
+            raise ToolError(f"Unrecognized command: {command}. Allowed commands are: {', '.join(COMMANDS)}")
+        self._check_args(args)
+        plan_id = args.get("plan_id")
+        if command == "create":
+            return self._create(plan_id, args.get("title"), args.get("steps"))
+        if command == "update":
+            return self._update(plan_id, args.get("title"), args.get("steps"))
+        if command == "list":
+            return self._list()
+        if command == "get":
+            return format_plan(self._plan(self._active_or(plan_id)))
+        if command == "set_active":
+            plan = self._plan(self._required(plan_id, "set_active"))
+            self.active_plan_id = plan.id
+            return f"Plan '{plan.id}' is now the active plan.\n\n{format_plan(plan)}"
+        if command == "mark_step":
+            return self._mark(self._active_or(plan_id), args.get("step_index"), args.get("step_status"), args.get("step_notes"))
+        return self._delete(self._required(plan_id, "delete"))
+
+    __call__ = execute
+
+    def _check_args(self, args: dict[str, Any]) -> None:
+        properties = self.parameters["properties"]
+        unknown = sorted(set(args) - set(properties))
+        if unknown:
+            raise ToolError(f"Unknown parameter(s) {', '.join(unknown)}: the planning tool takes "
+                            f"{', '.join(properties)} (additionalProperties is false)")
+        for name, value in args.items():
+            if value is None:
+                continue
+            kind = properties[name]["type"]
+            if kind == "string" and not isinstance(value, str):
+                raise ToolError(f"Parameter `{name}` must be a string, got {value!r}")
+            if kind == "integer" and (not isinstance(value, int) or isinstance(value, bool)):
+                raise ToolError(f"Parameter `{name}` must be an integer, got {value!r}")
+            if kind == "array" and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+                raise ToolError(f"Parameter `{name}` must be a list of strings, got {value!r}")
+
+    @staticmethod
+    def _required(plan_id: str | None, command: str) -> str:
+        if not plan_id:
+            raise ToolError(f"Parameter `plan_id` is required for command: {command}")
+        return plan_id
+
+    def _active_or(self, plan_id: str | None) -> str:
+        if plan_id:
+            return plan_id
+        if not self.active_plan_id:
+            raise ToolError("No active plan. Please specify a plan_id or set an active plan.")
+        return self.active_plan_id
+
+    def _plan(self, plan_id: str) -> Plan:
+        if plan_id not in self.plans:
+            known = f"; the plans are {', '.join(self.plans)}" if self.plans else "; there are no plans"
+            raise ToolError(f"No plan found with ID: {plan_id}{known}")
+        return self.plans[plan_id]
+
+    def _create(self, plan_id: str | None, title: str | None, steps: list[str] | None) -> str:
+        plan_id = self._required(plan_id, "create")
+        if plan_id in self.plans:
+            raise ToolError(f"A plan with ID '{plan_id}' already exists. Use 'update' to modify existing plans.")
+        if not title:
+            raise ToolError("Parameter `title` is required for command: create")
+        if not steps:
+            raise ToolError("Parameter `steps` must be a non-empty list of strings for command: create")
+        plan = Plan(id=plan_id, title=title, steps=[step_from_text(text, str(i)) for i, text in enumerate(steps)])
+        self.plans[plan_id] = plan
+        self.active_plan_id = plan_id
+        return f"Plan created successfully with ID: {plan_id}\n\n{format_plan(plan)}"
+
+    def _update(self, plan_id: str | None, title: str | None, steps: list[str] | None) -> str:
+        plan = self._plan(self._required(plan_id, "update"))
+        if steps is not None and not steps:
+            raise ToolError("Parameter `steps` must be a non-empty list of strings for command: update "
+                            "(leave it out to keep the steps)")
+        if title:
+            plan.title = title
+        if steps:
+            plan.steps = self._merge(plan.steps, steps)
+            plan.revision += 1
+        return f"Plan updated successfully: {plan.id}\n\n{format_plan(plan)}"
+
+    def _merge(self, old: list[Step], texts: list[str]) -> list[Step]:
+        """The new steps, reusing an old step (status, notes, result) where ``preserve`` says it is the same."""
+        kept: list[Step | None] = []
+        if self.preserve == "position":
+            kept = [old[i] if i < len(old) and step_text(old[i]) == text else None for i, text in enumerate(texts)]
+        else:
+            by_text: dict[str, deque[Step]] = defaultdict(deque)
+            for step in old:
+                by_text[step_text(step)].append(step)
+            kept = [by_text[text].popleft() if by_text[text] else None for text in texts]
+        taken = {s.id for s in kept if s is not None}
+        steps = []
+        for index, (text, step) in enumerate(zip(texts, kept)):
+            if step is None:
+                step = step_from_text(text, _free_id(taken, index))
+                taken.add(step.id)
+            steps.append(step)
+        return steps
+
+    def _list(self) -> str:
+        if not self.plans:
+            return "No plans available. Create a plan with the 'create' command."
+        output = "Available plans:\n"
+        for plan_id, plan in self.plans.items():
+            active = " (active)" if plan_id == self.active_plan_id else ""
+            done = plan.counts()[Status.completed]
+            output += f"• {plan_id}{active}: {plan.display_title} - {done}/{len(plan.steps)} steps completed\n"
+        return output
+
+    def _mark(self, plan_id: str, step_index: int | None, step_status: str | None, step_notes: str | None) -> str:
+        plan = self._plan(plan_id)
+        if step_index is None:
+            raise ToolError("Parameter `step_index` is required for command: mark_step")
+        if not plan.steps:
+            raise ToolError(f"Plan '{plan_id}' has no steps to mark; add steps with 'update'")
+        if step_index < 0 or step_index >= len(plan.steps):
+            raise ToolError(f"Invalid step_index: {step_index}. Valid indices range from 0 to {len(plan.steps) - 1}.")
+        if step_status and step_status not in STEP_STATUSES:
+            raise ToolError(f"Invalid step_status: {step_status}. Valid statuses are: {', '.join(STEP_STATUSES)}")
+        step = plan.steps[step_index]
+        if step_status:
+            step.status = Status(step_status)
+        if step_notes:
+            step.notes = step_notes
+        return f"Step {step_index} updated in plan '{plan_id}'.\n\n{format_plan(plan)}"
+
+    def _delete(self, plan_id: str) -> str:
+        self._plan(plan_id)
+        del self.plans[plan_id]
+        if self.active_plan_id == plan_id:
+            self.active_plan_id = None
+        return f"Plan '{plan_id}' has been deleted."
+
+    def index_of(self, step_id: str, plan_id: str | None = None) -> int:
+        """The 0-based index (OpenManus's step number) of a step of a plan."""
+        plan = self._plan(self._active_or(plan_id))
+        for index, step in enumerate(plan.steps):
+            if step.id == step_id:
+                return index
+        raise KeyError(f"no step {step_id!r} in plan {plan.id!r}")
+
+    def __repr__(self) -> str:
+        return f"PlanningTool(plans={list(self.plans)}, active={self.active_plan_id!r}, preserve={self.preserve!r})"
+
+
+def _free_id(taken: set[str], index: int) -> str:
+    """The step's position as its id, or the next number nobody uses."""
+    if str(index) not in taken:
+        return str(index)
+    number = max((int(t) for t in taken if t.isdigit()), default=-1) + 1
+    while str(number) in taken:
+        number += 1
+    return str(number)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("PlanningFlow", "FlowResult", "ScriptedReActAgent"):
+        from . import openmanus_flow
+
+        return getattr(openmanus_flow, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

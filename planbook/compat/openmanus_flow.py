@@ -1,0 +1,548 @@
+"""OpenManus's PlanningFlow on planbook's runner: a model writes the plan with the
+``planning`` tool, each step goes to the agent its ``[TAG]`` names, a model sums up.
+
+The flow is a bundle over the public engine: a planner (:class:`OpenManusPlanner`, the
+model offered only the planning tool), agent wrappers (routing, the seed's step prompt,
+the per-agent step budget) and an event handler that writes the run's statuses into
+the :class:`~planbook.compat.openmanus.PlanningTool`, so ``get`` shows the truth.
+
+By default planbook's fixes apply; ``faithful=True`` reproduces each pitfall of the seed:
+
+=================================  ==========================================  =====================================
+pitfall                            faithful=True                               default
+=================================  ==========================================  =====================================
+tag routing                        unknown tag → first executor, silently      error naming the agents, before any step
+"completed" when run() returns     every step that returns is ✓                ✓ only when the agent says it succeeded
+failure reports                    ignored (only an exception fails a step)    the run's policy (abort/skip/retry/replan)
+no planning call                   3-step default plan                         ``no_plan`` failure with the model's words
+agent step budget                  carries over between steps (resets at max)  every step gets the whole budget
+agent says FINISHED                never noticed (state reset before check)    the remaining steps are not run
+blocked                            never written                               written for steps that cannot run
+=================================  ==========================================  =====================================
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..agents import AgentContext, AgentReply, as_agents
+from ..errors import PlanError, PlanningError, Problem
+from ..llm.text import shorten
+from ..models import Event, Plan, RunResult, Status, Step
+from ..planners import PlanningContext
+from ..runner import Runner
+from ..spec import is_plan_spec
+from .model import as_chat_model
+from .openmanus import TAG, PlanningTool, ToolError, step_text
+
+__all__ = [
+    "AGENTS_NOTE", "DEFAULT_STEPS", "FlowResult", "OpenManusPlanner", "PLANNING_REQUEST", "PLANNING_SYSTEM",
+    "PlanningFlow", "STEP_PROMPT", "SUMMARY_REQUEST", "SUMMARY_SYSTEM", "ScriptedReActAgent",
+]
+
+# The seed's prompts, word for word (typos included: a ported prompt must be the same prompt).
+PLANNING_SYSTEM = (
+    "You are a planning assistant. Create a concise, actionable plan with clear steps. "
+    "Focus on key milestones rather than detailed sub-steps. "
+    "Optimize for clarity and efficiency."
+)
+AGENTS_NOTE = (
+    "\nNow we have {agents} agents. "
+    "The infomation of them are below: {agents_json}\n"
+    "When creating steps in the planning tool, please specify the agent names using the format '[agent_name]'."
+)
+PLANNING_REQUEST = "Create a reasonable plan with clear steps to accomplish the task: {request}"
+STEP_PROMPT = """\
+CURRENT PLAN STATUS:
+{plan_status}
+
+YOUR CURRENT TASK:
+You are now working on step {index}: "{step_text}"
+
+Please only execute this current step using the appropriate tools. When you're done, provide a summary of what you accomplished.
+"""
+SUMMARY_SYSTEM = "You are a planning assistant. Your task is to summarize the completed plan."
+SUMMARY_REQUEST = (
+    "The plan has been completed. Here is the final plan status:\n\n{plan_text}\n\n"
+    "Please provide a summary of what was accomplished."
+)
+#: planbook's words when the plan did not complete (the seed says "completed" whatever happened)
+SUMMARY_REQUEST_UNFINISHED = (
+    "The run ended {status} ({reason}){error}. Here is the final plan status:\n\n{plan_text}\n\n"
+    "Please provide a summary of what was accomplished and what was not."
+)
+#: planbook's addition: after a failure (policy ``replan``) the model updates the plan with the same tool
+REPLAN_REQUEST = (
+    "The plan needs changing: {error}\n\nHere is the current plan status:\n\n{plan_text}\n\n"
+    "Call the planning tool with command \"update\" and the whole new list of steps to accomplish the task: "
+    "{request}. Steps whose text you keep unchanged keep their progress."
+)
+DEFAULT_STEPS = ["Analyze request", "Execute task", "Verify results"]
+#: OpenManus's Manus agent takes at most 20 steps per run()
+SEED_AGENT_MAX_STEPS = 20
+
+_LOOSE_TAG = re.compile(r"\[([A-Za-z][A-Za-z0-9_ \-]*)\]")
+
+
+class ScriptedReActAgent:
+    """A deterministic stand-in for an OpenManus ReAct agent: a task takes a number of steps.
+
+    ``iterations`` maps a regex (searched in the task) to the steps that task needs
+    (``default_iterations`` otherwise). Each step is recorded in ``calls``; a task that
+    needs more than ``max_iterations`` stops there and fails with the seed's
+    ``Terminated: Reached max steps``. A task matching ``finish_on`` sets ``state`` to
+    ``"FINISHED"`` (OpenManus's terminate tool does that: the agent means the whole request
+    is done).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str = "a scripted agent that works in steps",
+        *,
+        iterations: Mapping[str, int] | None = None,
+        default_iterations: int = 1,
+        max_iterations: int = SEED_AGENT_MAX_STEPS,
+        answers: Mapping[str, Any] | None = None,
+        finish_on: Iterable[str] = (),
+    ) -> None:
+        self.name, self.description = name, description
+        self.iterations = dict(iterations or {})
+        self.default_iterations = default_iterations
+        self.max_iterations = max_iterations
+        self.answers = dict(answers or {})
+        self.finish_on = list(finish_on)
+        self.state = "IDLE"
+        #: one record per step taken (what a model-backed agent's ``calls`` holds)
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, task: str, context: AgentContext) -> AgentReply:
+        needed = next((n for p, n in self.iterations.items() if re.search(p, task, re.IGNORECASE)), self.default_iterations)
+        taken = min(needed, self.max_iterations)
+        self.calls.extend({"task": task, "step": i + 1} for i in range(taken))
+        if needed > self.max_iterations:
+            return AgentReply(answer=f"Terminated: Reached max steps ({self.max_iterations})", ok=False,
+                              notes=f"agent {self.name!r} needed {needed} steps and had {self.max_iterations}")
+        if any(re.search(p, task, re.IGNORECASE) for p in self.finish_on):
+            self.state = "FINISHED"
+        answer = next((a for p, a in self.answers.items() if re.search(p, task, re.IGNORECASE)), f"done: {task}")
+        return AgentReply(answer=answer, notes=f"{taken} step(s)")
+
+    def __repr__(self) -> str:
+        return f"<ScriptedReActAgent {self.name}>"
+
+
+@dataclass
+class FlowResult:
+    """What :meth:`PlanningFlow.run` returns: the run, the tool's final plan text and the summary."""
+
+    run: RunResult
+    plan_text: str
+    summary: str | None = None
+    summary_error: str | None = None
+    #: the prompt each agent was given, in the seed's words (plan status + current task)
+    step_prompts: list[str] = field(default_factory=list)
+    #: ``(step id, agent, budget given, steps spent)`` for agents that count steps
+    budgets: list[tuple[str, str, int, int]] = field(default_factory=list)
+    summary_call: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.run.ok
+
+    @property
+    def status(self) -> str:
+        return self.run.status
+
+    @property
+    def reason(self) -> str | None:
+        return self.run.reason
+
+    @property
+    def answers(self) -> list[tuple[str, Any]]:
+        """Every execution's answer, in order: ``(step id, answer)``."""
+        return [(s.id, s.result) for s in self.run.history]
+
+    def text(self) -> str:
+        """What the seed's ``execute()`` returns: each step's result, then ``Plan completed:`` and the summary."""
+        out = "".join(f"{answer}\n" for _, answer in self.answers)
+        return out + (f"Plan completed:\n\n{self.summary}" if self.summary is not None else "")
+
+    def __str__(self) -> str:
+        tail = f"\nSummary: {self.summary}" if self.summary else ""
+        return f"{self.plan_text}\nRun: {self.run.status} ({self.run.reason}){tail}"
+
+
+class PlanningFlow:
+    """OpenManus's PlanningFlow. ``agents``: one agent, a list or a ``{key: agent}`` dict.
+
+    ``planner`` is the model that writes the plan and the summary: a
+    :class:`~planbook.compat.model.ScriptedModel`, an ``LLMPlanner``/``LLMAgent`` (its
+    client is used with the seed's prompts) or a ``ModelClient``. ``executor_keys`` are the
+    agents steps may be routed to (all by default); untagged steps go to
+    ``primary_agent`` (the first agent by default). ``agent_max_steps`` is the step
+    budget given to agents that count steps (``max_iterations`` + ``calls``, like
+    ``LLMAgent``): each step gets all of it, or, with ``faithful``, what the previous
+    steps left (20 by default, as Manus). ``max_attempts`` asks the model again, with the
+    tool's error, when it makes no plan (1: the seed asks once).
+    """
+
+    def __init__(
+        self,
+        agents: Any,
+        *,
+        planner: Any,
+        executor_keys: Iterable[str] | None = None,
+        primary_agent: str | None = None,
+        faithful: bool = False,
+        planning_tool: PlanningTool | None = None,
+        plan_id: str | None = None,
+        agent_max_steps: int | None = None,
+        max_attempts: int = 1,
+    ) -> None:
+        self.faithful = faithful
+        self.model = as_chat_model(planner)
+        self.agents = as_agents(self._agent_dict(agents))
+        if not self.agents:
+            raise ValueError("PlanningFlow needs at least one agent")
+        keys = list(self.agents)
+        self.primary_agent = primary_agent if primary_agent is not None else keys[0]
+        self.executor_keys = list(executor_keys) if executor_keys is not None else keys
+        for key in [self.primary_agent, *self.executor_keys]:
+            if key not in self.agents:
+                raise ValueError(f"{key!r} is not one of the agents: {', '.join(keys)}")
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+        self.max_attempts = max_attempts
+        self.tool = planning_tool or PlanningTool(preserve="position" if faithful else "text")
+        self._id_base = plan_id or "plan"
+        self.plan_id = plan_id or "plan_1"
+        if agent_max_steps is None and faithful:
+            agent_max_steps = SEED_AGENT_MAX_STEPS
+        if agent_max_steps is not None and agent_max_steps < 1:
+            raise ValueError(f"agent_max_steps must be at least 1, got {agent_max_steps}")
+        self.agent_max_steps = agent_max_steps
+        self._spent: dict[str, int] = {}  # faithful: steps each agent used since its counter last reset
+        self._runner: Runner | None = None
+        self._stop: tuple[str, str] | None = None
+        self._prompts: list[str] = []
+        self._budgets: list[tuple[str, str, int, int]] = []
+
+    def _agent_dict(self, agents: Any) -> Any:
+        """One agent, a list or a dict, as the seed's BaseFlow accepts them.
+
+        The seed keys one agent ``"default"`` and a list ``"agent_0"``, ``"agent_1"``...
+        (so no ``[TAG]`` can name them); by default they are keyed by their names.
+        """
+        single = callable(agents) and not isinstance(agents, Mapping)
+        if self.faithful and single:
+            return {"default": agents}
+        if self.faithful and not isinstance(agents, Mapping):
+            return {f"agent_{i}": agent for i, agent in enumerate(agents)}
+        return [agents] if single else agents
+
+    # ------------------------------------------------------------------ prompts
+    def system_prompt(self) -> str:
+        """The seed's planning system prompt; with more than one executor, their names and descriptions."""
+        described = [
+            {"name": key.upper(), "description": getattr(self.agents[key], "description", "")}
+            for key in self.executor_keys
+        ]
+        content = PLANNING_SYSTEM
+        if len(described) > 1:
+            content += AGENTS_NOTE.format(agents=described, agents_json=json.dumps(described))
+        return content
+
+    def route(self, text: str, index: int) -> str:
+        """The agent key a step goes to; raises PlanError (default) for a tag that names no executor."""
+        match = TAG.search(text)
+        tag = match.group(1) if match else None
+        if self.faithful:  # the seed's get_executor: the tag's agent, else the first executor, else primary
+            if tag and tag.lower() in self.agents:
+                return tag.lower()
+            return next((key for key in self.executor_keys if key in self.agents), self.primary_agent)
+        tags = ", ".join(f"[{key.upper()}]" for key in self.executor_keys)
+        if tag is not None:
+            key = self._executor(tag)
+            if key is not None:
+                return key
+            raise PlanError([Problem(
+                f"the step is tagged [{tag}], which names no agent; the agents are {tags}: tag the step with one "
+                f"of them, or leave the tag out for the primary agent {self.primary_agent!r}",
+                step=str(index), code="unknown_agent")])
+        loose = _LOOSE_TAG.search(text)
+        if loose:
+            written = loose.group(1).strip()
+            key = self._executor(re.sub(r"[\s\-]+", "_", written))
+            if key is not None and re.fullmatch(r"\w+", written):
+                return key  # [manus], [Data_Analysis]: the name in another case
+            if key is not None:
+                raise PlanError([Problem(
+                    f"the step is tagged [{written}]; OpenManus reads only [A-Z_]+ tags and would silently send it to "
+                    f"{self.primary_agent!r}: write [{key.upper()}]", step=str(index), code="unknown_agent")])
+        return self.primary_agent
+
+    def _executor(self, name: str) -> str | None:
+        return next((key for key in self.executor_keys if key.casefold() == name.casefold()), None)
+
+    def routed_steps(self, plan: Plan, *, skip_done: bool = False) -> list[Step]:
+        """The tool's steps as the run executes them (agent = the routed key); every routing problem at once."""
+        steps, problems = [], []
+        for index, step in enumerate(plan.steps):
+            if skip_done and step.status in (Status.completed, Status.skipped):
+                continue
+            if step.tool is not None:
+                steps.append(step.fresh())
+                continue
+            try:
+                agent = self.route(step_text(step), index)
+            except PlanError as exc:
+                problems += exc.problems
+                continue
+            steps.append(Step(id=step.id, task=step.task, agent=agent, needs=list(step.needs), expect=step.expect))
+        if problems:
+            raise PlanError(problems)
+        return steps
+
+    # -------------------------------------------------------------------- running
+    def run(self, request: str, **options: Any) -> FlowResult:
+        """Plan ``request``, run every step, sum up. ``options`` go to :class:`~planbook.Runner`
+        (``on_failure``, ``max_steps``, ``max_replans``, ``on_event``, ...)."""
+        if is_plan_spec(request):
+            raise ValueError("the request reads as a plan spec; PlanningFlow plans from a request in words "
+                             "(to run a written plan, use planbook.run or tool.write(plan))")
+        number = 1
+        while self.plan_id in self.tool.plans and not self.faithful:  # the seed reuses its plan id, so
+            number += 1  # a second request on the same flow fails to create its plan
+            self.plan_id = f"{self._id_base}_{number}"
+        self._stop, self._prompts, self._budgets = None, [], []
+        agents = {key: _FlowAgent(self, key, agent) for key, agent in self.agents.items()}
+        self._runner = runner = Runner(request, planner=OpenManusPlanner(self), agents=agents, **options)
+        runner.subscribe(self._mirror)
+        result = runner.run()
+        plan_text = self.tool.execute(command="get", plan_id=self.plan_id) if self.plan_id in self.tool.plans else ""
+        flow = FlowResult(run=result, plan_text=plan_text, step_prompts=list(self._prompts), budgets=list(self._budgets))
+        if plan_text:
+            self._summarize(flow, request)
+        return flow
+
+    def execute(self, request: str, **options: Any) -> str:
+        """The seed's API: the text of :meth:`FlowResult.text`."""
+        return self.run(request, **options).text()
+
+    def _summarize(self, flow: FlowResult, request: str) -> None:
+        result = flow.run
+        if self.faithful or (result.ok and result.reason == "goal_met"):
+            user = SUMMARY_REQUEST.format(plan_text=flow.plan_text)
+        else:
+            error = f": {result.error}" if result.error else ""
+            user = SUMMARY_REQUEST_UNFINISHED.format(status=result.status, reason=result.reason, error=error,
+                                                     plan_text=flow.plan_text)
+        records: list[dict[str, Any]] = []
+        try:
+            answer = self.model.chat(
+                [{"role": "system", "content": SUMMARY_SYSTEM}, {"role": "user", "content": user}],
+                purpose="summary", emit=lambda kind, **data: records.append(data),
+            )
+            flow.summary = answer.content or ""
+        except Exception as exc:  # the run is over and kept; only the summary is missing, and says why
+            flow.summary_error = f"{type(exc).__name__}: {exc}"
+        flow.summary_call = records[0] if records else None
+
+    # ------------------------------------------------- the tool follows the run
+    def _mirror(self, event: Event) -> None:
+        plan = self.tool.plans.get(self.plan_id)
+        if plan is None:
+            return
+        if event.kind == "run.finished":
+            if not self.faithful and event.data.get("status") == "failed":
+                for step in plan.steps:
+                    if step.status is Status.not_started:
+                        step.status, step.notes = Status.blocked, f"not run: the run ended ({event.data.get('reason')})"
+            return
+        step = next((s for s in plan.steps if s.id == event.step), None)
+        if step is None:
+            return
+        if event.kind == "step.finished":
+            step.status = Status.completed
+            if self._stop is not None and self._stop[0] == event.step:
+                self._stop_run(*self._stop)
+        elif event.kind == "step.retry":
+            step.status = Status.not_started
+        elif self.faithful:  # the seed never writes blocked, nor anything about a failure
+            return
+        elif event.kind == "step.failed":
+            step.status, step.notes = Status.failed, str(event.data.get("error") or "failed")
+        elif event.kind == "step.skipped":
+            step.status, step.notes = Status.skipped, event.data.get("reason") or f"skipped after: {event.data.get('error')}"
+        elif event.kind == "step.blocked":
+            step.status, step.notes = Status.blocked, f"blocked: needs {', '.join(event.data.get('because', []))}"
+
+    def _stop_run(self, step_id: str, agent: str) -> None:
+        """The agent said the request is done: the steps not started are skipped, and say why."""
+        assert self._runner is not None
+        note = f"not run: agent {agent!r} finished the request at step {step_id}"
+        for step in self._runner.plan.steps:
+            if step.status is Status.not_started:
+                step.status, step.notes = Status.skipped, note
+                self._runner.emit("step.skipped", step=step.id, error=None, reason=note)
+        self._stop = None
+
+    # ------------------------------------------------ per-agent step budgets
+    def _give_budget(self, key: str, agent: Any) -> tuple[int, int] | None:
+        if self.agent_max_steps is None or not hasattr(agent, "max_iterations") or not hasattr(agent, "calls"):
+            return None
+        original = agent.max_iterations
+        agent.max_iterations = self.agent_max_steps - self._spent.get(key, 0) if self.faithful else self.agent_max_steps
+        return original, len(agent.calls)
+
+    def _take_budget(self, key: str, agent: Any, step_id: str, token: tuple[int, int] | None) -> None:
+        if token is None:
+            return
+        original, before = token
+        spent = len(agent.calls) - before
+        self._budgets.append((step_id, key, agent.max_iterations, spent))
+        agent.max_iterations = original
+        if self.faithful:  # the seed's current_step: counted across run() calls, reset only when it hits max
+            total = self._spent.get(key, 0) + spent
+            self._spent[key] = 0 if total >= self.agent_max_steps else total  # type: ignore[operator]
+
+    def _finished(self, agent: Any) -> bool:
+        """Whether the agent says the whole request is done (OpenManus: ``state == FINISHED``)."""
+        if not hasattr(agent, "state"):
+            return False
+        said = str(getattr(agent.state, "value", agent.state)).upper() == "FINISHED"
+        if self.faithful or said:
+            agent.state = "IDLE"  # the seed's run() restores IDLE in a finally: its check comes too late
+        return said and not self.faithful
+
+
+class _FlowAgent:
+    """One agent as the flow calls it: marks the step in progress, shows the tool's plan text,
+    gives the step budget, and applies the flow's idea of "completed"."""
+
+    def __init__(self, flow: PlanningFlow, key: str, agent: Any) -> None:
+        self.flow, self.key, self.agent = flow, key, agent
+        self.name = key
+        self.description = getattr(agent, "description", "")
+
+    def __call__(self, task: str, context: AgentContext) -> Any:
+        flow, tool = self.flow, self.flow.tool
+        index = tool.index_of(context.step.id, flow.plan_id)
+        tool.execute(command="mark_step", plan_id=flow.plan_id, step_index=index, step_status="in_progress")
+        plan_text = tool.execute(command="get", plan_id=flow.plan_id)
+        written = step_text(tool.plans[flow.plan_id].steps[index])
+        flow._prompts.append(STEP_PROMPT.format(plan_status=plan_text, index=index, step_text=written))
+        inner = AgentContext(goal=context.goal, plan_text=plan_text, step=context.step, needs=context.needs,
+                             emit=context.emit)
+        token = flow._give_budget(self.key, self.agent)
+        try:
+            reply = self.agent(task, inner)
+        except BaseException:
+            flow._take_budget(self.key, self.agent, context.step.id, token)
+            raise
+        if inspect.isawaitable(reply):
+            return self._later(reply, context.step.id, token)
+        return self._after(reply, context.step.id, token)
+
+    async def _later(self, awaitable: Any, step_id: str, token: tuple[int, int] | None) -> Any:
+        try:
+            reply = await awaitable
+        except BaseException:
+            self.flow._take_budget(self.key, self.agent, step_id, token)
+            raise
+        return self._after(reply, step_id, token)
+
+    def _after(self, reply: Any, step_id: str, token: tuple[int, int] | None) -> Any:
+        flow = self.flow
+        flow._take_budget(self.key, self.agent, step_id, token)
+        if flow._finished(self.agent):
+            flow._stop = (step_id, self.key)
+        if not flow.faithful:
+            return reply
+        # the seed: the step is completed whenever run() returned, whatever the agent said
+        if not isinstance(reply, AgentReply):
+            return AgentReply(answer=reply)
+        return AgentReply(answer=reply.answer if reply.answer is not None else reply.notes, ok=True, notes=reply.notes)
+
+    def __repr__(self) -> str:
+        return f"<PlanningFlow agent {self.key}: {self.agent!r}>"
+
+
+class OpenManusPlanner:
+    """The planbook planner of a :class:`PlanningFlow`: the model, offered only the planning
+    tool, creates the plan (and, after a failure with policy ``replan``, updates it)."""
+
+    def __init__(self, flow: PlanningFlow) -> None:
+        self.flow = flow
+        self.context: PlanningContext | None = None
+
+    def set_context(self, context: PlanningContext) -> None:
+        self.context = context
+
+    def __call__(self, goal: str, history: list[Step], last_error: str | None) -> list[Step]:
+        context, self.context = self.context, None
+        emit = context.emit if context is not None else None
+        flow, tool = self.flow, self.flow.tool
+        first = last_error is None and (context is None or context.plan is None)
+        if first:
+            user = PLANNING_REQUEST.format(request=goal)
+        else:
+            plan_text = tool.execute(command="get", plan_id=flow.plan_id)
+            user = REPLAN_REQUEST.format(error=last_error, plan_text=plan_text, request=goal)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": flow.system_prompt()}, {"role": "user", "content": user}]
+        attempts: list[dict[str, Any]] = []
+        for attempt in range(1, flow.max_attempts + 1):
+            answer = flow.model.chat(messages, tools=[tool.to_param()], purpose="plan" if first else "replan",
+                                     attempt=attempt, emit=emit)
+            attempts.append(answer.raw())
+            problem = self._apply(answer, goal, first)
+            if problem is None:
+                plan = tool.plans[flow.plan_id]
+                plan.goal = goal
+                if not first:  # steps that will run again start clean in the tool too
+                    for step in plan.steps:
+                        if step.status not in (Status.completed, Status.skipped):
+                            step.status = Status.not_started
+                return flow.routed_steps(plan, skip_done=not first)
+            attempts[-1]["problem"] = problem
+            messages.append(answer.message)
+            for call in answer.tool_calls:
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": f"Error: {problem}"})
+            if not answer.tool_calls:
+                messages.append({"role": "user", "content": f"{problem}. Call the planning tool."})
+        raise PlanningError(f"the model made no plan: {attempts[-1]['problem']}", attempts=attempts)
+
+    def _apply(self, answer: Any, goal: str, first: bool) -> str | None:
+        """Carry out the model's planning call as the seed does; the problem in words, or None."""
+        flow, tool = self.flow, self.flow.tool
+        calls = [c for c in answer.tool_calls if c.name == tool.name]
+        if not calls:
+            if flow.faithful and first:  # the seed's fallback: a plan nobody asked for
+                title = f"Plan for: {goal[:50]}{'...' if len(goal) > 50 else ''}"
+                tool.execute(command="create", plan_id=flow.plan_id, title=title, steps=list(DEFAULT_STEPS))
+                return None
+            said = shorten(answer.content or "(nothing)", 200)
+            return f"the model did not call the planning tool; it answered {said!r}"
+        try:  # the seed carries out the first planning call only
+            args = json.loads(calls[0].arguments or "{}")
+        except ValueError as exc:
+            return f"the planning arguments are not valid JSON ({exc})"
+        if not isinstance(args, dict):
+            return f"the planning arguments must be a JSON object, got {type(args).__name__}"
+        expected = "create" if first else "update"
+        if not flow.faithful and args.get("command") != expected:
+            return f"the model called planning with command {args.get('command')!r}; {expected!r} was needed"
+        args["plan_id"] = flow.plan_id  # the seed overrides the model's plan id with the flow's
+        try:
+            tool.execute(**args)
+        except ToolError as exc:
+            return str(exc)
+        if flow.plan_id not in tool.plans:
+            return f"the planning call (command {args.get('command')!r}) made no plan"
+        return None
