@@ -71,6 +71,7 @@ class Reply:
     error: str | None = None
     delay: float = 0.0
     usage: bool = True
+    raw: bytes | None = None  # sent as it is, instead of a chat completion (see :meth:`raw_body`)
 
     @classmethod
     def text(cls, content: str, *, finish_reason: str = "stop") -> "Reply":
@@ -114,6 +115,19 @@ class Reply:
         if retry_after_ms is not None:
             hdrs.setdefault("retry-after-ms", str(retry_after_ms))
         return cls(status=status, error=message or f"scripted HTTP {status}", headers=hdrs)
+
+    @classmethod
+    def raw_body(cls, body: Any, *, status: int = 200, content_type: str = "application/json",
+                 headers: dict[str, str] | None = None) -> "Reply":
+        """Exactly this body (bytes or text as they are; anything else JSON-encoded): for servers
+        that answer with an HTML page, a stream, a truncated or hand-made completion."""
+        if isinstance(body, str):
+            data = body.encode()
+        elif isinstance(body, bytes):
+            data = body
+        else:
+            data = json.dumps(body).encode()
+        return cls(status=status, raw=data, headers={"content-type": content_type, **(headers or {})})
 
     @classmethod
     def slow(cls, seconds: float, then: "Reply | None" = None) -> "Reply":
@@ -263,13 +277,13 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        sent = {"content-type": "application/json", **{k.lower(): v for k, v in (headers or {}).items()}}
         try:
             self.send_response(status)
-            self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
             self.send_header(FAKE_SERVER_HEADER, "1")
-            for key, value in (headers or {}).items():
+            for key, value in sent.items():
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(data)
@@ -310,4 +324,4 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay and fake._stopping.wait(reply.delay):
             self.close_connection = True
             return
-        self._send(reply.status, reply.body(request, number), reply.headers)
+        self._send(reply.status, reply.raw if reply.raw is not None else reply.body(request, number), reply.headers)
