@@ -152,3 +152,80 @@ def test_a_tool_that_calls_sys_exit_is_a_tool_error_the_model_reads(server, box)
     assert len(server.requests) == 2
     assert server.requests[1].messages[-1]["content"] == "error: SystemExit: 3"
     assert "reported failure" in result.history[-1].error or "reported failure" in (result.history[-1].notes or "")
+
+
+# ------------------------------------------------- answers that are not chat completions
+GOOD_MESSAGE = {"content": "hi"}
+NOT_COMPLETIONS = {
+    "html": (Reply.raw_body("<!DOCTYPE html><html><body>Welcome to nginx!</body></html>", content_type="text/html"),
+             "an HTML page (it starts '<!DOCTYPE html><html><body>Welcome to nginx!"),
+    "sse": (Reply.raw_body('data: {"object": "chat.completion.chunk", "choices": []}\n\ndata: [DONE]\n\n',
+                           content_type="text/event-stream"), "a stream of server-sent events"),
+    "list": (Reply.raw_body([{"choices": []}]), "a JSON list ([{\"choices\": []}]), not a chat completion"),
+    "string": (Reply.raw_body('"hello there"'), "a JSON string (\"hello there\"), not a chat completion"),
+    "plain_text": (Reply.raw_body("hello there", content_type="text/plain"), "text/plain text (Expecting value"),
+    "empty": (Reply.raw_body(b""), "an empty body"),
+    "truncated": (Reply.raw_body('{"id": "chatcmpl-1", "choices": [{"message": {"content": "hel'),
+                  "JSON that stops early after 61 bytes"),
+    "no_choices": (Reply.raw_body({"id": "x", "object": "chat.completion"}), "a JSON object without 'choices'"),
+    "empty_choices": (Reply.raw_body({"choices": []}), "an empty 'choices' list"),
+    "error_200": (Reply.raw_body({"error": {"message": "model is loading"}}), "an error object (\"model is loading\")"),
+    "tokens_as_words": (Reply.raw_body(completion(GOOD_MESSAGE, finish_reason="stop",
+                                                  usage={"prompt_tokens": "twelve", "completion_tokens": 3})),
+                        "a chat completion whose 'usage.prompt_tokens' is \"twelve\", not a number of tokens"),
+    "message_missing": (Reply.raw_body({"choices": [{"text": "hi"}]}), "an object whose 'choices[0].message' is missing"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_COMPLETIONS))
+def test_an_answer_that_is_not_a_chat_completion_is_one_clear_error(server, box, case):
+    reply, what = NOT_COMPLETIONS[case]
+    server.add(reply)
+    url = server.base_url.replace("http://", "http://user:pw-0123456789@")
+    planner = LLMPlanner("m", base_url=url, max_attempts=3)
+    result = planbook.run("add one and two", planner=planner, tools=box, agents=[writer()])
+    assert (result.status, result.reason) == ("failed", "no_plan")
+    assert len(server.requests) == 1  # one error, no retry, no second attempt
+    port = server.base_url.split(":")[2].split("/")[0]
+    assert f"the model server at http://***@127.0.0.1:{port}/v1/chat/completions answered HTTP 200 with {what}" \
+        in result.error, result.error
+    assert "pw-0123456789" not in result.error
+    (call,) = [e for e in result.events if e.kind == "llm.call"]
+    assert call.data["error"] in result.error
+
+
+def test_an_agent_reports_an_answer_that_is_not_a_chat_completion_as_its_failure(server):
+    server.add(Reply.raw_body("<html>login page</html>", content_type="text/html"))
+    agent = LLMAgent("writer", "writes", model="m", base_url=server.base_url, api_key=KEY)
+    result = planbook.run(planbook.Plan(steps=[planbook.Step(id="1", agent="writer", task="t")]), agents=[agent])
+    assert result.status == "failed" and "answered HTTP 200 with an HTML page" in result.error
+
+
+def test_token_counts_sent_as_digits_are_read(server, box):
+    body = completion(object_call("submit_plan", {"steps": PLAN}), usage={"prompt_tokens": "12", "completion_tokens": 3.0})
+    server.add(Reply.raw_body(body))
+    planner = LLMPlanner("m", base_url=server.base_url, api_key=KEY)
+    planbook.make_plan("g", planner, tools=box, agents=[writer()])
+    assert (planner.calls[0]["prompt_tokens"], planner.calls[0]["completion_tokens"]) == (12, 3)
+
+
+def test_a_429_that_asks_to_wait_an_hour_says_it_was_not_retried(server, box):
+    server.add(Reply.http_error(429, "rate limited", headers={"retry-after": "3600"}, retry_after_ms=None))
+    with pytest.raises(PlanningError) as caught:
+        make_plan(server, box)
+    message = str(caught.value)
+    assert len(server.requests) == 1
+    assert "HTTP 429 (rate limited) and was not retried: the server asked to wait 3600 s (retry-after: 3600)" in message
+    assert "retries" not in message
+
+
+def test_the_retries_a_message_counts_are_the_retries_made(server, box):
+    server.add(Reply.http_error(503, "busy"), Reply.http_error(503, "still busy"))
+    with pytest.raises(PlanningError, match=r"HTTP 503 \(still busy\) after 1 retry$"):
+        make_plan(server, box, max_retries=1)
+    server.reset([Reply.http_error(500, "broken", headers={"x-should-retry": "false"})])
+    with pytest.raises(PlanningError, match=r"HTTP 500 \(broken\) and was not retried: the server said not to"):
+        make_plan(server, box)
+    server.reset([Reply.http_error(502, "gateway")])
+    with pytest.raises(PlanningError, match=r"HTTP 502 \(gateway\) and was not retried \(max_retries=0\)"):
+        make_plan(server, box, max_retries=0)

@@ -197,7 +197,7 @@ class ModelClient:
                 url = None
             raise ModelCallError(
                 f"the model server at {url or self._where(client)} answered HTTP {http_response.status_code} with "
-                f"{self.hide(exc.what)}, not a chat completion; {exc.advice}",
+                f"{self.hide(exc.what)}; {exc.advice}",
                 status=http_response.status_code, kind="answer",
             ) from None
 

@@ -75,28 +75,28 @@ def read_completion(body: bytes, content_type: str | None) -> ChatAnswer:
     text = body.decode("utf-8", "replace")
     start = text.lstrip()
     if not start:
-        return _fail("an empty body")
+        return _fail("an empty body, not a chat completion")
     seen = f"it starts {shorten(start, 120)!r}"
     if media == "text/event-stream" or start.startswith(("data:", "event:")):
         return _fail(
-            f"a stream of server-sent events ({seen}), though the request did not ask to stream",
-            "the server streams answers it was not asked to stream: it is not OpenAI-compatible, or a proxy "
-            "in between changes the request; " + CHECK_URL,
+            f"a stream of server-sent events ({seen}), not a chat completion",
+            "the request did not ask to stream: the server is not OpenAI-compatible, or a proxy in between "
+            "changes the request; " + CHECK_URL,
         )
     if "html" in media or start[:15].lower().startswith(("<!doctype", "<html")):
-        return _fail(f"an HTML page ({seen}): a web page, not an API", CHECK_URL)
+        return _fail(f"an HTML page ({seen}), not a chat completion", "a web page is not an API: " + CHECK_URL)
     try:
         data = json.loads(text)
     except ValueError as exc:
-        if getattr(exc, "pos", 0) >= len(text.rstrip()) - 1:
-            return _fail(f"JSON that stops early after {len(body)} bytes (cut off: {getattr(exc, 'msg', exc)}); {seen}",
+        if _unclosed(text):
+            return _fail(f"JSON that stops early after {len(body)} bytes ({seen}), not a whole chat completion",
                          "the answer was truncated on its way (a proxy, a crashed server or a dropped "
                          "connection): try again, and " + CHECK_URL)
         where = f"line {getattr(exc, 'lineno', '?')}, column {getattr(exc, 'colno', '?')}"
         kind = f"{media} text" if media and "json" not in media else "text that is not JSON"
-        return _fail(f"{kind} ({getattr(exc, 'msg', exc)} at {where}; {seen})")
+        return _fail(f"{kind} ({getattr(exc, 'msg', exc)} at {where}; {seen}), not a chat completion")
     if not isinstance(data, dict):
-        return _fail(f"a JSON {_kind(data)} ({shorten(data, 120, as_json=True)}), not a chat completion object")
+        return _fail(f"a JSON {_kind(data)} ({_show(data)}), not a chat completion")
     return _answer(data)
 
 
@@ -104,18 +104,18 @@ def _answer(data: dict[str, Any]) -> ChatAnswer:
     error = data.get("error")
     if error:
         message = error.get("message", error) if isinstance(error, dict) else error
-        return _fail(f"an error object ({shorten(message, 200, as_json=True)})",
+        return _fail(f"an error object ({_show(message)}), not a chat completion",
                      "the server reported an error with a success status: read its message")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
         keys = ", ".join(sorted(map(str, data))[:8]) or "none"
         what = "an empty 'choices' list" if isinstance(choices, list) else f"a JSON object without 'choices' (its keys: {keys})"
-        return _fail(what)
+        return _fail(what + ", not a chat completion")
     choice = _object(choices[0], "choices[0]")
     message = _object(choice.get("message"), "choices[0].message")
     usage = data.get("usage")
     if usage is not None and not isinstance(usage, dict):
-        _fail(f"'usage' as a JSON {_kind(usage)}, not an object with token counts")
+        _fail(f"a chat completion whose 'usage' is a JSON {_kind(usage)}, not an object with token counts")
     usage = usage or {}
     finish = choice.get("finish_reason")
     return ChatAnswer(
@@ -134,7 +134,7 @@ def _content(content: Any) -> str | None:
         texts = [p.get("text") for p in content if isinstance(p, dict)]
         if all(isinstance(t, str) for t in texts) and len(texts) == len(content):
             return "".join(texts)
-    return _fail(f"'choices[0].message.content' as a JSON {_kind(content)} ({shorten(content, 120, as_json=True)}), "
+    return _fail(f"a chat completion whose 'choices[0].message.content' is a JSON {_kind(content)} ({_show(content)}), "
                  "not text")
 
 
@@ -142,7 +142,7 @@ def _tool_calls(calls: Any) -> list[ToolCall]:
     if calls is None:
         return []
     if not isinstance(calls, list):
-        return _fail(f"'choices[0].message.tool_calls' as a JSON {_kind(calls)}, not a list")
+        return _fail(f"a chat completion whose 'choices[0].message.tool_calls' is a JSON {_kind(calls)}, not a list")
     found = []
     for index, raw in enumerate(calls):
         call = _object(raw, f"choices[0].message.tool_calls[{index}]")
@@ -168,16 +168,40 @@ def _tokens(usage: dict[str, Any], name: str) -> int:
         return int(value)
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())  # a count sent as text: the number is still exact
-    return _fail(f"'usage.{name}' = {shorten(value, 60, as_json=True)}, which is not a number of tokens",
+    return _fail(f"a chat completion whose 'usage.{name}' is {_show(value)}, not a number of tokens",
                  "the server is not OpenAI-compatible in its token counts: report it to its authors, "
                  "or put a proxy in front that fixes them")
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        what = "missing" if value is None else f"a JSON {_kind(value)}"
-        _fail(f"a chat completion whose '{where}' is {what}, not an object")
+        what = "missing" if value is None else f"a JSON {_kind(value)}, not an object"
+        _fail(f"an object whose '{where}' is {what}, not a chat completion")
     return value  # type: ignore[return-value]
+
+
+def _show(value: Any) -> str:
+    return shorten(json.dumps(value, ensure_ascii=False), 120)
+
+
+def _unclosed(text: str) -> bool:
+    """Whether ``text`` ends inside a string or with a bracket still open: JSON cut off on its way."""
+    depth, in_string, escaped = 0, False, False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+    return in_string or depth > 0
 
 
 def _kind(value: Any) -> str:
