@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -170,8 +171,11 @@ class FakeOpenAIServer:
 
     ``script`` holds :class:`Reply` objects or callables ``(FakeRequest) -> Reply``,
     used one per request in order. A request beyond the script gets HTTP 400 with
-    ``x-should-retry: false`` and is listed in ``unexpected``; with ``strict`` (the
-    default) leaving the ``with`` block then raises AssertionError.
+    ``x-should-retry: false`` and is listed in ``unexpected``. A callable that raises
+    gets HTTP 500 with the error text and ``x-should-retry: false`` (a dropped connection
+    would make the SDK retry, and the next scripted reply would answer in its place); the
+    error and its traceback go into ``errors`` and ``tracebacks``. With ``strict`` (the
+    default) leaving the ``with`` block after either raises AssertionError.
     """
 
     def __init__(self, script: Iterable[ScriptItem] = (), *, strict: bool = True, api_key: str | None = None) -> None:
@@ -180,6 +184,9 @@ class FakeOpenAIServer:
         self.api_key = api_key  # when set, any other Bearer key gets HTTP 401
         self.requests: list[FakeRequest] = []
         self.unexpected: list[FakeRequest] = []
+        #: one line per scripted reply that raised, and its traceback
+        self.errors: list[str] = []
+        self.tracebacks: list[str] = []
         self._position = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -224,7 +231,18 @@ class FakeOpenAIServer:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self.stop()
-        if self.strict and exc_type is None and self.unexpected:
+        if self.strict and exc_type is None:
+            self.check()
+
+    def check(self) -> None:
+        """AssertionError if a request went beyond the script or a scripted reply raised."""
+        if self.errors:
+            raise AssertionError(
+                f"FakeOpenAIServer: {self.errors[0]} (answered HTTP 500)"
+                + (f", and {len(self.errors) - 1} more error(s)" if len(self.errors) > 1 else "")
+                + "\n" + self.tracebacks[0]
+            )
+        if self.unexpected:
             raise AssertionError(
                 f"FakeOpenAIServer got {len(self.unexpected)} request(s) beyond its script of {len(self.script)}; "
                 f"the first one's last message: {self.unexpected[0].messages[-1:]!r}"
@@ -240,7 +258,7 @@ class FakeOpenAIServer:
         """A new script and empty request logs (share one server across a module's tests)."""
         with self._lock:
             self.script, self._position = list(script), 0
-            self.requests, self.unexpected = [], []
+            self.requests, self.unexpected, self.errors, self.tracebacks = [], [], [], []
         return self
 
     @property
@@ -264,7 +282,20 @@ class FakeOpenAIServer:
                 return None, number
             item = self.script[self._position]
             self._position += 1
-        return (item(request) if callable(item) and not isinstance(item, Reply) else item), number
+            position = self._position
+        if not callable(item) or isinstance(item, Reply):
+            return item, number
+        try:
+            reply = item(request)
+            if not isinstance(reply, Reply):
+                raise TypeError(f"a script callable must return a Reply, not {type(reply).__name__}")
+        except Exception as exc:  # noqa: BLE001 - reported to the client and to the test
+            error = f"scripted reply #{position} raised {type(exc).__name__}: {exc}"
+            with self._lock:
+                self.errors.append(error)
+                self.tracebacks.append(traceback.format_exc())
+            return Reply(status=500, error=error, headers={"x-should-retry": "false"}), number
+        return reply, number
 
 
 class _Handler(BaseHTTPRequestHandler):
