@@ -16,7 +16,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .cassette import Cassette, CassetteMismatch
+from urllib.parse import urlsplit
+
+from .cassette import Cassette, cassette_for
+from .cassette_file import CassetteError
 from .completion import ChatAnswer, NotACompletion, ToolCall, read_completion
 from .config import PLACEHOLDER_KEY, LLMConfig, ModelCallError, missing_setup_error, resolve_config
 from .sdk import http_module
@@ -25,13 +28,16 @@ from .text import estimate_tokens, redact, redact_data, redact_url
 __all__ = ["ChatAnswer", "ModelClient", "ToolCall", "UsesModel", "estimate_tokens", "http_module"]
 
 Emit = Callable[..., Any]
+#: Where the SDK sends requests when no base URL is set.
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 Self = TypeVar("Self", bound="UsesModel")
 
 
 def as_cassette(cassette: Cassette | str | Path | None) -> Cassette | None:
+    """A Cassette as given, or the one cassette of a path (shared by a planner and its agents)."""
     if cassette is None or isinstance(cassette, Cassette):
         return cassette
-    return Cassette(cassette)
+    return cassette_for(cassette)
 
 
 class UsesModel:
@@ -101,13 +107,16 @@ class ModelClient:
             http = http_module()
             mode = self.cassette.active_mode if self.cassette is not None else None
             key = self.config.api_key or PLACEHOLDER_KEY
+            # what the SDK appends to this path is the endpoint a recording is matched on
+            base_path = urlsplit(self.config.base_url or DEFAULT_BASE_URL).path
             if mode == "replay":
                 assert self.cassette is not None
-                transport = self.cassette.transport(secrets=self.config.secrets())
+                transport = self.cassette.transport(secrets=self.config.secrets(), base_path=base_path)
                 key = PLACEHOLDER_KEY
             elif mode == "record":
                 assert self.cassette is not None
-                transport = self.cassette.transport(inner=http.HTTPTransport(), secrets=self.config.secrets())
+                transport = self.cassette.transport(inner=http.HTTPTransport(), secrets=self.config.secrets(),
+                                                    base_path=base_path)
             else:
                 transport = http.HTTPTransport()
             http_client = openai.DefaultHttpxClient(transport=transport, timeout=self.timeout, follow_redirects=True)
@@ -159,9 +168,9 @@ class ModelClient:
                 # (the SDK itself turns an HTML page into a str and a cut-off body into a JSONDecodeError)
                 response = client.chat.completions.with_raw_response.create(**kwargs)
             except openai.APIError as exc:
-                mismatch = _cassette_mismatch(exc)
-                if mismatch is not None:  # SDKs before openai 3 wrap a transport's error as a connection error
-                    raise mismatch from None
+                refused = _cassette_error(exc)
+                if refused is not None:  # SDKs before openai 3 wrap a transport's error as a connection error
+                    raise refused from None
                 raise self._explain(exc, client) from None
             answer = self._read(response.http_response, client)
         except ModelCallError as error:
@@ -250,10 +259,10 @@ class ModelClient:
         return ""
 
 
-def _cassette_mismatch(exc: BaseException) -> CassetteMismatch | None:
+def _cassette_error(exc: BaseException) -> CassetteError | None:
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, CassetteMismatch):
+        if isinstance(seen, CassetteError):
             return seen
         seen = seen.__cause__ or seen.__context__
     return None

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .text import shorten
+from .text import json_cut_off, json_kind, shorten
 
 __all__ = ["ChatAnswer", "NotACompletion", "ToolCall", "read_completion"]
 
@@ -88,7 +88,7 @@ def read_completion(body: bytes, content_type: str | None) -> ChatAnswer:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        if _unclosed(text):
+        if json_cut_off(text):
             return _fail(f"JSON that stops early after {len(body)} bytes ({seen}), not a whole chat completion",
                          "the answer was truncated on its way (a proxy, a crashed server or a dropped "
                          "connection): try again, and " + CHECK_URL)
@@ -96,7 +96,7 @@ def read_completion(body: bytes, content_type: str | None) -> ChatAnswer:
         kind = f"{media} text" if media and "json" not in media else "text that is not JSON"
         return _fail(f"{kind} ({getattr(exc, 'msg', exc)} at {where}; {seen}), not a chat completion")
     if not isinstance(data, dict):
-        return _fail(f"a JSON {_kind(data)} ({_show(data)}), not a chat completion")
+        return _fail(f"a JSON {json_kind(data)} ({_show(data)}), not a chat completion")
     return _answer(data)
 
 
@@ -115,7 +115,7 @@ def _answer(data: dict[str, Any]) -> ChatAnswer:
     message = _object(choice.get("message"), "choices[0].message")
     usage = data.get("usage")
     if usage is not None and not isinstance(usage, dict):
-        _fail(f"a chat completion whose 'usage' is a JSON {_kind(usage)}, not an object with token counts")
+        _fail(f"a chat completion whose 'usage' is a JSON {json_kind(usage)}, not an object with token counts")
     usage = usage or {}
     finish = choice.get("finish_reason")
     return ChatAnswer(
@@ -134,7 +134,7 @@ def _content(content: Any) -> str | None:
         texts = [p.get("text") for p in content if isinstance(p, dict)]
         if all(isinstance(t, str) for t in texts) and len(texts) == len(content):
             return "".join(texts)
-    return _fail(f"a chat completion whose 'choices[0].message.content' is a JSON {_kind(content)} ({_show(content)}), "
+    return _fail(f"a chat completion whose 'choices[0].message.content' is a JSON {json_kind(content)} ({_show(content)}), "
                  "not text")
 
 
@@ -142,7 +142,7 @@ def _tool_calls(calls: Any) -> list[ToolCall]:
     if calls is None:
         return []
     if not isinstance(calls, list):
-        return _fail(f"a chat completion whose 'choices[0].message.tool_calls' is a JSON {_kind(calls)}, not a list")
+        return _fail(f"a chat completion whose 'choices[0].message.tool_calls' is a JSON {json_kind(calls)}, not a list")
     found = []
     for index, raw in enumerate(calls):
         call = _object(raw, f"choices[0].message.tool_calls[{index}]")
@@ -175,39 +175,13 @@ def _tokens(usage: dict[str, Any], name: str) -> int:
 
 def _object(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        what = "missing" if value is None else f"a JSON {_kind(value)}, not an object"
+        what = "missing" if value is None else f"a JSON {json_kind(value)}, not an object"
         _fail(f"an object whose '{where}' is {what}, not a chat completion")
     return value  # type: ignore[return-value]
 
 
 def _show(value: Any) -> str:
     return shorten(json.dumps(value, ensure_ascii=False), 120)
-
-
-def _unclosed(text: str) -> bool:
-    """Whether ``text`` ends inside a string or with a bracket still open: JSON cut off on its way."""
-    depth, in_string, escaped = 0, False, False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-    return in_string or depth > 0
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true/false"
-    return {list: "list", str: "string", dict: "object", int: "number", float: "number"}.get(type(value), "null")
 
 
 def _fail(what: str, advice: str = CHECK_URL) -> Any:

@@ -34,6 +34,33 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+def json_cut_off(text: str) -> bool:
+    """Whether JSON ``text`` ends inside a string or with a bracket still open: cut off, not mistyped."""
+    depth, in_string, escaped = 0, False, False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+    return in_string or depth > 0
+
+
+def json_kind(value: Any) -> str:
+    """``list``, ``string``, ... : what a JSON value is, in words (for errors)."""
+    if isinstance(value, bool):
+        return "true/false"
+    return {list: "list", str: "string", dict: "object", int: "number", float: "number"}.get(type(value), "null")
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every secret of :data:`MIN_SECRET_LENGTH` or more characters replaced by
     ``***`` (longest first, so no part of one is left). For messages, never for text that is parsed."""
