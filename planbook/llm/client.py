@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
-
 from urllib.parse import urlsplit
 
 from .cassette import Cassette, cassette_for
@@ -23,7 +22,7 @@ from .cassette_file import CassetteError
 from .completion import ChatAnswer, NotACompletion, ToolCall, read_completion
 from .config import PLACEHOLDER_KEY, LLMConfig, ModelCallError, missing_setup_error, resolve_config
 from .sdk import http_module
-from .text import estimate_tokens, redact, redact_data, redact_url
+from .text import estimate_tokens, redact_data, redact_url
 
 __all__ = ["ChatAnswer", "ModelClient", "ToolCall", "UsesModel", "estimate_tokens", "http_module"]
 
@@ -240,7 +239,7 @@ class ModelClient:
             retryable = status in (408, 409, 429) or status >= 500
             return ModelCallError(
                 f"the model server at {where} answered HTTP {status} ({detail})"
-                + ((_not_retried(exc.response, self.max_retries) or retries) if retryable else "")
+                + (retries if retryable else "")
                 + self._advice(status),
                 status=status, kind="status",
             )
@@ -274,30 +273,26 @@ def _retries(exc: Exception, max_retries: int) -> str:
         taken = int(exc.request.headers.get("x-stainless-retry-count"))  # type: ignore[attr-defined]
     except (AttributeError, RuntimeError, TypeError, ValueError):
         return f" (after up to {max_retries} retries)"
-    return f" after {taken} retr{'y' if taken == 1 else 'ies'}" if taken else " (not retried)"
+    if taken:
+        return f" after {taken} retr{'y' if taken == 1 else 'ies'}"
+    return _why_not_retried(getattr(exc, "response", None), max_retries)
 
 
-def _not_retried(response: Any, max_retries: int) -> str:
-    """Why the SDK did not retry a status it usually retries (empty when it did retry)."""
-    try:
-        if int(response.request.headers.get("x-stainless-retry-count")) > 0:
-            return ""
-    except (AttributeError, RuntimeError, TypeError, ValueError):
-        return ""
-    headers = response.headers
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            wait = float(headers.get(name)) * scale
-        except (TypeError, ValueError):
-            continue
-        if str(headers.get("x-should-retry", "")).lower() != "false" and wait > 1:
-            return (f" and was not retried: the server asked to wait {wait:g} s ({name}: {headers.get(name)}), "
-                    "longer than the SDK waits; try again later")
-        break
-    if str(headers.get("x-should-retry", "")).lower() == "false":
-        return " and was not retried: the server said not to (x-should-retry: false)"
+def _why_not_retried(response: Any, max_retries: int) -> str:
+    """Why the SDK did not retry (a status it retries, a timeout): say what happened, not the budget."""
+    headers = getattr(response, "headers", None) or {}
     if max_retries == 0:
         return " and was not retried (max_retries=0)"
+    if str(headers.get("x-should-retry", "")).lower() == "false":
+        return " and was not retried: the server said not to (x-should-retry: false)"
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        if headers.get(name) is not None:
+            try:
+                wait = f"{float(headers[name]) * scale:g} s"
+            except ValueError:
+                wait = "until " + str(headers[name])
+            return (f" and was not retried: the server asked to wait {wait} ({name}: {headers[name]}), "
+                    "longer than the SDK waits; try again later")
     return " and was not retried"
 
 
