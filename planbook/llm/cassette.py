@@ -104,7 +104,10 @@ class Cassette:
     calls go to the model); ``"auto"`` (default) takes ``PLANBOOK_CASSETTE_MODE`` when it
     is set, else replays when the file exists (whatever keys are set), records when it
     does not and a key or server is configured, and is an error otherwise. Share one
-    Cassette between a planner and its agents so their calls go into one file in order.
+    Cassette between a planner and its agents so their calls go into one file in order
+    (giving them the same path does that too, when they are created before any call).
+    A file is written by the cassette that started recording it last: an older one that
+    tries to record it again is refused rather than overwrite the newer recordings.
     """
 
     def __init__(self, path: str | os.PathLike[str], mode: CassetteMode = "auto", *, recorded_from: str | None = None) -> None:
