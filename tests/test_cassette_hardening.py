@@ -9,7 +9,7 @@ import openai
 import pytest
 
 import planbook
-from planbook import Toolbox
+from planbook import ScriptedAgent, Toolbox
 from planbook.llm import Cassette, CassetteMismatch, LLMAgent, LLMConfigError, LLMPlanner
 from planbook.llm.sdk import http_module
 from planbook.testing import FakeOpenAIServer, Reply
@@ -208,3 +208,20 @@ def test_url_credentials_that_json_escapes_are_not_written_to_a_cassette(tmp_pat
     for form in (password, json.dumps(password), json.dumps(password, ensure_ascii=False), encoded):
         assert form.strip('"') not in text
     assert "you logged in with ***" in text
+
+
+def test_an_agent_created_after_the_planner_recorded_is_refused_rather_than_overwrite_it(server, box, tmp_path,
+                                                                                         monkeypatch):
+    path = tmp_path / "c.json"
+    server.add(Reply.plan(STEPS), Reply.finish("one and two make 3"))
+    monkeypatch.setenv("PLANBOOK_CASSETTE_MODE", "record")
+    planner = LLMPlanner("cassette-model", base_url=server.base_url, api_key=KEY, cassette=path)
+    plan = planbook.make_plan("add one and two", planner, tools=box, agents={"writer": ScriptedAgent("writer")})
+    with pytest.raises(LLMConfigError, match=r"is being recorded by a planner or agent created earlier \(1 recording"):
+        LLMAgent("writer", "writes", model="cassette-model", base_url=server.base_url, api_key=KEY, cassette=path)
+    writer = LLMAgent("writer", "writes", model="cassette-model", base_url=server.base_url, api_key=KEY,
+                      cassette=planner.llm.cassette)  # what the message says to do
+    assert planbook.run(plan, tools=box, agents=[writer]).status == "completed"
+    assert len(json.loads(path.read_text())["interactions"]) == 2  # the plan's recording was not overwritten
+    monkeypatch.delenv("PLANBOOK_CASSETTE_MODE")
+    assert LLMPlanner(cassette=path).llm.mode == "replay"  # replaying the same file is no conflict

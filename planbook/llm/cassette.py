@@ -10,8 +10,8 @@ Authorization headers, keys, cookies and the credentials of a base URL are never
 written; other secrets are masked in the decoded data, so no JSON escape hides them.
 Streamed answers (``stream=True``) are refused: a cassette holds whole answers.
 
-One file is one cassette: planners and agents given the same path while none has made a
-call yet share one :class:`Cassette`, so every recording goes into the file.
+One file is one cassette: planners and agents given the same path share one
+:class:`Cassette` while it records (or before any call), so every recording goes into the file.
 
 Recording is always asked for: a cassette file that exists is replayed whatever keys are
 set, until ``mode="record"`` (or ``"off"``) or the environment variable
@@ -84,12 +84,17 @@ def _file_key(path: Path) -> str:
 
 
 def cassette_for(path: str | os.PathLike[str]) -> "Cassette":
-    """The cassette for ``path``: the live one of that file if none of its users has made a
-    call yet (a planner and its agents created together share it), else a new one."""
+    """The cassette for ``path``: the live one of that file if no call went through it yet (a
+    planner and its agents created together share it), else a new one (a planner created
+    again, say by a notebook cell run again, replays the file from its start). A new one
+    that would record over a file another live cassette has recorded into is refused when
+    it resolves its mode: nothing recorded is overwritten without being asked for."""
     current = _OPEN.get(_file_key(Path(path)))
     if current is not None and current.fresh:
         return current
-    return Cassette(path)
+    cassette = Cassette(path)
+    cassette._by_path = True
+    return cassette
 
 
 class CassetteMismatch(CassetteError):
@@ -105,7 +110,7 @@ class Cassette:
     is set, else replays when the file exists (whatever keys are set), records when it
     does not and a key or server is configured, and is an error otherwise. Share one
     Cassette between a planner and its agents so their calls go into one file in order
-    (giving them the same path does that too, when they are created before any call).
+    (giving them the same path does that too: see :func:`cassette_for`).
     A file is written by the cassette that started recording it last: an older one that
     tries to record it again is refused rather than overwrite the newer recordings.
     """
@@ -121,6 +126,7 @@ class Cassette:
         self._active: str | None = None
         self._used: set[int] = set()
         self._sent = 0
+        self._by_path = False  # made from a path by cassette_for, not asked for by its user
 
     @property
     def fresh(self) -> bool:
@@ -140,7 +146,6 @@ class Cassette:
         """Fix the mode for this session; ``live`` = a key or a server is configured."""
         if self._active is not None:
             return self._active
-        _OPEN[_file_key(self.path)] = self
         mode: str = self.mode
         if mode == "auto":
             chosen = (os.environ if env is None else env).get(MODE_ENV, "").strip().lower()
@@ -164,8 +169,18 @@ class Cassette:
         elif mode == "record":
             if not live:
                 raise LLMConfigError(f"cannot record cassette {str(self.path)!r}: no model to call. {SETUP_HELP}")
+            writer = _WRITERS.get(_file_key(self.path))
+            if self._by_path and writer is not None and writer.interactions:
+                raise CassetteError(
+                    f"cassette {str(self.path)!r} is being recorded by a planner or agent created earlier "
+                    f"({len(writer.interactions)} recording(s) so far), and recording it here would start the file "
+                    "over. Give this one the same cassette (cassette=planner.llm.cassette), or create the planner "
+                    "and its agents before their first call; to record the file again from the start, pass "
+                    "Cassette(path, mode='record')"
+                )
             self.interactions, self.metadata = [], {}
             _WRITERS[_file_key(self.path)] = self  # an older recorder of the file stops (see _check)
+        _OPEN[_file_key(self.path)] = self
         self._active = mode
         return mode
 
