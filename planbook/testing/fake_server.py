@@ -10,6 +10,10 @@ planner or an agent deterministically and offline::
         ...
     assert server.requests[0].messages[0]["role"] == "system"
 
+``Reply.raw_body(...)`` sends any body as it is (an HTML page, a cut-off completion, tool
+arguments as an object) to test how a client copes with a server that is not quite
+OpenAI-compatible. A scripted callable that raises answers HTTP 500 and fails the test.
+
 Token usage is a deterministic estimate (about four characters a token of the request's
 messages and tools, and of the answer), so benchmarks can compare prompt sizes.
 """
