@@ -74,7 +74,7 @@ def test_a_changed_prompt_names_the_cassette_and_the_first_differing_message(ser
     cassette = Cassette(path, mode="replay")
     cassette.resolve(live=False)
     with pytest.raises(CassetteMismatch, match="has no recording"):
-        cassette._replay({"model": "other-model", "messages": []})
+        cassette._replay({"model": "other-model", "messages": []}, "/chat/completions")
 
 
 def test_identical_requests_are_replayed_in_order(server, tmp_path):

@@ -107,3 +107,40 @@ def test_the_pytest_plugin_fixture_hides_the_model_environment(fake_openai, monk
     assert "OPENAI_API_KEY" not in os.environ and fake_openai.requests == []
     fake_openai.add(Reply.text("hi"))
     assert fake_openai.client().chat.completions.create(model="m", messages=[]).choices[0].message.content == "hi"
+
+
+def test_a_scripted_reply_that_raises_answers_500_and_fails_the_test():
+    def broken(request):
+        raise KeyError("no such message")
+
+    with pytest.raises(AssertionError) as failed:
+        with FakeOpenAIServer([broken, Reply.text("the next answer")]) as server:
+            with pytest.raises(openai.InternalServerError) as caught:
+                server.client(max_retries=2).chat.completions.create(model="m", messages=[])
+            assert "scripted reply #1 raised KeyError: 'no such message'" in str(caught.value)
+            assert len(server.requests) == 1 and server.remaining == 1  # not retried: the script did not shift
+            assert server.errors == ["scripted reply #1 raised KeyError: 'no such message'"]
+    assert "scripted reply #1 raised KeyError: 'no such message'" in str(failed.value)
+    assert "Traceback" in str(failed.value) and "broken" in str(failed.value)  # where it raised
+
+
+def test_the_pytest_fixture_fails_a_test_whose_scripted_reply_raised(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["planbook.testing.pytest_plugin"]\n')
+    (tmp_path / "test_it.py").write_text(
+        "import openai, pytest\n"
+        "def test_it(fake_openai):\n"
+        "    fake_openai.add(lambda request: 1 / 0)\n"
+        "    with pytest.raises(openai.InternalServerError):\n"
+        "        fake_openai.client().chat.completions.create(model='m', messages=[])\n"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 passed, 1 error" in done.stdout and "scripted reply #1 raised ZeroDivisionError" in done.stdout

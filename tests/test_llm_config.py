@@ -101,7 +101,7 @@ def test_your_own_openai_client_can_be_passed_in():
         LLMPlanner(client=object(), cassette="c.json")
 
 
-SECRET_URL = "http://user:s3cretpw@127.0.0.1:9/v1?token=abc123"
+SECRET_URL = "http://user:s3cretpw@127.0.0.1:9/v1?token=abc123xyz"
 
 
 def test_credentials_in_the_base_url_are_masked_where_it_is_shown():
@@ -111,10 +111,10 @@ def test_credentials_in_the_base_url_are_masked_where_it_is_shown():
     assert redact_url("https://h.example:8443/v1?a=1&key=k%2Fx&flag#frag") == "https://h.example:8443/v1?a=***&key=***&flag#***"
     assert redact_url("http://localhost:11434/v1") == "http://localhost:11434/v1"  # nothing to hide: unchanged
     config = resolve_config(base_url=SECRET_URL, api_key=KEY)
-    assert {"s3cretpw", "user:s3cretpw", "abc123", KEY} <= set(config.secrets())
-    assert "s3cretpw" not in repr(config) and "abc123" not in repr(config) and KEY not in repr(config)
-    short = resolve_config(base_url="http://127.0.0.1:9/v1?v=1")
-    assert "1" not in short.secrets()  # too short to hunt for in text: it would garble every "1"
+    assert {"s3cretpw", "user:s3cretpw", "abc123xyz", KEY} <= set(config.secrets())
+    assert "s3cretpw" not in repr(config) and "abc123xyz" not in repr(config) and KEY not in repr(config)
+    short = resolve_config(base_url="http://127.0.0.1:9/v1?v=1&token=ollama", api_key="EMPTY")
+    assert short.secrets() == []  # too short to hunt for in text: it would garble every "1", "ollama" or "EMPTY"
 
 
 def test_a_connection_error_shows_neither_the_password_nor_the_token_of_the_url():
@@ -130,7 +130,7 @@ def test_a_connection_error_shows_neither_the_password_nor_the_token_of_the_url(
     (event,) = [e for e in result.events if e.kind == "llm.call"]
     shown = result.error + json.dumps([e.model_dump() for e in result.events], default=repr) + str(result)
     assert "http://***@127.0.0.1:9" in event.data["error"]
-    for secret in ("s3cretpw", "abc123", KEY):
+    for secret in ("s3cretpw", "abc123xyz", KEY):
         assert secret not in shown
 
 
@@ -149,13 +149,13 @@ def test_url_credentials_echoed_by_the_server_are_redacted(tmp_path):
         assert server.requests[0].path == "/v1/chat/completions"
     # a server that echoes the URL it was asked for (openai 3 even moves the query into the path)
     with FakeOpenAIServer([lambda request: Reply.http_error(404, f"unknown route {request.path}")], strict=False) as echo:
-        tokened = LLMPlanner("m", base_url=echo.base_url + "?token=abc123", max_attempts=1, max_retries=0)
+        tokened = LLMPlanner("m", base_url=echo.base_url + "?token=abc123xyz", max_attempts=1, max_retries=0)
         with pytest.raises(planbook.PlanningError) as not_found:
             tokened("g", [], None)
     assert "the password ***" in json.dumps(caught.value.attempts)
     assert "token=***" in str(not_found.value) and "HTTP 404" in str(not_found.value)
     shown = str(caught.value) + json.dumps(caught.value.attempts) + path.read_text() + str(not_found.value)
-    assert "s3cretpw" not in shown and "abc123" not in shown
+    assert "s3cretpw" not in shown and "abc123xyz" not in shown
 
 
 def test_model_env_lists_every_variable_that_selects_a_model_or_an_endpoint(monkeypatch):

@@ -112,11 +112,12 @@ class LLMAgent(UsesModel):
             messages.append(answer.message)
             if not answer.tool_calls:
                 cut = " (the answer was cut off: finish_reason 'length')" if answer.finish_reason == "length" else ""
+                said = self.llm.hide(answer.content)
                 return AgentReply(
-                    answer=answer.content,
+                    answer=said,
                     ok=False,
                     notes=f"agent {self.name!r} stopped without calling finish{cut}, so the step did not succeed; "
-                    f"its last words: {prompts.shorten(answer.content or '(nothing)', 200)!r}",
+                    f"its last words: {prompts.shorten(said or '(nothing)', 200)!r}",
                 )
             for call in answer.tool_calls:
                 if call.name == FINISH:
@@ -142,7 +143,7 @@ class LLMAgent(UsesModel):
             return None
         if not isinstance(data, dict) or data.get("status") not in ("success", "failure"):
             return None
-        answer = data.get("answer", "")
+        answer = self.llm.hide(data.get("answer", ""))  # the step's result: no secret in outputs
         notes = f"{iteration} model call(s); tools: {', '.join(used) or 'none'}"
         if data["status"] == "success":
             return AgentReply(answer=answer, ok=True, notes=notes)
@@ -164,6 +165,6 @@ class LLMAgent(UsesModel):
             return "error: " + "; ".join(problems)
         try:
             value = _call(tool.fn, **tool.coerce(args))
-        except Exception as exc:  # the model reads the error and decides what to do
-            return f"error: {type(exc).__name__}: {exc}"
+        except (Exception, SystemExit) as exc:  # the model reads the error and decides what to do; a tool's
+            return f"error: {type(exc).__name__}: {exc}"  # sys.exit() ends its call, not the step
         return prompts.shorten(value, self.result_limit)

@@ -12,52 +12,31 @@ import json
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
-from .cassette import Cassette, CassetteMismatch
+from .cassette import Cassette, cassette_for
+from .cassette_file import CassetteError
+from .completion import ChatAnswer, NotACompletion, ToolCall, read_completion
 from .config import PLACEHOLDER_KEY, LLMConfig, ModelCallError, missing_setup_error, resolve_config
 from .sdk import http_module
-from .text import estimate_tokens, redact
+from .text import estimate_tokens, redact_data, redact_url
 
 __all__ = ["ChatAnswer", "ModelClient", "ToolCall", "UsesModel", "estimate_tokens", "http_module"]
 
 Emit = Callable[..., Any]
+#: Where the SDK sends requests when no base URL is set.
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 Self = TypeVar("Self", bound="UsesModel")
 
 
-@dataclass
-class ToolCall:
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass
-class ChatAnswer:
-    """What one model call returned, in plain data (no SDK objects leak out)."""
-
-    content: str | None
-    tool_calls: list[ToolCall]
-    finish_reason: str | None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    message: dict[str, Any] = field(default_factory=dict)  # to append to the conversation
-
-    def raw(self) -> dict[str, Any]:
-        """The answer as recorded in a PlanningError's attempts."""
-        return {
-            "content": self.content,
-            "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in self.tool_calls],
-            "finish_reason": self.finish_reason,
-        }
-
-
 def as_cassette(cassette: Cassette | str | Path | None) -> Cassette | None:
+    """A Cassette as given, or the one cassette of a path (shared by a planner and its agents)."""
     if cassette is None or isinstance(cassette, Cassette):
         return cassette
-    return Cassette(cassette)
+    return cassette_for(cassette)
 
 
 class UsesModel:
@@ -127,13 +106,16 @@ class ModelClient:
             http = http_module()
             mode = self.cassette.active_mode if self.cassette is not None else None
             key = self.config.api_key or PLACEHOLDER_KEY
+            # what the SDK appends to this path is the endpoint a recording is matched on
+            base_path = urlsplit(self.config.base_url or DEFAULT_BASE_URL).path
             if mode == "replay":
                 assert self.cassette is not None
-                transport = self.cassette.transport(secrets=self.config.secrets())
+                transport = self.cassette.transport(secrets=self.config.secrets(), base_path=base_path)
                 key = PLACEHOLDER_KEY
             elif mode == "record":
                 assert self.cassette is not None
-                transport = self.cassette.transport(inner=http.HTTPTransport(), secrets=self.config.secrets())
+                transport = self.cassette.transport(inner=http.HTTPTransport(), secrets=self.config.secrets(),
+                                                    base_path=base_path)
             else:
                 transport = http.HTTPTransport()
             http_client = openai.DefaultHttpxClient(transport=transport, timeout=self.timeout, follow_redirects=True)
@@ -180,38 +162,21 @@ class ModelClient:
         started = time.perf_counter()
         record: dict[str, Any] = {"model": self.model, "purpose": purpose, "attempt": attempt}
         try:
-            completion = client.chat.completions.create(**kwargs)
-        except openai.APIError as exc:
-            mismatch = _cassette_mismatch(exc)
-            if mismatch is not None:  # SDKs before openai 3 wrap a transport's error as a connection error
-                raise mismatch from None
-            error = self._explain(exc)
+            try:
+                # the raw answer, so a body that is not a chat completion is one clear error
+                # (the SDK itself turns an HTML page into a str and a cut-off body into a JSONDecodeError)
+                response = client.chat.completions.with_raw_response.create(**kwargs)
+            except openai.APIError as exc:
+                refused = _cassette_error(exc)
+                if refused is not None:  # SDKs before openai 3 wrap a transport's error as a connection error
+                    raise refused from None
+                raise self._explain(exc, client) from None
+            answer = self._read(response.http_response, client)
+        except ModelCallError as error:
             record.update(prompt_tokens=0, completion_tokens=0, latency=round(time.perf_counter() - started, 3),
                           error=str(error))
             _report(record, emit, log)
-            raise error from None
-        usage = getattr(completion, "usage", None)
-        choice = completion.choices[0] if completion.choices else None
-        message = choice.message if choice is not None else None
-        secrets = self.config.secrets()  # a model that echoes the key must not put it in errors or events
-        calls = [
-            ToolCall(id=c.id, name=c.function.name, arguments=redact(c.function.arguments or "", secrets))
-            for c in (getattr(message, "tool_calls", None) or [])
-            if getattr(c, "function", None) is not None
-        ]
-        content = getattr(message, "content", None)
-        answer = ChatAnswer(
-            content=None if content is None else redact(str(content), secrets),
-            tool_calls=calls,
-            finish_reason=getattr(choice, "finish_reason", None),
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        )
-        answer.message = {"role": "assistant", "content": answer.content}
-        if calls:
-            answer.message["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
-            ]
+            raise
         record.update(
             prompt_tokens=answer.prompt_tokens,
             completion_tokens=answer.completion_tokens,
@@ -221,41 +186,64 @@ class ModelClient:
         _report(record, emit, log)
         return answer
 
-    def _explain(self, exc: Exception) -> ModelCallError:
+    def hide(self, value: Any) -> Any:
+        """``value`` (text or decoded JSON) with the key and URL credentials masked: for what
+        errors, events, notes and outputs show, never for text that is still to be parsed."""
+        return redact_data(value, self.config.secrets())
+
+    def _where(self, client: Any) -> str:
+        """The server as messages name it (credentials masked)."""
+        return self.config.shown_url or redact_url(str(getattr(client, "base_url", "") or "")) or "the OpenAI API"
+
+    def _read(self, http_response: Any, client: Any) -> ChatAnswer:
+        try:
+            return read_completion(http_response.content, http_response.headers.get("content-type"))
+        except NotACompletion as exc:
+            try:
+                url = redact_url(str(http_response.request.url))
+            except RuntimeError:  # a response built without its request
+                url = None
+            raise ModelCallError(
+                f"the model server at {url or self._where(client)} answered HTTP {http_response.status_code} with "
+                f"{self.hide(exc.what)}; {exc.advice}",
+                status=http_response.status_code, kind="answer",
+            ) from None
+
+    def _explain(self, exc: Exception, client: Any) -> ModelCallError:
         """One clear error per failure kind; the server's message is kept, secrets are not."""
         import openai
 
-        where = self.config.shown_url or "the OpenAI API"  # credentials in the URL are masked
-        secrets = self.config.secrets()
-        detail = redact(_server_message(exc), secrets)
+        where = self._where(client)
+        detail = self.hide(_server_message(exc))
         if isinstance(exc, openai.AuthenticationError):
             return ModelCallError(
                 f"the model server at {where} refused the API key (HTTP 401: {detail}); check OPENAI_API_KEY "
                 "(or api_key=...) and OPENAI_BASE_URL; the request was not retried",
                 status=401, kind="authentication",
             )
+        retries = _retries(exc, self.max_retries)
         if isinstance(exc, openai.APITimeoutError):
             return ModelCallError(
                 f"the model server at {where} did not answer within "
-                f"{'the SDK default time' if self.timeout is None else f'{self.timeout:g} s'} "
-                f"(after {self.max_retries} retries); raise timeout=... or try again later",
+                f"{'the SDK default time' if self.timeout is None else f'{self.timeout:g} s'}"
+                f"{retries}; raise timeout=... or try again later",
                 kind="timeout",
             )
         if isinstance(exc, openai.APIConnectionError):
             return ModelCallError(
-                f"could not connect to the model server at {where} ({detail}); check OPENAI_BASE_URL", kind="connection"
+                f"could not connect to the model server at {where} ({detail}){retries}; check OPENAI_BASE_URL",
+                kind="connection",
             )
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            retried = status in (408, 409, 429) or status >= 500
+            retryable = status in (408, 409, 429) or status >= 500
             return ModelCallError(
                 f"the model server at {where} answered HTTP {status} ({detail})"
-                + (f" after {self.max_retries} retries" if retried else "")
+                + (retries if retryable else "")
                 + self._advice(status),
                 status=status, kind="status",
             )
-        return ModelCallError(f"the model call failed: {redact(str(exc), secrets)}")
-
+        return ModelCallError(f"the model call failed: {self.hide(str(exc))}")
 
     def _advice(self, status: int) -> str:
         """What to do about a request the server turned down (most often a wrong model or URL)."""
@@ -270,13 +258,42 @@ class ModelClient:
         return ""
 
 
-def _cassette_mismatch(exc: BaseException) -> CassetteMismatch | None:
+def _cassette_error(exc: BaseException) -> CassetteError | None:
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, CassetteMismatch):
+        if isinstance(seen, CassetteError):
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+def _retries(exc: Exception, max_retries: int) -> str:
+    """How often the SDK retried, as it stamps every request it sends (``x-stainless-retry-count``)."""
+    try:
+        taken = int(exc.request.headers.get("x-stainless-retry-count"))  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return f" (after up to {max_retries} retries)"
+    if taken:
+        return f" after {taken} retr{'y' if taken == 1 else 'ies'}"
+    return _why_not_retried(getattr(exc, "response", None), max_retries)
+
+
+def _why_not_retried(response: Any, max_retries: int) -> str:
+    """Why the SDK did not retry (a status it retries, a timeout): say what happened, not the budget."""
+    headers = getattr(response, "headers", None) or {}
+    if max_retries == 0:
+        return " and was not retried (max_retries=0)"
+    if str(headers.get("x-should-retry", "")).lower() == "false":
+        return " and was not retried: the server said not to (x-should-retry: false)"
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        if headers.get(name) is not None:
+            try:
+                wait = f"{float(headers[name]) * scale:g} s"
+            except ValueError:
+                wait = "until " + str(headers[name])
+            return (f" and was not retried: the server asked to wait {wait} ({name}: {headers[name]}), "
+                    "longer than the SDK waits; try again later")
+    return " and was not retried"
 
 
 def _server_message(exc: Exception) -> str:

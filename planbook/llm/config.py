@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .text import redact, redact_url, url_secrets
+from .text import MIN_SECRET_LENGTH, redact, redact_url, url_secrets
 
 __all__ = ["DEFAULT_MODEL", "LLMConfig", "LLMConfigError", "ModelCallError", "redact", "redact_url", "resolve_config"]
 
@@ -81,9 +81,11 @@ class LLMConfig:
 
     def secrets(self) -> list[str]:
         """Strings that must never be written (used to redact errors, events and cassettes):
-        the key, and the credentials a base URL may carry (user:password, query values)."""
+        the key, and the credentials a base URL may carry (user:password, query values), each
+        of at least :data:`~planbook.llm.text.MIN_SECRET_LENGTH` characters (shorter ones are
+        not secrets worth garbling every message for: ``EMPTY``, ``ollama``, ``none``)."""
         found = [self.api_key] if self.api_key and self.api_key != PLACEHOLDER_KEY else []
-        return found + url_secrets(self.base_url)
+        return [s for s in found + url_secrets(self.base_url) if len(s) >= MIN_SECRET_LENGTH]
 
 
 def resolve_config(

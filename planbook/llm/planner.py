@@ -174,13 +174,13 @@ class LLMPlanner(UsesModel):
                 )
             except ModelCallError as exc:
                 raise PlanningError(f"the model could not be asked for a plan: {exc}", attempts=attempts) from exc
-            raw = answer.raw()
+            raw = self.llm.hide(answer.raw())  # attempts are shown in errors: no secret in them
             attempts.append(raw)
             messages.append(answer.message)
             try:
                 steps = self._accept(answer, tools, agents, ctx, plan, kept, replanning)
             except _Rejected as rejected:
-                raw["problems"] = rejected.problems
+                raw["problems"] = self.llm.hide(rejected.problems)
                 feedback = prompts.feedback(rejected.problems, tool_calling=self.tool_calling)
                 if answer.tool_calls:  # every tool call needs its answer before the next user turn
                     for call in answer.tool_calls:
@@ -275,8 +275,8 @@ class LLMPlanner(UsesModel):
             data = json.loads(text)
         except ValueError as exc:
             raise _Rejected([f"{where}: not valid JSON ({exc})"]) from None
-        if isinstance(data, list):
+        if isinstance(data, list) and not answer.tool_calls:  # a bare list of steps in a ```json block
             data = {"steps": data}
         if not isinstance(data, dict):
-            raise _Rejected([f"{where} must be an object with 'steps', got {type(data).__name__}"])
+            raise _Rejected([f"{where} must be a JSON object {{\"steps\": [...]}}, got {type(data).__name__}"])
         return data

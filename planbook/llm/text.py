@@ -11,9 +11,11 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-#: A query value shorter than this is masked in a shown URL but not hunted for in other
-#: text: masking every "1" or "v1" would garble prompts and answers.
-MIN_ECHOED_SECRET = 4
+#: A secret shorter than this is never hunted for inside other text. Local servers take
+#: keys like ``k``, ``EMPTY``, ``ollama`` or ``none``: replacing every "k" or "none" would
+#: garble prompts, recordings and messages. Such keys are kept out by structure instead
+#: (the Authorization header is never written; a URL's credentials are masked where shown).
+MIN_SECRET_LENGTH = 8
 
 
 def shorten(value: Any, limit: int = 200, *, as_json: bool = False) -> str:
@@ -32,11 +34,54 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+def json_cut_off(text: str) -> bool:
+    """Whether JSON ``text`` ends inside a string or with a bracket still open: cut off, not mistyped."""
+    depth, in_string, escaped = 0, False, False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+    return in_string or depth > 0
+
+
+def json_kind(value: Any) -> str:
+    """``list``, ``string``, ... : what a JSON value is, in words (for errors)."""
+    if isinstance(value, bool):
+        return "true/false"
+    return {list: "list", str: "string", dict: "object", int: "number", float: "number"}.get(type(value), "null")
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret replaced by ``***`` (longest first, so no part of one is left)."""
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+    """``text`` with every secret of :data:`MIN_SECRET_LENGTH` or more characters replaced by
+    ``***`` (longest first, so no part of one is left). For messages, never for text that is parsed."""
+    for secret in sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
+
+
+def redact_data(value: Any, secrets: Iterable[str]) -> Any:
+    """A copy of decoded JSON data with :func:`redact` applied to every string, keys included.
+
+    Redacting the decoded strings, not their JSON text, finds a secret whatever escapes
+    (``\\u00e4``, ``\\"``, ``\\\\``) the JSON encoder would write for it."""
+    hidden = list(secrets)
+    if isinstance(value, str):
+        return redact(value, hidden)
+    if isinstance(value, dict):
+        return {redact(str(k), hidden): redact_data(v, hidden) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_data(v, hidden) for v in value]
+    return value
 
 
 def redact_url(url: str | None) -> str | None:
@@ -79,4 +124,4 @@ def url_secrets(url: str | None) -> list[str]:
         found += [value, unquote(value.replace("+", " "))]
     if parts.fragment:
         found += [parts.fragment, unquote(parts.fragment)]
-    return [s for s in dict.fromkeys(found) if len(s) >= MIN_ECHOED_SECRET]
+    return list(dict.fromkeys(found))

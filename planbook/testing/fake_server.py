@@ -10,6 +10,10 @@ planner or an agent deterministically and offline::
         ...
     assert server.requests[0].messages[0]["role"] == "system"
 
+``Reply.raw_body(...)`` sends any body as it is (an HTML page, a cut-off completion, tool
+arguments as an object) to test how a client copes with a server that is not quite
+OpenAI-compatible. A scripted callable that raises answers HTTP 500 and fails the test.
+
 Token usage is a deterministic estimate (about four characters a token of the request's
 messages and tools, and of the answer), so benchmarks can compare prompt sizes.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import json
 import threading
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -71,6 +76,7 @@ class Reply:
     error: str | None = None
     delay: float = 0.0
     usage: bool = True
+    raw: bytes | None = None  # sent as it is, instead of a chat completion (see :meth:`raw_body`)
 
     @classmethod
     def text(cls, content: str, *, finish_reason: str = "stop") -> "Reply":
@@ -116,6 +122,19 @@ class Reply:
         return cls(status=status, error=message or f"scripted HTTP {status}", headers=hdrs)
 
     @classmethod
+    def raw_body(cls, body: Any, *, status: int = 200, content_type: str = "application/json",
+                 headers: dict[str, str] | None = None) -> "Reply":
+        """Exactly this body (bytes or text as they are; anything else JSON-encoded): for servers
+        that answer with an HTML page, a stream, a truncated or hand-made completion."""
+        if isinstance(body, str):
+            data = body.encode()
+        elif isinstance(body, bytes):
+            data = body
+        else:
+            data = json.dumps(body).encode()
+        return cls(status=status, raw=data, headers={"content-type": content_type, **(headers or {})})
+
+    @classmethod
     def slow(cls, seconds: float, then: "Reply | None" = None) -> "Reply":
         """``then`` (default: a short text) after ``seconds``: for client timeouts."""
         reply = then if then is not None else cls.text("late answer")
@@ -156,8 +175,11 @@ class FakeOpenAIServer:
 
     ``script`` holds :class:`Reply` objects or callables ``(FakeRequest) -> Reply``,
     used one per request in order. A request beyond the script gets HTTP 400 with
-    ``x-should-retry: false`` and is listed in ``unexpected``; with ``strict`` (the
-    default) leaving the ``with`` block then raises AssertionError.
+    ``x-should-retry: false`` and is listed in ``unexpected``. A callable that raises
+    gets HTTP 500 with the error text and ``x-should-retry: false`` (a dropped connection
+    would make the SDK retry, and the next scripted reply would answer in its place); the
+    error and its traceback go into ``errors`` and ``tracebacks``. With ``strict`` (the
+    default) leaving the ``with`` block after either raises AssertionError.
     """
 
     def __init__(self, script: Iterable[ScriptItem] = (), *, strict: bool = True, api_key: str | None = None) -> None:
@@ -166,6 +188,9 @@ class FakeOpenAIServer:
         self.api_key = api_key  # when set, any other Bearer key gets HTTP 401
         self.requests: list[FakeRequest] = []
         self.unexpected: list[FakeRequest] = []
+        #: one line per scripted reply that raised, and its traceback
+        self.errors: list[str] = []
+        self.tracebacks: list[str] = []
         self._position = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -210,7 +235,18 @@ class FakeOpenAIServer:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self.stop()
-        if self.strict and exc_type is None and self.unexpected:
+        if self.strict and exc_type is None:
+            self.check()
+
+    def check(self) -> None:
+        """AssertionError if a request went beyond the script or a scripted reply raised."""
+        if self.errors:
+            raise AssertionError(
+                f"FakeOpenAIServer: {self.errors[0]} (answered HTTP 500)"
+                + (f", and {len(self.errors) - 1} more error(s)" if len(self.errors) > 1 else "")
+                + "\n" + self.tracebacks[0]
+            )
+        if self.unexpected:
             raise AssertionError(
                 f"FakeOpenAIServer got {len(self.unexpected)} request(s) beyond its script of {len(self.script)}; "
                 f"the first one's last message: {self.unexpected[0].messages[-1:]!r}"
@@ -226,7 +262,7 @@ class FakeOpenAIServer:
         """A new script and empty request logs (share one server across a module's tests)."""
         with self._lock:
             self.script, self._position = list(script), 0
-            self.requests, self.unexpected = [], []
+            self.requests, self.unexpected, self.errors, self.tracebacks = [], [], [], []
         return self
 
     @property
@@ -250,7 +286,20 @@ class FakeOpenAIServer:
                 return None, number
             item = self.script[self._position]
             self._position += 1
-        return (item(request) if callable(item) and not isinstance(item, Reply) else item), number
+            position = self._position
+        if not callable(item) or isinstance(item, Reply):
+            return item, number
+        try:
+            reply = item(request)
+            if not isinstance(reply, Reply):
+                raise TypeError(f"a script callable must return a Reply, not {type(reply).__name__}")
+        except Exception as exc:  # noqa: BLE001 - reported to the client and to the test
+            error = f"scripted reply #{position} raised {type(exc).__name__}: {exc}"
+            with self._lock:
+                self.errors.append(error)
+                self.tracebacks.append(traceback.format_exc())
+            return Reply(status=500, error=error, headers={"x-should-retry": "false"}), number
+        return reply, number
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -263,13 +312,13 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        sent = {"content-type": "application/json", **{k.lower(): v for k, v in (headers or {}).items()}}
         try:
             self.send_response(status)
-            self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
             self.send_header(FAKE_SERVER_HEADER, "1")
-            for key, value in (headers or {}).items():
+            for key, value in sent.items():
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(data)
@@ -310,4 +359,4 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay and fake._stopping.wait(reply.delay):
             self.close_connection = True
             return
-        self._send(reply.status, reply.body(request, number), reply.headers)
+        self._send(reply.status, reply.raw if reply.raw is not None else reply.body(request, number), reply.headers)
