@@ -1,16 +1,22 @@
-"""Engine overhead per step: a 2,000-step linear plan of no-op tools with no view
-attached, against the same calls in a bare Python loop, measured in one process.
+"""Engine overhead per step, measured as ratios in one process.
 
-Target: under 50 µs of overhead per step for the whole ``planbook.run`` (checking the
-plan before it runs included). Prints the figures, the split between checking and
-running, and the ratio. CPU time (process_time) is measured, so other load on the
-machine disturbs the figures less. Run: python benchmarks/engine_overhead.py [N]
+1. A 2,000-step linear plan of no-op tools, no view, against the same calls in a bare
+   loop. Target: under 50 µs of overhead per step (checking the plan included).
+2. Flatness: CPU per step at 100,000 steps over that at 1,000. Target: within 1.3×.
+3. What a run keeps per step (traced memory of the finished result).
+4. A live view's cost: CPU of 1,000 fast steps with the notebook widget view attached
+   (a heartbeat, steps on a worker thread, throttled redraws) over the same run
+   without a view. Target: at most 1.3×.
+
+CPU time (process_time) is measured and runs are interleaved, so other load on the
+machine disturbs the ratios less. Run: python benchmarks/engine_overhead.py
 """
 
 from __future__ import annotations
 
-import sys
 import time
+import tracemalloc
+from collections.abc import Callable
 
 import planbook
 from planbook.models import Plan, Step
@@ -21,36 +27,92 @@ def noop(x: int) -> int:
     return x
 
 
-def main(n: int = 2000, repeats: int = 5) -> None:
-    tools = planbook.Toolbox([noop])
-    plan = Plan(id="bench", goal="overhead", steps=[Step(id=str(i), tool="noop", args={"x": i}) for i in range(1, n + 1)])
+TOOLS = planbook.Toolbox([noop])
 
-    bare_times, check_times, run_times = [], [], []
-    for _ in range(repeats):  # interleave, so machine noise hits all alike
-        t0 = time.process_time()
-        for i in range(1, n + 1):
-            noop(x=i)
-        bare_times.append(time.process_time() - t0)
 
+def linear(n: int) -> Plan:
+    return Plan(id="bench", goal="overhead", steps=[Step(id=str(i), tool="noop", args={"x": i}) for i in range(1, n + 1)])
+
+
+def cpu(fn: Callable[[], object]) -> float:
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def overhead(n: int = 2000, repeats: int = 5) -> None:
+    plan = linear(n)
+    bare, check, run = [], [], []
+    for _ in range(repeats):  # interleaved, so machine noise hits all alike
+        bare.append(cpu(lambda: [noop(x=i) for i in range(1, n + 1)]))
         t0 = time.process_time()
-        runner = planbook.Runner(plan, tools=tools, max_steps=n)  # validation and copying
+        runner = planbook.Runner(plan, tools=TOOLS, max_steps=n)
         t1 = time.process_time()
         result = runner.run()
-        t2 = time.process_time()
-        check_times.append(t1 - t0)
-        run_times.append(t2 - t1)
-        assert result.status == "completed" and result.executions == n, result.error
+        run.append(time.process_time() - t1)
+        check.append(t1 - t0)
+        assert result.ok and result.executions == n, result.error
+    b, c, r = min(bare), min(check), min(run)
+    print(f"1. {n} steps, best of {repeats} (CPU time)")
+    print(f"   bare loop        {b / n * 1e6:8.2f} µs/call")
+    print(f"   check the plan   {c / n * 1e6:8.2f} µs/step")
+    print(f"   run it           {r / n * 1e6:8.2f} µs/step")
+    print(f"   overhead         {(c + r - b) / n * 1e6:8.2f} µs/step   (target < 50)")
 
-    bare, check, execution = min(bare_times), min(check_times), min(run_times)
-    total = check + execution
-    overhead_us = (total - bare) / n * 1e6
-    print(f"steps: {n} (best of {repeats}, CPU time)")
-    print(f"bare loop:        {bare * 1e3:9.2f} ms  ({bare / n * 1e6:7.2f} µs/call)")
-    print(f"check the plan:   {check * 1e3:9.2f} ms  ({check / n * 1e6:7.2f} µs/step)")
-    print(f"run it:           {execution * 1e3:9.2f} ms  ({execution / n * 1e6:7.2f} µs/step)")
-    print(f"overhead:         {overhead_us:9.2f} µs/step   (target < 50 µs)")
-    print(f"ratio planbook.run/bare: {total / bare:.0f}x")
+
+def flatness(small: int = 1000, large: int = 100_000) -> None:
+    per_step = {}
+    for n, repeats in ((small, 5), (large, 2)):
+        plan = linear(n)
+        per_step[n] = min(cpu(lambda: planbook.Runner(plan, tools=TOOLS, max_steps=n).run()) for _ in range(repeats)) / n
+    ratio = per_step[large] / per_step[small]
+    print(f"2. per step at {large:,}: {per_step[large] * 1e6:.1f} µs, at {small:,}: {per_step[small] * 1e6:.1f} µs"
+          f"   ratio {ratio:.2f}   (target ≤ 1.3)")
+
+
+def memory(n: int = 2000) -> None:
+    plan = linear(n)
+    runner = planbook.Runner(plan, tools=TOOLS, max_steps=n)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    result = runner.run()
+    kept = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert result.ok
+    print(f"3. kept per step: {kept / n / 1024:.2f} KiB (history, events, timing; {n} steps)")
+
+
+def live_view(n: int = 1000, repeats: int = 3) -> None:
+    try:
+        from planbook.liveview import LiveView
+        from planbook.widget import PlanView
+    except ImportError as exc:  # pragma: no cover - ipywidgets is a dependency
+        print(f"4. live view: skipped ({exc})")
+        return
+    plan = linear(n)
+
+    def plain() -> None:
+        assert planbook.Runner(plan, tools=TOOLS, max_steps=n).run().ok
+
+    def viewed() -> None:
+        runner = planbook.Runner(plan, tools=TOOLS, max_steps=n)
+        bridge = LiveView(runner, PlanView(runner))
+        try:
+            assert runner.run().ok
+        finally:
+            bridge.close()
+
+    without, with_view = [], []
+    for _ in range(repeats):
+        without.append(cpu(plain))
+        with_view.append(cpu(viewed))
+    ratio = min(with_view) / min(without)
+    print(f"4. {n} fast steps: no view {min(without) * 1e3:.1f} ms, live widget view {min(with_view) * 1e3:.1f} ms CPU"
+          f"   ratio {ratio:.2f}   (target ≤ 1.3)")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000)
+    overhead()
+    flatness()
+    memory()
+    live_view()

@@ -1,13 +1,16 @@
 """Where a step's call runs: the runner's thread, planbook's worker threads, or any
 ``concurrent.futures.Executor`` (a Dask cluster's, for instance).
 
-Every executor takes a zero-argument callable and returns a ``concurrent.futures.Future``;
-the runner waits on futures, never on threads, so an interrupted wait can always tell
-which calls finished (their result is kept) from which are still going.
+Every executor takes a zero-argument callable and returns a :class:`Call`; when the
+call ends, the executor puts it on the runner's *completions* queue. The runner waits
+on that one queue, never on threads, so an interrupted wait can always tell which
+calls finished (their result is kept) from which are still going.
 
-The worker pool reuses its threads (starting a thread per step made a live view cost
-several times the CPU of a run without one) and knows which thread runs which call, so
-a call that ran past its timeout can be stopped and its thread replaced.
+The worker pool reuses its threads (a thread per step made a live view cost several
+times the CPU of a run without one) and hands calls over through C-level queues
+rather than ``concurrent.futures`` (whose locks and waiters cost more than a fast
+step). It knows which thread runs which call, so a call that ran past its timeout can
+be stopped and its thread replaced.
 """
 
 from __future__ import annotations
@@ -17,45 +20,70 @@ import itertools
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any, Protocol
+
+Completions = queue.SimpleQueue  # of Call
 
 
 class StepAbandoned(BaseException):
     """Raised inside a worker whose call timed out, so its Python code stops."""
 
 
-class Executor(Protocol):
-    """The one thing the runner needs of an executor."""
+class Call:
+    """One submitted call: ``done()``, ``result()``, ``exception()`` like a Future, without its locks."""
 
-    def submit(self, fn: Callable[[], Any]) -> Future[Any]: ...
+    __slots__ = ("fn", "finished", "value", "error", "thread", "future")
+
+    def __init__(self, fn: Callable[[], Any] | None = None) -> None:
+        self.fn = fn
+        self.finished = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.thread: threading.Thread | None = None
+        self.future: Any = None  # the concurrent.futures.Future behind it, for FuturesExecutor
+
+    @classmethod
+    def done_with(cls, value: Any) -> "Call":
+        call = cls()
+        call.value, call.finished = value, True
+        return call
+
+    def done(self) -> bool:
+        return self.finished
+
+    def exception(self) -> BaseException | None:
+        return self.error
+
+    def result(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class Executor(Protocol):
+    """What the runner needs of an executor."""
+
+    name: str
+
+    def submit(self, fn: Callable[[], Any], completions: Completions) -> Call: ...
+    def stop(self, call: Call) -> bool: ...
+    def shutdown(self) -> None: ...
 
 
 class InlineExecutor:
     """Runs the call right away on the calling thread (the default for a serial run)."""
 
-    name = "inline"
+    name = "main"
 
-    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
-        future: Future[Any] = Future()
-        future.set_running_or_notify_cancel()
-        future.set_result(fn())  # fn never raises but KeyboardInterrupt: that propagates, as it should
-        return future
+    def submit(self, fn: Callable[[], Any], completions: Completions | None = None) -> Call:
+        # fn never raises but KeyboardInterrupt: that propagates, as it should (the call did not complete)
+        return Call.done_with(fn())
 
-    def stop(self, future: Future[Any]) -> bool:
+    def stop(self, call: Call) -> bool:
         return False
 
     def shutdown(self) -> None:
         pass
-
-
-class _Task:
-    __slots__ = ("fn", "future", "thread")
-
-    def __init__(self, fn: Callable[[], Any], future: Future[Any]) -> None:
-        self.fn = fn
-        self.future = future
-        self.thread: threading.Thread | None = None
 
 
 _STOP = object()
@@ -77,79 +105,74 @@ class ThreadPool:
         self._lock = threading.Lock()
         self._idle = 0
         self._threads: list[threading.Thread] = []
-        self._running: dict[Future[Any], _Task] = {}
 
-    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
-        future: Future[Any] = Future()
+    def submit(self, fn: Callable[[], Any], completions: Completions) -> Call:
+        call = Call(fn)
         with self._lock:
             start_one = self._idle == 0
             if not start_one:
                 self._idle -= 1
-        self._queue.put(_Task(fn, future))
+        self._queue.put((call, completions))
         if start_one:
             thread = threading.Thread(target=self._work, name=f"planbook-worker-{next(self._numbers)}", daemon=True)
             self._threads.append(thread)
             thread.start()
-        return future
+        return call
 
     def _work(self) -> None:
+        me = threading.current_thread()
         while True:
-            task = self._queue.get()
-            if task is _STOP:
+            item = self._queue.get()
+            if item is _STOP:
                 return
+            call, completions = item
             try:
-                abandoned = self._run(task)
+                abandoned = self._run(call, me)
             except StepAbandoned:  # the stop landed just after the call ended: it was given up anyway
-                with self._lock:
-                    self._finish(task)
-                if not task.future.done():
-                    task.future.set_exception(StepAbandoned())
                 abandoned = True
+                with self._lock:
+                    self._finish(call)
+                if not call.finished:
+                    call.error, call.finished = StepAbandoned(), True
+            completions.put(call)
             if abandoned:
                 return  # this thread was given up on; the pool starts another when needed
             with self._lock:
                 self._idle += 1
 
-    def _run(self, task: _Task) -> bool:
-        """Run one call and resolve its future; True when the call was abandoned."""
-        if not task.future.set_running_or_notify_cancel():
-            return False
-        task.thread = threading.current_thread()
-        with self._lock:
-            self._running[task.future] = task
+    def _run(self, call: Call, me: threading.Thread) -> bool:
+        """Run one call; True when it was abandoned."""
+        call.thread = me
         try:
-            value = task.fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the runner through the future
+            value = call.fn()  # type: ignore[misc]
+        except BaseException as exc:  # noqa: BLE001 - handed to the runner through the call
             with self._lock:
-                self._finish(task)
-            task.future.set_exception(exc)
+                self._finish(call)
+            call.error, call.finished = exc, True
             return isinstance(exc, StepAbandoned)
         with self._lock:
-            self._finish(task)
-        task.future.set_result(value)
+            self._finish(call)
+        call.value, call.finished = value, True
         return False
 
-    def _finish(self, task: _Task) -> None:
+    def _finish(self, call: Call) -> None:
         """Under the lock: the call is over; a stop aimed at it must not hit the next one."""
-        self._running.pop(task.future, None)
-        if task.thread is not None and task.thread.ident is not None:
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(task.thread.ident), None)
+        thread, call.thread, call.fn = call.thread, None, None
+        if thread is not None and thread.ident is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), None)
 
-    def stop(self, future: Future[Any]) -> bool:
-        """Best effort: raise :class:`StepAbandoned` in the thread running ``future``'s call.
+    def stop(self, call: Call) -> bool:
+        """Best effort: raise :class:`StepAbandoned` in the thread running ``call``.
 
         A thread cannot be killed; this stops Python code (a loop, the next call of an
-        agent) but not a blocking C call, which finishes first. Returns False when the
-        call is not running (finished already, or never started: then it is cancelled).
+        agent) but not a blocking C call, which finishes first. False when the call is
+        not running.
         """
-        if future.cancel():
-            return False
         with self._lock:
-            task = self._running.get(future)
-            if task is None or task.thread is None or task.thread.ident is None:
+            thread = call.thread
+            if call.finished or thread is None or thread.ident is None:
                 return False
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(task.thread.ident),
-                                                       ctypes.py_object(StepAbandoned))
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(StepAbandoned))
             return True
 
     def shutdown(self) -> None:
@@ -170,11 +193,24 @@ class FuturesExecutor:
         self.executor = executor
         self.name = type(executor).__name__
 
-    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
-        return self.executor.submit(fn)  # type: ignore[no-any-return]
+    def submit(self, fn: Callable[[], Any], completions: Completions) -> Call:
+        call = Call()
 
-    def stop(self, future: Future[Any]) -> bool:
-        future.cancel()  # only a call that has not started can be taken back
+        def settle(future: Any) -> None:
+            try:
+                call.value = future.result()
+            except BaseException as exc:  # noqa: BLE001 - cancelled or failed: handed to the runner
+                call.error = exc
+            call.finished = True
+            completions.put(call)
+
+        call.future = self.executor.submit(fn)
+        call.future.add_done_callback(settle)
+        return call
+
+    def stop(self, call: Call) -> bool:
+        if call.future is not None:
+            call.future.cancel()  # only a call that has not started can be taken back
         return False
 
     def shutdown(self) -> None:

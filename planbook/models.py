@@ -8,10 +8,11 @@ executes anything.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
 
 from .refs import find_refs
 
@@ -439,7 +440,16 @@ class RunResult(BaseModel):
     max_steps: int = 12
     max_replans: int = 5
     usage: Usage = Field(default_factory=Usage)
-    timeline: Timeline = Field(default_factory=Timeline)
+    #: when and where each execution ran (``records[i]`` goes with ``history[i]``)
+    records: list[Execution] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @cached_property
+    def timeline(self) -> Timeline:
+        """Overlaps between executions and the critical path, built when first asked for."""
+        from .timeline import build_timeline
+
+        return build_timeline(self.records, self.history)
 
     @property
     def ok(self) -> bool:

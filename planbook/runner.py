@@ -10,11 +10,10 @@ up to N independent steps at once.
 
 from __future__ import annotations
 
+import queue
 import time
 import traceback as traceback_module
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future
-from concurrent.futures import wait as wait_futures
 from typing import Any
 
 from .acceptance import accept_steps
@@ -28,13 +27,13 @@ from .execute import (
     CallHandle,
     CallInterrupted,
     Outcome,
-    ToolCall,
     call_step,
     describe_exception,
     prepare_tool_call,
     stdout_routing,
 )
-from .executors import FuturesExecutor, InlineExecutor, StepAbandoned, ThreadPool
+from .executors import Call, FuturesExecutor, InlineExecutor, StepAbandoned, ThreadPool
+from .gcwindow import FreezeWindow, collector_paused, freeze_window
 from .interrupts import call_user, checkpoint, interrupt_gate, waiting
 from .models import Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage
 from .planners import Planner, PlanningContext, make_plan, planner_steps, tell_planner
@@ -42,35 +41,19 @@ from .policies import chain_for, handle_failure
 from .scheduler import Scheduler
 from .spec import is_plan_spec, slug
 from .state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE, RunState
-from .timeline import build_timeline
 from .tools import ToolsLike, as_toolbox
 from .validate import validate_plan
 
 __all__ = ["INTERRUPTED_NOTE", "RunState", "Runner", "run"]
 
-
-class _Done:
-    """The finished "future" of a call made inline (a real Future costs more than a no-op step)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def done(self) -> bool:
-        return True
-
-    def exception(self) -> BaseException | None:
-        return None
-
-    def result(self) -> Any:
-        return self.value
+#: a tool call shorter than this runs on the runner's thread even while a view is shown
+FAST_CALL = 0.02
 
 
 class _InFlight:
     """A submitted call the runner has not recorded yet."""
 
-    __slots__ = ("step", "execution", "future", "token", "handle", "deadline")
+    __slots__ = ("step", "execution", "future", "token", "handle", "deadline", "began")
 
     def __init__(self, step: Step, execution: int, future: Any, token: object | None, handle: CallHandle | None,
                  deadline: float | None = None) -> None:
@@ -80,6 +63,7 @@ class _InFlight:
         #: cancels an awaited coroutine (calls on worker threads)
         self.handle = handle
         self.deadline = deadline
+        self.began = time.perf_counter()
 
 
 class Runner:
@@ -118,26 +102,8 @@ class Runner:
         self.bus = EventBus(self._record_event, self._make_event, on_event)
 
         self.goal_only: str | None = None
-        if isinstance(plan, Plan):
-            # a plan run again starts clean: only completed steps keep their run state
-            initial = plan.copy_plan(fresh=True)
-        elif isinstance(plan, str) and planner is not None and not is_plan_spec(plan):
-            self.goal_only = plan.strip()
-            initial = Plan(id=slug(plan) or "plan", goal=plan.strip(), steps=[], revision=0)
-        elif isinstance(plan, str):
-            initial = Plan.parse(plan)
-        else:
-            raise TypeError(f"run() takes a Plan, a plan spec or (with a planner) a goal; got {type(plan).__name__}")
-        if self.goal_only is None:
-            validate_plan(initial, self.tools, self.agents)
-            if planner is None:
-                replanning = [st.id for st in initial.steps if st.on_failure == "replan"]
-                if replanning:
-                    raise PlanError([
-                        Problem("on_failure 'replan' needs a planner: pass planner=... or choose abort, skip or retry",
-                                step=sid, code="bad_policy", line=initial.line_of(sid))
-                        for sid in replanning
-                    ])
+        with collector_paused():
+            initial = self._initial_plan(plan)
         pinned = sorted({st.tool for st in initial.steps if st.tool and self.tools[st.tool].main_thread})
         if self.config.step_timeout is not None and pinned:
             raise ValueError(f"step_timeout cannot stop tools that run on the main thread ({', '.join(pinned)}): "
@@ -151,11 +117,40 @@ class Runner:
         self._stale = False  # the scheduler must be rebuilt before the next tick
         self._inflight: list[_InFlight] = []
         self._leftovers: list[_InFlight] = []
+        #: executors put each call here when it ends: the runner's thread waits on this one queue
+        self._completions: queue.SimpleQueue[Call] = queue.SimpleQueue()
         self._pool: ThreadPool | None = None
         #: set while running steps are allowed to finish before the run ends or replans
         self._ending: tuple[RunStatus, RunReason, str] | None = None
         self._replan_for: Step | None = None
         self._pause_why: str | None = None
+        self._gc = _NO_WINDOW
+        #: tools whose last call took under FAST_CALL seconds (run inline even with a view)
+        self._fast_tools: dict[str, bool] = {}
+
+    def _initial_plan(self, plan: Plan | str) -> Plan:
+        """The run's own copy of the plan, checked (or an empty plan awaiting its first one)."""
+        if isinstance(plan, Plan):
+            # a plan run again starts clean: only completed steps keep their run state
+            initial = plan.copy_plan(fresh=True)
+        elif isinstance(plan, str) and self.planner is not None and not is_plan_spec(plan):
+            self.goal_only = plan.strip()
+            initial = Plan(id=slug(plan) or "plan", goal=plan.strip(), steps=[], revision=0)
+        elif isinstance(plan, str):
+            initial = Plan.parse(plan)
+        else:
+            raise TypeError(f"run() takes a Plan, a plan spec or (with a planner) a goal; got {type(plan).__name__}")
+        if self.goal_only is None:
+            validate_plan(initial, self.tools, self.agents)
+            if self.planner is None:
+                replanning = [st.id for st in initial.steps if st.on_failure == "replan"]
+                if replanning:
+                    raise PlanError([
+                        Problem("on_failure 'replan' needs a planner: pass planner=... or choose abort, skip or retry",
+                                step=sid, code="bad_policy", line=initial.line_of(sid))
+                        for sid in replanning
+                    ])
+        return initial
 
     # ------------------------------------------------------------ settings
     @property
@@ -264,7 +259,7 @@ class Runner:
             max_steps=self.max_steps,
             max_replans=self.max_replans,
             usage=Usage.from_events(s.events),
-            timeline=build_timeline(s.records, s.history),
+            records=list(s.records),
         )
 
     # ------------------------------------------------------------- running
@@ -275,12 +270,13 @@ class Runner:
         if max_executions is not None and (isinstance(max_executions, bool) or max_executions < 1):
             raise ValueError(f"max_executions must be a whole number >= 1, got {max_executions!r}")
         try:
-            with interrupt_gate(), stdout_routing():
+            with interrupt_gate(), stdout_routing(), freeze_window() as self._gc:
                 try:
                     self._loop(until, max_executions)
                 except KeyboardInterrupt:
                     self._interrupt()
         finally:
+            self._gc = _NO_WINDOW
             self._close_pool()
         return self.result()
 
@@ -395,20 +391,28 @@ class Runner:
 
     # ------------------------------------------------------------- submitting
     def _executor_for(self, step: Step) -> Any:
-        """Where this step's call runs: pinned and plain serial steps on this thread.
+        """Where this step's call runs.
 
-        A given executor runs tool calls; agent steps, which report events to the run
-        as they work, stay on planbook's worker threads.
+        Pinned steps, and plain serial runs with no view, run on this thread. A given
+        executor runs tool calls; agent steps, which report events to the run as they
+        work, stay on planbook's worker threads. With a view attached, a step runs on a
+        worker so the view can redraw while it works — except a tool whose last call
+        took under :data:`FAST_CALL` seconds: handing a call to another thread costs
+        about as much CPU as a fast step itself, and the view cannot miss a redraw
+        during a call that short.
         """
         if self._pinned(step):
             return _INLINE
         if self.config.executor is not None and step.tool is not None:
             return FuturesExecutor(self.config.executor)
-        if self.parallel > 1 or self.config.executor is not None or self.step_timeout is not None or self.bus.heartbeats:
-            if self._pool is None:
-                self._pool = ThreadPool()
-            return self._pool
-        return _INLINE
+        threads = self.parallel > 1 or self.config.executor is not None or self.step_timeout is not None
+        if not threads and self.bus.heartbeats:
+            threads = step.tool is None or not self._fast_tools.get(step.tool, False)
+        if not threads:
+            return _INLINE
+        if self._pool is None:
+            self._pool = ThreadPool()
+        return self._pool
 
     def _submit(self, step: Step) -> None:
         s = self.state
@@ -434,7 +438,7 @@ class Runner:
             raise
         pinned = self._pinned(step) if self.step_timeout is not None else ""
         if pinned:
-            flight.future = _Done(Outcome(ok=False, error=f"step {step.id!r} uses {pinned}, which runs on the main "
+            flight.future = Call.done_with(Outcome(ok=False, error=f"step {step.id!r} uses {pinned}, which runs on the main "
                                           "thread, so step_timeout cannot stop it: drop main_thread=True or the timeout"))
             self._inflight.append(flight)
             return
@@ -443,7 +447,7 @@ class Runner:
         if isinstance(executor, FuturesExecutor):
             prepared = prepare_tool_call(step, results, self.tools)
             if isinstance(prepared, Outcome):
-                flight.future = _Done(prepared)
+                flight.future = Call.done_with(prepared)
                 self._inflight.append(flight)
                 return
             work = prepared
@@ -452,16 +456,16 @@ class Runner:
         self._inflight.append(flight)
         if inline:
             try:
-                flight.future = _Done(work())
+                flight.future = Call.done_with(work())
             except KeyboardInterrupt:  # Ctrl-C inside the call: it did not complete
                 self._inflight.remove(flight)
                 self._uncount(flight, INTERRUPTED_NOTE)
                 raise
             return
         try:
-            flight.future = executor.submit(work)
+            flight.future = executor.submit(work, self._completions)
         except Exception as exc:  # noqa: BLE001 - the executor refused the call (a closed Dask client)
-            flight.future = _Done(Outcome(ok=False, error=f"the executor could not run the step: "
+            flight.future = Call.done_with(Outcome(ok=False, error=f"the executor could not run the step: "
                                                           f"{describe_exception(exc)}"))
 
     def _work(self, step: Step, results: dict[str, Any], flight: _InFlight,
@@ -530,8 +534,10 @@ class Runner:
             timeout = left if timeout is None else min(timeout, left)
         with waiting():
             # bounded slices so that Ctrl-C is seen promptly on every platform
-            wait_futures([f.future for f in self._inflight if isinstance(f.future, Future)], timeout=0.25 if timeout is None else min(timeout, 0.25),
-                         return_when=FIRST_COMPLETED)
+            try:
+                self._completions.get(timeout=0.25 if timeout is None else min(timeout, 0.25))
+            except queue.Empty:
+                pass
         if beating:
             self.bus.beat()
         else:
@@ -545,7 +551,7 @@ class Runner:
             self.bus.live.discard(flight.token)
             if not (flight.handle is not None and flight.handle.cancel()) and self._pool is not None:
                 self._pool.stop(flight.future)
-            flight.future = _Done(Outcome(
+            flight.future = Call.done_with(Outcome(
                 ok=False,
                 error=f"TimeoutError: step {flight.step.id!r} did not finish within {self.step_timeout:g} s "
                 "(it was stopped; a call blocked in C code finishes in the background and is ignored)",
@@ -574,6 +580,8 @@ class Runner:
             if isinstance(flight.future.exception(), KeyboardInterrupt):
                 raise KeyboardInterrupt  # the call itself was interrupted: so is the run
             return
+        if step.tool is not None:
+            self._fast_tools[step.tool] = time.perf_counter() - flight.began < FAST_CALL
         now = self.clock()
         if not outcome.ok and outcome.worker.startswith(("planbook-worker", "planbook-async")) \
                 and "thread" in (outcome.error or "").lower():
@@ -589,8 +597,8 @@ class Runner:
             finished_at=now,
             **({"notes": outcome.notes} if outcome.notes else {}),
         )
-        snapshot = step.snapshot()
-        s.history.append(snapshot)
+        self._gc.tick()
+        s.history.append(step.snapshot())
         s.records.append(Execution(
             execution=flight.execution, step=step.id, attempt=step.attempts, revision=s.plan.revision,
             worker=outcome.worker or "main", start=outcome.started if outcome.started is not None else step.started_at
@@ -777,7 +785,10 @@ class Runner:
                       "(interrupt again to stop waiting)", file=__import__("sys").stderr)
                 while not flight.future.done():
                     with waiting():
-                        wait_futures([flight.future], timeout=0.25)
+                        try:
+                            self._completions.get(timeout=0.25)
+                        except queue.Empty:
+                            pass
             self._leftovers.pop(0)
             if flight.step.status is not Status.not_started or self._outcome_of(flight) is None:
                 continue  # interrupted (it runs again), or the step was changed by hand meanwhile
@@ -797,6 +808,8 @@ class Runner:
 
 
 _INLINE = InlineExecutor()
+_NO_WINDOW = FreezeWindow()
+_NO_WINDOW.active = False
 
 
 def _no_context() -> AgentContext:

@@ -1,0 +1,64 @@
+"""Keep the garbage collector's cost per step flat in long runs.
+
+A run keeps a few small objects per execution (its history, events, timing records).
+CPython's full collections scan every tracked object, so in a 100,000-step run each
+one was scanned again and again, and the per-step cost doubled (measured with
+``benchmarks/engine_overhead.py``). While a run goes, this moves the objects that have
+survived so far into the collector's permanent generation every few thousand
+executions (``gc.freeze``), so each is scanned a bounded number of times; when the run
+returns, everything is handed back (``gc.unfreeze``) and collected as usual.
+
+Young garbage is collected before each freeze, so what is held back is at most the
+garbage that was already old. Nothing is done when the process froze objects itself
+(a pre-fork server): their freeze is theirs to undo, not ours.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+#: executions between two freezes
+EVERY = 4096
+
+
+class FreezeWindow:
+    def __init__(self) -> None:
+        self.active = gc.isenabled() and gc.get_freeze_count() == 0
+        self.count = 0
+        self.froze = False
+
+    def tick(self) -> None:
+        """Called once per recorded execution."""
+        self.count += 1
+        if self.active and self.count % EVERY == 0:
+            gc.collect(1)  # young garbage goes now, not into the permanent generation
+            gc.freeze()
+            self.froze = True
+
+
+@contextmanager
+def freeze_window() -> Iterator[FreezeWindow]:
+    window = FreezeWindow()
+    try:
+        yield window
+    finally:
+        if window.froze:
+            gc.unfreeze()
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No collections while planbook copies and checks a plan (no user code runs there).
+
+    Copying a 100,000-step plan makes half a million small objects; collecting while
+    they are made rescans all of them (and the caller's plan) several times over.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
