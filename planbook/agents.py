@@ -51,11 +51,17 @@ class AgentContext:
 
 @dataclass
 class AgentReply:
-    """An agent's answer. ``ok`` False makes the step fail with ``answer`` (or ``notes``) as the error."""
+    """An agent's answer. ``ok`` False makes the step fail with ``answer`` (or ``notes``) as the error.
+
+    ``stop``: the agent says the goal is reached (OpenManus's ``FINISHED``): the run ends
+    after this step with reason ``stopped``, the steps not started are skipped with
+    ``stop`` as their note.
+    """
 
     answer: Any
     ok: bool = True
     notes: str = ""
+    stop: str | None = None
 
 
 @runtime_checkable

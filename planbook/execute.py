@@ -39,6 +39,8 @@ class Outcome:
     traceback: str | None = None
     output: str = ""
     notes: str = ""
+    #: an agent's request to end the run after this step (why)
+    stop: str | None = None
     #: the thread the call ran on, and when it started and ended (the run's clock)
     worker: str = ""
     started: float | None = None
@@ -348,7 +350,7 @@ def _call_step(
             if not reply.ok:
                 error = reply.notes or (str(reply.answer) if reply.answer is not None else "the agent reported failure")
                 return Outcome(ok=False, result=reply.answer, error=error, output=out.getvalue(), notes=reply.notes)
-            return Outcome(ok=True, result=reply.answer, output=out.getvalue(), notes=reply.notes)
+            return Outcome(ok=True, result=reply.answer, output=out.getvalue(), notes=reply.notes, stop=reply.stop)
         except (KeyboardInterrupt, StepAbandoned, CallInterrupted):
             raise
         except BaseException as exc:  # noqa: BLE001 - SystemExit from a tool is a failed step, not the end

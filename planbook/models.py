@@ -48,7 +48,7 @@ STATUS_MARKS: dict[Status, str] = {
     Status.blocked: "[!]",
 }
 
-PolicyName = Literal["abort", "skip", "retry", "replan"]
+PolicyName = Literal["abort", "skip", "retry", "replan", "continue"]
 
 
 class Step(BaseModel):
@@ -391,6 +391,7 @@ RunReason = Literal[
     "aborted",
     "interrupted",
     "paused",
+    "stopped",
 ]
 
 

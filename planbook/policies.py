@@ -2,7 +2,9 @@
 
 ``abort`` ends the run, ``skip`` marks the step skipped and goes on (its dependents
 become blocked), ``retry`` runs it again (``retries`` times), ``replan`` asks the
-planner for a new plan from the failed step on. A chain such as ``["retry", "replan"]``
+planner for a new plan from the failed step on, ``continue`` leaves the step failed and
+lets its dependents run anyway (they see its error in their context — AgenticSeek's
+soft ``need``; planbook's other policies never let a step use what did not complete). A chain such as ``["retry", "replan"]``
 tries them in order; only a policy that can decline (``retry``, once its retries are
 used) hands the failure on.
 
@@ -28,6 +30,7 @@ class FailureHandling(Protocol):
     def skip(self, step: Step) -> None: ...
     def replan(self, step: Step) -> None: ...
     def abort(self, step: Step) -> None: ...
+    def keep_going(self, step: Step) -> None: ...
 
 
 class Policy:
@@ -79,8 +82,16 @@ class Replan(Policy):
         return True
 
 
+class Continue(Policy):
+    name = "continue"
+
+    def handle(self, step: Step, run: FailureHandling) -> bool:
+        run.keep_going(step)
+        return True
+
+
 #: every policy by name; a new one registers itself here
-REGISTRY: dict[str, Policy] = {p.name: p for p in (Abort(), Skip(), Retry(), Replan())}
+REGISTRY: dict[str, Policy] = {p.name: p for p in (Abort(), Skip(), Retry(), Replan(), Continue())}
 POLICIES: tuple[str, ...] = tuple(REGISTRY)
 
 

@@ -49,6 +49,10 @@ __all__ = ["INTERRUPTED_NOTE", "RunState", "Runner", "run"]
 #: a tool call shorter than this runs on the runner's thread even while a view is shown
 FAST_CALL = 0.02
 
+#: ``after_step(goal, plan, step) -> steps | None``: None keeps the plan; steps replace
+#: every step after ``step`` that has not run (a revision with a diff, counted as a replan)
+AfterStep = Callable[[str, Plan, Step], Any]
+
 
 class _InFlight:
     """A submitted call the runner has not recorded yet."""
@@ -87,9 +91,15 @@ class Runner:
         step_timeout: float | None = None,
         parallel: int = 1,
         executor: Any = None,
+        after_step: AfterStep | None = None,
         on_event: EventHandler | Iterable[EventHandler] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        if after_step is not None and parallel != 1:
+            raise ValueError("after_step reviews the plan after each step, so steps must run one at a time: "
+                             "drop parallel, or the review")
+        #: asked after each step whether the rest of the plan should change (AgenticSeek's review)
+        self.after_step = after_step
         self.config = RunConfig.build(
             on_failure=on_failure, has_planner=planner is not None, retries=retries, max_steps=max_steps,
             max_replans=max_replans, step_timeout=step_timeout, parallel=parallel, executor=executor,
@@ -608,6 +618,10 @@ class Runner:
             self.scheduler.completed(step)
             self.emit("step.finished", step=step.id, duration=step.duration, result=_short(step.result),
                       execution=flight.execution)
+            if outcome.stop is not None and self._ending is None:
+                self._stop_after(step, outcome.stop)
+            elif self.after_step is not None and self._ending is None:
+                self._review(step)
             return
         s.last_error = f"step {step.id} failed: {outcome.error}"
         s.pending_failures.append(step.id)  # until its policy is applied (Ctrl-C may come first)
@@ -616,6 +630,9 @@ class Runner:
         if self._ending is None:
             s.pending_failures.remove(step.id)
             self._apply_policy(step)
+            if self.after_step is not None and not self.finished and self._ending is None \
+                    and step.status in (Status.failed, Status.skipped) and self._replan_for is None:
+                self._review(step)
         else:
             s.pending_failures.remove(step.id)  # the run is ending: running steps only finish
 
@@ -654,6 +671,10 @@ class Runner:
         if not self._inflight:
             failed, self._replan_for = self._replan_for, None
             self._replan(failed)
+
+    def keep_going(self, step: Step) -> None:
+        step.notes = f"failed; its dependents run anyway (on_failure continue): {step.error}"
+        self.scheduler.release(step)
 
     def abort(self, step: Step) -> None:
         self._ending = ("failed", "aborted", f"step {step.id} failed: {step.error}")
@@ -722,10 +743,57 @@ class Runner:
             self._finish("failed", "no_plan",
                          str(PlanError(problems)).replace("invalid plan", "the planner's new plan is invalid", 1))
             return
-        diff = diff_plans(self.plan, candidate, reason=s.last_error)
+        self._apply_revision(candidate, new_steps, reason=s.last_error)
+
+    def _stop_after(self, step: Step, why: str) -> None:
+        """An agent said the goal is reached: skip what has not started and end the run."""
+        for other in self.plan.steps:
+            if other.status is Status.not_started:
+                other.status = Status.skipped
+                other.notes = f"not run: step {step.id} ended the run ({why})"
+                self.emit("step.skipped", step=other.id, reason=why, by=step.id)
+        self._ending = ("completed", "stopped", f"step {step.id} ended the run: {why}")
+        if not self._inflight:
+            self._finish(*self._ending)
+
+    def _review(self, step: Step) -> None:
+        """Ask ``after_step`` whether the rest of the plan changes; apply its answer as a revision."""
+        s = self.state
+        assert self.after_step is not None
+        try:
+            answer = call_user(self.after_step, self.plan.goal, self.plan.copy_plan(), step.snapshot())
+            proposed = None if answer is None else planner_steps(answer)
+        except KeyboardInterrupt:
+            raise
+        except (PlanningError, PlanError) as exc:
+            self._finish("failed", "no_plan", f"the review after step {step.id} failed: {exc}")
+            return
+        except BaseException as exc:  # noqa: BLE001 - as for a planner
+            self._finish("failed", "no_plan", f"the review after step {step.id} raised {describe_exception(exc)}", exc)
+            return
+        if proposed is None:
+            return  # no change: costs no replan
+        refused = self.budget.replan_refused(s.executions, s.replans, f"the review after step {step.id}")
+        if refused is not None:
+            self._finish("failed", refused[0], refused[1])  # type: ignore[arg-type]
+            return
+        position = self.scheduler.position.get(step.id, -1)
+        kept = [st for i, st in enumerate(self.plan.steps) if i <= position or st.status is not Status.not_started]
+        candidate, new_steps, problems = accept_steps(self.plan, kept, proposed, self.tools, self.agents)
+        if problems:
+            self._finish("failed", "no_plan",
+                         str(PlanError(problems)).replace("invalid plan", f"the review after step {step.id} "
+                                                          "proposed an invalid plan", 1))
+            return
+        s.replans += 1
+        self._apply_revision(candidate, new_steps, reason=f"review after step {step.id}")
+
+    def _apply_revision(self, candidate: Plan, new_steps: list[Step], reason: str | None) -> None:
+        s = self.state
+        diff = diff_plans(self.plan, candidate, reason=reason)
         s.plan = candidate
-        for step in new_steps:  # a step the planner (re)proposed is new work with its own retries
-            s.retries_used.pop(step.id, None)
+        for new in new_steps:  # a step the planner (re)proposed is new work with its own retries
+            s.retries_used.pop(new.id, None)
         s.revisions.append(diff)
         self.scheduler.rebuild(candidate)
         self.emit("plan.diff", removed=diff.removed, added=diff.added, revised=diff.revised,
@@ -843,6 +911,7 @@ def run(
     step_timeout: float | None = None,
     parallel: int = 1,
     executor: Any = None,
+    after_step: AfterStep | None = None,
     on_event: EventHandler | Iterable[EventHandler] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> RunResult:
@@ -856,6 +925,6 @@ def run(
     runner = Runner(
         plan, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=retries,
         max_steps=max_steps, max_replans=max_replans, step_timeout=step_timeout, parallel=parallel,
-        executor=executor, on_event=on_event, clock=clock,
+        executor=executor, after_step=after_step, on_event=on_event, clock=clock,
     )
     return runner.run()

@@ -41,6 +41,8 @@ class Scheduler:
         self.position = {s.id: i for i, s in enumerate(plan.steps)}
         self.dependents: dict[str, list[str]] = {}
         self.unmet: dict[str, int] = {}
+        #: failed steps whose dependents run anyway
+        self.released: set[str] = getattr(self, "released", set()) & set(self.by_id)
         self._heap: list[int] = []
         dead: list[Step] = []
         for step in plan.steps:
@@ -49,11 +51,11 @@ class Scheduler:
         for step in plan.steps:
             status = step.status
             if status is Status.not_started:
-                unmet = sum(1 for n in dict.fromkeys(step.needs) if self.by_id[n].status is not Status.completed)
+                unmet = sum(1 for n in dict.fromkeys(step.needs) if not self._satisfied(self.by_id[n]))
                 self.unmet[step.id] = unmet
                 if unmet == 0:
                     self._heap.append(self.position[step.id])
-            elif status in _DEAD:
+            elif status in _DEAD and step.id not in self.released:
                 dead.append(step)
         heapq.heapify(self._heap)
         for step in dead:
@@ -87,15 +89,23 @@ class Scheduler:
                 if self.unmet[dep_id] == 0 and self.by_id[dep_id].status is Status.not_started:
                     heapq.heappush(self._heap, self.position[dep_id])
 
+    def release(self, step: Step) -> None:
+        """``step`` failed, but its dependents may run anyway (the ``continue`` policy)."""
+        self.released.add(step.id)
+        self.completed(step)
+
     def ended_without_result(self, step: Step) -> None:
         """``step`` failed for good, was skipped or blocked: block what needs it."""
         self._block_dependents(step)
 
     def again(self, step: Step) -> None:
         """``step`` is ``not_started`` again (a retry, an interrupted call): it is ready once more."""
-        if step.id in self.position and all(self.by_id[n].status is Status.completed for n in step.needs):
+        if step.id in self.position and all(self._satisfied(self.by_id[n]) for n in step.needs):
             self.unmet[step.id] = 0
             heapq.heappush(self._heap, self.position[step.id])
+
+    def _satisfied(self, need: Step) -> bool:
+        return need.status is Status.completed or (need.status is Status.failed and need.id in self.released)
 
     def _block_dependents(self, step: Step) -> None:
         todo = [step]
@@ -105,7 +115,8 @@ class Scheduler:
                 dep = self.by_id[dep_id]
                 if dep.status is not Status.not_started:
                     continue
-                dead = [n for n in dict.fromkeys(dep.needs) if self.by_id[n].status in _DEAD]
+                dead = [n for n in dict.fromkeys(dep.needs)
+                        if self.by_id[n].status in _DEAD and n not in self.released]
                 dep.status = Status.blocked
                 dep.notes = f"blocked: needs {', '.join(dead)}, which did not complete"
                 self.unmet.pop(dep_id, None)
