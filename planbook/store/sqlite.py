@@ -1,0 +1,619 @@
+"""The SQLite run store: one file, WAL mode, the standard library's ``sqlite3``.
+
+- **Durable at each step**: ``record_step`` commits before it returns. With WAL and
+  ``synchronous=NORMAL`` a commit survives the process being killed (the data is in the
+  WAL file); ``durable=True`` (``synchronous=FULL``) also survives a power cut, at the
+  cost of an fsync per step.
+- **Many processes**: every write is one ``BEGIN IMMEDIATE`` transaction (a writer never
+  upgrades a read lock, which is what makes SQLite answer "database is locked" at once),
+  SQLite's busy timeout waits for the other writer, and a write that still meets a lock
+  is retried with backoff until ``lock_timeout`` — only then is it an error, naming the file.
+- **Never damages a file it does not understand**: before writing anything the file is
+  read through a read-only connection; a file that is not SQLite, is damaged, belongs to
+  another program or was written by a newer planbook raises :class:`StoreFormatError`
+  naming the file, and the file is left byte for byte as it was.
+- **Thread-safe**: one connection per process, used under a lock (a connection is never
+  carried across ``fork``: a child process opens its own).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from ..models import Event, Plan, Step
+from .base import (
+    CacheHit, RunSummary, StoredRun, StoreError, StoreFormatError, counters_of, new_run_id, not_found,
+)
+from .records import (
+    diff_records, diffs_from_records, event_from_record, event_record, plan_from_record, plan_record,
+    redacted_paths, step_from_record, step_record,
+)
+from .redact import Redactor
+from .values import UNRESTORABLE_ARGS, Encoded, Unrestorable, decode, encode, encode_args, place_markers
+
+T = TypeVar("T")
+
+#: the schema this planbook writes; a file with a higher number was written by a newer one
+SCHEMA_VERSION = 1
+#: ``PRAGMA application_id`` of a planbook run store ("plbk")
+APPLICATION_ID = 0x706C626B
+TABLES = ("schema_version", "runs", "steps", "history", "events", "cache")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    goal TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    config TEXT NOT NULL,
+    plan TEXT NOT NULL,
+    counters TEXT NOT NULL,
+    revisions TEXT NOT NULL,
+    executions INTEGER NOT NULL DEFAULT 0,
+    model_calls INTEGER NOT NULL DEFAULT 0,
+    writer_pid INTEGER
+);
+CREATE INDEX IF NOT EXISTS runs_by_creation ON runs (created);
+CREATE TABLE IF NOT EXISTS steps (
+    run_id TEXT NOT NULL,
+    step_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    record TEXT NOT NULL,
+    args_kind TEXT NOT NULL, args BLOB, args_meta TEXT,
+    result_kind TEXT NOT NULL, result BLOB, result_meta TEXT,
+    result_ref INTEGER,
+    UNIQUE (run_id, step_id)
+);
+CREATE TABLE IF NOT EXISTS history (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    args_kind TEXT NOT NULL, args BLOB, args_meta TEXT,
+    result_kind TEXT NOT NULL, result BLOB, result_meta TEXT
+);
+CREATE INDEX IF NOT EXISTS history_by_run ON history (run_id, id);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_run ON events (run_id, id);
+CREATE TABLE IF NOT EXISTS cache (
+    key TEXT PRIMARY KEY,
+    tool TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    step_id TEXT NOT NULL,
+    created REAL NOT NULL,
+    result_kind TEXT NOT NULL, result BLOB, result_meta TEXT
+);
+"""
+
+_BUSY = ("database is locked", "database table is locked", "database is busy", "locked", "busy")
+_DAMAGED = ("file is not a database", "malformed", "corrupt", "not a database")
+
+
+def _is_busy(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return isinstance(exc, sqlite3.OperationalError) and any(s in str(exc) for s in _BUSY)
+
+
+def _meta(enc: Encoded) -> str | None:
+    if enc.kind == "json":
+        return None
+    return json.dumps({"shown": enc.shown, "type": enc.type, "reason": enc.reason})
+
+
+def _value(kind: str, payload: Any, meta: str | None) -> Any:
+    info = json.loads(meta) if meta else {}
+    return decode(kind, payload, info.get("shown"), info.get("type", ""), info.get("reason"))
+
+
+class _Encoder:
+    """Encodes args and results once per object within a run (history entries share them)."""
+
+    def __init__(self) -> None:
+        self.args: dict[int, tuple[Any, Encoded, list[Any]]] = {}
+
+    def encode_args(self, args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list[Any]]:
+        hit = self.args.get(id(args))
+        if hit is not None and hit[0] is args:
+            return hit[1], hit[2]
+        enc, paths = encode_args(args, redactor)
+        self.args[id(args)] = (args, enc, paths)
+        return enc, paths
+
+
+class SQLiteStore:
+    """Runs in one SQLite file (see the module docstring). ``secrets``: more strings to redact."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        secrets: Iterable[str] = (),
+        busy_timeout: float = 5.0,
+        lock_timeout: float = 60.0,
+        durable: bool = False,
+    ) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.redactor = Redactor(secrets)
+        self.busy_timeout = busy_timeout
+        self.lock_timeout = lock_timeout
+        self.durable = durable
+        self._lock = threading.RLock()
+        self._con: sqlite3.Connection | None = None
+        self._pid = -1
+        #: per run: how many history entries and events of its state are stored
+        self._counts: dict[str, list[int]] = {}
+        self._encoders: dict[str, _Encoder] = {}
+        #: per (run, step): the result object last written and how (so it is not encoded again)
+        self._results: dict[tuple[str, str], tuple[Any, tuple[Any, ...]]] = {}
+        self._open()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.location!r})"
+
+    def __enter__(self) -> "SQLiteStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def add_secrets(self, secrets: Iterable[str]) -> None:
+        """Strings to redact from now on (e.g. an LLM config's ``secrets()``)."""
+        self.redactor.add_secrets(secrets)
+
+    # ------------------------------------------------------------ opening
+    def _open(self) -> None:
+        path = self.path
+        if path.exists() and not path.is_file():
+            raise StoreError(f"the run store {self.location} is a directory, not a file: pass a file path "
+                             "(e.g. .planbook/runs.sqlite)")
+        if path.exists() and path.stat().st_size > 0:
+            self._check_existing()
+        else:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the folder of the run store {self.location}: {exc}") from None
+        self._write(self._create_schema)
+
+    def _check_existing(self) -> None:
+        """Read-only: is this a planbook store of a version we can write?"""
+        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        try:
+            con = sqlite3.connect(uri, uri=True, timeout=self.busy_timeout)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the run store {self.location}: {exc}") from None
+        try:
+            tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            app_id = con.execute("PRAGMA application_id").fetchone()[0]
+            version = None
+            if "schema_version" in tables:
+                row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+                version = row[0] if row else None
+        except sqlite3.DatabaseError as exc:
+            if _is_busy(exc):
+                raise StoreError(f"the run store {self.location} stayed locked while opening it: {exc}") from None
+            raise StoreFormatError(
+                f"{self.location} is not a planbook run store, or it is damaged ({exc}); it was left as it is: "
+                "move it away, or pass another store path"
+            ) from None
+        finally:
+            con.close()
+        if not tables:
+            return  # an empty SQLite database: ours to set up
+        if "schema_version" not in tables or app_id not in (0, APPLICATION_ID):
+            raise StoreFormatError(
+                f"{self.location} is an SQLite database of another program (tables: {', '.join(sorted(tables))}), "
+                "not a planbook run store; it was left as it is: pass another store path"
+            )
+        if not isinstance(version, int):
+            raise StoreFormatError(f"the run store {self.location} has no schema version (it is damaged); "
+                                   "it was left as it is: move it away, or pass another store path")
+        if version > SCHEMA_VERSION:
+            raise StoreFormatError(
+                f"the run store {self.location} was written by a newer planbook (schema version {version}; this "
+                f"planbook reads up to {SCHEMA_VERSION}); it was left as it is: upgrade planbook, or pass another "
+                "store path"
+            )
+        missing = [t for t in TABLES if t not in tables]
+        if missing:
+            raise StoreFormatError(f"the run store {self.location} lacks its tables {', '.join(missing)} (it is "
+                                   "damaged); it was left as it is: move it away, or pass another store path")
+
+    def _create_schema(self, con: sqlite3.Connection) -> None:
+        # not executescript: it would COMMIT this transaction first
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                con.execute(statement)
+        row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+        if row[0] is None:
+            con.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+            con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        elif row[0] != SCHEMA_VERSION:  # another process created it meanwhile, with another version
+            raise StoreFormatError(f"the run store {self.location} has schema version {row[0]}; this planbook "
+                                   f"writes {SCHEMA_VERSION}: upgrade planbook, or pass another store path")
+
+    def _connection(self) -> sqlite3.Connection:
+        """This process's connection (opened again after a fork)."""
+        if self._con is not None and self._pid == os.getpid():
+            return self._con
+        con = sqlite3.connect(str(self.path), timeout=self.busy_timeout, isolation_level=None,
+                              check_same_thread=False)
+        try:
+            con.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            mode = con.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"the run store {self.location} cannot use WAL mode (journal mode {mode}); "
+                                 "put it on a local disk (WAL does not work over network file systems)")
+            con.execute(f"PRAGMA synchronous = {'FULL' if self.durable else 'NORMAL'}")
+        except BaseException:
+            con.close()
+            raise
+        self._con, self._pid = con, os.getpid()
+        self._counts.clear()  # a forked child re-reads what is stored
+        return con
+
+    def close(self) -> None:
+        with self._lock:
+            if self._con is not None and self._pid == os.getpid():
+                self._con.close()
+            self._con = None
+            self._counts.clear()
+            self._encoders.clear()
+            self._results.clear()
+
+    # ------------------------------------------------------- transactions
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        text = str(exc)
+        if any(s in text for s in _DAMAGED):
+            return StoreFormatError(f"the run store {self.location} is damaged ({text}); it was left as it is: "
+                                    "move it away, or pass another store path")
+        if _is_busy(exc):
+            return StoreError(f"the run store {self.location} stayed locked by another process for "
+                              f"{self.lock_timeout:g} s ({text}): is a process stuck holding it?")
+        return StoreError(f"the run store {self.location} failed: {text}")
+
+    def _retrying(self, begin: str, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn`` in one transaction; retried while another process holds the lock."""
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.001
+        while True:
+            with self._lock:
+                try:
+                    con = self._connection()
+                    con.execute(begin)
+                    try:
+                        out = fn(con)
+                        con.execute("COMMIT")
+                        return out
+                    except BaseException:
+                        if con.in_transaction:
+                            con.execute("ROLLBACK")
+                        raise
+                except sqlite3.Error as exc:
+                    if not (_is_busy(exc) and time.monotonic() < deadline):
+                        raise self._error(exc) from None
+            time.sleep(delay * (0.5 + random.random()))  # backoff with jitter, outside the lock
+            delay = min(delay * 2, 0.05)
+
+    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return self._retrying("BEGIN IMMEDIATE", fn)
+
+    def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return self._retrying("BEGIN", fn)
+
+    # --------------------------------------------------------------- runs
+    def create_run(self, plan: Plan, *, goal: str | None = None, config: Mapping[str, Any] | None = None,
+                   run_id: str | None = None) -> str:
+        self.redactor.refresh()
+        config_text = _config_text(config, self.redactor)
+        run_id = run_id or new_run_id()
+        now = time.time()
+        rows = [self._step_row(run_id, st, pos) for pos, st in enumerate(plan.steps)]
+
+        def write(con: sqlite3.Connection) -> None:
+            try:
+                con.execute(
+                    "INSERT INTO runs (id, goal, status, reason, created, updated, config, plan, counters, revisions,"
+                    " writer_pid) VALUES (?, ?, 'running', NULL, ?, ?, ?, ?, '{}', '[]', ?)",
+                    (run_id, self.redactor.text(goal if goal is not None else plan.goal), now, now, config_text,
+                     json.dumps(plan_record(plan, self.redactor)), os.getpid()),
+                )
+            except sqlite3.IntegrityError:
+                raise StoreError(f"a run {run_id!r} is already in the run store {self.location}: "
+                                 "choose another run id, or leave it out") from None
+            con.executemany(_INSERT_STEP, rows)
+
+        self._write(write)
+        self._counts[run_id] = [0, 0]
+        return run_id
+
+    def save_state(self, run_id: str, state: Any) -> None:
+        self.redactor.refresh()
+        plan: Plan = state.plan
+        rows = [self._step_row(run_id, st, pos) for pos, st in enumerate(plan.steps)]
+        ids = [st.id for st in plan.steps]
+
+        def write(con: sqlite3.Connection) -> None:
+            calls = self._sync_lists(con, run_id, state)
+            con.execute(
+                f"DELETE FROM steps WHERE run_id = ? AND step_id NOT IN ({','.join('?' * len(ids))})",
+                (run_id, *ids),
+            )
+            con.executemany(_UPSERT_STEP, rows)
+            self._update_run(con, run_id, state, calls, extra=(
+                ", plan = ?, revisions = ?, writer_pid = ?",
+                (json.dumps(plan_record(plan, self.redactor)),
+                 json.dumps(diff_records(list(state.revisions), self.redactor)), os.getpid()),
+            ))
+
+        self._guarded(run_id, write)
+        if state.status in ("completed", "failed"):
+            self._forget(run_id)
+
+    def record_step(self, run_id: str, step: Step, state: Any) -> None:
+        def write(con: sqlite3.Connection) -> None:
+            calls = self._sync_lists(con, run_id, state)
+            row = self._step_row(run_id, step, None)
+            cur = con.execute(_UPDATE_STEP, row[3:] + (run_id, step.id))
+            if cur.rowcount == 0:
+                raise StoreError(f"step {step.id!r} is not in the stored plan of run {run_id!r}: save_state must "
+                                 "be called after the plan changes (a replan) and before its steps are recorded")
+            self._update_run(con, run_id, state, calls)
+
+        self._guarded(run_id, write)
+
+    def append_events(self, run_id: str, events: Sequence[Event]) -> None:
+        def write(con: sqlite3.Connection) -> None:
+            counts = self._stored_counts(con, run_id)
+            calls = self._insert_events(con, run_id, events)
+            con.execute("UPDATE runs SET model_calls = model_calls + ?, updated = ? WHERE id = ?",
+                        (calls, time.time(), run_id))
+            counts[1] += len(events)
+
+        self._guarded(run_id, write)
+
+    def _guarded(self, run_id: str, write: Callable[[sqlite3.Connection], None]) -> None:
+        """A write of a run; if it did not finish, what is stored is read again next time."""
+        try:
+            self._write(write)
+        except BaseException:
+            self._counts.pop(run_id, None)
+            self._results = {k: v for k, v in self._results.items() if k[0] != run_id}
+            raise
+
+    def _forget(self, run_id: str) -> None:
+        """A finished run is no longer written: drop what was kept to write it fast."""
+        self._encoders.pop(run_id, None)
+        self._results = {k: v for k, v in self._results.items() if k[0] != run_id}
+
+    def _stored_counts(self, con: sqlite3.Connection, run_id: str) -> list[int]:
+        counts = self._counts.get(run_id)
+        if counts is None:
+            if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise not_found(run_id, self.location, self._latest_ids(con))
+            counts = [
+                con.execute("SELECT count(*) FROM history WHERE run_id = ?", (run_id,)).fetchone()[0],
+                con.execute("SELECT count(*) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0],
+            ]
+            self._counts[run_id] = counts
+        return counts
+
+    def _sync_lists(self, con: sqlite3.Connection, run_id: str, state: Any) -> int:
+        """Write the history entries and events ``state`` gained; returns the model calls among them."""
+        counts = self._stored_counts(con, run_id)
+        history, events = state.history, state.events
+        if len(history) < counts[0] or len(events) < counts[1]:
+            raise StoreError(
+                f"run {run_id!r} has {counts[0]} history entries and {counts[1]} events in the run store "
+                f"{self.location}, but the state has {len(history)} and {len(events)}: a resumed run must "
+                "continue from the state loaded from the store"
+            )
+        encoder = self._encoders.setdefault(run_id, _Encoder())
+        for entry in history[counts[0]:]:
+            args, paths = encoder.encode_args(entry.args, self.redactor)
+            result = encode(entry.result, self.redactor)
+            cur = con.execute(
+                "INSERT INTO history (run_id, record, args_kind, args, args_meta, result_kind, result, result_meta)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, json.dumps(step_record(entry, self.redactor, paths)), args.kind, args.payload,
+                 _meta(args), result.kind, result.payload, _meta(result)),
+            )
+            # the plan's step holds the same result object: it points at this entry
+            self._results[(run_id, entry.id)] = (entry.result, ("ref", None, None, cur.lastrowid))
+        calls = self._insert_events(con, run_id, events[counts[1]:])
+        # counted here, inside the transaction: a failed commit drops all counts of the run (_guarded)
+        counts[0], counts[1] = len(history), len(events)
+        return calls
+
+    def _insert_events(self, con: sqlite3.Connection, run_id: str, events: Sequence[Event]) -> int:
+        if not events:
+            return 0
+        con.executemany(
+            "INSERT INTO events (run_id, record) VALUES (?, ?)",
+            [(run_id, json.dumps(event_record(e, self.redactor), ensure_ascii=False)) for e in events],
+        )
+        return sum(1 for e in events if e.kind == "llm.call")
+
+    def _update_run(self, con: sqlite3.Connection, run_id: str, state: Any, calls: int,
+                    extra: tuple[str, tuple[Any, ...]] = ("", ())) -> None:
+        counters = _counters_text(state, self.redactor)
+        cur = con.execute(
+            f"UPDATE runs SET status = ?, reason = ?, counters = ?, executions = ?, updated = ?,"
+            f" model_calls = model_calls + ?{extra[0]} WHERE id = ?",
+            (state.status, state.reason, counters, state.executions, time.time(), calls, *extra[1], run_id),
+        )
+        if cur.rowcount == 0:
+            raise not_found(run_id, self.location, self._latest_ids(con))
+
+    def _step_row(self, run_id: str, step: Step, position: int | None) -> tuple[Any, ...]:
+        """(run_id, step_id, position, status, record, args x3, result x3, result_ref)."""
+        encoder = self._encoders.setdefault(run_id, _Encoder())
+        args, paths = encoder.encode_args(step.args, self.redactor)
+        key = (run_id, step.id)
+        last = self._results.get(key)
+        if last is not None and last[0] is step.result:
+            kind, payload, meta, ref = last[1]
+        else:
+            enc = encode(step.result, self.redactor)
+            kind, payload, meta, ref = enc.kind, enc.payload, _meta(enc), None
+            self._results[key] = (step.result, (kind, payload, meta, None))
+        return (run_id, step.id, position, step.status.value, json.dumps(step_record(step, self.redactor, paths)),
+                args.kind, args.payload, _meta(args), kind, payload, meta, ref)
+
+    # ------------------------------------------------------------ reading
+    def load_run(self, run_id: str) -> StoredRun:
+        def read(con: sqlite3.Connection) -> StoredRun:
+            row = con.execute(
+                "SELECT goal, config, plan, counters, revisions, created, updated FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise not_found(run_id, self.location, self._latest_ids(con))
+            goal, config, plan, counters, revisions, created, updated = row
+            history: list[Step] = []
+            by_rowid: dict[int, Any] = {}
+            for hid, record, ak, a, am, rk, r, rm in con.execute(
+                "SELECT id, record, args_kind, args, args_meta, result_kind, result, result_meta FROM history"
+                " WHERE run_id = ? ORDER BY id", (run_id,)
+            ):
+                result = _value(rk, r, rm)
+                by_rowid[hid] = result
+                history.append(_step(record, ak, a, am, result))
+            steps = []
+            for record, ak, a, am, rk, r, rm, ref in con.execute(
+                "SELECT record, args_kind, args, args_meta, result_kind, result, result_meta, result_ref FROM steps"
+                " WHERE run_id = ? ORDER BY position", (run_id,)
+            ):
+                result = by_rowid.get(ref) if rk == "ref" else _value(rk, r, rm)
+                steps.append(_step(record, ak, a, am, result))
+            events = [event_from_record(json.loads(rec)) for (rec,) in con.execute(
+                "SELECT record FROM events WHERE run_id = ? ORDER BY id", (run_id,))]
+            return StoredRun(
+                run_id=run_id, goal=goal, config=json.loads(config),
+                plan=plan_from_record(json.loads(plan), steps), counters=json.loads(counters), history=history,
+                revisions=diffs_from_records(json.loads(revisions)), events=events, created=created, updated=updated,
+            )
+
+        with self._lock:
+            stored = self._read(read)
+            self._counts[run_id] = [len(stored.history), len(stored.events)]
+            self._forget(run_id)
+        return stored
+
+    def list_runs(self, *, limit: int | None = None) -> list[RunSummary]:
+        query = (
+            "SELECT id, goal, status, reason, created, updated, executions, model_calls, writer_pid,"
+            " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed'),"
+            " (SELECT count(*) FROM steps s WHERE s.run_id = r.id)"
+            " FROM runs r ORDER BY created DESC, rowid DESC"
+        )
+        if limit is not None:
+            query += f" LIMIT {int(limit)}"
+        rows = self._read(lambda con: con.execute(query).fetchall())
+        return [
+            RunSummary(run_id=i, goal=g, status=s, reason=r, started=c, updated=u, executions=e, model_calls=m,
+                       writer_pid=p, steps_done=d, steps_total=t)
+            for i, g, s, r, c, u, e, m, p, d, t in rows
+        ]
+
+    def latest_run_id(self) -> str | None:
+        ids = self._read(lambda con: self._latest_ids(con, 1))
+        return ids[0] if ids else None
+
+    def _latest_ids(self, con: sqlite3.Connection, n: int = 5) -> list[str]:
+        return [r[0] for r in con.execute("SELECT id FROM runs ORDER BY created DESC, rowid DESC LIMIT ?", (n,))]
+
+    def delete_run(self, run_id: str) -> None:
+        def write(con: sqlite3.Connection) -> None:
+            if con.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
+                raise not_found(run_id, self.location, self._latest_ids(con))
+            for table in ("steps", "history", "events"):
+                con.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+
+        self._write(write)
+        self._counts.pop(run_id, None)
+        self._forget(run_id)
+
+    # -------------------------------------------------------------- cache
+    def cache_get(self, key: str) -> CacheHit | None:
+        row = self._read(lambda con: con.execute(
+            "SELECT tool, run_id, step_id, created, result_kind, result, result_meta FROM cache WHERE key = ?", (key,)
+        ).fetchone())
+        if row is None:
+            return None
+        tool, run_id, step_id, created, kind, payload, meta = row
+        result = _value(kind, payload, meta)
+        if isinstance(result, Unrestorable):
+            return None  # a pickle that no longer loads is a miss, not a wrong hit
+        return CacheHit(key=key, result=result, tool=tool, run_id=run_id, step_id=step_id, created=created)
+
+    def cache_put(self, key: str, result: Any, *, tool: str, run_id: str, step_id: str) -> bool:
+        enc = encode(result, self.redactor)
+        if not enc.restorable:
+            return False
+        self._write(lambda con: con.execute(
+            "INSERT OR REPLACE INTO cache (key, tool, run_id, step_id, created, result_kind, result, result_meta)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (key, tool, run_id, step_id, time.time(), enc.kind, enc.payload,
+                                                 _meta(enc)),
+        ))
+        return True
+
+    def clear_cache(self) -> int:
+        """Forget every cached step result; returns how many there were."""
+        return self._write(lambda con: con.execute("DELETE FROM cache").rowcount)
+
+
+_STEP_COLUMNS = ("run_id, step_id, position, status, record, args_kind, args, args_meta, result_kind, result,"
+                 " result_meta, result_ref")
+_INSERT_STEP = f"INSERT INTO steps ({_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_UPSERT_STEP = _INSERT_STEP + (
+    " ON CONFLICT (run_id, step_id) DO UPDATE SET position = excluded.position, status = excluded.status,"
+    " record = excluded.record, args_kind = excluded.args_kind, args = excluded.args, args_meta = excluded.args_meta,"
+    " result_kind = excluded.result_kind, result = excluded.result, result_meta = excluded.result_meta,"
+    " result_ref = excluded.result_ref"
+)
+_UPDATE_STEP = (
+    "UPDATE steps SET status = ?, record = ?, args_kind = ?, args = ?, args_meta = ?, result_kind = ?, result = ?,"
+    " result_meta = ?, result_ref = ? WHERE run_id = ? AND step_id = ?"
+)
+
+
+def _step(record: str, args_kind: str, args: Any, args_meta: str | None, result: Any) -> Step:
+    fields = json.loads(record)
+    loaded = _value(args_kind, args, args_meta)
+    if not isinstance(loaded, dict):  # pickled args that no longer load: the step cannot run as it was
+        loaded = {UNRESTORABLE_ARGS: loaded}
+    return step_from_record(fields, place_markers(loaded, redacted_paths(fields)), result)
+
+
+def _config_text(config: Mapping[str, Any] | None, redactor: Redactor) -> str:
+    try:
+        return json.dumps(redactor.data(dict(config or {})), sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"a run's config must be JSON data (names, numbers, lists): {exc}") from None
+
+
+def _counters_text(state: Any, redactor: Redactor) -> str:
+    counters = redactor.data(counters_of(state))
+    try:
+        return json.dumps(counters)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"a run state field is not JSON data ({exc}): the store cannot keep it") from None
