@@ -26,7 +26,6 @@ transaction; ``append_events`` is for events outside a run's state.
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -184,9 +183,10 @@ class RunStore(Protocol):
         the revisions, and the history entries and events added since the last save."""
         ...
 
-    def record_step(self, run_id: str, step: Step, state: Any) -> None:
-        """One step's status change and result, the counters, and the history entries and
-        events added since the last save — in the store when this returns."""
+    def record_step(self, run_id: str, step: Step | Sequence[Step], state: Any) -> None:
+        """A step's status change and result (or several steps', in one transaction: a
+        parallel batch, or a completion with the next step's start), the counters, and the
+        history entries and events added since the last save — in the store when this returns."""
         ...
 
     def append_events(self, run_id: str, events: Sequence[Event]) -> None:
@@ -227,17 +227,26 @@ def new_run_id(now: float | None = None) -> str:
     return f"{stamp}-{secrets.token_hex(3)}"
 
 
+_COUNTER_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def counters_of(state: Any) -> dict[str, Any]:
-    """The non-list fields of a ``RunState`` (every field of a pydantic state but the lists)."""
-    fields = getattr(type(state), "model_fields", None)
-    names = [n for n in fields if n not in LIST_FIELDS] if fields else COUNTER_FIELDS
-    return {n: getattr(state, n) for n in names if hasattr(state, n)}
+    """The non-list fields of a ``RunState`` (every field of a pydantic state but the lists),
+    containers copied (a later change to the state must not change what was taken)."""
+    names = _COUNTER_NAMES.get(type(state))
+    if names is None:
+        fields = getattr(type(state), "model_fields", None)
+        names = tuple(n for n in fields if n not in LIST_FIELDS) if fields else COUNTER_FIELDS
+        _COUNTER_NAMES[type(state)] = names
+    values = state.__dict__ if hasattr(state, "__dict__") else {}
+    out = {}
+    for name in names:
+        value = values[name] if name in values else getattr(state, name, None)
+        out[name] = value.copy() if isinstance(value, (dict, list)) else value
+    return out
 
 
 def not_found(run_id: str, location: str, latest: Sequence[str]) -> RunNotFound:
     hint = f"; the latest are {', '.join(latest)}" if latest else "; it holds no runs"
     return RunNotFound(f"no run {run_id!r} in the run store {location}{hint} (planbook runs lists them)")
 
-
-def writer_pid() -> int:
-    return os.getpid()

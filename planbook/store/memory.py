@@ -104,15 +104,18 @@ class MemoryStore:
             run.revisions = diff_records(list(state.revisions), self.redactor)
             run.counters, run.updated = counters, time.time()
 
-    def record_step(self, run_id: str, step: Step, state: Any) -> None:
+    def record_step(self, run_id: str, step: Step | Sequence[Step], state: Any) -> None:
+        steps = [step] if isinstance(step, Step) else list(step)
         with self._lock:
             run = self._run(run_id)
-            if step.id not in run.steps:
-                raise StoreError(f"step {step.id!r} is not in the stored plan of run {run_id!r}: save_state must "
-                                 "be called after the plan changes (a replan) and before its steps are recorded")
-            entry, counters = self._entry(step), self._counters(state)
+            for st in steps:
+                if st.id not in run.steps:
+                    raise StoreError(f"step {st.id!r} is not in the stored plan of run {run_id!r}: save_state must "
+                                     "be called after the plan changes (a replan) and before its steps are recorded")
+            entries, counters = [self._entry(st) for st in steps], self._counters(state)
             self._sync_lists(run, state)
-            run.steps[step.id] = entry
+            for entry in entries:
+                run.steps[entry.record["id"]] = entry
             run.counters, run.updated = counters, time.time()
 
     def append_events(self, run_id: str, events: Sequence[Event]) -> None:

@@ -152,15 +152,25 @@ class Redactor:
 
         Returns ``value`` itself when nothing had to change (no copy on the fast path).
         """
-        if isinstance(value, str):
-            return self.text(value)
+        t = type(value)
+        if t in _SCALARS:
+            return value
+        if t is str:
+            return self.text(value) if value else value
         if isinstance(value, dict):
             out: dict[Any, Any] | None = None
             for k, v in value.items():
-                new = REDACTED_TEXT if isinstance(k, str) and v is not None and is_secret_name(k) else self.data(v)
-                if new is not v and out is None:
-                    out = dict(value)
-                if out is not None:
+                if type(v) in _SCALARS:
+                    if v is None or type(k) is not str or not is_secret_name(k):
+                        continue
+                    new: Any = REDACTED_TEXT
+                elif type(k) is str and is_secret_name(k):
+                    new = REDACTED_TEXT
+                else:
+                    new = self.data(v)
+                if new is not v:
+                    if out is None:
+                        out = dict(value)
                     out[k] = new
             return value if out is None else out
         if isinstance(value, (list, tuple)):
@@ -168,4 +178,9 @@ class Redactor:
             if all(a is b for a, b in zip(items, value)):
                 return value
             return items if isinstance(value, list) else tuple(items)
+        if isinstance(value, str):
+            return self.text(value)
         return value
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})

@@ -34,7 +34,7 @@ from .base import (
     CacheHit, RunSummary, StoredRun, StoreError, StoreFormatError, counters_of, new_run_id, not_found,
 )
 from .records import (
-    diff_records, diffs_from_records, event_from_record, event_record, plan_from_record, plan_record,
+    RECORD_FIELDS,     diff_records, diffs_from_records, event_from_record, event_record, plan_from_record, plan_record,
     redacted_paths, step_from_record, step_record,
 )
 from .redact import Redactor
@@ -80,17 +80,18 @@ CREATE TABLE IF NOT EXISTS steps (
 CREATE TABLE IF NOT EXISTS history (
     id INTEGER PRIMARY KEY,
     run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
     record TEXT NOT NULL,
     args_kind TEXT NOT NULL, args BLOB, args_meta TEXT,
     result_kind TEXT NOT NULL, result BLOB, result_meta TEXT
 );
-CREATE INDEX IF NOT EXISTS history_by_run ON history (run_id, id);
+CREATE UNIQUE INDEX IF NOT EXISTS history_by_run ON history (run_id, seq);
 CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY,
     run_id TEXT NOT NULL,
-    record TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_by_run ON events (run_id, id);
+    seq INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cache (
     key TEXT PRIMARY KEY,
     tool TEXT NOT NULL,
@@ -123,11 +124,28 @@ def _value(kind: str, payload: Any, meta: str | None) -> Any:
     return decode(kind, payload, info.get("shown"), info.get("type", ""), info.get("reason"))
 
 
-class _Encoder:
-    """Encodes args and results once per object within a run (history entries share them)."""
+class _RunCache:
+    """What this process knows of a run it writes, so a step costs as little as possible:
+    how many history entries and events are stored (their next sequence numbers), the
+    counters last written, and args, results and records already encoded (by identity:
+    a history entry shares its args and result with the plan's step)."""
 
-    def __init__(self) -> None:
+    def __init__(self, history: int, events: int) -> None:
+        self.history = self.next_history = history
+        self.events = self.next_events = events
+        self.counters: dict[str, Any] | None = None
+        self.next_counters: dict[str, Any] | None = None
         self.args: dict[int, tuple[Any, Encoded, list[Any]]] = {}
+        #: step id -> (result object, (kind, payload, meta, history seq it is stored with))
+        self.results: dict[str, tuple[Any, tuple[Any, ...]]] = {}
+        #: the last step record written: (the field values, by identity; its JSON)
+        self._record: tuple[list[Any], str] | None = None
+
+    def begin(self) -> None:
+        self.next_history, self.next_events, self.next_counters = self.history, self.events, self.counters
+
+    def commit(self) -> None:
+        self.history, self.events, self.counters = self.next_history, self.next_events, self.next_counters
 
     def encode_args(self, args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list[Any]]:
         hit = self.args.get(id(args))
@@ -136,6 +154,18 @@ class _Encoder:
         enc, paths = encode_args(args, redactor)
         self.args[id(args)] = (args, enc, paths)
         return enc, paths
+
+    def record(self, step: Step, redactor: Redactor, paths: list[Any]) -> str:
+        """The step's record as JSON; a step equal field by field to the last one (the plan's
+        step after its history entry) reuses it."""
+        values = step.__dict__
+        current = [values.get(name) for name in RECORD_FIELDS]
+        last = self._record
+        if last is not None and not paths and all(a is b or a == b for a, b in zip(current, last[0])):
+            return last[1]
+        text = json.dumps(step_record(step, redactor, paths))
+        self._record = (current, text)
+        return text
 
 
 class SQLiteStore:
@@ -159,11 +189,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._con: sqlite3.Connection | None = None
         self._pid = -1
-        #: per run: how many history entries and events of its state are stored
-        self._counts: dict[str, list[int]] = {}
-        self._encoders: dict[str, _Encoder] = {}
-        #: per (run, step): the result object last written and how (so it is not encoded again)
-        self._results: dict[tuple[str, str], tuple[Any, tuple[Any, ...]]] = {}
+        self._caches: dict[str, _RunCache] = {}
         self._open()
 
     def __repr__(self) -> str:
@@ -268,7 +294,7 @@ class SQLiteStore:
             con.close()
             raise
         self._con, self._pid = con, os.getpid()
-        self._counts.clear()  # a forked child re-reads what is stored
+        self._caches.clear()  # a forked child re-reads what is stored
         return con
 
     def close(self) -> None:
@@ -276,9 +302,7 @@ class SQLiteStore:
             if self._con is not None and self._pid == os.getpid():
                 self._con.close()
             self._con = None
-            self._counts.clear()
-            self._encoders.clear()
-            self._results.clear()
+            self._caches.clear()
 
     # ------------------------------------------------------- transactions
     def _error(self, exc: sqlite3.Error) -> StoreError:
@@ -327,9 +351,9 @@ class SQLiteStore:
         config_text = _config_text(config, self.redactor)
         run_id = run_id or new_run_id()
         now = time.time()
-        rows = [self._step_row(run_id, st, pos) for pos, st in enumerate(plan.steps)]
 
-        def write(con: sqlite3.Connection) -> None:
+        def write(con: sqlite3.Connection) -> _RunCache:
+            cache = _RunCache(0, 0)
             try:
                 con.execute(
                     "INSERT INTO runs (id, goal, status, reason, created, updated, config, plan, counters, revisions,"
@@ -340,143 +364,154 @@ class SQLiteStore:
             except sqlite3.IntegrityError:
                 raise StoreError(f"a run {run_id!r} is already in the run store {self.location}: "
                                  "choose another run id, or leave it out") from None
-            con.executemany(_INSERT_STEP, rows)
+            con.executemany(_INSERT_STEP, [self._step_row(cache, run_id, st, pos) for pos, st in enumerate(plan.steps)])
+            return cache
 
-        self._write(write)
-        self._counts[run_id] = [0, 0]
+        self._caches[run_id] = self._write(write)
         return run_id
 
     def save_state(self, run_id: str, state: Any) -> None:
         self.redactor.refresh()
         plan: Plan = state.plan
-        rows = [self._step_row(run_id, st, pos) for pos, st in enumerate(plan.steps)]
         ids = [st.id for st in plan.steps]
 
-        def write(con: sqlite3.Connection) -> None:
-            calls = self._sync_lists(con, run_id, state)
+        def write(con: sqlite3.Connection, cache: _RunCache) -> int:
+            calls = self._sync_lists(con, cache, run_id, state)
             con.execute(
                 f"DELETE FROM steps WHERE run_id = ? AND step_id NOT IN ({','.join('?' * len(ids))})",
                 (run_id, *ids),
             )
-            con.executemany(_UPSERT_STEP, rows)
-            self._update_run(con, run_id, state, calls, extra=(
+            con.executemany(_UPSERT_STEP, [self._step_row(cache, run_id, st, pos) for pos, st in enumerate(plan.steps)])
+            self._update_run(con, cache, run_id, state, calls, force=True, extra=(
                 ", plan = ?, revisions = ?, writer_pid = ?",
                 (json.dumps(plan_record(plan, self.redactor)),
                  json.dumps(diff_records(list(state.revisions), self.redactor)), os.getpid()),
             ))
+            return calls
 
-        self._guarded(run_id, write)
+        self._run_write(run_id, write)
         if state.status in ("completed", "failed"):
-            self._forget(run_id)
+            self._caches.pop(run_id, None)  # a finished run is written no more: drop what made it fast
 
-    def record_step(self, run_id: str, step: Step, state: Any) -> None:
-        def write(con: sqlite3.Connection) -> None:
-            calls = self._sync_lists(con, run_id, state)
-            row = self._step_row(run_id, step, None)
-            cur = con.execute(_UPDATE_STEP, row[3:] + (run_id, step.id))
-            if cur.rowcount == 0:
-                raise StoreError(f"step {step.id!r} is not in the stored plan of run {run_id!r}: save_state must "
-                                 "be called after the plan changes (a replan) and before its steps are recorded")
-            self._update_run(con, run_id, state, calls)
+    def record_step(self, run_id: str, step: Step | Sequence[Step], state: Any) -> None:
+        steps = [step] if isinstance(step, Step) else list(step)
 
-        self._guarded(run_id, write)
+        def write(con: sqlite3.Connection, cache: _RunCache) -> int:
+            calls = self._sync_lists(con, cache, run_id, state)
+            for st in steps:
+                row = self._step_row(cache, run_id, st, None)
+                if con.execute(_UPDATE_STEP, row[3:] + (run_id, st.id)).rowcount == 0:
+                    raise StoreError(f"step {st.id!r} is not in the stored plan of run {run_id!r}: save_state must "
+                                     "be called after the plan changes (a replan) and before its steps are recorded")
+            self._update_run(con, cache, run_id, state, calls)
+            return calls
+
+        self._run_write(run_id, write)
 
     def append_events(self, run_id: str, events: Sequence[Event]) -> None:
-        def write(con: sqlite3.Connection) -> None:
-            counts = self._stored_counts(con, run_id)
-            calls = self._insert_events(con, run_id, events)
+        def write(con: sqlite3.Connection, cache: _RunCache) -> int:
+            calls = self._insert_events(con, run_id, cache.events, events)
+            cache.next_events = cache.events + len(events)
             con.execute("UPDATE runs SET model_calls = model_calls + ?, updated = ? WHERE id = ?",
                         (calls, time.time(), run_id))
-            counts[1] += len(events)
+            return calls
 
-        self._guarded(run_id, write)
+        self._run_write(run_id, write)
 
-    def _guarded(self, run_id: str, write: Callable[[sqlite3.Connection], None]) -> None:
-        """A write of a run; if it did not finish, what is stored is read again next time."""
-        try:
-            self._write(write)
-        except BaseException:
-            self._counts.pop(run_id, None)
-            self._results = {k: v for k, v in self._results.items() if k[0] != run_id}
-            raise
+    def _run_write(self, run_id: str, write: Callable[[sqlite3.Connection, _RunCache], int]) -> None:
+        """One write of a run. What the run's cache learns is kept only once it is committed;
+        a write that did not finish makes the next one read the counts from the file again."""
+        with self._lock:
+            try:
+                def attempt(con: sqlite3.Connection) -> _RunCache:
+                    cache = self._caches.get(run_id) or self._load_cache(con, run_id)
+                    cache.begin()
+                    write(con, cache)
+                    return cache
 
-    def _forget(self, run_id: str) -> None:
-        """A finished run is no longer written: drop what was kept to write it fast."""
-        self._encoders.pop(run_id, None)
-        self._results = {k: v for k, v in self._results.items() if k[0] != run_id}
+                cache = self._write(attempt)
+                cache.commit()
+                self._caches[run_id] = cache
+            except BaseException:
+                self._caches.pop(run_id, None)
+                raise
 
-    def _stored_counts(self, con: sqlite3.Connection, run_id: str) -> list[int]:
-        counts = self._counts.get(run_id)
-        if counts is None:
-            if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-                raise not_found(run_id, self.location, self._latest_ids(con))
-            counts = [
-                con.execute("SELECT count(*) FROM history WHERE run_id = ?", (run_id,)).fetchone()[0],
-                con.execute("SELECT count(*) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0],
-            ]
-            self._counts[run_id] = counts
-        return counts
+    def _load_cache(self, con: sqlite3.Connection, run_id: str) -> _RunCache:
+        if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+            raise not_found(run_id, self.location, self._latest_ids(con))
+        return _RunCache(
+            con.execute("SELECT coalesce(max(seq) + 1, 0) FROM history WHERE run_id = ?", (run_id,)).fetchone()[0],
+            con.execute("SELECT coalesce(max(seq) + 1, 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0],
+        )
 
-    def _sync_lists(self, con: sqlite3.Connection, run_id: str, state: Any) -> int:
+    def _sync_lists(self, con: sqlite3.Connection, cache: _RunCache, run_id: str, state: Any) -> int:
         """Write the history entries and events ``state`` gained; returns the model calls among them."""
-        counts = self._stored_counts(con, run_id)
         history, events = state.history, state.events
-        if len(history) < counts[0] or len(events) < counts[1]:
+        if len(history) < cache.history or len(events) < cache.events:
             raise StoreError(
-                f"run {run_id!r} has {counts[0]} history entries and {counts[1]} events in the run store "
+                f"run {run_id!r} has {cache.history} history entries and {cache.events} events in the run store "
                 f"{self.location}, but the state has {len(history)} and {len(events)}: a resumed run must "
                 "continue from the state loaded from the store"
             )
-        encoder = self._encoders.setdefault(run_id, _Encoder())
-        for entry in history[counts[0]:]:
-            args, paths = encoder.encode_args(entry.args, self.redactor)
+        for seq in range(cache.history, len(history)):
+            entry = history[seq]
+            args, paths = cache.encode_args(entry.args, self.redactor)
             result = encode(entry.result, self.redactor)
-            cur = con.execute(
-                "INSERT INTO history (run_id, record, args_kind, args, args_meta, result_kind, result, result_meta)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, json.dumps(step_record(entry, self.redactor, paths)), args.kind, args.payload,
-                 _meta(args), result.kind, result.payload, _meta(result)),
-            )
-            # the plan's step holds the same result object: it points at this entry
-            self._results[(run_id, entry.id)] = (entry.result, ("ref", None, None, cur.lastrowid))
-        calls = self._insert_events(con, run_id, events[counts[1]:])
-        # counted here, inside the transaction: a failed commit drops all counts of the run (_guarded)
-        counts[0], counts[1] = len(history), len(events)
+            record = cache.record(entry, self.redactor, paths)
+            try:
+                con.execute(
+                    "INSERT INTO history (run_id, seq, record, args_kind, args, args_meta, result_kind, result,"
+                    " result_meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, seq, record, args.kind, args.payload, _meta(args), result.kind, result.payload,
+                     _meta(result)),
+                )
+            except sqlite3.IntegrityError:
+                raise _two_writers(run_id, self.location) from None
+            # the plan's step holds the same result object: its row points at this entry
+            cache.results[entry.id] = (entry.result, ("ref", None, None, seq))
+        calls = self._insert_events(con, run_id, cache.events, events[cache.events:])
+        cache.next_history, cache.next_events = len(history), len(events)
         return calls
 
-    def _insert_events(self, con: sqlite3.Connection, run_id: str, events: Sequence[Event]) -> int:
+    def _insert_events(self, con: sqlite3.Connection, run_id: str, first: int, events: Sequence[Event]) -> int:
         if not events:
             return 0
-        con.executemany(
-            "INSERT INTO events (run_id, record) VALUES (?, ?)",
-            [(run_id, json.dumps(event_record(e, self.redactor), ensure_ascii=False)) for e in events],
-        )
+        try:
+            con.executemany(
+                "INSERT INTO events (run_id, seq, record) VALUES (?, ?, ?)",
+                [(run_id, first + i, json.dumps(event_record(e, self.redactor), ensure_ascii=False))
+                 for i, e in enumerate(events)],
+            )
+        except sqlite3.IntegrityError:
+            raise _two_writers(run_id, self.location) from None
         return sum(1 for e in events if e.kind == "llm.call")
 
-    def _update_run(self, con: sqlite3.Connection, run_id: str, state: Any, calls: int,
-                    extra: tuple[str, tuple[Any, ...]] = ("", ())) -> None:
-        counters = _counters_text(state, self.redactor)
+    def _update_run(self, con: sqlite3.Connection, cache: _RunCache, run_id: str, state: Any, calls: int,
+                    force: bool = False, extra: tuple[str, tuple[Any, ...]] = ("", ())) -> None:
+        counters = counters_of(state)
+        if counters == cache.counters and not calls and not force:
+            return  # nothing changed: one page less to write
+        text = _counters_text(counters, self.redactor)
         cur = con.execute(
             f"UPDATE runs SET status = ?, reason = ?, counters = ?, executions = ?, updated = ?,"
             f" model_calls = model_calls + ?{extra[0]} WHERE id = ?",
-            (state.status, state.reason, counters, state.executions, time.time(), calls, *extra[1], run_id),
+            (state.status, state.reason, text, state.executions, time.time(), calls, *extra[1], run_id),
         )
         if cur.rowcount == 0:
             raise not_found(run_id, self.location, self._latest_ids(con))
+        cache.next_counters = counters
 
-    def _step_row(self, run_id: str, step: Step, position: int | None) -> tuple[Any, ...]:
+    def _step_row(self, cache: _RunCache, run_id: str, step: Step, position: int | None) -> tuple[Any, ...]:
         """(run_id, step_id, position, status, record, args x3, result x3, result_ref)."""
-        encoder = self._encoders.setdefault(run_id, _Encoder())
-        args, paths = encoder.encode_args(step.args, self.redactor)
-        key = (run_id, step.id)
-        last = self._results.get(key)
+        args, paths = cache.encode_args(step.args, self.redactor)
+        last = cache.results.get(step.id)
         if last is not None and last[0] is step.result:
             kind, payload, meta, ref = last[1]
         else:
             enc = encode(step.result, self.redactor)
             kind, payload, meta, ref = enc.kind, enc.payload, _meta(enc), None
-            self._results[key] = (step.result, (kind, payload, meta, None))
-        return (run_id, step.id, position, step.status.value, json.dumps(step_record(step, self.redactor, paths)),
+            cache.results[step.id] = (step.result, (kind, payload, meta, None))
+        return (run_id, step.id, position, step.status.value, cache.record(step, self.redactor, paths),
                 args.kind, args.payload, _meta(args), kind, payload, meta, ref)
 
     # ------------------------------------------------------------ reading
@@ -489,23 +524,23 @@ class SQLiteStore:
                 raise not_found(run_id, self.location, self._latest_ids(con))
             goal, config, plan, counters, revisions, created, updated = row
             history: list[Step] = []
-            by_rowid: dict[int, Any] = {}
-            for hid, record, ak, a, am, rk, r, rm in con.execute(
-                "SELECT id, record, args_kind, args, args_meta, result_kind, result, result_meta FROM history"
-                " WHERE run_id = ? ORDER BY id", (run_id,)
+            by_seq: dict[int, Any] = {}
+            for seq, record, ak, a, am, rk, r, rm in con.execute(
+                "SELECT seq, record, args_kind, args, args_meta, result_kind, result, result_meta FROM history"
+                " WHERE run_id = ? ORDER BY seq", (run_id,)
             ):
                 result = _value(rk, r, rm)
-                by_rowid[hid] = result
+                by_seq[seq] = result
                 history.append(_step(record, ak, a, am, result))
             steps = []
             for record, ak, a, am, rk, r, rm, ref in con.execute(
                 "SELECT record, args_kind, args, args_meta, result_kind, result, result_meta, result_ref FROM steps"
                 " WHERE run_id = ? ORDER BY position", (run_id,)
             ):
-                result = by_rowid.get(ref) if rk == "ref" else _value(rk, r, rm)
+                result = by_seq.get(ref) if rk == "ref" else _value(rk, r, rm)
                 steps.append(_step(record, ak, a, am, result))
             events = [event_from_record(json.loads(rec)) for (rec,) in con.execute(
-                "SELECT record FROM events WHERE run_id = ? ORDER BY id", (run_id,))]
+                "SELECT record FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
             return StoredRun(
                 run_id=run_id, goal=goal, config=json.loads(config),
                 plan=plan_from_record(json.loads(plan), steps), counters=json.loads(counters), history=history,
@@ -514,8 +549,7 @@ class SQLiteStore:
 
         with self._lock:
             stored = self._read(read)
-            self._counts[run_id] = [len(stored.history), len(stored.events)]
-            self._forget(run_id)
+            self._caches.pop(run_id, None)  # the next write reads the counts again
         return stored
 
     def list_runs(self, *, limit: int | None = None) -> list[RunSummary]:
@@ -548,9 +582,9 @@ class SQLiteStore:
             for table in ("steps", "history", "events"):
                 con.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
-        self._write(write)
-        self._counts.pop(run_id, None)
-        self._forget(run_id)
+        with self._lock:
+            self._write(write)
+            self._caches.pop(run_id, None)
 
     # -------------------------------------------------------------- cache
     def cache_get(self, key: str) -> CacheHit | None:
@@ -604,6 +638,11 @@ def _step(record: str, args_kind: str, args: Any, args_meta: str | None, result:
     return step_from_record(fields, place_markers(loaded, redacted_paths(fields)), result)
 
 
+def _two_writers(run_id: str, location: str) -> StoreError:
+    return StoreError(f"run {run_id!r} in the run store {location} was written by another process meanwhile: "
+                      "a run is written by one process at a time (resume it in one place)")
+
+
 def _config_text(config: Mapping[str, Any] | None, redactor: Redactor) -> str:
     try:
         return json.dumps(redactor.data(dict(config or {})), sort_keys=True)
@@ -611,9 +650,8 @@ def _config_text(config: Mapping[str, Any] | None, redactor: Redactor) -> str:
         raise StoreError(f"a run's config must be JSON data (names, numbers, lists): {exc}") from None
 
 
-def _counters_text(state: Any, redactor: Redactor) -> str:
-    counters = redactor.data(counters_of(state))
+def _counters_text(counters: dict[str, Any], redactor: Redactor) -> str:
     try:
-        return json.dumps(counters)
+        return json.dumps(redactor.data(counters))
     except (TypeError, ValueError) as exc:
         raise StoreError(f"a run state field is not JSON data ({exc}): the store cannot keep it") from None
