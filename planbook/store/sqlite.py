@@ -190,6 +190,8 @@ class SQLiteStore:
         self._con: sqlite3.Connection | None = None
         self._pid = -1
         self._caches: dict[str, _RunCache] = {}
+        #: how many times a transaction waited for another writer and was tried again
+        self.busy_retries = 0
         self._open()
 
     def __repr__(self) -> str:
@@ -335,6 +337,7 @@ class SQLiteStore:
                 except sqlite3.Error as exc:
                     if not (_is_busy(exc) and time.monotonic() < deadline):
                         raise self._error(exc) from None
+            self.busy_retries += 1
             time.sleep(delay * (0.5 + random.random()))  # backoff with jitter, outside the lock
             delay = min(delay * 2, 0.05)
 
