@@ -307,3 +307,15 @@ def test_open_store(tmp_path: Path) -> None:
         open_store(42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="is not a path"):
         open_store("")
+
+
+def test_a_goal_only_run_starts_with_no_steps(store: Any) -> None:
+    """A planner's first plan comes later: revision 0 with no steps, then the plan."""
+    state = RunState(plan=Plan(id="goal", goal="plan a trip", steps=[], revision=0))
+    run_id = store.create_run(state.plan, config={})
+    store.save_state(run_id, state)
+    state.plan = make_plan()
+    state.plan.revision = 1
+    store.save_state(run_id, state)
+    assert [s.id for s in store.load_run(run_id).plan.steps] == ["s1", "s2", "s3"]
+    assert store.list_runs()[0].steps_total == 3

@@ -169,4 +169,4 @@ def test_markers_pickle_as_themselves() -> None:
 def test_args_encoded_once_per_object() -> None:
     args = {"x": 1}
     first, _ = encode_args(args, Redactor())
-    assert first.kind == "json" and first.payload == '{"x": 1}'
+    assert first.kind == "json" and first.payload == '{"x":1}'

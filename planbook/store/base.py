@@ -217,6 +217,10 @@ class RunStore(Protocol):
         """Cache a step's result; False (nothing kept) when it could not be restored later."""
         ...
 
+    def clear_cache(self) -> int:
+        """Forget every cached step result; returns how many there were."""
+        ...
+
     def close(self) -> None:
         ...
 

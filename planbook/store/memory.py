@@ -18,10 +18,10 @@ from typing import Any
 from ..models import Event, Plan, Step
 from .base import CacheHit, RunSummary, StoredRun, StoreError, counters_of, new_run_id, not_found
 from .records import (
-    diff_records, diffs_from_records, event_from_record, event_record, plan_from_record, plan_record,
-    step_from_record, step_record,
+    config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json, plan_from_record,
+    plan_json, step_from_record, step_json,
 )
-from .redact import Redactor
+from .redact import Redactor, dump_json
 from .values import Unrestorable, clone, is_plain_json, redact_args, shown, type_name
 
 LOCATION = ":memory:"
@@ -29,14 +29,17 @@ LOCATION = ":memory:"
 
 @dataclass
 class _Entry:
-    """A step as kept: its record, its redacted args, its result (by reference)."""
+    """A step as kept: its record (JSON, as the SQLite store keeps it), its redacted args,
+    its result (by reference)."""
 
-    record: dict[str, Any]
+    id: str
+    status: str
+    record: str
     args: dict[str, Any]
     result: Any
 
     def step(self) -> Step:
-        return step_from_record(self.record, clone(self.args), self.result)
+        return step_from_record(json.loads(self.record), clone(self.args), self.result)
 
 
 @dataclass
@@ -46,12 +49,12 @@ class _Run:
     config: dict[str, Any]
     created: float
     updated: float
-    plan: dict[str, Any]
+    plan: str
     steps: dict[str, _Entry] = field(default_factory=dict)
     counters: dict[str, Any] = field(default_factory=lambda: {"status": "running"})
-    revisions: list[dict[str, Any]] = field(default_factory=list)
+    revisions: str = "[]"
     history: list[_Entry] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
     model_calls: int = 0
 
 
@@ -79,7 +82,7 @@ class MemoryStore:
     def create_run(self, plan: Plan, *, goal: str | None = None, config: Mapping[str, Any] | None = None,
                    run_id: str | None = None) -> str:
         self.redactor.refresh()
-        config_copy = _config(config, self.redactor)
+        config_copy = json.loads(config_json(config, self.redactor))
         now = time.time()
         with self._lock:
             run_id = run_id or new_run_id()
@@ -87,7 +90,7 @@ class MemoryStore:
                 raise StoreError(f"a run {run_id!r} is already in the run store {LOCATION}: "
                                  "choose another run id, or leave it out")
             run = _Run(run_id=run_id, goal=self.redactor.text(goal if goal is not None else plan.goal),
-                       config=config_copy, created=now, updated=now, plan=plan_record(plan, self.redactor))
+                       config=config_copy, created=now, updated=now, plan=plan_json(plan, self.redactor))
             run.steps = {st.id: self._entry(st) for st in plan.steps}
             self._runs[run_id] = run
         return run_id
@@ -100,8 +103,8 @@ class MemoryStore:
             counters = self._counters(state)
             self._sync_lists(run, state)
             run.steps = entries
-            run.plan = plan_record(state.plan, self.redactor)
-            run.revisions = diff_records(list(state.revisions), self.redactor)
+            run.plan = plan_json(state.plan, self.redactor)
+            run.revisions = diffs_json(list(state.revisions), self.redactor)
             run.counters, run.updated = counters, time.time()
 
     def record_step(self, run_id: str, step: Step | Sequence[Step], state: Any) -> None:
@@ -115,11 +118,11 @@ class MemoryStore:
             entries, counters = [self._entry(st) for st in steps], self._counters(state)
             self._sync_lists(run, state)
             for entry in entries:
-                run.steps[entry.record["id"]] = entry
+                run.steps[entry.id] = entry
             run.counters, run.updated = counters, time.time()
 
     def append_events(self, run_id: str, events: Sequence[Event]) -> None:
-        records = [event_record(e, self.redactor) for e in events]
+        records = [event_json(e, self.redactor) for e in events]
         with self._lock:
             run = self._run(run_id)
             run.events.extend(records)
@@ -137,30 +140,27 @@ class MemoryStore:
             )
         new_history = [self._entry(st) for st in history[len(run.history):]]
         new_events = events[len(run.events):]
-        records = [event_record(e, self.redactor) for e in new_events]
+        records = [event_json(e, self.redactor) for e in new_events]
         run.history.extend(new_history)
         run.events.extend(records)
         run.model_calls += sum(1 for e in new_events if e.kind == "llm.call")
 
     def _entry(self, step: Step) -> _Entry:
         args, paths = redact_args(step.args, self.redactor)
-        return _Entry(step_record(step, self.redactor, paths), clone(args), self._kept(step.result))
+        return _Entry(step.id, step.status.value, step_json(step, self.redactor, paths), clone(args),
+                      self._kept(step.result))
 
     def _kept(self, value: Any) -> Any:
         """The result itself, unless it holds a known secret (then, as in any store, it is not kept)."""
         if value is None or not self.redactor.has_secrets or not is_plain_json(value):
             return value
-        if self.redactor.has_known_secret(json.dumps(value, ensure_ascii=False)):
+        if self.redactor.has_known_secret(dump_json(value)):
             return Unrestorable(self.redactor.text(shown(value)), type_name(value),
                                 "it held a secret, which is never written")
         return value
 
     def _counters(self, state: Any) -> dict[str, Any]:
-        counters = self.redactor.data(counters_of(state))
-        try:
-            return json.loads(json.dumps(counters))
-        except (TypeError, ValueError) as exc:
-            raise StoreError(f"a run state field is not JSON data ({exc}): the store cannot keep it") from None
+        return json.loads(counters_json(counters_of(state), self.redactor))
 
     def _run(self, run_id: str) -> _Run:
         run = self._runs.get(run_id)
@@ -175,9 +175,9 @@ class MemoryStore:
             steps = [e.step() for e in run.steps.values()]
             return StoredRun(
                 run_id=run.run_id, goal=run.goal, config=clone(run.config),
-                plan=plan_from_record(dict(run.plan), steps), counters=clone(run.counters),
-                history=[e.step() for e in run.history], revisions=diffs_from_records(run.revisions),
-                events=[event_from_record(clone(r)) for r in run.events],
+                plan=plan_from_record(json.loads(run.plan), steps), counters=clone(run.counters),
+                history=[e.step() for e in run.history], revisions=diffs_from_records(json.loads(run.revisions)),
+                events=[event_from_record(json.loads(r)) for r in run.events],
                 created=run.created, updated=run.updated,
             )
 
@@ -188,7 +188,7 @@ class MemoryStore:
                 RunSummary(
                     run_id=r.run_id, goal=r.goal, status=r.counters.get("status", "running"),
                     reason=r.counters.get("reason"), started=r.created, updated=r.updated,
-                    steps_done=sum(1 for e in r.steps.values() if e.record["status"] == "completed"),
+                    steps_done=sum(1 for e in r.steps.values() if e.status == "completed"),
                     steps_total=len(r.steps), model_calls=r.model_calls,
                     executions=int(r.counters.get("executions", 0) or 0), writer_pid=os.getpid(),
                 )
@@ -233,10 +233,3 @@ class MemoryStore:
             n = len(self._cache)
             self._cache.clear()
         return n
-
-
-def _config(config: Mapping[str, Any] | None, redactor: Redactor) -> dict[str, Any]:
-    try:
-        return json.loads(json.dumps(redactor.data(dict(config or {})), sort_keys=True))
-    except (TypeError, ValueError) as exc:
-        raise StoreError(f"a run's config must be JSON data (names, numbers, lists): {exc}") from None

@@ -7,11 +7,13 @@ encodes them with :mod:`planbook.store.values`; the memory store keeps the objec
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from ..models import Event, Plan, PlanDiff, Status, Step
+from .base import StoreError
 from .redact import Redactor
-from .values import is_plain_json, shown
+from .values import shown
 
 #: a step's fields that go into its record (every field but args and result)
 RECORD_FIELDS = tuple(name for name in Step.model_fields if name not in ("args", "result"))
@@ -19,22 +21,18 @@ _STEP_FIELDS = frozenset(Step.model_fields)
 PLAN_FIELDS = ("id", "goal", "title", "revision")
 
 
-def step_record(step: Step, redactor: Redactor, redacted: list[Any] | None = None) -> dict[str, Any]:
-    """The step's fields as JSON-able data, texts redacted; ``redacted``: paths of redacted args."""
+def step_json(step: Step, redactor: Redactor, redacted: list[Any] | None = None) -> str:
+    """The step's fields (all but args and result) as redacted JSON; ``redacted``: the paths
+    of args that were redacted (loading puts markers there)."""
     values = step.__dict__
-    record: dict[str, Any] = {}
-    for name in RECORD_FIELDS:
-        value = values.get(name)
-        if type(value) is str:
-            value = redactor.text(value) if value else value
-        elif isinstance(value, Status):
-            value = value.value
-        elif not is_plain_json(value):
-            value = _jsonable(redactor.data(value), redactor)
-        record[name] = value
+    record: dict[str, Any] = {name: values.get(name) for name in RECORD_FIELDS}
+    record["status"] = step.status.value
     if redacted:
         record["_redacted"] = [list(p) for p in redacted]
-    return record
+    try:
+        return redactor.json_text(record)
+    except (TypeError, ValueError):  # a field holding an object (a newer Step field): its repr
+        return redactor.json_text(_jsonable(redactor.data(record), redactor))
 
 
 def step_from_record(record: dict[str, Any], args: dict[str, Any], result: Any) -> Step:
@@ -48,30 +46,47 @@ def redacted_paths(record: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [tuple(p) for p in record.get("_redacted", ())]
 
 
-def plan_record(plan: Plan, redactor: Redactor) -> dict[str, Any]:
-    return {name: redactor.text(v) if isinstance(v := getattr(plan, name), str) else v for name in PLAN_FIELDS}
+def plan_json(plan: Plan, redactor: Redactor) -> str:
+    """The plan's own fields (its steps are stored one by one)."""
+    return redactor.json_text({name: getattr(plan, name) for name in PLAN_FIELDS})
 
 
 def plan_from_record(record: dict[str, Any], steps: list[Step]) -> Plan:
     return Plan.model_construct(**{k: record[k] for k in PLAN_FIELDS if k in record}, steps=steps)
 
 
-def event_record(event: Event, redactor: Redactor) -> dict[str, Any]:
-    """An event with its data redacted and made JSON-able (objects become their repr)."""
-    data = event.data
-    if data:
-        data = redactor.data(data)
-        if not is_plain_json(data):
-            data = _jsonable(data, redactor)
-    return {"kind": event.kind, "time": event.time, "step": event.step, "revision": event.revision, "data": data}
+def event_json(event: Event, redactor: Redactor) -> str:
+    """An event as redacted JSON; objects in its data become their repr."""
+    record = {"kind": event.kind, "time": event.time, "step": event.step, "revision": event.revision,
+              "data": event.data}
+    try:
+        return redactor.json_text(record)
+    except (TypeError, ValueError):
+        record["data"] = _jsonable(redactor.data(event.data), redactor)
+        return redactor.json_text(record)
 
 
 def event_from_record(record: dict[str, Any]) -> Event:
     return Event.model_construct(**record)
 
 
-def diff_records(revisions: list[PlanDiff], redactor: Redactor) -> list[dict[str, Any]]:
-    return [redactor.data(d.model_dump(mode="json")) for d in revisions]
+def config_json(config: Mapping[str, Any] | None, redactor: Redactor) -> str:
+    """A run's config as JSON (its secrets redacted): it must be plain data."""
+    try:
+        return redactor.json_text(dict(config or {}))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"a run's config must be JSON data (names, numbers, lists): {exc}") from None
+
+
+def counters_json(counters: dict[str, Any], redactor: Redactor) -> str:
+    try:
+        return redactor.json_text(counters)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"a run state field is not JSON data ({exc}): the store cannot keep it") from None
+
+
+def diffs_json(revisions: list[PlanDiff], redactor: Redactor) -> str:
+    return redactor.json_text([d.model_dump(mode="json") for d in revisions])
 
 
 def diffs_from_records(records: list[dict[str, Any]]) -> list[PlanDiff]:

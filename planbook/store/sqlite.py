@@ -34,8 +34,8 @@ from .base import (
     CacheHit, RunSummary, StoredRun, StoreError, StoreFormatError, counters_of, new_run_id, not_found,
 )
 from .records import (
-    RECORD_FIELDS,     diff_records, diffs_from_records, event_from_record, event_record, plan_from_record, plan_record,
-    redacted_paths, step_from_record, step_record,
+    RECORD_FIELDS, config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json,
+    plan_from_record, plan_json, redacted_paths, step_from_record, step_json,
 )
 from .redact import Redactor
 from .values import UNRESTORABLE_ARGS, Encoded, Unrestorable, decode, encode, encode_args, place_markers
@@ -102,6 +102,8 @@ CREATE TABLE IF NOT EXISTS cache (
 );
 """
 
+#: encoded args kept per run (a step's args are written two or three times while it runs)
+ARGS_KEPT = 256
 _BUSY = ("database is locked", "database table is locked", "database is busy", "locked", "busy")
 _DAMAGED = ("file is not a database", "malformed", "corrupt", "not a database")
 
@@ -152,6 +154,8 @@ class _RunCache:
         if hit is not None and hit[0] is args:
             return hit[1], hit[2]
         enc, paths = encode_args(args, redactor)
+        if len(self.args) >= ARGS_KEPT:  # only the steps in flight need it: keep memory per step flat
+            del self.args[next(iter(self.args))]
         self.args[id(args)] = (args, enc, paths)
         return enc, paths
 
@@ -163,7 +167,7 @@ class _RunCache:
         last = self._record
         if last is not None and not paths and all(a is b or a == b for a, b in zip(current, last[0])):
             return last[1]
-        text = json.dumps(step_record(step, redactor, paths))
+        text = step_json(step, redactor, paths)
         self._record = (current, text)
         return text
 
@@ -351,7 +355,7 @@ class SQLiteStore:
     def create_run(self, plan: Plan, *, goal: str | None = None, config: Mapping[str, Any] | None = None,
                    run_id: str | None = None) -> str:
         self.redactor.refresh()
-        config_text = _config_text(config, self.redactor)
+        config_text = config_json(config, self.redactor)
         run_id = run_id or new_run_id()
         now = time.time()
 
@@ -362,7 +366,7 @@ class SQLiteStore:
                     "INSERT INTO runs (id, goal, status, reason, created, updated, config, plan, counters, revisions,"
                     " writer_pid) VALUES (?, ?, 'running', NULL, ?, ?, ?, ?, '{}', '[]', ?)",
                     (run_id, self.redactor.text(goal if goal is not None else plan.goal), now, now, config_text,
-                     json.dumps(plan_record(plan, self.redactor)), os.getpid()),
+                     plan_json(plan, self.redactor), os.getpid()),
                 )
             except sqlite3.IntegrityError:
                 raise StoreError(f"a run {run_id!r} is already in the run store {self.location}: "
@@ -387,8 +391,8 @@ class SQLiteStore:
             con.executemany(_UPSERT_STEP, [self._step_row(cache, run_id, st, pos) for pos, st in enumerate(plan.steps)])
             self._update_run(con, cache, run_id, state, calls, force=True, extra=(
                 ", plan = ?, revisions = ?, writer_pid = ?",
-                (json.dumps(plan_record(plan, self.redactor)),
-                 json.dumps(diff_records(list(state.revisions), self.redactor)), os.getpid()),
+                (plan_json(plan, self.redactor),
+                 diffs_json(list(state.revisions), self.redactor), os.getpid()),
             ))
             return calls
 
@@ -482,7 +486,7 @@ class SQLiteStore:
         try:
             con.executemany(
                 "INSERT INTO events (run_id, seq, record) VALUES (?, ?, ?)",
-                [(run_id, first + i, json.dumps(event_record(e, self.redactor), ensure_ascii=False))
+                [(run_id, first + i, event_json(e, self.redactor))
                  for i, e in enumerate(events)],
             )
         except sqlite3.IntegrityError:
@@ -494,7 +498,7 @@ class SQLiteStore:
         counters = counters_of(state)
         if counters == cache.counters and not calls and not force:
             return  # nothing changed: one page less to write
-        text = _counters_text(counters, self.redactor)
+        text = counters_json(counters, self.redactor)
         cur = con.execute(
             f"UPDATE runs SET status = ?, reason = ?, counters = ?, executions = ?, updated = ?,"
             f" model_calls = model_calls + ?{extra[0]} WHERE id = ?",
@@ -644,17 +648,3 @@ def _step(record: str, args_kind: str, args: Any, args_meta: str | None, result:
 def _two_writers(run_id: str, location: str) -> StoreError:
     return StoreError(f"run {run_id!r} in the run store {location} was written by another process meanwhile: "
                       "a run is written by one process at a time (resume it in one place)")
-
-
-def _config_text(config: Mapping[str, Any] | None, redactor: Redactor) -> str:
-    try:
-        return json.dumps(redactor.data(dict(config or {})), sort_keys=True)
-    except (TypeError, ValueError) as exc:
-        raise StoreError(f"a run's config must be JSON data (names, numbers, lists): {exc}") from None
-
-
-def _counters_text(counters: dict[str, Any], redactor: Redactor) -> str:
-    try:
-        return json.dumps(redactor.data(counters))
-    except (TypeError, ValueError) as exc:
-        raise StoreError(f"a run state field is not JSON data ({exc}): the store cannot keep it") from None

@@ -19,7 +19,7 @@ import pickle
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .redact import REDACTED_TEXT, Redactor
+from .redact import REDACTED_TEXT, Redactor, dump_json
 
 ValueKind = Literal["json", "pickle", "repr"]
 #: a shown repr is cut to this many characters
@@ -111,7 +111,7 @@ def encode(value: Any, redactor: Redactor) -> Encoded:
     if value is None:
         return Encoded("json", "null")
     if is_plain_json(value):
-        text = json.dumps(value, ensure_ascii=False)
+        text = dump_json(value)
         if redactor.has_known_secret(text):
             return _unrestorable(value, "it held a secret, which is never written", redactor)
         return Encoded("json", text)
@@ -189,7 +189,7 @@ def encode_args(args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list
     """Redacted args, encoded like a result (markers are written as ``***``)."""
     stored, paths = redact_args(args, redactor)
     if paths and is_plain_json(_unmarked(stored)):
-        return Encoded("json", json.dumps(_unmarked(stored), ensure_ascii=False)), paths
+        return Encoded("json", dump_json(_unmarked(stored))), paths
     enc = encode(stored, redactor)
     if enc.kind == "repr":  # one arg spoils the pickle: keep the others, mark that one
         kept = {}
