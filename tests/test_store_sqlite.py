@@ -254,3 +254,56 @@ def test_a_forked_child_uses_its_own_connection(tmp_path: Path) -> None:
     assert os.waitstatus_to_exitcode(status) == 0
     assert {r.run_id for r in store.list_runs()} == {"parent", "child"}
 
+
+
+KILLED = r"""
+import sys
+from planbook.models import Event, Plan, Status, Step
+from planbook.runner import RunState
+from planbook.store.sqlite import SQLiteStore
+
+store = SQLiteStore(sys.argv[1])
+plan = Plan(id="p", steps=[Step(id=f"s{i}", tool="t", args={"i": i}) for i in range(20_000)])
+state = RunState(plan=plan)
+run_id = store.create_run(plan, config={}, run_id="victim")
+for step in plan.steps:  # until killed
+    step.set_state(status=Status.in_progress)
+    state.events.append(Event(kind="step.started", time=0.0, step=step.id))
+    store.record_step(run_id, step, state)
+    step.set_state(status=Status.completed, result={"square": step.args["i"] ** 2})
+    state.history.append(step.snapshot())
+    state.executions += 1
+    state.events.append(Event(kind="step.finished", time=0.0, step=step.id))
+    store.record_step(run_id, step, state)
+    print(step.id, flush=True)  # reported only once it is in the store
+"""
+
+
+def test_a_killed_writer_loses_no_recorded_step_and_the_run_goes_on(tmp_path: Path) -> None:
+    import signal
+
+    path = tmp_path / "r.sqlite"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(path)], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        reported = [proc.stdout.readline().strip() for _ in range(300)]
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    assert reported[-1] == "s299"
+
+    store = SQLiteStore(path)
+    loaded = store.load_run("victim")
+    done = [s for s in loaded.plan.steps if s.status is Status.completed]
+    assert len(done) >= 300 and len(loaded.history) == len(done) == loaded.counters["executions"]
+    assert all(s.result == {"square": int(s.id[1:]) ** 2} for s in done)
+    assert [s.id for s in done] == [f"s{i}" for i in range(len(done))]
+    assert len(loaded.interrupted_steps()) <= 1  # the step in progress at the kill, if any
+
+    state = RunState(**loaded.state_fields())
+    following = state.plan.steps[len(done)]
+    following.set_state(status=Status.completed, result="after the crash")
+    state.history.append(following.snapshot())
+    state.executions += 1
+    store.record_step("victim", following, state)
+    assert SQLiteStore(path).load_run("victim").plan.steps[len(done)].result == "after the crash"

@@ -162,12 +162,14 @@ class _RunCache:
     def record(self, step: Step, redactor: Redactor, paths: list[Any]) -> str:
         """The step's record as JSON; a step equal field by field to the last one (the plan's
         step after its history entry) reuses it."""
+        if paths:  # redacted args are listed in the record: not the common case, not kept
+            return step_json(step, redactor, paths)
         values = step.__dict__
         current = [values.get(name) for name in RECORD_FIELDS]
         last = self._record
-        if last is not None and not paths and all(a is b or a == b for a, b in zip(current, last[0])):
+        if last is not None and all(a is b or a == b for a, b in zip(current, last[0])):
             return last[1]
-        text = step_json(step, redactor, paths)
+        text = step_json(step, redactor)
         self._record = (current, text)
         return text
 
@@ -318,7 +320,7 @@ class SQLiteStore:
                                     "move it away, or pass another store path")
         if _is_busy(exc):
             return StoreError(f"the run store {self.location} stayed locked by another process for "
-                              f"{self.lock_timeout:g} s ({text}): is a process stuck holding it?")
+                              f"{self.lock_timeout:g} s: is a process stuck holding it? (SQLite: {text})")
         return StoreError(f"the run store {self.location} failed: {text}")
 
     def _retrying(self, begin: str, fn: Callable[[sqlite3.Connection], T]) -> T:
