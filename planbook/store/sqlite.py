@@ -27,7 +27,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote
 
 from ..models import Event, Plan, Step
 from .base import (
@@ -38,69 +37,11 @@ from .records import (
     plan_from_record, plan_json, redacted_paths, step_from_record, step_json,
 )
 from .redact import Redactor
+from .schema import DAMAGED, SCHEMA_VERSION, check_file, create_schema, is_busy
 from .values import UNRESTORABLE_ARGS, Encoded, Unrestorable, decode, encode, encode_args, place_markers
 
 T = TypeVar("T")
-
-#: the schema this planbook writes; a file with a higher number was written by a newer one
-SCHEMA_VERSION = 1
-#: ``PRAGMA application_id`` of a planbook run store ("plbk")
-APPLICATION_ID = 0x706C626B
-TABLES = ("schema_version", "runs", "steps", "history", "events", "cache")
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    goal TEXT NOT NULL,
-    status TEXT NOT NULL,
-    reason TEXT,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    config TEXT NOT NULL,
-    plan TEXT NOT NULL,
-    counters TEXT NOT NULL,
-    revisions TEXT NOT NULL,
-    executions INTEGER NOT NULL DEFAULT 0,
-    model_calls INTEGER NOT NULL DEFAULT 0,
-    writer_pid INTEGER
-);
-CREATE INDEX IF NOT EXISTS runs_by_creation ON runs (created);
-CREATE TABLE IF NOT EXISTS steps (
-    run_id TEXT NOT NULL,
-    step_id TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    record TEXT NOT NULL,
-    args_kind TEXT NOT NULL, args BLOB, args_meta TEXT,
-    result_kind TEXT NOT NULL, result BLOB, result_meta TEXT,
-    result_ref INTEGER,
-    UNIQUE (run_id, step_id)
-);
-CREATE TABLE IF NOT EXISTS history (
-    id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    record TEXT NOT NULL,
-    args_kind TEXT NOT NULL, args BLOB, args_meta TEXT,
-    result_kind TEXT NOT NULL, result BLOB, result_meta TEXT
-);
-CREATE UNIQUE INDEX IF NOT EXISTS history_by_run ON history (run_id, seq);
-CREATE TABLE IF NOT EXISTS events (
-    run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    record TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS cache (
-    key TEXT PRIMARY KEY,
-    tool TEXT NOT NULL,
-    run_id TEXT NOT NULL,
-    step_id TEXT NOT NULL,
-    created REAL NOT NULL,
-    result_kind TEXT NOT NULL, result BLOB, result_meta TEXT
-);
-"""
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 #: pages in the write-ahead log before a commit copies them into the database file. A
 #: checkpoint fsyncs, and a step whose commit checkpoints waits for it: fewer, larger
@@ -110,17 +51,6 @@ WAL_AUTOCHECKPOINT = 4000
 WAL_SIZE_LIMIT = 32 * 1024 * 1024
 #: encoded args kept per run (a step's args are written two or three times while it runs)
 ARGS_KEPT = 256
-_BUSY = ("database is locked", "database table is locked", "database is busy", "locked", "busy")
-_DAMAGED = ("file is not a database", "malformed", "corrupt", "not a database")
-
-
-def _is_busy(exc: BaseException) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return isinstance(exc, sqlite3.OperationalError) and any(s in str(exc) for s in _BUSY)
-
-
 def _meta(enc: Encoded) -> str | None:
     if enc.kind == "json":
         return None
@@ -226,70 +156,13 @@ class SQLiteStore:
             raise StoreError(f"the run store {self.location} is a directory, not a file: pass a file path "
                              "(e.g. .planbook/runs.sqlite)")
         if path.exists() and path.stat().st_size > 0:
-            self._check_existing()
+            check_file(path, self.location, self.busy_timeout)
         else:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the folder of the run store {self.location}: {exc}") from None
-        self._write(self._create_schema)
-
-    def _check_existing(self) -> None:
-        """Read-only: is this a planbook store of a version we can write?"""
-        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
-        try:
-            con = sqlite3.connect(uri, uri=True, timeout=self.busy_timeout)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the run store {self.location}: {exc}") from None
-        try:
-            tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            app_id = con.execute("PRAGMA application_id").fetchone()[0]
-            version = None
-            if "schema_version" in tables:
-                row = con.execute("SELECT max(version) FROM schema_version").fetchone()
-                version = row[0] if row else None
-        except sqlite3.DatabaseError as exc:
-            if _is_busy(exc):
-                raise StoreError(f"the run store {self.location} stayed locked while opening it: {exc}") from None
-            raise StoreFormatError(
-                f"{self.location} is not a planbook run store, or it is damaged ({exc}); it was left as it is: "
-                "move it away, or pass another store path"
-            ) from None
-        finally:
-            con.close()
-        if not tables:
-            return  # an empty SQLite database: ours to set up
-        if "schema_version" not in tables or app_id not in (0, APPLICATION_ID):
-            raise StoreFormatError(
-                f"{self.location} is an SQLite database of another program (tables: {', '.join(sorted(tables))}), "
-                "not a planbook run store; it was left as it is: pass another store path"
-            )
-        if not isinstance(version, int):
-            raise StoreFormatError(f"the run store {self.location} has no schema version (it is damaged); "
-                                   "it was left as it is: move it away, or pass another store path")
-        if version > SCHEMA_VERSION:
-            raise StoreFormatError(
-                f"the run store {self.location} was written by a newer planbook (schema version {version}; this "
-                f"planbook reads up to {SCHEMA_VERSION}); it was left as it is: upgrade planbook, or pass another "
-                "store path"
-            )
-        missing = [t for t in TABLES if t not in tables]
-        if missing:
-            raise StoreFormatError(f"the run store {self.location} lacks its tables {', '.join(missing)} (it is "
-                                   "damaged); it was left as it is: move it away, or pass another store path")
-
-    def _create_schema(self, con: sqlite3.Connection) -> None:
-        # not executescript: it would COMMIT this transaction first
-        for statement in SCHEMA.split(";"):
-            if statement.strip():
-                con.execute(statement)
-        row = con.execute("SELECT max(version) FROM schema_version").fetchone()
-        if row[0] is None:
-            con.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-            con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        elif row[0] != SCHEMA_VERSION:  # another process created it meanwhile, with another version
-            raise StoreFormatError(f"the run store {self.location} has schema version {row[0]}; this planbook "
-                                   f"writes {SCHEMA_VERSION}: upgrade planbook, or pass another store path")
+        self._write(lambda con: create_schema(con, self.location))
 
     def _connection(self) -> sqlite3.Connection:
         """This process's connection (opened again after a fork)."""
@@ -323,10 +196,10 @@ class SQLiteStore:
     # ------------------------------------------------------- transactions
     def _error(self, exc: sqlite3.Error) -> StoreError:
         text = str(exc)
-        if any(s in text for s in _DAMAGED):
+        if any(s in text for s in DAMAGED):
             return StoreFormatError(f"the run store {self.location} is damaged ({text}); it was left as it is: "
                                     "move it away, or pass another store path")
-        if _is_busy(exc):
+        if is_busy(exc):
             return StoreError(f"the run store {self.location} stayed locked by another process for "
                               f"{self.lock_timeout:g} s: is a process stuck holding it? (SQLite: {text})")
         return StoreError(f"the run store {self.location} failed: {text}")
@@ -349,7 +222,7 @@ class SQLiteStore:
                             con.execute("ROLLBACK")
                         raise
                 except sqlite3.Error as exc:
-                    if not (_is_busy(exc) and time.monotonic() < deadline):
+                    if not (is_busy(exc) and time.monotonic() < deadline):
                         raise self._error(exc) from None
             self.busy_retries += 1
             time.sleep(delay * (0.5 + random.random()))  # backoff with jitter, outside the lock
