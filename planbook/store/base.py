@@ -1,0 +1,256 @@
+"""The run store protocol: what the runner asks of a store, and what a store gives back.
+
+Shaped like LangGraph's checkpointer and pydantic-graph's state persistence: a store
+saves a run's config and state, appends events, records each step's status changes
+(the durability point: a step's result is in the store before the next step starts),
+loads a run, lists runs, and keeps a step cache. Two implementations:
+:class:`~planbook.store.memory.MemoryStore` and :class:`~planbook.store.sqlite.SQLiteStore`.
+
+One process writes a run at a time (a resumed run is written by the process resuming
+it); any number of processes may write *different* runs to one store at once.
+
+The call sequence a runner follows (``state`` is its ``RunState``)::
+
+    run_id = store.create_run(state.plan, goal=..., config=config_dict)   # before anything runs
+    store.save_state(run_id, state)                 # run.started / plan.created emitted
+    for each execution:
+        store.record_step(run_id, step, state)      # after step -> in_progress (+ step.started)
+        store.record_step(run_id, step, state)      # after step -> completed/failed (+ history, step.finished)
+    store.record_step(run_id, step, state)          # any other status change (skipped, blocked)
+    store.save_state(run_id, state)                 # after a replan (new plan, revision, diff) and at the end
+
+``record_step`` and ``save_state`` also write the history entries and events that
+``state`` gained since the last call (they are append-only lists), all in one
+transaction; ``append_events`` is for events outside a run's state.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
+from .values import Redacted, Unrestorable, has_marker
+
+#: the RunState fields that are not lists (saved as one record, read back as is)
+COUNTER_FIELDS = (
+    "status", "reason", "error", "traceback", "executions", "replans", "retries_used", "last_error",
+    "pending_failure", "started",
+)
+#: the RunState fields a store keeps as lists of records
+LIST_FIELDS = ("plan", "history", "revisions", "events")
+
+
+class StoreError(RuntimeError):
+    """A run store cannot do what was asked; the message says which store and what to do."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+class StoreFormatError(StoreError):
+    """The file is not a planbook run store, is damaged, or was written by a newer planbook.
+    The file is left exactly as it was."""
+
+
+class RunNotFound(StoreError, LookupError):
+    """No run with that id in the store."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of ``planbook runs``."""
+
+    run_id: str
+    goal: str
+    status: str
+    reason: str | None
+    started: float
+    updated: float
+    steps_done: int
+    steps_total: int
+    model_calls: int
+    executions: int = 0
+    #: the process that last wrote the run (a "running" run whose process is gone was cut short)
+    writer_pid: int | None = None
+
+
+@dataclass(frozen=True)
+class CacheHit:
+    """A cached step result and where it came from (views show ``[✓] cached`` with the run)."""
+
+    key: str
+    result: Any
+    tool: str
+    run_id: str
+    step_id: str
+    created: float
+
+
+@dataclass
+class StoredRun:
+    """Everything a store holds about one run: enough to rebuild its ``RunState`` and config."""
+
+    run_id: str
+    goal: str
+    config: dict[str, Any]
+    plan: Plan
+    counters: dict[str, Any]
+    history: list[Step] = field(default_factory=list)
+    revisions: list[PlanDiff] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    created: float = 0.0
+    updated: float = 0.0
+
+    @property
+    def status(self) -> str:
+        return str(self.counters.get("status", "running"))
+
+    @property
+    def reason(self) -> str | None:
+        return self.counters.get("reason")
+
+    def state_fields(self) -> dict[str, Any]:
+        """Keyword arguments for ``RunState(**fields)``."""
+        return {**self.counters, "plan": self.plan, "history": self.history, "revisions": self.revisions,
+                "events": self.events}
+
+    def interrupted_steps(self) -> list[str]:
+        """Steps that were ``in_progress`` when the writing process stopped (they run again)."""
+        return [st.id for st in self.plan.steps if st.status is Status.in_progress]
+
+    def missing_args(self) -> dict[str, list[str]]:
+        """Unfinished steps with args that were not stored — secrets (:class:`Redacted`) or
+        values that could not be restored (:class:`Unrestorable`) — and their names: they
+        need those args given again (from the plan) before they can run."""
+        found: dict[str, list[str]] = {}
+        for st in self.plan.steps:
+            if st.status is not Status.completed:
+                names = [k for k, v in st.args.items() if has_marker(v, Redacted) or has_marker(v, Unrestorable)]
+                if names:
+                    found[st.id] = names
+        return found
+
+    def steps_to_rerun(self) -> list[str]:
+        """Completed steps whose result could not be restored and that an unfinished step
+        needs (directly or through another such step), in plan order."""
+        by_id = {st.id: st for st in self.plan.steps}
+        lost = {sid for sid, st in by_id.items()
+                if st.status is Status.completed and isinstance(st.result, Unrestorable)}
+        waiting = [st for st in self.plan.steps if st.status is not Status.completed]
+        needed: set[str] = set()
+        while waiting:
+            step = waiting.pop()
+            for dep in step.needs:
+                if dep in lost and dep not in needed:
+                    needed.add(dep)
+                    waiting.append(by_id[dep])
+        return [st.id for st in self.plan.steps if st.id in needed]
+
+    def result(self) -> RunResult:
+        """The run as a :class:`RunResult` (``planbook.load_run`` / ``planbook show``)."""
+        c = self.counters
+        plan = self.plan
+        return RunResult.model_construct(
+            status=c.get("status", "running"), reason=c.get("reason"), plan=plan, history=list(self.history),
+            revisions=list(self.revisions), events=list(self.events),
+            outputs={st.id: st.result for st in plan.steps if st.status is Status.completed},
+            error=c.get("error"), traceback=c.get("traceback"), executions=c.get("executions", 0),
+            replans=c.get("replans", 0), max_steps=self.config.get("max_steps", 12),
+            max_replans=self.config.get("max_replans", 5), usage=Usage.from_events(self.events),
+        )
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """What the runner needs from a store (see the module docstring for the call sequence).
+
+    Implementations are thread-safe, and redact secrets before anything is kept.
+    """
+
+    #: where the runs are (a path, or ``":memory:"``), for messages
+    location: str
+
+    def create_run(self, plan: Plan, *, goal: str, config: Mapping[str, Any], run_id: str | None = None) -> str:
+        """A new run with its config (JSON-able) and first plan; returns its id."""
+        ...
+
+    def save_state(self, run_id: str, state: Any) -> None:
+        """The whole state: counters, the plan (every step; steps no longer in it are dropped),
+        the revisions, and the history entries and events added since the last save."""
+        ...
+
+    def record_step(self, run_id: str, step: Step | Sequence[Step], state: Any) -> None:
+        """A step's status change and result (or several steps', in one transaction: a
+        parallel batch, or a completion with the next step's start), the counters, and the
+        history entries and events added since the last save — in the store when this returns."""
+        ...
+
+    def append_events(self, run_id: str, events: Sequence[Event]) -> None:
+        """Events that are not in a run's state list (they are not counted by ``save_state``)."""
+        ...
+
+    def load_run(self, run_id: str) -> StoredRun:
+        """Everything about a run; :class:`RunNotFound` names the latest runs."""
+        ...
+
+    def list_runs(self, *, limit: int | None = None) -> list[RunSummary]:
+        """Runs, newest first (by creation)."""
+        ...
+
+    def latest_run_id(self) -> str | None:
+        """The id of the run created last, or None for an empty store."""
+        ...
+
+    def delete_run(self, run_id: str) -> None:
+        """Forget a run (its cache entries stay: they are keyed by the call, not the run)."""
+        ...
+
+    def cache_get(self, key: str) -> CacheHit | None:
+        """The cached result for a key from :func:`~planbook.store.cachekey.step_cache_key`."""
+        ...
+
+    def cache_put(self, key: str, result: Any, *, tool: str, run_id: str, step_id: str) -> bool:
+        """Cache a step's result; False (nothing kept) when it could not be restored later."""
+        ...
+
+    def clear_cache(self) -> int:
+        """Forget every cached step result; returns how many there were."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+def new_run_id(now: float | None = None) -> str:
+    """A readable, sortable, unique id: ``20250101-120000-1a2b3c``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if now is None else now))
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+_COUNTER_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def counters_of(state: Any) -> dict[str, Any]:
+    """The non-list fields of a ``RunState`` (every field of a pydantic state but the lists),
+    containers copied (a later change to the state must not change what was taken)."""
+    names = _COUNTER_NAMES.get(type(state))
+    if names is None:
+        fields = getattr(type(state), "model_fields", None)
+        names = tuple(n for n in fields if n not in LIST_FIELDS) if fields else COUNTER_FIELDS
+        _COUNTER_NAMES[type(state)] = names
+    values = state.__dict__ if hasattr(state, "__dict__") else {}
+    out = {}
+    for name in names:
+        value = values[name] if name in values else getattr(state, name, None)
+        out[name] = value.copy() if isinstance(value, (dict, list)) else value
+    return out
+
+
+def not_found(run_id: str, location: str, latest: Sequence[str]) -> RunNotFound:
+    hint = f"; the latest are {', '.join(latest)}" if latest else "; it holds no runs"
+    return RunNotFound(f"no run {run_id!r} in the run store {location}{hint} (planbook runs lists them)")
+

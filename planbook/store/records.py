@@ -1,0 +1,104 @@
+"""Steps, plans and events as plain, redacted records (what both stores keep), and back.
+
+Args and results are not in a step's record: a store keeps them apart (the SQLite store
+encodes them with :mod:`planbook.store.values`; the memory store keeps the objects).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..models import Event, Plan, PlanDiff, Status, Step
+from .base import StoreError
+from .redact import Redactor
+from .values import shown
+
+#: a step's fields that go into its record (every field but args and result)
+RECORD_FIELDS = tuple(name for name in Step.model_fields if name not in ("args", "result"))
+_STEP_FIELDS = frozenset(Step.model_fields)
+PLAN_FIELDS = ("id", "goal", "title", "revision")
+
+
+def step_json(step: Step, redactor: Redactor, redacted: list[Any] | None = None) -> str:
+    """The step's fields (all but args and result) as redacted JSON; ``redacted``: the paths
+    of args that were redacted (loading puts markers there)."""
+    values = step.__dict__
+    record: dict[str, Any] = {name: values.get(name) for name in RECORD_FIELDS}
+    record["status"] = step.status.value
+    if redacted:
+        record["_redacted"] = [list(p) for p in redacted]
+    try:
+        return redactor.json_text(record)
+    except (TypeError, ValueError):  # a field holding an object (a newer Step field): its repr
+        return redactor.json_text(_jsonable(redactor.data(record), redactor))
+
+
+def step_from_record(record: dict[str, Any], args: dict[str, Any], result: Any) -> Step:
+    """A Step from its record (fields this planbook does not know are left out)."""
+    fields = {k: v for k, v in record.items() if k in _STEP_FIELDS}
+    fields["status"] = Status(fields.get("status", "not_started"))
+    return Step.model_construct(**fields, args=args, result=result)
+
+
+def redacted_paths(record: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [tuple(p) for p in record.get("_redacted", ())]
+
+
+def plan_json(plan: Plan, redactor: Redactor) -> str:
+    """The plan's own fields (its steps are stored one by one)."""
+    return redactor.json_text({name: getattr(plan, name) for name in PLAN_FIELDS})
+
+
+def plan_from_record(record: dict[str, Any], steps: list[Step]) -> Plan:
+    return Plan.model_construct(**{k: record[k] for k in PLAN_FIELDS if k in record}, steps=steps)
+
+
+def event_json(event: Event, redactor: Redactor) -> str:
+    """An event as redacted JSON; objects in its data become their repr."""
+    record = {"kind": event.kind, "time": event.time, "step": event.step, "revision": event.revision,
+              "data": event.data}
+    try:
+        return redactor.json_text(record)
+    except (TypeError, ValueError):
+        record["data"] = _jsonable(redactor.data(event.data), redactor)
+        return redactor.json_text(record)
+
+
+def event_from_record(record: dict[str, Any]) -> Event:
+    return Event.model_construct(**record)
+
+
+def config_json(config: Mapping[str, Any] | None, redactor: Redactor) -> str:
+    """A run's config as JSON (its secrets redacted): it must be plain data."""
+    try:
+        return redactor.json_text(dict(config or {}))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"a run's config must be JSON data (names, numbers, lists): {exc}") from None
+
+
+def counters_json(counters: dict[str, Any], redactor: Redactor) -> str:
+    try:
+        return redactor.json_text(counters)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"a run state field is not JSON data ({exc}): the store cannot keep it") from None
+
+
+def diffs_json(revisions: list[PlanDiff], redactor: Redactor) -> str:
+    return redactor.json_text([d.model_dump(mode="json") for d in revisions])
+
+
+def diffs_from_records(records: list[dict[str, Any]]) -> list[PlanDiff]:
+    return [PlanDiff.model_validate(r) for r in records]
+
+
+def _jsonable(value: Any, redactor: Redactor) -> Any:
+    """Plain JSON data: containers walked, str subclasses made str, other objects their repr."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, redactor) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v, redactor) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return json.loads(json.dumps(value))  # a str/int subclass (an enum) as its plain value
+    return redactor.text(shown(value))

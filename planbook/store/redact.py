@@ -1,0 +1,217 @@
+"""What never reaches a store: API keys, Authorization headers, and values named like secrets.
+
+Three rules, applied to step args, step records, run state and event data before a
+store writes them:
+
+- **by name**: the value of a mapping key (an argument, a header, an event field) whose
+  name is secret-like is replaced. A name is secret-like when one of its words (split at
+  ``_``, ``-``, ``.``, spaces and camelCase) is ``key``, ``token``, ``secret``,
+  ``password``, ``passwd``, ``passphrase``, ``authorization``, ``cookie``, ``credential(s)``,
+  ``secrets``, ``passwords``, or ends with one of them (``apikey``, ``accesstoken``) —
+  unless its last word says it *describes* a secret rather than holds one
+  (``token_count``, ``key_name``, ``secret_path``, ``max_tokens`` and ``keys`` are kept).
+- **by value**: strings that are known secrets (the model key and base-URL credentials of
+  the environment — the same set a model cassette redacts — plus any given to the store).
+- **by shape**: ``Bearer …``, ``Authorization: …``, ``sk-…`` keys, ``name=value`` pairs
+  and ``"name": value`` (JSON) with a secret-like name (URL queries, environment dumps), and ``user:password@`` in URLs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+#: What a redacted value is written as (and shown as).
+REDACTED_TEXT = "***"
+
+_HOLDING_WORDS = frozenset({
+    "key", "token", "secret", "secrets", "password", "passwords", "passwd", "pwd", "passphrase",
+    "authorization", "cookie", "cookies", "credential", "credentials", "apikey", "privatekey",
+})
+_HOLDING_SUFFIXES = ("key", "token", "secret", "password", "passwd", "passphrase")
+#: a last word like these names a property of a secret, not the secret itself
+_DESCRIBING_WORDS = frozenset({
+    "count", "counts", "limit", "limits", "max", "min", "len", "length", "size", "type", "kind", "name",
+    "names", "id", "ids", "file", "path", "env", "var", "field", "fields", "used", "usage", "budget",
+})
+#: words ending in "key" that are not keys
+_NOT_KEYS = frozenset({"monkey", "donkey", "turkey", "whiskey", "hockey", "jockey", "turnkey"})
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+@lru_cache(maxsize=4096)
+def is_secret_name(name: str) -> bool:
+    """True when a value under ``name`` is treated as a secret (see the module docstring)."""
+    words = [w.lower() for w in _WORDS.findall(name)]
+    if not words or words[-1] in _DESCRIBING_WORDS:
+        return False
+    return any(
+        w in _HOLDING_WORDS or (w.endswith(_HOLDING_SUFFIXES) and w not in _NOT_KEYS) for w in words
+    )
+
+
+_SHAPES = re.compile(
+    r"(?P<auth>\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?)[^\r\n\"']+"
+    r"|(?P<bearer>\b[Bb]earer\s+)[A-Za-z0-9\-._~+/]+=*"
+    r"|\bsk-[A-Za-z0-9_\-]{16,}"
+    r"|(?P<url>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s:@\"']+:[^/\s@\"']+@"
+    r"|(?P<pair>(?P<pname>[A-Za-z_][A-Za-z0-9_.\-]*)\s*=\s*|\"(?P<qname>[A-Za-z_][A-Za-z0-9_.\- ]*)\"\s*:\s*\"?)"
+    r"(?P<pvalue>[^\s&\"';,}\]]+)",
+    re.IGNORECASE,
+)
+
+
+def _shape(match: re.Match[str]) -> str:
+    if match.group("auth") is not None:
+        return match.group("auth") + REDACTED_TEXT
+    if match.group("bearer") is not None:
+        return match.group("bearer") + REDACTED_TEXT
+    if match.group("url") is not None:
+        return match.group("url") + REDACTED_TEXT + "@"
+    if match.group("pair") is not None:
+        name = match.group("pname") or match.group("qname")
+        if is_secret_name(name) and match.group("pvalue") != REDACTED_TEXT:
+            return match.group("pair") + REDACTED_TEXT
+        return match.group(0)
+    return "sk-" + REDACTED_TEXT
+
+
+def environment_secrets(env: Mapping[str, str] | None = None) -> list[str]:
+    """The secrets a model cassette redacts: the model key and the base URL's credentials."""
+    env = os.environ if env is None else env
+    key, url = env.get("OPENAI_API_KEY"), env.get("OPENAI_BASE_URL")
+    if not key and not url:  # the usual offline case: no need to load the model layer
+        return []
+    from planbook.llm.config import resolve_config  # lazily: the model layer is not light
+
+    return resolve_config(env=env).secrets()
+
+
+class Redactor:
+    """Redacts text and plain data (dicts, lists, tuples); other objects are left to the caller.
+
+    ``secrets``: strings never to be written, besides the environment's (read again on
+    :meth:`refresh`, so a key set after the store was opened is still hidden).
+    """
+
+    #: secrets shorter than this are not hunted for in text (masking every "1" garbles it)
+    MIN_SECRET = 4
+
+    def __init__(self, secrets: Iterable[str] = (), *, env: Mapping[str, str] | None = None) -> None:
+        self._given = {s for s in secrets if s}
+        self._env = env
+        self._env_key: tuple[str | None, str | None] | None = None
+        self._known: re.Pattern[str] | None = None
+        self._known_bytes: tuple[bytes, ...] = ()
+        self._known_text: re.Pattern[str] | None = None
+        self._known_forms: tuple[str, ...] = ()
+        self.refresh()
+
+    def add_secrets(self, secrets: Iterable[str]) -> None:
+        """Hide these strings too (e.g. an LLM config's ``secrets()``)."""
+        self._given |= {s for s in secrets if s}
+        self._env_key = None
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read the environment's secrets if the key or base URL changed."""
+        env = os.environ if self._env is None else self._env
+        now = (env.get("OPENAI_API_KEY"), env.get("OPENAI_BASE_URL"))
+        if now == self._env_key:
+            return
+        self._env_key = now
+        found = {s for s in self._given | set(environment_secrets(env)) if len(s) >= self.MIN_SECRET}
+        ordered = sorted(found, key=len, reverse=True)  # longest first: no part of one is left
+        self._known = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._known_bytes = tuple(s.encode() for s in ordered)
+        # in JSON text a secret may appear escaped (a quote, a backslash, a control character)
+        as_json = {_dump(s)[1:-1] for s in ordered} | set(ordered)
+        known = "|".join(map(re.escape, sorted(as_json, key=len, reverse=True)))
+        self._known_text = re.compile(known) if known else None
+        self._known_forms = tuple(as_json)
+
+    @property
+    def has_secrets(self) -> bool:
+        """True when there are known secret strings to look for."""
+        return self._known is not None
+
+    def has_known_secret(self, data: str | bytes) -> bool:
+        """True when ``data`` (text, JSON text, or a pickle's bytes) holds a known secret."""
+        if self._known_text is None:
+            return False
+        if isinstance(data, bytes):
+            return any(s in data for s in self._known_bytes)
+        return self._known_text.search(data) is not None
+
+    def json_text(self, value: Any) -> str:
+        """``value`` (plain data) as compact JSON, redacted. The fast path: the JSON text is
+        searched once for anything redaction could change (a known secret, a secret-like word,
+        credentials in a URL); only then is the data walked. TypeError for non-JSON data."""
+        text = _dump(value)
+        if not _suspicious(text) and not any(s in text for s in self._known_forms):
+            return text
+        return _dump(self.data(value))
+
+    def text(self, text: str) -> str:
+        """``text`` with known secrets and secret shapes replaced by ``***``."""
+        if not text:
+            return text
+        if self._known is not None:
+            text = self._known.sub(REDACTED_TEXT, text)
+        return _SHAPES.sub(_shape, text) if _suspicious(text) else text
+
+    def data(self, value: Any) -> Any:
+        """A redacted copy of plain data: secret-named mapping values and secrets in strings.
+
+        Returns ``value`` itself when nothing had to change (no copy on the fast path).
+        """
+        t = type(value)
+        if t in _SCALARS:
+            return value
+        if t is str:
+            return self.text(value) if value else value
+        if isinstance(value, dict):
+            out: dict[Any, Any] | None = None
+            for k, v in value.items():
+                if type(v) in _SCALARS:
+                    if v is None or type(k) is not str or not is_secret_name(k):
+                        continue
+                    new: Any = REDACTED_TEXT
+                elif type(k) is str and is_secret_name(k):
+                    new = REDACTED_TEXT
+                else:
+                    new = self.data(v)
+                if new is not v:
+                    if out is None:
+                        out = dict(value)
+                    out[k] = new
+            return value if out is None else out
+        if isinstance(value, (list, tuple)):
+            items = [self.data(v) for v in value]
+            if all(a is b for a, b in zip(items, value)):
+                return value
+            return items if isinstance(value, list) else tuple(items)
+        if isinstance(value, str):
+            return self.text(value)
+        return value
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+#: compact JSON, one encoder for every call (json.dumps with options builds one each time)
+dump_json = _dump = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+#: a superset of what redaction changes, apart from known secrets: the words every secret-like
+#: name and secret shape holds, and the "://" of credentials in a URL. Plain substring tests
+#: of the lowercased text, spelled out: a case-insensitive regex is ten times slower here.
+SUSPECT_WORDS = ("key", "token", "secret", "passw", "pwd", "passphrase", "auth", "cookie", "credential",
+                 "bearer", "sk-", "://")
+
+
+def _suspicious(text: str) -> bool:
+    low = text.lower()
+    return ("key" in low or "token" in low or "secret" in low or "passw" in low or "pwd" in low
+            or "passphrase" in low or "auth" in low or "cookie" in low or "credential" in low
+            or "bearer" in low or "sk-" in low or "://" in low)

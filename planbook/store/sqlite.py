@@ -1,0 +1,533 @@
+"""The SQLite run store: one file, WAL mode, the standard library's ``sqlite3``.
+
+- **Durable at each step**: ``record_step`` commits before it returns. With WAL and
+  ``synchronous=NORMAL`` a commit survives the process being killed (the data is in the
+  WAL file); ``durable=True`` (``synchronous=FULL``) also survives a power cut, at the
+  cost of an fsync per step.
+- **Many processes**: every write is one ``BEGIN IMMEDIATE`` transaction (a writer never
+  upgrades a read lock, which is what makes SQLite answer "database is locked" at once),
+  SQLite's busy timeout waits for the other writer, and a write that still meets a lock
+  is retried with backoff until ``lock_timeout`` — only then is it an error, naming the file.
+- **Never damages a file it does not understand**: before writing anything the file is
+  read through a read-only connection; a file that is not SQLite, is damaged, belongs to
+  another program or was written by a newer planbook raises :class:`StoreFormatError`
+  naming the file, and the file is left byte for byte as it was.
+- **Thread-safe**: one connection per process, used under a lock (a connection is never
+  carried across ``fork``: a child process opens its own).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..models import Event, Plan, Step
+from .base import (
+    CacheHit, RunSummary, StoredRun, StoreError, StoreFormatError, counters_of, new_run_id, not_found,
+)
+from .records import (
+    RECORD_FIELDS, config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json,
+    plan_from_record, plan_json, redacted_paths, step_from_record, step_json,
+)
+from .redact import Redactor
+from .schema import DAMAGED, SCHEMA_VERSION, check_file, create_schema, is_busy
+from .values import UNRESTORABLE_ARGS, Encoded, Unrestorable, decode, encode, encode_args, place_markers
+
+T = TypeVar("T")
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+#: pages in the write-ahead log before a commit copies them into the database file. A
+#: checkpoint fsyncs, and a step whose commit checkpoints waits for it: fewer, larger
+#: checkpoints cost a step less on average (SQLite's default is 1,000 pages, 4 MB)
+WAL_AUTOCHECKPOINT = 4000
+#: the write-ahead log is cut back to this many bytes after a checkpoint
+WAL_SIZE_LIMIT = 32 * 1024 * 1024
+#: encoded args kept per run (a step's args are written two or three times while it runs)
+ARGS_KEPT = 256
+def _meta(enc: Encoded) -> str | None:
+    if enc.kind == "json":
+        return None
+    return json.dumps({"shown": enc.shown, "type": enc.type, "reason": enc.reason})
+
+
+def _value(kind: str, payload: Any, meta: str | None) -> Any:
+    info = json.loads(meta) if meta else {}
+    return decode(kind, payload, info.get("shown"), info.get("type", ""), info.get("reason"))
+
+
+class _RunCache:
+    """What this process knows of a run it writes, so a step costs as little as possible:
+    how many history entries and events are stored (their next sequence numbers), the
+    counters last written, and args, results and records already encoded (by identity:
+    a history entry shares its args and result with the plan's step)."""
+
+    def __init__(self, history: int, events: int) -> None:
+        self.history = self.next_history = history
+        self.events = self.next_events = events
+        self.counters: dict[str, Any] | None = None
+        self.next_counters: dict[str, Any] | None = None
+        self.args: dict[int, tuple[Any, Encoded, list[Any]]] = {}
+        #: step id -> (result object, (kind, payload, meta, history seq it is stored with))
+        self.results: dict[str, tuple[Any, tuple[Any, ...]]] = {}
+        #: the last step record written: (the field values, by identity; its JSON)
+        self._record: tuple[list[Any], str] | None = None
+
+    def begin(self) -> None:
+        self.next_history, self.next_events, self.next_counters = self.history, self.events, self.counters
+
+    def commit(self) -> None:
+        self.history, self.events, self.counters = self.next_history, self.next_events, self.next_counters
+
+    def encode_args(self, args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list[Any]]:
+        hit = self.args.get(id(args))
+        if hit is not None and hit[0] is args:
+            return hit[1], hit[2]
+        enc, paths = encode_args(args, redactor)
+        if len(self.args) >= ARGS_KEPT:  # only the steps in flight need it: keep memory per step flat
+            del self.args[next(iter(self.args))]
+        self.args[id(args)] = (args, enc, paths)
+        return enc, paths
+
+    def record(self, step: Step, redactor: Redactor, paths: list[Any]) -> str:
+        """The step's record as JSON; a step equal field by field to the last one (the plan's
+        step after its history entry) reuses it."""
+        if paths:  # redacted args are listed in the record: not the common case, not kept
+            return step_json(step, redactor, paths)
+        values = step.__dict__
+        current = [values.get(name) for name in RECORD_FIELDS]
+        last = self._record
+        if last is not None and all(a is b or a == b for a, b in zip(current, last[0])):
+            return last[1]
+        text = step_json(step, redactor)
+        self._record = (current, text)
+        return text
+
+
+class SQLiteStore:
+    """Runs in one SQLite file (see the module docstring). ``secrets``: more strings to redact."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        secrets: Iterable[str] = (),
+        busy_timeout: float = 5.0,
+        lock_timeout: float = 60.0,
+        durable: bool = False,
+    ) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.redactor = Redactor(secrets)
+        self.busy_timeout = busy_timeout
+        self.lock_timeout = lock_timeout
+        self.durable = durable
+        self._lock = threading.RLock()
+        self._con: sqlite3.Connection | None = None
+        self._pid = -1
+        self._caches: dict[str, _RunCache] = {}
+        #: how many times a transaction waited for another writer and was tried again
+        self.busy_retries = 0
+        self._open()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.location!r})"
+
+    def __enter__(self) -> "SQLiteStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def add_secrets(self, secrets: Iterable[str]) -> None:
+        """Strings to redact from now on (e.g. an LLM config's ``secrets()``)."""
+        self.redactor.add_secrets(secrets)
+
+    # ------------------------------------------------------------ opening
+    def _open(self) -> None:
+        path = self.path
+        if path.exists() and not path.is_file():
+            raise StoreError(f"the run store {self.location} is a directory, not a file: pass a file path "
+                             "(e.g. .planbook/runs.sqlite)")
+        if path.exists() and path.stat().st_size > 0:
+            check_file(path, self.location, self.busy_timeout)
+        else:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the folder of the run store {self.location}: {exc}") from None
+        self._write(lambda con: create_schema(con, self.location))
+
+    def _connection(self) -> sqlite3.Connection:
+        """This process's connection (opened again after a fork)."""
+        if self._con is not None and self._pid == os.getpid():
+            return self._con
+        con = sqlite3.connect(str(self.path), timeout=self.busy_timeout, isolation_level=None,
+                              check_same_thread=False)
+        try:
+            con.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            mode = con.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"the run store {self.location} cannot use WAL mode (journal mode {mode}); "
+                                 "put it on a local disk (WAL does not work over network file systems)")
+            con.execute(f"PRAGMA synchronous = {'FULL' if self.durable else 'NORMAL'}")
+            con.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT}")
+            con.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
+        except BaseException:
+            con.close()
+            raise
+        self._con, self._pid = con, os.getpid()
+        self._caches.clear()  # a forked child re-reads what is stored
+        return con
+
+    def close(self) -> None:
+        with self._lock:
+            if self._con is not None and self._pid == os.getpid():
+                self._con.close()
+            self._con = None
+            self._caches.clear()
+
+    # ------------------------------------------------------- transactions
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        text = str(exc)
+        if any(s in text for s in DAMAGED):
+            return StoreFormatError(f"the run store {self.location} is damaged ({text}); it was left as it is: "
+                                    "move it away, or pass another store path")
+        if is_busy(exc):
+            return StoreError(f"the run store {self.location} stayed locked by another process for "
+                              f"{self.lock_timeout:g} s: is a process stuck holding it? (SQLite: {text})")
+        return StoreError(f"the run store {self.location} failed: {text}")
+
+    def _retrying(self, begin: str, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn`` in one transaction; retried while another process holds the lock."""
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.001
+        while True:
+            with self._lock:
+                try:
+                    con = self._connection()
+                    con.execute(begin)
+                    try:
+                        out = fn(con)
+                        con.execute("COMMIT")
+                        return out
+                    except BaseException:
+                        if con.in_transaction:
+                            con.execute("ROLLBACK")
+                        raise
+                except sqlite3.Error as exc:
+                    if not (is_busy(exc) and time.monotonic() < deadline):
+                        raise self._error(exc) from None
+            self.busy_retries += 1
+            time.sleep(delay * (0.5 + random.random()))  # backoff with jitter, outside the lock
+            delay = min(delay * 2, 0.05)
+
+    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return self._retrying("BEGIN IMMEDIATE", fn)
+
+    def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return self._retrying("BEGIN", fn)
+
+    # --------------------------------------------------------------- runs
+    def create_run(self, plan: Plan, *, goal: str | None = None, config: Mapping[str, Any] | None = None,
+                   run_id: str | None = None) -> str:
+        self.redactor.refresh()
+        config_text = config_json(config, self.redactor)
+        run_id = run_id or new_run_id()
+        now = time.time()
+
+        def write(con: sqlite3.Connection) -> _RunCache:
+            cache = _RunCache(0, 0)
+            try:
+                con.execute(
+                    "INSERT INTO runs (id, goal, status, reason, created, updated, config, plan, counters, revisions,"
+                    " writer_pid) VALUES (?, ?, 'running', NULL, ?, ?, ?, ?, '{}', '[]', ?)",
+                    (run_id, self.redactor.text(goal if goal is not None else plan.goal), now, now, config_text,
+                     plan_json(plan, self.redactor), os.getpid()),
+                )
+            except sqlite3.IntegrityError:
+                raise StoreError(f"a run {run_id!r} is already in the run store {self.location}: "
+                                 "choose another run id, or leave it out") from None
+            con.executemany(_INSERT_STEP, [self._step_row(cache, run_id, st, pos) for pos, st in enumerate(plan.steps)])
+            return cache
+
+        self._caches[run_id] = self._write(write)
+        return run_id
+
+    def save_state(self, run_id: str, state: Any) -> None:
+        self.redactor.refresh()
+        plan: Plan = state.plan
+        ids = [st.id for st in plan.steps]
+
+        def write(con: sqlite3.Connection, cache: _RunCache) -> int:
+            calls = self._sync_lists(con, cache, run_id, state)
+            con.execute(
+                f"DELETE FROM steps WHERE run_id = ? AND step_id NOT IN ({','.join('?' * len(ids))})",
+                (run_id, *ids),
+            )
+            con.executemany(_UPSERT_STEP, [self._step_row(cache, run_id, st, pos) for pos, st in enumerate(plan.steps)])
+            self._update_run(con, cache, run_id, state, calls, force=True, extra=(
+                ", plan = ?, revisions = ?, writer_pid = ?",
+                (plan_json(plan, self.redactor),
+                 diffs_json(list(state.revisions), self.redactor), os.getpid()),
+            ))
+            return calls
+
+        self._run_write(run_id, write)
+        if state.status in ("completed", "failed"):
+            self._caches.pop(run_id, None)  # a finished run is written no more: drop what made it fast
+
+    def record_step(self, run_id: str, step: Step | Sequence[Step], state: Any) -> None:
+        steps = [step] if isinstance(step, Step) else list(step)
+
+        def write(con: sqlite3.Connection, cache: _RunCache) -> int:
+            calls = self._sync_lists(con, cache, run_id, state)
+            for st in steps:
+                row = self._step_row(cache, run_id, st, None)
+                if con.execute(_UPDATE_STEP, row[3:] + (run_id, st.id)).rowcount == 0:
+                    raise StoreError(f"step {st.id!r} is not in the stored plan of run {run_id!r}: save_state must "
+                                     "be called after the plan changes (a replan) and before its steps are recorded")
+            self._update_run(con, cache, run_id, state, calls)
+            return calls
+
+        self._run_write(run_id, write)
+
+    def append_events(self, run_id: str, events: Sequence[Event]) -> None:
+        def write(con: sqlite3.Connection, cache: _RunCache) -> int:
+            calls = self._insert_events(con, run_id, cache.events, events)
+            cache.next_events = cache.events + len(events)
+            con.execute("UPDATE runs SET model_calls = model_calls + ?, updated = ? WHERE id = ?",
+                        (calls, time.time(), run_id))
+            return calls
+
+        self._run_write(run_id, write)
+
+    def _run_write(self, run_id: str, write: Callable[[sqlite3.Connection, _RunCache], int]) -> None:
+        """One write of a run. What the run's cache learns is kept only once it is committed;
+        a write that did not finish makes the next one read the counts from the file again."""
+        with self._lock:
+            try:
+                def attempt(con: sqlite3.Connection) -> _RunCache:
+                    cache = self._caches.get(run_id) or self._load_cache(con, run_id)
+                    cache.begin()
+                    write(con, cache)
+                    return cache
+
+                cache = self._write(attempt)
+                cache.commit()
+                self._caches[run_id] = cache
+            except BaseException:
+                self._caches.pop(run_id, None)
+                raise
+
+    def _load_cache(self, con: sqlite3.Connection, run_id: str) -> _RunCache:
+        if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+            raise not_found(run_id, self.location, self._latest_ids(con))
+        return _RunCache(
+            con.execute("SELECT coalesce(max(seq) + 1, 0) FROM history WHERE run_id = ?", (run_id,)).fetchone()[0],
+            con.execute("SELECT coalesce(max(seq) + 1, 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0],
+        )
+
+    def _sync_lists(self, con: sqlite3.Connection, cache: _RunCache, run_id: str, state: Any) -> int:
+        """Write the history entries and events ``state`` gained; returns the model calls among them."""
+        history, events = state.history, state.events
+        if len(history) < cache.history or len(events) < cache.events:
+            raise StoreError(
+                f"run {run_id!r} has {cache.history} history entries and {cache.events} events in the run store "
+                f"{self.location}, but the state has {len(history)} and {len(events)}: a resumed run must "
+                "continue from the state loaded from the store"
+            )
+        for seq in range(cache.history, len(history)):
+            entry = history[seq]
+            args, paths = cache.encode_args(entry.args, self.redactor)
+            result = encode(entry.result, self.redactor)
+            record = cache.record(entry, self.redactor, paths)
+            try:
+                con.execute(
+                    "INSERT INTO history (run_id, seq, record, args_kind, args, args_meta, result_kind, result,"
+                    " result_meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, seq, record, args.kind, args.payload, _meta(args), result.kind, result.payload,
+                     _meta(result)),
+                )
+            except sqlite3.IntegrityError:
+                raise _two_writers(run_id, self.location) from None
+            # the plan's step holds the same result object: its row points at this entry
+            cache.results[entry.id] = (entry.result, ("ref", None, None, seq))
+        calls = self._insert_events(con, run_id, cache.events, events[cache.events:])
+        cache.next_history, cache.next_events = len(history), len(events)
+        return calls
+
+    def _insert_events(self, con: sqlite3.Connection, run_id: str, first: int, events: Sequence[Event]) -> int:
+        if not events:
+            return 0
+        try:
+            con.executemany(
+                "INSERT INTO events (run_id, seq, record) VALUES (?, ?, ?)",
+                [(run_id, first + i, event_json(e, self.redactor))
+                 for i, e in enumerate(events)],
+            )
+        except sqlite3.IntegrityError:
+            raise _two_writers(run_id, self.location) from None
+        return sum(1 for e in events if e.kind == "llm.call")
+
+    def _update_run(self, con: sqlite3.Connection, cache: _RunCache, run_id: str, state: Any, calls: int,
+                    force: bool = False, extra: tuple[str, tuple[Any, ...]] = ("", ())) -> None:
+        counters = counters_of(state)
+        if counters == cache.counters and not calls and not force:
+            return  # nothing changed: one page less to write
+        text = counters_json(counters, self.redactor)
+        cur = con.execute(
+            f"UPDATE runs SET status = ?, reason = ?, counters = ?, executions = ?, updated = ?,"
+            f" model_calls = model_calls + ?{extra[0]} WHERE id = ?",
+            (state.status, state.reason, text, state.executions, time.time(), calls, *extra[1], run_id),
+        )
+        if cur.rowcount == 0:
+            raise not_found(run_id, self.location, self._latest_ids(con))
+        cache.next_counters = counters
+
+    def _step_row(self, cache: _RunCache, run_id: str, step: Step, position: int | None) -> tuple[Any, ...]:
+        """(run_id, step_id, position, status, record, args x3, result x3, result_ref)."""
+        args, paths = cache.encode_args(step.args, self.redactor)
+        last = cache.results.get(step.id)
+        if last is not None and last[0] is step.result:
+            kind, payload, meta, ref = last[1]
+        else:
+            enc = encode(step.result, self.redactor)
+            kind, payload, meta, ref = enc.kind, enc.payload, _meta(enc), None
+            cache.results[step.id] = (step.result, (kind, payload, meta, None))
+        return (run_id, step.id, position, step.status.value, cache.record(step, self.redactor, paths),
+                args.kind, args.payload, _meta(args), kind, payload, meta, ref)
+
+    # ------------------------------------------------------------ reading
+    def load_run(self, run_id: str) -> StoredRun:
+        def read(con: sqlite3.Connection) -> StoredRun:
+            row = con.execute(
+                "SELECT goal, config, plan, counters, revisions, created, updated FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise not_found(run_id, self.location, self._latest_ids(con))
+            goal, config, plan, counters, revisions, created, updated = row
+            history: list[Step] = []
+            by_seq: dict[int, Any] = {}
+            for seq, record, ak, a, am, rk, r, rm in con.execute(
+                "SELECT seq, record, args_kind, args, args_meta, result_kind, result, result_meta FROM history"
+                " WHERE run_id = ? ORDER BY seq", (run_id,)
+            ):
+                result = _value(rk, r, rm)
+                by_seq[seq] = result
+                history.append(_step(record, ak, a, am, result))
+            steps = []
+            for record, ak, a, am, rk, r, rm, ref in con.execute(
+                "SELECT record, args_kind, args, args_meta, result_kind, result, result_meta, result_ref FROM steps"
+                " WHERE run_id = ? ORDER BY position", (run_id,)
+            ):
+                result = by_seq.get(ref) if rk == "ref" else _value(rk, r, rm)
+                steps.append(_step(record, ak, a, am, result))
+            events = [event_from_record(json.loads(rec)) for (rec,) in con.execute(
+                "SELECT record FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
+            return StoredRun(
+                run_id=run_id, goal=goal, config=json.loads(config),
+                plan=plan_from_record(json.loads(plan), steps), counters=json.loads(counters), history=history,
+                revisions=diffs_from_records(json.loads(revisions)), events=events, created=created, updated=updated,
+            )
+
+        with self._lock:
+            stored = self._read(read)
+            self._caches.pop(run_id, None)  # the next write reads the counts again
+        return stored
+
+    def list_runs(self, *, limit: int | None = None) -> list[RunSummary]:
+        query = (
+            "SELECT id, goal, status, reason, created, updated, executions, model_calls, writer_pid,"
+            " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed'),"
+            " (SELECT count(*) FROM steps s WHERE s.run_id = r.id)"
+            " FROM runs r ORDER BY created DESC, rowid DESC"
+        )
+        if limit is not None:
+            query += f" LIMIT {int(limit)}"
+        rows = self._read(lambda con: con.execute(query).fetchall())
+        return [
+            RunSummary(run_id=i, goal=g, status=s, reason=r, started=c, updated=u, executions=e, model_calls=m,
+                       writer_pid=p, steps_done=d, steps_total=t)
+            for i, g, s, r, c, u, e, m, p, d, t in rows
+        ]
+
+    def latest_run_id(self) -> str | None:
+        ids = self._read(lambda con: self._latest_ids(con, 1))
+        return ids[0] if ids else None
+
+    def _latest_ids(self, con: sqlite3.Connection, n: int = 5) -> list[str]:
+        return [r[0] for r in con.execute("SELECT id FROM runs ORDER BY created DESC, rowid DESC LIMIT ?", (n,))]
+
+    def delete_run(self, run_id: str) -> None:
+        def write(con: sqlite3.Connection) -> None:
+            if con.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
+                raise not_found(run_id, self.location, self._latest_ids(con))
+            for table in ("steps", "history", "events"):
+                con.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+
+        with self._lock:
+            self._write(write)
+            self._caches.pop(run_id, None)
+
+    # -------------------------------------------------------------- cache
+    def cache_get(self, key: str) -> CacheHit | None:
+        row = self._read(lambda con: con.execute(
+            "SELECT tool, run_id, step_id, created, result_kind, result, result_meta FROM cache WHERE key = ?", (key,)
+        ).fetchone())
+        if row is None:
+            return None
+        tool, run_id, step_id, created, kind, payload, meta = row
+        result = _value(kind, payload, meta)
+        if isinstance(result, Unrestorable):
+            return None  # a pickle that no longer loads is a miss, not a wrong hit
+        return CacheHit(key=key, result=result, tool=tool, run_id=run_id, step_id=step_id, created=created)
+
+    def cache_put(self, key: str, result: Any, *, tool: str, run_id: str, step_id: str) -> bool:
+        enc = encode(result, self.redactor)
+        if not enc.restorable:
+            return False
+        self._write(lambda con: con.execute(
+            "INSERT OR REPLACE INTO cache (key, tool, run_id, step_id, created, result_kind, result, result_meta)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (key, tool, run_id, step_id, time.time(), enc.kind, enc.payload,
+                                                 _meta(enc)),
+        ))
+        return True
+
+    def clear_cache(self) -> int:
+        """Forget every cached step result; returns how many there were."""
+        return self._write(lambda con: con.execute("DELETE FROM cache").rowcount)
+
+
+_STEP_COLUMNS = ("run_id, step_id, position, status, record, args_kind, args, args_meta, result_kind, result,"
+                 " result_meta, result_ref")
+_INSERT_STEP = f"INSERT INTO steps ({_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_UPSERT_STEP = _INSERT_STEP + (
+    " ON CONFLICT (run_id, step_id) DO UPDATE SET position = excluded.position, status = excluded.status,"
+    " record = excluded.record, args_kind = excluded.args_kind, args = excluded.args, args_meta = excluded.args_meta,"
+    " result_kind = excluded.result_kind, result = excluded.result, result_meta = excluded.result_meta,"
+    " result_ref = excluded.result_ref"
+)
+_UPDATE_STEP = (
+    "UPDATE steps SET status = ?, record = ?, args_kind = ?, args = ?, args_meta = ?, result_kind = ?, result = ?,"
+    " result_meta = ?, result_ref = ? WHERE run_id = ? AND step_id = ?"
+)
+
+
+def _step(record: str, args_kind: str, args: Any, args_meta: str | None, result: Any) -> Step:
+    fields = json.loads(record)
+    loaded = _value(args_kind, args, args_meta)
+    if not isinstance(loaded, dict):  # pickled args that no longer load: the step cannot run as it was
+        loaded = {UNRESTORABLE_ARGS: loaded}
+    return step_from_record(fields, place_markers(loaded, redacted_paths(fields)), result)
+
+
+def _two_writers(run_id: str, location: str) -> StoreError:
+    return StoreError(f"run {run_id!r} in the run store {location} was written by another process meanwhile: "
+                      "a run is written by one process at a time (resume it in one place)")

@@ -1,0 +1,233 @@
+"""How a step's result (or args) is written to a store and read back.
+
+A value is stored as **JSON** when it is plain data that JSON gives back exactly (``dict``
+with ``str`` keys, ``list``, ``str``, ``int``, ``float``, ``bool``, ``None`` — a tuple or
+a ``str`` subclass is not, as it would come back as a list or a plain ``str``), else
+**pickled** when pickle can, else as its **repr** with a note that it cannot be restored.
+The kind is stored with the value, so loading knows what to do; a value that cannot be
+restored (a repr, a pickle that no longer loads, a value that held a secret) loads as an
+:class:`Unrestorable` marker, so a resumed run re-runs the step instead of feeding a
+string to the next one.
+
+Pickles run code when they load: open only run stores you trust (as with any pickle).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .redact import REDACTED_TEXT, Redactor, dump_json
+
+ValueKind = Literal["json", "pickle", "repr"]
+#: a shown repr is cut to this many characters
+REPR_LIMIT = 2000
+_PLAIN = (str, int, float, bool, type(None))
+
+
+@dataclass(frozen=True)
+class Unrestorable:
+    """Stands for a stored value that cannot be given back; ``reason`` says why."""
+
+    repr: str
+    type: str = ""
+    reason: str = "it could be neither written as JSON nor pickled"
+
+    def __repr__(self) -> str:
+        return f"<unrestorable {self.type or 'value'}: {self.repr}>"
+
+
+class Redacted:
+    """Stands for an argument value that was a secret: it was never written, so a step
+    that still has to run needs it given again (from the plan, or the caller)."""
+
+    __slots__ = ()
+    _instance: "Redacted | None" = None
+
+    def __new__(cls) -> "Redacted":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return REDACTED_TEXT
+
+    def __reduce__(self) -> str:
+        return "REDACTED"
+
+
+REDACTED = Redacted()
+
+
+def is_plain_json(value: Any) -> bool:
+    """True when ``json.loads(json.dumps(value))`` gives back an equal value of the same types."""
+    t = type(value)
+    if t in _PLAIN:
+        return True
+    if t is list:
+        return all(is_plain_json(v) for v in value)
+    if t is dict:
+        return all(type(k) is str and is_plain_json(v) for k, v in value.items())
+    return False
+
+
+def shown(value: Any) -> str:
+    """``repr(value)``, cut to :data:`REPR_LIMIT`; a repr that raises says so."""
+    try:
+        text = repr(value)
+    except Exception as exc:  # a broken __repr__ must not lose the run
+        text = f"<{type(value).__name__} object; its repr raised {type(exc).__name__}>"
+    return text if len(text) <= REPR_LIMIT else text[: REPR_LIMIT - 1] + "…"
+
+
+def type_name(value: Any) -> str:
+    t = type(value)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A value as a store writes it: ``kind``, the payload, and a repr for views."""
+
+    kind: ValueKind
+    payload: str | bytes
+    shown: str | None = None
+    type: str = ""
+    reason: str | None = None
+
+    @property
+    def restorable(self) -> bool:
+        return self.kind != "repr"
+
+
+def _unrestorable(value: Any, reason: str, redactor: Redactor) -> Encoded:
+    return Encoded("repr", redactor.text(shown(value)), None, type_name(value), reason)
+
+
+def encode(value: Any, redactor: Redactor) -> Encoded:
+    """JSON, else pickle, else repr; a value holding a known secret is never written."""
+    if value is None:
+        return Encoded("json", "null")
+    if is_plain_json(value):
+        text = dump_json(value)
+        if redactor.has_known_secret(text):
+            return _unrestorable(value, "it held a secret, which is never written", redactor)
+        return Encoded("json", text)
+    try:
+        blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # pickle raises many kinds (TypeError, PicklingError, AttributeError...)
+        return _unrestorable(value, f"it could be neither written as JSON nor pickled ({type(exc).__name__}: "
+                                    f"{redactor.text(str(exc))[:200]})", redactor)
+    if redactor.has_known_secret(blob):
+        return _unrestorable(value, "it held a secret, which is never written", redactor)
+    return Encoded("pickle", blob, redactor.text(shown(value)), type_name(value))
+
+
+def decode(kind: str, payload: str | bytes | None, shown_text: str | None = None, type_: str = "",
+           reason: str | None = None) -> Any:
+    """The value back, or an :class:`Unrestorable` when it cannot be."""
+    if kind == "json":
+        return json.loads(payload if payload is not None else "null")
+    if kind == "pickle":
+        try:
+            return pickle.loads(payload if isinstance(payload, bytes) else bytes(payload or b""))
+        except Exception as exc:  # the class is gone, renamed, or the module is not importable
+            return Unrestorable(shown_text or "", type_, f"its pickle no longer loads ({type(exc).__name__}: {exc})")
+    if kind == "repr":
+        text = payload.decode() if isinstance(payload, bytes) else (payload or "")
+        return Unrestorable(text, type_, reason or Unrestorable.reason)
+    raise ValueError(f"unknown stored value kind {kind!r}: this store was written by a newer planbook")
+
+
+Path = tuple[Any, ...]
+#: the args of a step whose pickled args no longer load, as loaded
+UNRESTORABLE_ARGS = "(args)"
+
+
+def redact_args(args: dict[str, Any], redactor: Redactor) -> tuple[dict[str, Any], list[Path]]:
+    """Args with every value that redaction changed replaced by :data:`REDACTED`, and the
+    paths (keys and indexes) of those values. ``args`` itself when nothing changed.
+
+    A secret-named value is replaced whole; a string holding a secret (a URL with a
+    password, a header line) is replaced too, since part of it would be a wrong argument.
+    """
+    redacted = redactor.data(args)
+    if redacted is args:
+        return args, []
+    paths: list[Path] = []
+    return _mark(redacted, args, (), paths), paths
+
+
+def _mark(redacted: Any, original: Any, path: Path, paths: list[Path]) -> Any:
+    if redacted is original:
+        return original
+    if isinstance(original, dict) and isinstance(redacted, dict):
+        return {k: _mark(v, original[k], path + (k,), paths) for k, v in redacted.items()}
+    if isinstance(original, (list, tuple)) and isinstance(redacted, (list, tuple)):
+        items = [_mark(a, b, path + (i,), paths) for i, (a, b) in enumerate(zip(redacted, original))]
+        return items if isinstance(original, list) else tuple(items)
+    paths.append(path)
+    return REDACTED
+
+
+def place_markers(args: dict[str, Any], paths: list[Path]) -> dict[str, Any]:
+    """Loaded args: put :data:`REDACTED` back where a value was redacted."""
+    for path in paths:
+        target: Any = args
+        try:
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = REDACTED
+        except (KeyError, IndexError, TypeError):  # a tuple (pickled args keep their markers)
+            continue
+    return args
+
+
+def encode_args(args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list[Path]]:
+    """Redacted args, encoded like a result (markers are written as ``***``)."""
+    stored, paths = redact_args(args, redactor)
+    if paths and is_plain_json(_unmarked(stored)):
+        return Encoded("json", dump_json(_unmarked(stored))), paths
+    enc = encode(stored, redactor)
+    if enc.kind == "repr":  # one arg spoils the pickle: keep the others, mark that one
+        kept = {}
+        for name, value in stored.items():
+            one = encode(value, redactor)
+            kept[name] = value if one.restorable else Unrestorable(str(one.payload), one.type, one.reason or "")
+        enc = encode(kept, redactor)
+    return enc, paths
+
+
+def _unmarked(value: Any) -> Any:
+    if value is REDACTED:
+        return REDACTED_TEXT
+    if type(value) is dict:
+        return {k: _unmarked(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_unmarked(v) for v in value]
+    return value
+
+
+def clone(value: Any) -> Any:
+    """A copy of the containers of plain data (dicts, lists, tuples); other objects are shared
+    (they may be large, or not copyable at all)."""
+    if isinstance(value, dict):
+        return {k: clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clone(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(clone(v) for v in value)
+    return value
+
+
+def has_marker(value: Any, marker: type = Redacted) -> bool:
+    """True when a marker (``Redacted`` or ``Unrestorable``) sits anywhere in plain data."""
+    if isinstance(value, marker):
+        return True
+    if isinstance(value, dict):
+        return any(has_marker(v, marker) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(has_marker(v, marker) for v in value)
+    return False
