@@ -10,10 +10,11 @@ from typing import Any
 
 from .agents import Agent, AgentContext, AgentReply, FunctionAgent, ScriptedAgent
 from .diff import diff_plans
-from .errors import PlanError, PlanningError, Problem, RunFailed
+from .errors import PlanbookError, PlanError, PlanningError, Problem, RunFailed
 from .models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
 from .planners import Planner, PlanningContext, ScriptedPlanner
 from .planners import make_plan
+from .resume import ResumeError, load_run, resume, runs
 from .runner import Runner, RunState, run
 from .textview import format_diff, format_plan, format_result
 from .tools import Tool, Toolbox, default_toolbox, tool
@@ -22,7 +23,8 @@ from .validate import validate_plan
 __version__ = "0.1.0"
 
 __all__ = [
-    "Agent", "AgentContext", "AgentReply", "Event", "FunctionAgent", "Plan", "PlanDiff", "PlanError",
+    "Agent", "AgentContext", "AgentReply", "Event", "FunctionAgent", "Plan", "PlanDiff", "PlanError", "PlanbookError",
+    "ResumeError", "load_run", "resume", "runs",
     "Planner", "PlanningContext", "PlanningError", "Problem", "RunFailed", "RunResult", "RunState", "Runner",
     "ScriptedAgent", "ScriptedPlanner", "Status", "Step", "Tool", "Toolbox", "Usage", "default_toolbox",
     "diff_plans", "format_diff", "format_plan", "format_result", "make_plan", "run", "tool", "validate_plan",

@@ -1,4 +1,24 @@
-"""Errors a user can act on: each names the step, the problem and what to do."""
+"""Errors a user can act on: each names the step, the problem and what to do.
+
+Every error planbook raises on purpose derives from :class:`PlanbookError`, and also from
+the built-in class a caller would expect, so ``except ValueError`` keeps working::
+
+    PlanbookError
+    ├── PlanError (ValueError)            a plan or a planner's answer is invalid; .problems lists each
+    │   └── CellPlanError                 the same, pointing into a %%plan cell (planbook.magics)
+    ├── PlanningError (RuntimeError)      a planner could not make a plan; carries the attempts
+    ├── RunFailed (RuntimeError)          a run ended failed and the caller asked for an exception
+    ├── ResumeError (RuntimeError)        a stored run cannot continue as it is (planbook.resume)
+    ├── StoreError (RuntimeError)         a run store cannot do what was asked (planbook.store)
+    │   ├── StoreFormatError              the file is damaged, not a run store, or newer
+    │   └── RunNotFound (LookupError)     no run with that id
+    ├── LLMConfigError (RuntimeError)     the model settings are missing or wrong (planbook.llm)
+    │   └── CassetteError                 a cassette file is damaged or refused
+    │       └── CassetteMismatch          a replayed request differs from the recording
+    └── ModelCallError (RuntimeError)     the model server failed or answered something else
+
+``RunInterrupted`` (planbook.magics) is a ``KeyboardInterrupt``, so "Run all" stops there.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +26,10 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+
+class PlanbookError(Exception):
+    """The base of every error planbook raises on purpose (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -24,7 +48,7 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-class PlanError(ValueError):
+class PlanError(PlanbookError, ValueError):
     """A plan that cannot run. ``problems`` lists every problem found, not only the first."""
 
     def __init__(self, problems: Iterable[Problem] | str, *, source: str | None = None) -> None:
@@ -50,7 +74,7 @@ class PlanError(ValueError):
         return [f"PlanError: {self._message()}"]
 
 
-class PlanningError(RuntimeError):
+class PlanningError(PlanbookError, RuntimeError):
     """A planner could not produce a valid plan; ``attempts`` holds every raw answer."""
 
     def __init__(self, message: str, *, attempts: list[Any] | None = None) -> None:
@@ -61,7 +85,7 @@ class PlanningError(RuntimeError):
         return [f"PlanningError: {self}"]
 
 
-class RunFailed(RuntimeError):
+class RunFailed(PlanbookError, RuntimeError):
     """Raised by ``--check`` and pipelines when a run ends failed; carries the result."""
 
     def __init__(self, result: Any) -> None:

@@ -280,6 +280,7 @@ EventKind = Literal[
     "step.retry",
     "step.skipped",
     "step.blocked",
+    "step.cached",
     "plan.diff",
     "llm.call",
     "run.paused",

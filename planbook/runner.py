@@ -33,11 +33,13 @@ from .execute import (
     stdout_routing,
 )
 from .executors import Call, FuturesExecutor, InlineExecutor, StepAbandoned, ThreadPool
+from .persistence import RunRecorder
 from .gcwindow import FreezeWindow, collector_paused, freeze_window
 from .interrupts import call_user, checkpoint, interrupt_gate, waiting
 from .models import Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage
 from .planners import Planner, PlanningContext, make_plan, planner_steps, tell_planner
 from .policies import chain_for, handle_failure
+from .refs import resolve
 from .scheduler import Scheduler
 from .spec import is_plan_spec, slug
 from .state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE, RunState
@@ -57,7 +59,7 @@ AfterStep = Callable[[str, Plan, Step], Any]
 class _InFlight:
     """A submitted call the runner has not recorded yet."""
 
-    __slots__ = ("step", "execution", "future", "token", "handle", "deadline", "began")
+    __slots__ = ("step", "execution", "future", "token", "handle", "deadline", "began", "cache_key")
 
     def __init__(self, step: Step, execution: int, future: Any, token: object | None, handle: CallHandle | None,
                  deadline: float | None = None) -> None:
@@ -68,6 +70,7 @@ class _InFlight:
         self.handle = handle
         self.deadline = deadline
         self.began = time.perf_counter()
+        self.cache_key: str | None = None
 
 
 class Runner:
@@ -92,6 +95,8 @@ class Runner:
         parallel: int = 1,
         executor: Any = None,
         after_step: AfterStep | None = None,
+        store: Any = None,
+        cache: bool = True,
         on_event: EventHandler | Iterable[EventHandler] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -123,6 +128,12 @@ class Runner:
             raise ValueError(f"retries={retries} only applies to the retry policy, and on_failure is "
                              f"{list(policy)}: add 'retry' (e.g. on_failure=['retry', '{policy[-1]}'])")
         self.state = RunState(plan=initial)
+        #: where the run persists (None: nowhere); see planbook.persistence
+        self.recorder: RunRecorder | None = None
+        if store is not None:
+            from .store import open_store
+
+            self.recorder = RunRecorder(open_store(store), cache=cache)
         self.scheduler = Scheduler(initial, self._blocked)
         self._stale = False  # the scheduler must be rebuilt before the next tick
         self._inflight: list[_InFlight] = []
@@ -137,6 +148,8 @@ class Runner:
         self._gc = _NO_WINDOW
         #: tools whose last call took under FAST_CALL seconds (run inline even with a view)
         self._fast_tools: dict[str, bool] = {}
+        #: cache keys of steps about to run (their result is cached when they succeed)
+        self._cache_keys: dict[str, str] = {}
 
     def _initial_plan(self, plan: Plan | str) -> Plan:
         """The run's own copy of the plan, checked (or an empty plan awaiting its first one)."""
@@ -246,6 +259,8 @@ class Runner:
             self.state.traceback = "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__))
         self.emit("run.finished", status=status, reason=reason, error=error, executions=self.state.executions,
                   replans=self.state.replans)
+        if self.recorder is not None:
+            self.recorder.save(self.state)
 
     def result(self) -> RunResult:
         """A snapshot of the run so far (the runner may go on after a pause)."""
@@ -333,11 +348,14 @@ class Runner:
             return
         self.state.status, self.state.reason = "paused", "paused"
         self.emit("run.paused", why=why)
+        if self.recorder is not None:
+            self.recorder.save(self.state)
 
     def _start(self) -> bool:
         """Begin or continue the run; False when it ended here (no first plan)."""
         s = self.state
-        if s.status in ("paused", "interrupted"):
+        resumed = s.status in ("paused", "interrupted")
+        if resumed:
             self._settle_leftovers()
             s.status, s.reason, s.error = "running", None, None
             self._stale = True  # a paused plan may have been edited by hand
@@ -348,11 +366,17 @@ class Runner:
                       parallel=self.parallel)
             if self.goal_only is None:
                 self.emit("plan.created", steps=[st.id for st in s.plan.steps])
+            if self.recorder is not None:
+                self.recorder.begin(s, self.config.model_dump(mode="json"))
+        elif resumed and self.recorder is not None:
+            self.recorder.save(s)
         if self.goal_only is not None and s.plan.revision == 0:  # no first plan yet (or it was interrupted)
             if not self._first_plan():
                 return False
             self._stale = True
             self.emit("plan.created", steps=[st.id for st in s.plan.steps])
+            if self.recorder is not None:
+                self.recorder.save(s)
         if self._stale:
             self.scheduler.rebuild(s.plan)
             self._stale = False
@@ -392,6 +416,8 @@ class Runner:
             step = self.scheduler.peek()
             if step is None:
                 return
+            if self.recorder is not None and step.tool is not None and self._from_cache(step):
+                continue
             refused = self.budget.execution_refused(s.executions, step.id, retry=bool(step.attempts))
             if refused is not None:
                 self._ending = ("failed", "step_budget", refused)
@@ -400,6 +426,30 @@ class Runner:
             self._submit(step)
 
     # ------------------------------------------------------------- submitting
+    def _from_cache(self, step: Step) -> bool:
+        """Complete ``step`` with a stored result of the same call, if the store has one."""
+        assert self.recorder is not None
+        try:
+            args = resolve(step.args, {n: self.scheduler.by_id[n].result for n in step.needs})
+        except Exception:  # noqa: BLE001 - the call itself will report it
+            return False
+        key = self.recorder.cache_key(self.tools[step.tool or ""], args)
+        if key is None:
+            return False
+        hit = self.recorder.cached(key)
+        if hit is None:
+            self._cache_keys[step.id] = key
+            return False
+        self.scheduler.take()
+        now = self.clock()
+        step.set_state(status=Status.completed, result=hit.result, error=None, traceback=None, output="",
+                       notes=f"cached: the result of step {hit.step_id} in run {hit.run_id}",
+                       started_at=now, finished_at=now)
+        self.scheduler.completed(step)
+        self.emit("step.cached", step=step.id, from_run=hit.run_id, from_step=hit.step_id, result=_short(hit.result))
+        self._changed(step)
+        return True
+
     def _executor_for(self, step: Step) -> Any:
         """Where this step's call runs.
 
@@ -435,6 +485,7 @@ class Runner:
         executor = self._executor_for(step)
         inline = executor is _INLINE
         flight = _InFlight(step, s.executions, None, None, None if inline else CallHandle())
+        flight.cache_key = self._cache_keys.pop(step.id, None)
         if step.agent is not None:
             flight.token = object()
             self.bus.live.add(flight.token)
@@ -446,6 +497,8 @@ class Runner:
         except KeyboardInterrupt:  # Ctrl-C in a view as the step starts: it has not started
             self._uncount(flight, "")
             raise
+        if self.recorder is not None:
+            self.recorder.before_call(step, s)
         pinned = self._pinned(step) if self.step_timeout is not None else ""
         if pinned:
             flight.future = Call.done_with(Outcome(ok=False, error=f"step {step.id!r} uses {pinned}, which runs on the main "
@@ -609,6 +662,10 @@ class Runner:
         )
         self._gc.tick()
         s.history.append(step.snapshot())
+        if self.recorder is not None:
+            self.recorder.changed(step)
+            if outcome.ok and flight.cache_key is not None:
+                self.recorder.remember(flight.cache_key, step.result, tool=step.tool or "", step_id=step.id)
         s.records.append(Execution(
             execution=flight.execution, step=step.id, attempt=step.attempts, revision=s.plan.revision,
             worker=outcome.worker or "main", start=outcome.started if outcome.started is not None else step.started_at
@@ -658,11 +715,13 @@ class Runner:
         step.notes = f"retry {used}/{self.retries} after: {step.error}"
         self.scheduler.again(step)
         self.emit("step.retry", step=step.id, retry=used, of=self.retries, error=step.error)
+        self._changed(step)
 
     def skip(self, step: Step) -> None:
         step.status = Status.skipped
         step.notes = f"skipped after: {step.error}"
         self.emit("step.skipped", step=step.id, error=step.error)
+        self._changed(step)
         self.scheduler.ended_without_result(step)
 
     def replan(self, step: Step) -> None:
@@ -675,6 +734,7 @@ class Runner:
     def keep_going(self, step: Step) -> None:
         step.notes = f"failed; its dependents run anyway (on_failure continue): {step.error}"
         self.scheduler.release(step)
+        self._changed(step)
 
     def abort(self, step: Step) -> None:
         self._ending = ("failed", "aborted", f"step {step.id} failed: {step.error}")
@@ -683,6 +743,11 @@ class Runner:
 
     def _blocked(self, step: Step, dead: list[str]) -> None:
         self.emit("step.blocked", step=step.id, because=dead)
+        self._changed(step)
+
+    def _changed(self, step: Step) -> None:
+        if self.recorder is not None:
+            self.recorder.changed(step)
 
     # -------------------------------------------------------------- planning
     def _first_plan(self) -> bool:
@@ -752,6 +817,7 @@ class Runner:
                 other.status = Status.skipped
                 other.notes = f"not run: step {step.id} ended the run ({why})"
                 self.emit("step.skipped", step=other.id, reason=why, by=step.id)
+                self._changed(other)
         self._ending = ("completed", "stopped", f"step {step.id} ended the run: {why}")
         if not self._inflight:
             self._finish(*self._ending)
@@ -799,6 +865,8 @@ class Runner:
         self.emit("plan.diff", removed=diff.removed, added=diff.added, revised=diff.revised,
                   from_revision=diff.from_revision, to_revision=diff.to_revision, reason=diff.reason)
         self.emit("plan.created", steps=[st.id for st in candidate.steps])
+        if self.recorder is not None:
+            self.recorder.save(s)
 
     def _complete(self) -> None:
         counts = self.plan.counts()
@@ -829,6 +897,8 @@ class Runner:
         s.status, s.reason, s.error = "interrupted", "interrupted", "interrupted by the user"
         self.emit("run.finished", status="interrupted", reason="interrupted", error=s.error,
                   executions=s.executions, replans=s.replans)
+        if self.recorder is not None:
+            self.recorder.save(s)
 
     def _record_kept(self, flight: _InFlight) -> None:
         """Record a call that completed around an interrupt, deferring its policy to the continue."""
@@ -864,6 +934,13 @@ class Runner:
             flight.step.set_state(attempts=flight.step.attempts + 1, notes="")
             self._stale = True
             self._record_kept(flight)
+
+    def adopt(self, state: RunState, run_id: str) -> None:
+        """Continue a stored run: its state, written on under its id (see planbook.resume)."""
+        self.state = state
+        self._stale = True
+        if self.recorder is not None:
+            self.recorder.run_id = run_id
 
     def settle(self) -> None:
         """Wait for calls still running from an interrupted run (``--restart`` does this first)."""
@@ -912,6 +989,8 @@ def run(
     parallel: int = 1,
     executor: Any = None,
     after_step: AfterStep | None = None,
+    store: Any = None,
+    cache: bool = True,
     on_event: EventHandler | Iterable[EventHandler] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> RunResult:
@@ -919,12 +998,16 @@ def run(
 
     ``parallel=N`` runs up to N steps whose needs are complete at once (worker threads,
     or ``executor``: any ``concurrent.futures.Executor``, such as a Dask client's
-    ``get_executor(pure=False)``). Raises :class:`PlanError` if the plan is invalid
+    ``get_executor(pure=False)``). ``store``: a path, ``":memory:"`` or a store object
+    where the run persists (default: none), so :func:`planbook.resume` can finish it after
+    a crash; with a store, a tool call made before with the same arguments reuses its
+    result unless ``cache=False`` (or the tool says ``cache=False``). ``after_step``: see
+    :data:`AfterStep`. Raises :class:`PlanError` if the plan is invalid
     (nothing runs); every other outcome — failures, budgets, interrupts — is in the result.
     """
     runner = Runner(
         plan, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=retries,
         max_steps=max_steps, max_replans=max_replans, step_timeout=step_timeout, parallel=parallel,
-        executor=executor, after_step=after_step, on_event=on_event, clock=clock,
+        executor=executor, after_step=after_step, store=store, cache=cache, on_event=on_event, clock=clock,
     )
     return runner.run()

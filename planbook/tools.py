@@ -25,6 +25,9 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         main_thread: bool = False,
+        cache: bool = True,
+        idempotent: bool = True,
+        version: str | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"a tool must be callable, got {fn!r}")
@@ -46,6 +49,14 @@ class Tool:
         #: always run on the runner's thread, even when a live view runs steps in a worker
         #: thread (for objects bound to a thread: a sqlite3 connection, signal handlers, GUI calls)
         self.main_thread = main_thread
+        #: a run with a store reuses this tool's earlier result for the same arguments
+        #: (False for tools with side effects: sending mail, writing files)
+        self.cache = cache
+        #: False: calling it twice may do the work twice, so a resume after a crash stops
+        #: and asks before running again a call that may already have taken effect
+        self.idempotent = idempotent
+        #: part of the cache key: change it when the tool's code changes what it returns
+        self.version = version
         if main_thread and self.is_async:
             raise ValueError(f"tool {self.name!r} is async: it runs on an event loop, not on the main thread; "
                              "drop main_thread=True, or make it a plain function")
@@ -200,14 +211,23 @@ class Toolbox(Mapping[str, Tool]):
         name: str | None = None,
         description: str | None = None,
         main_thread: bool | None = None,
+        cache: bool | None = None,
+        idempotent: bool | None = None,
+        version: str | None = None,
     ) -> Tool:
         """Register ``fn`` (replacing a tool of the same name: re-running a notebook cell must work)."""
-        if isinstance(fn, Tool) and name is None and description is None and main_thread is None:
+        given = (name, description, main_thread, cache, idempotent, version)
+        if isinstance(fn, Tool) and all(v is None for v in given):
             tool_obj = fn
         else:
-            pinned = main_thread if main_thread is not None else bool(getattr(fn, "main_thread", False))
+            def option(value: Any, attr: str, default: Any) -> Any:
+                return value if value is not None else getattr(fn, attr, default)
+
             tool_obj = Tool(fn.fn if isinstance(fn, Tool) else fn, name=name or getattr(fn, "name", None),
-                            description=description, main_thread=pinned)
+                            description=description, main_thread=bool(option(main_thread, "main_thread", False)),
+                            cache=bool(option(cache, "cache", True)),
+                            idempotent=bool(option(idempotent, "idempotent", True)),
+                            version=option(version, "version", None))
         self._tools[tool_obj.name] = tool_obj
         return tool_obj
 
@@ -218,11 +238,18 @@ class Toolbox(Mapping[str, Tool]):
         name: str | None = None,
         description: str | None = None,
         main_thread: bool = False,
+        cache: bool = True,
+        idempotent: bool = True,
+        version: str | None = None,
     ) -> Any:
-        """Decorator: ``@box.tool`` or ``@box.tool(name="x", main_thread=True)``. Returns the function unchanged."""
+        """Decorator: ``@box.tool`` or ``@box.tool(name="x", main_thread=True, cache=False)``.
+
+        Returns the function unchanged.
+        """
 
         def register(f: Callable[..., Any]) -> Callable[..., Any]:
-            self.add(f, name=name, description=description, main_thread=main_thread)
+            self.add(f, name=name, description=description, main_thread=main_thread, cache=cache,
+                     idempotent=idempotent, version=version)
             return f
 
         return register(fn) if fn is not None else register
@@ -252,10 +279,15 @@ default_toolbox = Toolbox()
 
 def tool(
     fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None,
-    main_thread: bool = False,
+    main_thread: bool = False, cache: bool = True, idempotent: bool = True, version: str | None = None,
 ) -> Any:
-    """Register a function in the default toolbox (used when a run is given no ``tools``)."""
-    return default_toolbox.tool(fn, name=name, description=description, main_thread=main_thread)
+    """Register a function in the default toolbox (used when a run is given no ``tools``).
+
+    ``cache=False``: never reuse an earlier result (side effects); ``idempotent=False``:
+    a resume after a crash asks before calling it again; ``version``: part of the cache key.
+    """
+    return default_toolbox.tool(fn, name=name, description=description, main_thread=main_thread, cache=cache,
+                                idempotent=idempotent, version=version)
 
 
 ToolsLike = Toolbox | Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]] | None

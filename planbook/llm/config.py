@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..errors import PlanbookError
 from .text import MIN_SECRET_LENGTH, redact, redact_url, url_secrets
 
 __all__ = ["DEFAULT_MODEL", "LLMConfig", "LLMConfigError", "ModelCallError", "redact", "redact_url", "resolve_config"]
@@ -25,14 +26,14 @@ DEFAULT_MODEL = "gpt-4o-mini"
 PLACEHOLDER_KEY = "no-key-needed"
 
 
-class LLMConfigError(RuntimeError):
+class LLMConfigError(PlanbookError, RuntimeError):
     """The model layer is not set up (no key, no server, no cassette); the message says how."""
 
     def _render_traceback_(self) -> list[str]:
         return [f"LLMConfigError: {self}"]
 
 
-class ModelCallError(RuntimeError):
+class ModelCallError(PlanbookError, RuntimeError):
     """A call to the model server failed (HTTP error, timeout, connection); secrets are redacted."""
 
     def __init__(self, message: str, *, status: int | None = None, kind: str = "error") -> None:

@@ -32,19 +32,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import PlanbookError
 from ..models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
 from .values import Redacted, Unrestorable, has_marker
 
 #: the RunState fields that are not lists (saved as one record, read back as is)
 COUNTER_FIELDS = (
     "status", "reason", "error", "traceback", "executions", "replans", "retries_used", "last_error",
-    "pending_failure", "started",
+    "pending_failures", "started",
 )
 #: the RunState fields a store keeps as lists of records
 LIST_FIELDS = ("plan", "history", "revisions", "events")
+#: RunState fields a store does not keep: the timing records (a resumed run's timeline
+#: rebuilds them from the history's start and end times)
+UNSTORED_FIELDS = ("records",)
 
 
-class StoreError(RuntimeError):
+class StoreError(PlanbookError, RuntimeError):
     """A run store cannot do what was asked; the message says which store and what to do."""
 
     def _render_traceback_(self) -> list[str]:
@@ -240,7 +244,8 @@ def counters_of(state: Any) -> dict[str, Any]:
     names = _COUNTER_NAMES.get(type(state))
     if names is None:
         fields = getattr(type(state), "model_fields", None)
-        names = tuple(n for n in fields if n not in LIST_FIELDS) if fields else COUNTER_FIELDS
+        names = (tuple(n for n in fields if n not in LIST_FIELDS and n not in UNSTORED_FIELDS)
+                 if fields else COUNTER_FIELDS)
         _COUNTER_NAMES[type(state)] = names
     values = state.__dict__ if hasattr(state, "__dict__") else {}
     out = {}

@@ -1,0 +1,60 @@
+"""What a run writes to its store, and when: the runner's only link to :mod:`planbook.store`.
+
+The durability rule: a step's result and status are in the store before the next step
+starts. Status changes are collected and written together with the start of the next
+call (one transaction per step), and the whole state is saved at a replan, a pause, an
+interrupt and the end. A crash therefore loses at most the outcome of the call that
+was running, which a resume runs again (or, for a tool declared ``idempotent=False``,
+asks about first).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .models import Step
+
+
+class RunRecorder:
+    """Writes one run to one store; owns the step cache lookups of that run."""
+
+    def __init__(self, store: Any, *, cache: bool, run_id: str | None = None) -> None:
+        self.store = store
+        self.cache = cache
+        self.run_id = run_id
+        self._changed: dict[str, Step] = {}
+
+    def begin(self, state: Any, config: dict[str, Any]) -> None:
+        """Create the run in the store (a resumed run exists already) and save its state."""
+        if self.run_id is None:
+            self.run_id = self.store.create_run(state.plan, goal=state.plan.goal, config=config)
+        self.save(state)
+
+    def changed(self, step: Step) -> None:
+        """``step``'s status or result changed: written with the next call's start, or the next save."""
+        self._changed[step.id] = step
+
+    def before_call(self, step: Step, state: Any) -> None:
+        """The durability point: what changed so far, and ``step`` now in progress."""
+        self._changed.pop(step.id, None)
+        steps = [*self._changed.values(), step]
+        self._changed.clear()
+        self.store.record_step(self.run_id, steps, state)
+
+    def save(self, state: Any) -> None:
+        self._changed.clear()
+        self.store.save_state(self.run_id, state)
+
+    # ------------------------------------------------------------------ cache
+    def cache_key(self, tool: Any, args: dict[str, Any]) -> str | None:
+        if not (self.cache and getattr(tool, "cache", True)):
+            return None
+        from .store import step_cache_key
+
+        return step_cache_key(tool.name, args, version=getattr(tool, "version", None))
+
+    def cached(self, key: str) -> Any:
+        return self.store.cache_get(key)
+
+    def remember(self, key: str, result: Any, *, tool: str, step_id: str) -> None:
+        self.store.cache_put(key, result, tool=tool, run_id=self.run_id, step_id=step_id)
