@@ -18,3 +18,8 @@ pytest_plugins = ["planbook.testing.pytest_plugin"]
 def pytest_configure(config: object) -> None:
     for name in MODEL_ENV:
         os.environ.pop(name, None)
+    # runs kept by the magics and the CLI (and the notebooks' kernels) go to a store of this
+    # test session, never to the developer's .planbook/ or $PLANBOOK_HOME
+    import tempfile
+
+    os.environ["PLANBOOK_HOME"] = tempfile.mkdtemp(prefix="planbook-test-home-")

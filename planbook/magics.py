@@ -144,6 +144,11 @@ class PlanMagics(Magics):
         super().__init__(shell)
         self.runs: dict[str, _Run] = {}
         self.origins: dict[str, _Origin] = {}
+        #: where runs persist: None is the default file (opened on the first run), "off" is nowhere
+        self.store_choice: str | None = None
+        self._store: Any = None
+        #: reuse a tool's earlier result for the same arguments (``%plan_store --no-cache`` turns it off)
+        self.cache = True
 
     @property
     def ip(self) -> Any:
@@ -217,6 +222,64 @@ class PlanMagics(Magics):
 
         display(plan)
 
+    # ------------------------------------------------------------- %plan_store
+    @no_var_expand
+    @ma.magic_arguments()
+    @ma.argument("where", nargs="?", default=None, help="a file path, ':memory:' (this kernel only), 'default' or 'off'")
+    @ma.argument("--no-cache", action="store_true", help="never reuse earlier results of the same tool calls")
+    @line_magic
+    def plan_store(self, line: str) -> None:
+        """Choose where %run_plan keeps runs, and whether it reuses earlier results.
+
+        By default runs are kept in ``$PLANBOOK_HOME/runs.sqlite``, else in
+        ``.planbook/runs.sqlite`` under the current directory, so ``%run_plan NAME --resume``
+        finishes a run after a kernel restart, and a step whose tool was called before with
+        the same arguments reuses that result. With no argument, says where runs go.
+        """
+        args = _parse(self.plan_store, line)
+        if args.where is not None:
+            self.store_choice = None if args.where == "default" else args.where
+            self._store = None
+        self.cache = not args.no_cache
+        where = {"off": "nowhere (runs are not kept)", ":memory:": "in memory (until the kernel stops)"}
+        from .store import default_store_path
+
+        place = where.get(self.store_choice or "", str(self.store_choice or default_store_path()))
+        print(f"planbook keeps runs {place if self.store_choice in where else 'in ' + place}; "
+              f"earlier results of the same tool calls are {'reused' if self.cache else 'not reused'}")
+
+    def store(self) -> Any:
+        """The run store of this session (opened when first needed), or None when it is off."""
+        if self.store_choice == "off":
+            return None
+        if self._store is None:
+            from .store import default_store_path, open_store
+
+            try:
+                self._store = open_store(self.store_choice or default_store_path())
+            except Exception as exc:  # noqa: BLE001 - a damaged store must not hide behind a traceback
+                raise UsageError(f"{exc} (%plan_store PATH chooses another file; %plan_store off keeps no runs)") from None
+        return self._store
+
+    def _resumed(self, name: str, plan: Any, tools: Any, agents: Any, planner: Any, rerun: list[str],
+                 executor: Any) -> Any:
+        """The latest stored run of plan NAME, ready to continue (or its result, if it ended)."""
+        from .resume import ResumeError, resume
+
+        store = self.store()
+        if store is None:
+            raise UsageError("--resume needs a run store, and %plan_store is off: %plan_store default turns it on")
+        run_id = next((r.run_id for r in store.list_runs() if store.load_run(r.run_id).plan.id == name), None)
+        if run_id is None:
+            raise UsageError(f"no stored run of plan {name!r} in {store.location}: %run_plan {name} starts one")
+        try:
+            return resume(run_id, store=store, tools=tools, agents=agents, planner=planner,
+                          plan=plan if isinstance(plan, Plan) else None, rerun=rerun, executor=executor, run=False)
+        except ResumeError as exc:
+            if "already" in str(exc):
+                return store.load_run(run_id).result()
+            raise UsageError(magic_words(str(exc))) from None
+
     # --------------------------------------------------------------- %run_plan
     @no_var_expand
     @ma.magic_arguments()
@@ -234,6 +297,9 @@ class PlanMagics(Magics):
     @ma.argument("--timeout", type=float, metavar="SECONDS", help="time limit per step")
     @ma.argument("--parallel", type=int, default=None, metavar="N", help="run up to N steps whose needs are done at once (default 1: one at a time, in plan order)")
     @ma.argument("--executor", metavar="VAR", help="a concurrent.futures.Executor in the namespace that runs tool calls (e.g. a Dask client's get_executor(pure=False))")
+    @ma.argument("--resume", action="store_true", help="continue this plan's latest stored run (after a kernel restart or a crash): completed steps are not run again")
+    @ma.argument("--rerun", metavar="ID", action="append", default=[], help="with --resume: run step ID again although its tool is idempotent=False and it was in progress when the run stopped")
+    @ma.argument("--no-cache", action="store_true", help="do not reuse earlier results of the same tool calls")
     @ma.argument("--check", action="store_true", help="raise planbook.RunFailed if the run ends failed (for pipelines)")
     @ma.argument("--restart", action="store_true", help="start a new run even if the last one paused or was interrupted")
     @ma.argument("--no-view", action="store_true", help="no live view (the result is still returned)")
@@ -253,6 +319,10 @@ class PlanMagics(Magics):
         """
         args = _parse(self.run_plan, line)
         name = _check_name(args.name)
+        if args.rerun and not args.resume:
+            raise UsageError("--rerun goes with --resume (it names steps of the stored run to run again)")
+        if args.resume and (args.restart or args.step or args.until):
+            raise UsageError("--resume continues the stored run to its end: drop --restart, --step and --until")
         value = self._plan_value(name)
         origin = self.origins.get(name)
         if origin is not None and origin.plan is not value:
@@ -305,14 +375,24 @@ class PlanMagics(Magics):
                 "with these options"
             )
         resumable = unfinished  # with no options, or the same ones: continue where it stopped
-        if not resumable:
+        if args.resume:
+            if run is not None:
+                run.runner.settle()
+            runner = self._resumed(name, value, tools, agents, planner, args.rerun, executor)
+            if isinstance(runner, RunResult):  # the stored run had ended: say so, return it
+                print(f"plan {name!r}: its latest stored run already {runner.status} ({runner.reason}); "
+                      f"%run_plan {name} starts a new run")
+                return runner
+            run = _Run(value=value, key=key, runner=runner, objects=[tools, agents, planner])
+            self.runs[name] = run
+        elif not resumable:
             if run is not None:
                 run.runner.settle()  # a call still running from the old run must end before its step runs again
             try:
                 runner = Runner(
                     value, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=args.retries,
                     max_steps=max_steps, max_replans=max_replans, step_timeout=args.timeout, parallel=parallel,
-                    executor=executor,
+                    executor=executor, store=self.store(), cache=self.cache and not args.no_cache,
                 )
             except PlanError as exc:
                 raise CellPlanError(exc.problems) from None
@@ -450,7 +530,7 @@ def register(ipython: Any) -> PlanMagics:
 def unregister(ipython: Any) -> None:
     """Remove the magics (``%unload_ext planbook``)."""
     manager = ipython.magics_manager
-    for kind, names in (("cell", ("plan",)), ("line", ("run_plan",))):
+    for kind, names in (("cell", ("plan",)), ("line", ("run_plan", "plan_store"))):
         for magic_name in names:
             fn = manager.magics[kind].get(magic_name)
             if fn is not None and isinstance(getattr(fn, "__self__", None), PlanMagics):

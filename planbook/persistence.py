@@ -47,14 +47,42 @@ class RunRecorder:
 
     # ------------------------------------------------------------------ cache
     def cache_key(self, tool: Any, args: dict[str, Any]) -> str | None:
+        """The key of this call, or None when it must not be cached.
+
+        Besides the tool's name and arguments, the key holds the tool's ``version`` or,
+        when it gives none, a fingerprint of its code: two notebooks' different ``add``
+        tools, or a tool edited since, never share a result.
+        """
         if not (self.cache and getattr(tool, "cache", True)):
             return None
         from .store import step_cache_key
 
-        return step_cache_key(tool.name, args, version=getattr(tool, "version", None))
+        version = getattr(tool, "version", None)
+        return step_cache_key(tool.name, args, version=version if version is not None else code_fingerprint(tool.fn))
 
     def cached(self, key: str) -> Any:
         return self.store.cache_get(key)
 
     def remember(self, key: str, result: Any, *, tool: str, step_id: str) -> None:
         self.store.cache_put(key, result, tool=tool, run_id=self.run_id, step_id=step_id)
+
+
+def code_fingerprint(fn: Any) -> str:
+    """A digest of what a function does (its bytecode, constants and names), stable across processes."""
+    import hashlib
+
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+    if code is None:  # a builtin or a callable object without Python code: its qualified name
+        return f"{type(fn).__module__}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
+    digest = hashlib.sha256()
+    todo = [code]
+    while todo:  # nested functions and comprehensions are constants of their parent
+        current = todo.pop()
+        digest.update(current.co_code)
+        digest.update(repr(current.co_names).encode())
+        for const in current.co_consts:
+            if hasattr(const, "co_code"):
+                todo.append(const)
+            else:
+                digest.update(repr(const).encode())
+    return "code:" + digest.hexdigest()[:16]

@@ -655,6 +655,7 @@ def test_live_view_is_unsubscribed_after_the_run(ip: Any, world: World, publishe
 # ------------------------------------------------------------------ in a real kernel
 KERNEL_SETUP = """\
 %load_ext planbook
+%plan_store --no-cache
 import time, planbook
 @planbook.tool
 def inc(x: int) -> int:
@@ -734,7 +735,7 @@ def test_kernel_shows_the_widget_and_sends_a_bounded_number_of_updates(kernel: K
 
 def test_kernel_interrupt_stops_the_run_and_it_continues(kernel: Kernel) -> None:
     reply, _ = kernel.execute(
-        '%%plan naps\nsteps:\n  - {id: 1, tool: inc, args: {x: 1}}\n  - {id: 2, tool: nap, args: {seconds: 30}}\n'
+        '%%plan naps\nsteps:\n  - {id: 1, tool: inc, args: {x: 1}}\n  - {id: 2, tool: nap, args: {seconds: 3}}\n'
         "  - {id: 3, tool: inc, args: {x: 3}}\n"
     )
     assert reply["status"] == "ok", reply
@@ -745,13 +746,14 @@ def test_kernel_interrupt_stops_the_run_and_it_continues(kernel: Kernel) -> None
         "RunInterrupted: plan 'naps' was interrupted (1/3 steps completed); run %run_plan naps to continue it, "
         "or %run_plan naps --restart to start again"
     ]
-    # the next attempt of step 2 is quick (re-registering a tool replaces it, as re-running a cell does)
+    # the interrupted nap was still running in its worker thread: continuing waits for it and keeps
+    # its result, so step 2 is not run again (a replaced tool is not called)
     reply, _ = kernel.execute("planbook.default_toolbox.add(lambda seconds: 'quick', name='nap')")
     assert reply["status"] == "ok", reply
-    reply, messages = kernel.execute("r = %run_plan naps\nr.status, r.executions, sorted(r.outputs)")
+    reply, messages = kernel.execute("r = %run_plan naps\nr.status, r.executions, r.outputs['2'], len(r.history)")
     assert reply["status"] == "ok", reply
     (result,) = [m for m in messages if m["msg_type"] == "execute_result"]
-    assert result["content"]["data"]["text/plain"] == "('completed', 3, ['1', '2', '3'])"
+    assert result["content"]["data"]["text/plain"] == "('completed', 3, 'rested', 3)"
 
 
 def test_kernel_review_sends_a_set_next_input_payload(kernel: Kernel) -> None:
