@@ -55,14 +55,9 @@ def load_spec(text: str) -> LoadedSpec:
         try:  # JSON first: valid JSON that YAML rejects (tab indentation) must still read
             return _JsonReader(text).read()
         except json.JSONDecodeError as exc:
-            json_error = exc
-        try:
-            return _load_yaml(text)
-        except PlanError:
-            if _looks_like_json(text):  # a JSON file with a mistake: the JSON error is the one to show
-                raise PlanError([_json_words(json_error)]) from None
-            raise
-    return _load_yaml(text)
+            if _looks_like_json(text):  # JSON with a mistake, not YAML: YAML would read `"tool": }` as null
+                raise PlanError([_json_words(exc)]) from None
+    return _load_yaml(text)  # YAML, flow style included ({steps: [...]})
 
 
 # ---------------------------------------------------------------------------- JSON
