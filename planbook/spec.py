@@ -15,7 +15,6 @@ Field names from the seed designs are accepted as aliases (``need``, ``tool_name
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any, get_args
@@ -85,15 +84,12 @@ def is_plan_spec(text: str) -> bool:
         return True
     if "\n" not in stripped and not stripped.startswith(("{", "[", "steps:")):
         return False  # one line of prose (a one-line spec starts with {, [ or steps:)
-    import yaml
+    from .specload import load_spec
 
     try:
-        data = json.loads(stripped) if stripped.startswith(("{", "[")) else yaml.safe_load(stripped)
-    except (ValueError, yaml.YAMLError):
-        try:
-            data = yaml.safe_load(stripped)
-        except yaml.YAMLError:
-            return False
+        data = load_spec(stripped).data
+    except PlanError as exc:  # not YAML/JSON: words; nested too deep or too big: data, so a spec
+        return any(p.code != "syntax" for p in exc.problems)
     if isinstance(data, Mapping):
         return "steps" in data
     return isinstance(data, list) and bool(data) and all(isinstance(item, Mapping) for item in data)

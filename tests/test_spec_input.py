@@ -300,3 +300,12 @@ def test_editor_schema_lines_are_accepted() -> None:
     plan = Plan.parse("# yaml-language-server: $schema=plan.schema.json\ngoal: g\nsteps:\n  - {id: a, tool: t}\n")
     assert plan.goal == "g" and plan.line_of("a") == 4
     assert Plan.parse('{"$schema": "plan.schema.json", "steps": [{"id": "a", "tool": "t"}]}').steps[0].id == "a"
+
+
+def test_telling_a_spec_from_a_goal_survives_hostile_input() -> None:
+    from planbook.spec import is_plan_spec
+
+    assert is_plan_spec("steps:\n  - id: a\n    args: {x: " + nested(600) + "}\n")
+    assert is_plan_spec("steps:\n  - id: a\n    args: {x: " + "9" * 5001 + "}\n")
+    assert not is_plan_spec("Plan a trip: two days\nin Lyon")
+    assert not is_plan_spec('{"steps": [1,}')
