@@ -24,7 +24,8 @@ from pydantic import ValidationError
 from .errors import PlanError, Problem, closest
 from .ids import id_problem
 from .models import Plan, PolicyName, Step, StepSpec
-from .specload import MAX_DEPTH, depth as _depth
+from .specload import MAX_DEPTH, gc_paused
+from .specload import depth as _depth
 
 #: a step's fields, from the one definition in :class:`~planbook.models.StepSpec`
 STEP_FIELDS: tuple[str, ...] = tuple(StepSpec.model_fields)
@@ -62,7 +63,8 @@ def parse_plan(text: str, *, plan_id: str | None = None, goal: str | None = None
     if _looks_like_markdown(text):
         plan = _parse_markdown(text)
     else:
-        plan = _parse_mapping(text)
+        with gc_paused():
+            plan = _parse_mapping(text)
     if goal is not None:
         plan.goal = goal
     if plan_id is not None:

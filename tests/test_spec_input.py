@@ -309,3 +309,20 @@ def test_telling_a_spec_from_a_goal_survives_hostile_input() -> None:
     assert is_plan_spec("steps:\n  - id: a\n    args: {x: " + "9" * 5001 + "}\n")
     assert not is_plan_spec("Plan a trip: two days\nin Lyon")
     assert not is_plan_spec('{"steps": [1,}')
+
+
+def test_reading_a_spec_leaves_the_garbage_collector_as_it_was() -> None:
+    import gc
+
+    assert gc.isenabled()
+    Plan.parse('{"steps": [{"id": "a", "tool": "t"}]}')
+    assert gc.isenabled()
+    with pytest.raises(PlanError):
+        Plan.parse('{"steps": [{"id": "a", "tool": }]}')
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        Plan.parse("steps: [{id: a, tool: t}]")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
