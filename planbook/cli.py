@@ -65,25 +65,16 @@ def _local_modules() -> list[str]:
             if n.endswith(".py") or os.path.isfile(os.path.join(n, "__init__.py"))]
 
 
-def _seconds(text: str) -> float:
-    """``--timeout``: a positive, finite number of seconds (``nan`` or ``inf`` would mean no limit)."""
+def _seconds(text: str, *, zero_ok: bool = False, option: str = "--timeout") -> float:
+    """A finite number of seconds, positive (``--timeout``) or at least 0 (``--pace``):
+    ``nan`` and ``inf`` would silently mean "no limit"."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a positive number of seconds (leave --timeout out for no limit)")
-    return value
-
-
-def _pace(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"{text!r}: --pace takes a number of seconds >= 0")
+    if not (math.isfinite(value) and (value >= 0 if zero_ok else value > 0)):
+        wanted = "a number of seconds >= 0" if zero_ok else f"a positive number of seconds (leave {option} out for no limit)"
+        raise argparse.ArgumentTypeError(f"{text!r}: {option} takes {wanted}")
     return value
 
 
@@ -121,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="run the bundled offline demo (a failure, a replan, a diff)")
     demo.add_argument("--plain", action="store_true", help="no live view; print the final result only")
-    demo.add_argument("--pace", type=_pace, default=0.0, metavar="SECONDS",
+    demo.add_argument("--pace", type=functools.partial(_seconds, zero_ok=True, option="--pace"), default=0.0, metavar="SECONDS",
                       help="make each step take SECONDS longer, so the live view can be followed (for presenting)")
 
     sub.add_parser("schema", help="print the JSON Schema of plan files (for editors: see the README)")

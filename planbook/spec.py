@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from .errors import PlanError, Problem, closest
 from .ids import id_problem
 from .models import Plan, PolicyName, Step, StepSpec
-from .specload import MAX_DEPTH, gc_paused
+from .specload import MAX_DEPTH, gc_paused, load_spec
 from .specload import depth as _depth
 
 #: a step's fields, from the one definition in :class:`~planbook.models.StepSpec`
@@ -86,8 +86,6 @@ def is_plan_spec(text: str) -> bool:
         return True
     if "\n" not in stripped and not stripped.startswith(("{", "[", "steps:")):
         return False  # one line of prose (a one-line spec starts with {, [ or steps:)
-    from .specload import load_spec
-
     try:
         data = load_spec(stripped).data
     except PlanError as exc:  # not YAML/JSON: words; nested too deep or too big: data, so a spec
@@ -173,8 +171,6 @@ def _parse_markdown(text: str) -> Plan:
 
 
 def _parse_mapping(text: str) -> Plan:
-    from .specload import load_spec
-
     loaded = load_spec(text)
     data, prefix = loaded.data, ("steps",)
     if isinstance(data, list):

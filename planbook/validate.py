@@ -56,17 +56,18 @@ def plan_problems(
     for step in plan.steps:
         refs = find_refs(step.args)
         for need in dict.fromkeys(step.needs + refs):  # a reference is a need: one problem per mistake
-            where = ("needs", need) if need in step.needs else ("args", _arg_with_ref(step, need))
+            if need in ids and need != step.id:
+                continue
+            # the line to quote: the arg holding the reference, else the need as written
+            where = ("args", _arg_with_ref(step, need)) if need in refs else ("needs", need)
             if need == step.id:
                 add(f"step {step.id!r} needs itself", step, "cycle", *where)
-            elif need in ids:
-                continue
             elif need in refs:
                 add(
                     f"args refer to ${need}, but no step has that id{closest(need, ids)} (write $$ for a literal $)",
                     step,
                     "unknown_ref",
-                    "args", _arg_with_ref(step, need),
+                    *where,
                 )
             else:
                 add(f"needs {need!r}, but no step has that id{closest(need, ids)}", step, "unknown_need", *where)
