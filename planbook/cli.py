@@ -6,15 +6,18 @@ Exit codes: 0 the run completed, 1 it failed or was interrupted, 2 a bad spec or
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
 import functools
 import importlib
+import math
 import os
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO
 
-from .errors import PlanError
+from .errors import PlanError, closest
 from .models import Plan, RunResult
 from .policies import POLICIES
 from .runner import Runner
@@ -39,16 +42,40 @@ def load_object(ref: str, what: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UsageProblem(f"--{what}: cannot import module {module_name!r}: {exc}") from None
+        hint = closest(module_name, _local_modules()) if getattr(exc, "name", None) == module_name else ""
+        raise UsageProblem(f"--{what}: cannot import module {module_name!r}: {exc}{hint}") from None
     except Exception as exc:  # a SyntaxError or a crash while the module runs: still a usage problem
         raise UsageProblem(f"--{what}: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
-    try:
-        obj = module
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except AttributeError:
-        raise UsageProblem(f"--{what}: module {module_name!r} has no {attr!r}") from None
+    obj, where, parts = module, f"module {module_name!r}", attr.split(".")
+    for i, part in enumerate(parts):
+        if not hasattr(obj, part):
+            public = [name for name in dir(obj) if not name.startswith("_")]
+            raise UsageProblem(f"--{what}: {where} has no {part!r}{closest(part, public)}")
+        obj, where = getattr(obj, part), f"{module_name}:{'.'.join(parts[: i + 1])}"
     return obj
+
+
+def _local_modules() -> list[str]:
+    """Modules importable from the current directory (for "did you mean" on a module name)."""
+    try:
+        names = os.listdir(os.getcwd())
+    except OSError:
+        return []
+    return [n[:-3] if n.endswith(".py") else n for n in names
+            if n.endswith(".py") or os.path.isfile(os.path.join(n, "__init__.py"))]
+
+
+def _seconds(text: str, *, zero_ok: bool = False, option: str = "--timeout") -> float:
+    """A finite number of seconds, positive (``--timeout``) or at least 0 (``--pace``):
+    ``nan`` and ``inf`` would silently mean "no limit"."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and (value >= 0 if zero_ok else value > 0)):
+        wanted = "a number of seconds >= 0" if zero_ok else f"a positive number of seconds (leave {option} out for no limit)"
+        raise argparse.ArgumentTypeError(f"{text!r}: {option} takes {wanted}")
+    return value
 
 
 def _policy_chain(text: str) -> list[str]:
@@ -75,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--retries", type=int, default=None, help="extra attempts for --on-failure retry (default 1)")
     run.add_argument("--max-steps", type=int, default=12, help="cap on step executions (default 12)")
     run.add_argument("--max-replans", type=int, default=5, help="cap on replans (default 5)")
-    run.add_argument("--timeout", type=float, default=None, help="seconds a step may take")
+    run.add_argument("--timeout", type=_seconds, default=None, help="seconds a step may take")
     run.add_argument("--parallel", type=int, default=1, metavar="N",
                      help="run up to N steps whose needs are done at once (default 1: one at a time, in plan order)")
     run.add_argument("--plain", action="store_true", help="no live view; print the final result only")
@@ -87,8 +114,10 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="run the bundled offline demo (a failure, a replan, a diff)")
     demo.add_argument("--plain", action="store_true", help="no live view; print the final result only")
-    demo.add_argument("--pace", type=float, default=0.0, metavar="SECONDS",
+    demo.add_argument("--pace", type=functools.partial(_seconds, zero_ok=True, option="--pace"), default=0.0, metavar="SECONDS",
                       help="make each step take SECONDS longer, so the live view can be followed (for presenting)")
+
+    sub.add_parser("schema", help="print the JSON Schema of plan files (for editors: see the README)")
     return parser
 
 
@@ -123,8 +152,59 @@ def _execute(runner: Runner, plain: bool) -> RunResult:
             more = f"\n… {len(lines) - MAX_OUTPUT_LINES} more lines" if len(lines) > MAX_OUTPUT_LINES else ""
             print(f"\nStep {step.id} printed:\n{shown}{more}")
     for step_id, value in final_outputs(result).items():
-        print(f"\nResult of step {step_id}:\n{value}")
+        print(f"\nResult of step {step_id}:\n{printable(value)}")
     return result
+
+
+def printable(value: Any) -> str:
+    """``str(value)``; a result whose ``__str__`` raises is described instead (the run is done:
+    printing its answers must not turn it into a crash)."""
+    try:
+        return str(value)
+    except Exception as exc:
+        try:
+            text = repr(value)
+        except Exception:
+            text = f"a {type(value).__name__} object"
+        return f"{text} (printing it failed: {type(exc).__name__}: {exc})"
+
+
+#: the marks and signs planbook prints, as ASCII, for a stream whose encoding lacks them
+ASCII_MARKS = {"✓": "v", "✗": "x", "→": "->", "…": "...", "—": "--", "–": "-", "≥": ">=", "≤": "<="}
+_ASCII_HANDLER = "planbook-ascii"
+
+
+def _ascii_replace(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text = error.object[error.start : error.end]
+    return "".join(ASCII_MARKS.get(ch) or ch.encode("ascii", "backslashreplace").decode() for ch in text), error.end
+
+
+codecs.register_error(_ASCII_HANDLER, _ascii_replace)
+
+
+@contextlib.contextmanager
+def ascii_fallback(*streams: TextIO) -> Iterator[None]:
+    """While the command runs, a stream that cannot encode the marks (``[✓]``; a cp1252 console,
+    Windows' redirected output) writes them as ASCII (``[v]``) instead of raising. The one place
+    that decides it: everything the command prints goes through these streams."""
+    changed: list[tuple[Any, str | None]] = []
+    for stream in streams:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            "".join(ASCII_MARKS).encode(encoding)
+            continue
+        except (UnicodeEncodeError, LookupError):
+            pass
+        if hasattr(stream, "reconfigure"):
+            changed.append((stream, stream.errors))
+            stream.reconfigure(errors=_ASCII_HANDLER)
+    try:
+        yield
+    finally:
+        for stream, errors in changed:
+            stream.reconfigure(errors=errors)
 
 
 def paced(tools: Toolbox, seconds: float) -> Toolbox:
@@ -157,17 +237,26 @@ def final_outputs(result: RunResult) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        if args.command == "demo":
-            from .demo import demo_plan, demo_planner, demo_tools
+    with ascii_fallback(sys.stdout, sys.stderr):
+        return _main(argv)
 
-            if args.pace < 0:
-                raise UsageProblem(f"--pace takes seconds >= 0, got {args.pace}")
-            tools = paced(demo_tools, args.pace) if args.pace else demo_tools
-            runner = Runner(demo_plan(), planner=demo_planner, tools=tools)
-            result = _execute(runner, args.plain)
-            return EXIT_OK if result.ok else EXIT_FAILED
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "schema":
+        import json
+
+        from .schema import plan_schema
+
+        print(json.dumps(plan_schema(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    if args.command == "demo":  # the demo's plan is known good: an error in its run is not a usage error
+        from .demo import demo_plan, demo_planner, demo_tools
+
+        tools = paced(demo_tools, args.pace) if args.pace else demo_tools
+        result = _execute(Runner(demo_plan(), planner=demo_planner, tools=tools), args.plain)
+        return EXIT_OK if result.ok else EXIT_FAILED
+    try:
         tools = load_object(args.tools, "tools") if args.tools else None
         agents = load_object(args.agents, "agents") if args.agents else None
         plan = _read_spec(args.file)
@@ -187,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except (PlanError, UsageProblem, ValueError, TypeError) as exc:
         print(f"planbook: {exc}", file=sys.stderr)
-        if isinstance(exc, PlanError) and args.command != "demo" and not (args.tools or getattr(args, "agents", None)):
+        if isinstance(exc, PlanError) and not (args.tools or args.agents):
             codes = set(exc.codes)
             if "unknown_tool" in codes or "unknown_agent" in codes:
                 print("planbook: hint: name the tools with --tools module:object (and agents with --agents module:object)",

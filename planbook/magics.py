@@ -12,7 +12,9 @@ in the line or in the cell body (plans use ``$id`` references and braces in task
 
 from __future__ import annotations
 
+import builtins
 import keyword
+import math
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -177,6 +179,7 @@ class PlanMagics(Magics):
         """
         args = _parse(self.plan, line)
         name = _check_name(args.name)
+        _refuse_shadowing(name, self.ip)
         if args.model and args.planner != LLM:
             raise UsageError("--model chooses the model of --planner llm; add --planner llm (or drop --model)")
         if args.review and not args.planner:
@@ -336,8 +339,8 @@ class PlanMagics(Magics):
         for opt, number in (("--retries", args.retries), ("--max-steps", args.max_steps), ("--max-replans", args.max_replans)):
             if number is not None and number < 0:
                 raise UsageError(f"{opt} must be a whole number >= 0, got {number}")
-        if args.timeout is not None and args.timeout <= 0:
-            raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+        if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):  # nan: no limit
+            raise UsageError(f"--timeout must be a positive number of seconds (leave it out for no limit), got {args.timeout:g}")
         if args.parallel is not None and args.parallel < 1:
             raise UsageError(f"--parallel must be a whole number >= 1, got {args.parallel}")
         parallel = 1 if args.parallel is None else args.parallel
@@ -479,6 +482,19 @@ def _check_name(name: str) -> str:
     if not name.isidentifier() or keyword.iskeyword(name):
         raise UsageError(f"{name!r} cannot be a variable name: use letters, digits and _ (not starting with a digit)")
     return name
+
+
+def _refuse_shadowing(name: str, ip: Any) -> None:
+    """A plan stored as ``print`` or ``In`` would hide the builtin (or IPython's name) for the
+    rest of the session, far from the cell that did it: refused, not warned about."""
+    if name in vars(builtins):
+        what = f"Python's builtin {name}"
+    elif name in getattr(ip, "user_ns_hidden", {}):
+        what = f"IPython's {name}"
+    else:
+        return
+    raise UsageError(f"%%plan {name}: storing the plan as {name!r} would hide {what} for the rest of the session; "
+                     f"choose another name, e.g. %%plan {name}_plan")
 
 
 def _policy(text: str | None) -> str | list[str] | None:

@@ -51,19 +51,34 @@ STATUS_MARKS: dict[Status, str] = {
 PolicyName = Literal["abort", "skip", "retry", "replan", "continue"]
 
 
-class Step(BaseModel):
+class StepWork(BaseModel):
+    """What a step does: the fields a planner writes, a person or a model.
+
+    The one definition of them: spec reading (:mod:`planbook.spec`), the plan-file JSON
+    Schema (:mod:`planbook.schema`) and the model's ``submit_plan`` schema derive from it.
+    """
+
+    id: str = Field(description="short unique id, e.g. '1'")
+    task: str = Field("", description="what the step does, in words")
+    tool: str | None = Field(None, description="name of the tool to call (or leave empty and name an agent)")
+    args: dict[str, Any] = Field(default_factory=dict, description="tool arguments; '$ID' is the result of step ID")
+    agent: str | None = Field(None, description="name of the agent that does the task (no args)")
+    needs: list[str] = Field(default_factory=list, description="ids of earlier steps whose results this step uses")
+    expect: str = Field("", description="what success looks like")
+
+
+class StepSpec(StepWork):
+    """Everything a plan spec may say about a step: its work and what a failure of it does."""
+
+    on_failure: PolicyName | None = Field(
+        None, description="what a failure of this step does (abort, skip, retry, replan), instead of the run's policy"
+    )
+
+
+class Step(StepSpec):
     """One unit of work: a tool call (``tool`` + ``args``) or a task for an ``agent``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=False)
-
-    id: str
-    task: str = ""
-    tool: str | None = None
-    args: dict[str, Any] = Field(default_factory=dict)
-    agent: str | None = None
-    needs: list[str] = Field(default_factory=list)
-    expect: str = ""
-    on_failure: PolicyName | None = None
 
     status: Status = Status.not_started
     result: Any = None

@@ -15,16 +15,25 @@ Field names from the seed designs are accepted as aliases (``need``, ``tool_name
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
+
+from pydantic import ValidationError
 
 from .errors import PlanError, Problem, closest
-from .models import Plan, Step
-from .refs import find_refs
+from .ids import id_problem
+from .models import Plan, PolicyName, Step, StepSpec
+from .specload import MAX_DEPTH, gc_paused, load_spec
+from .specload import depth as _depth
 
-STEP_FIELDS = ("id", "task", "tool", "args", "agent", "needs", "expect", "on_failure")
+#: a step's fields, from the one definition in :class:`~planbook.models.StepSpec`
+STEP_FIELDS: tuple[str, ...] = tuple(StepSpec.model_fields)
+POLICY_NAMES: tuple[str, ...] = get_args(PolicyName)
+#: ids that need no closer look (the common case, checked fast)
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
+#: args from a model or a planner (read from text, the whole document is limited to MAX_DEPTH)
+MAX_ARGS_DEPTH = MAX_DEPTH
 ALIASES = {
     "need": "needs",
     "tool_name": "tool",
@@ -33,12 +42,15 @@ ALIASES = {
     "arguments": "args",
 }
 PLAN_FIELDS = ("goal", "title", "id", "steps")
+#: ``"$schema": "..."`` at the top of a JSON spec points editors at the plan-file JSON Schema
+SCHEMA_KEY = "$schema"
 
 _LIST_ITEM = re.compile(r"^\s*(?:(\d+)[.)]|[-*+])\s+(.*\S)\s*$")
 _TAG = re.compile(r"^\[([^\]]+)\]\s*(.*)$")
 #: a GitHub task-list checkbox or a planbook/OpenManus status mark before the text:
 #: ``- [ ] task``, ``- [x] task``, ``1. [✓] [WRITER] task`` (pasted plan text reads back)
 _CHECKBOX = re.compile(r"^\[[ xX✓→✗!\-]\]\s+(.*)$")
+_YAML_ITEM = re.compile(r"^\s*-\s+(?:[A-Za-z_]+\s*:|\{)")
 _GOAL_LINE = re.compile(r"^\s*(?:#+\s*|goal\s*:\s*)(.+?)\s*$", re.IGNORECASE)
 
 
@@ -55,7 +67,8 @@ def parse_plan(text: str, *, plan_id: str | None = None, goal: str | None = None
     elif _looks_like_markdown(text):
         plan = _parse_markdown(text)
     else:
-        plan = _parse_mapping(text)
+        with gc_paused():
+            plan = _parse_mapping(text)
     if goal is not None:
         plan.goal = goal
     if plan_id is not None:
@@ -79,15 +92,10 @@ def is_plan_spec(text: str) -> bool:
         return True
     if "\n" not in stripped and not stripped.startswith(("{", "[", "steps:")):
         return False  # one line of prose (a one-line spec starts with {, [ or steps:)
-    import yaml
-
     try:
-        data = json.loads(stripped) if stripped.startswith(("{", "[")) else yaml.safe_load(stripped)
-    except (ValueError, yaml.YAMLError):
-        try:
-            data = yaml.safe_load(stripped)
-        except yaml.YAMLError:
-            return False
+        data = load_spec(stripped).data
+    except PlanError as exc:  # not YAML/JSON: words; nested too deep or too big: data, so a spec
+        return any(p.code != "syntax" for p in exc.problems)
     if isinstance(data, Mapping):
         return "steps" in data
     return isinstance(data, list) and bool(data) and all(isinstance(item, Mapping) for item in data)
@@ -99,15 +107,20 @@ def slug(text: str) -> str:
 
 
 def _looks_like_markdown(text: str) -> bool:
-    lines = [line for line in text.splitlines() if line.strip()]
-    items = [line for line in lines if _LIST_ITEM.match(line)]
-    if not items:
+    if text.lstrip()[:1] in ("{", "["):  # JSON, or a YAML flow collection: a list item cannot start so
         return False
-    others = [line for line in lines if not _LIST_ITEM.match(line)]
-    # a YAML list of mappings ("- id: 1" or "- {tool: add}") is YAML, not Markdown
-    if any(re.match(r"^\s*-\s+(?:[A-Za-z_]+\s*:|\{)", line) for line in items):
-        return False
-    return all(_GOAL_LINE.match(line) or line.startswith((" ", "\t")) for line in others)
+    items = others = 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if _LIST_ITEM.match(line):
+            # a YAML list of mappings ("- id: 1" or "- {tool: add}") is YAML, not Markdown
+            if _YAML_ITEM.match(line):
+                return False
+            items += 1
+        elif not (_GOAL_LINE.match(line) or line.startswith((" ", "\t"))):
+            others += 1
+    return items > 0 and others == 0
 
 
 def _parse_markdown(text: str) -> Plan:
@@ -164,159 +177,259 @@ def _parse_markdown(text: str) -> Plan:
 
 
 def _parse_mapping(text: str) -> Plan:
-    import yaml
-
-    data: Any = None
-    if text.lstrip().startswith(("{", "[")):
-        try:  # JSON first: valid JSON that YAML rejects (tab indentation) must still read
-            data = json.loads(text)
-        except ValueError:
-            data = None
-    try:
-        if data is None:
-            data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise PlanError(
-            [Problem(f"not valid YAML/JSON: {getattr(exc, 'problem', None) or exc}", code="syntax", line=line)]
-        ) from None
+    loaded = load_spec(text)
+    data, prefix = loaded.data, ("steps",)
     if isinstance(data, list):
-        data = {"steps": data}
+        data, prefix = {"steps": data}, ()
     if not isinstance(data, Mapping):
         raise PlanError(
             [Problem("a plan spec must be a mapping with 'steps' (YAML or JSON) or a Markdown list of steps "
                      "(a goal in plain words needs a planner: pass planner=...)", code="syntax")]
         )
-    duplicates: dict[str, list[int]] = {}
-    lines = _step_lines(text, duplicates)
-    try:
-        plan = plan_from_dict(data)
-    except PlanError as exc:  # point at the step's line, as validation does
-        raise PlanError(
-            [Problem(p.message, p.step, p.code, lines.get(p.step)) if p.step is not None and p.line is None else p
-             for p in exc.problems]
-        ) from None
-    plan._lines = lines
-    plan._duplicate_lines = duplicates
+    source = _Source(loaded.lines, loaded.written, prefix)
+    plan, problems = _plan_from_dict(data, source)
+    problems = [_at_step(p, source) for p in loaded.problems] + problems
+    if problems:
+        raise PlanError(problems)
+    assert plan is not None
+    plan._lines, plan._duplicate_lines = source.plan_lines()
     return plan
 
 
-def _step_lines(text: str, duplicates: dict[str, list[int]] | None = None) -> dict[str, int]:
-    """The line where each step starts, read from the YAML node tree (JSON is YAML).
+class _Source:
+    """Where the parts of a spec were written, for errors that quote the right line.
 
-    Lines of later steps that reuse an id go to ``duplicates``.
+    Reads ``lines``/``written`` of :class:`~planbook.specload.LoadedSpec` (paths relative to the
+    document; ``prefix`` is ``("steps",)`` for a mapping, ``()`` for a bare list of steps).
+    :meth:`plan_lines` turns them into what a :class:`Plan` keeps: each step id's line, and
+    ``(id, field)`` / ``(id, "args", name)`` / ``(id, "needs", need)`` lines for :func:`field_line`.
     """
-    import yaml
 
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError:
-        return {}
-    steps_node = None
-    if isinstance(root, yaml.SequenceNode):
-        steps_node = root
-    elif isinstance(root, yaml.MappingNode):
-        for key, value in root.value:
-            if getattr(key, "value", None) == "steps" and isinstance(value, yaml.SequenceNode):
-                steps_node = value
-    if steps_node is None:
-        return {}
-    lines: dict[str, int] = {}
-    for position, item in enumerate(steps_node.value, start=1):
-        step_id = str(position)
-        if isinstance(item, yaml.MappingNode):
-            for key, value in item.value:
-                if getattr(key, "value", None) == "id" and isinstance(value, yaml.ScalarNode):
-                    step_id = str(value.value)
-        if step_id in lines and duplicates is not None:
-            duplicates.setdefault(step_id, []).append(item.start_mark.line + 1)
-        lines.setdefault(step_id, item.start_mark.line + 1)
-    return lines
+    def __init__(self, lines: Mapping[tuple[Any, ...], int] | None = None,
+                 written: Mapping[tuple[Any, ...], str] | None = None, prefix: tuple[Any, ...] = ("steps",)) -> None:
+        self.lines = lines or {}
+        self.written = written or {}
+        self.prefix = prefix
+        #: per step (by position): the id it got and its needs, as read
+        self.ids: dict[int, str] = {}
+        self.needs: dict[int, list[Any]] = {}
+
+    def line(self, *path: Any) -> int | None:
+        return self.lines.get((*self.prefix, *path)) if path and isinstance(path[0], int) else self.lines.get(path)
+
+    def text(self, value: Any, *path: Any) -> Any:
+        """A scalar as the author wrote it (``1.10``, ``010``, ``yes``), else the value."""
+        written = self.written.get((*self.prefix, *path) if isinstance(path[0], int) else path)
+        return value if written is None else written
+
+    def plan_lines(self) -> tuple[dict[Any, int], dict[str, list[int]]]:
+        """The lines a plan keeps, and the lines of steps that repeat an id (one pass at the end:
+        a 10,000-step spec has ~100,000 parts)."""
+        found: dict[Any, int] = {}
+        duplicates: dict[str, list[int]] = {}
+        depth, ids, aliases = len(self.prefix), self.ids, ALIASES
+        head = self.prefix[0] if self.prefix else None
+        for path, line in self.lines.items():
+            size = len(path)
+            if size <= depth or (head is not None and path[0] != head):
+                continue
+            step_id = ids.get(path[depth])
+            if step_id is None:
+                continue
+            if size == depth + 1:
+                if step_id in found:
+                    duplicates.setdefault(step_id, []).append(line)
+                else:
+                    found[step_id] = line
+                continue
+            name = aliases.get(path[depth + 1], path[depth + 1])
+            if size == depth + 2:
+                key: tuple[Any, ...] = (step_id, name)
+            else:
+                sub = path[depth + 2]
+                if name == "needs" and isinstance(sub, int):  # a need by its id, not its position
+                    needs = self.needs.get(path[depth], [])
+                    sub = str(needs[sub]) if sub < len(needs) else sub
+                key = (step_id, name, sub)
+            if key not in found:
+                found[key] = line
+        return found, duplicates
+
+    def step_at(self, line: int) -> str | None:
+        """The id of the step written around ``line`` (for problems the parser found by line)."""
+        found, start = None, 0
+        for index, step_id in self.ids.items():
+            at = self.line(index)
+            if at is not None and start <= at <= line:
+                found, start = step_id, at
+        return found
+
+
+def _at_step(problem: Problem, source: _Source) -> Problem:
+    if problem.step is not None or problem.line is None:
+        return problem
+    return Problem(problem.message, source.step_at(problem.line), problem.code, problem.line)
+
+
+def field_line(plan: Plan, step_id: str, *where: Any) -> int | None:
+    """The line of a step's field (``"needs"``), arg (``"args", "city"``) or need
+    (``"needs", "b"``) in the spec the plan was read from; the nearest known line, else None."""
+    lines: Mapping[Any, int] = plan._lines
+    for end in range(len(where), 0, -1):
+        line = lines.get((step_id, *where[:end]))
+        if line is not None:
+            return line
+    return lines.get(step_id)
 
 
 def plan_from_dict(data: Mapping[str, Any]) -> Plan:
     """Build a plan from an already-parsed mapping (used by planners and model output too)."""
+    plan, problems = _plan_from_dict(data, _Source())
+    if problems:
+        raise PlanError(problems)
+    assert plan is not None
+    return plan
+
+
+def _plan_from_dict(data: Mapping[str, Any], source: _Source) -> tuple[Plan | None, list[Problem]]:
     problems: list[Problem] = []
     for key in data:
-        if key not in PLAN_FIELDS:
+        if key not in PLAN_FIELDS and key != SCHEMA_KEY:
             problems.append(
                 Problem(
                     f"unknown plan field {key!r}{closest(str(key), PLAN_FIELDS)} (a plan has {', '.join(PLAN_FIELDS)})",
                     code="unknown_field",
+                    line=source.line(key),
                 )
             )
     raw_steps = data.get("steps")
     if not isinstance(raw_steps, list):
-        problems.append(Problem("'steps' must be a list of steps", code="syntax"))
-        raise PlanError(problems)
-    steps, step_problems = steps_from_dicts(raw_steps)
+        problems.append(Problem("'steps' must be a list of steps", code="syntax", line=source.line("steps")))
+        return None, problems
+    steps, step_problems = _read_steps(raw_steps, source)
     problems += step_problems
     if problems:
-        raise PlanError(problems)
-    return Plan(
-        id=str(data.get("id") or "plan"),
-        goal=str(data.get("goal") or ""),
-        title=str(data.get("title") or ""),
-        steps=steps,
+        return None, problems
+    text = {key: source.text(data.get(key), key) if key in data else None for key in ("id", "goal", "title")}
+    # the steps are validated already (Plan(...) would run each step's validator again)
+    plan = Plan.model_construct(
+        id=str(text["id"] or "plan"), goal=str(text["goal"] or ""), title=str(text["title"] or ""), steps=steps
     )
+    return plan, problems
 
 
 def steps_from_dicts(raw_steps: list[Any]) -> tuple[list[Step], list[Problem]]:
     """Steps from mappings, with aliases applied and ``$id`` references added to ``needs``."""
+    return _read_steps(raw_steps, _Source(), check_depth=True)
+
+
+def _read_steps(raw_steps: list[Any], source: _Source, *, check_depth: bool = False) -> tuple[list[Step], list[Problem]]:
+    """The steps, and every problem with the line of the key or item at fault when ``source`` knows it.
+
+    ``check_depth``: the data did not come through :mod:`planbook.specload`, which limits nesting
+    (a model's JSON may nest ~1,000 levels; walking that recursively would crash).
+    """
     steps: list[Step] = []
     problems: list[Problem] = []
-    for position, raw in enumerate(raw_steps, start=1):
+    for index, raw in enumerate(raw_steps):
         if isinstance(raw, Step):
             steps.append(raw.fresh())
             continue
         if isinstance(raw, str):
             raw = {"task": raw}
         if not isinstance(raw, Mapping):
-            problems.append(Problem(f"step {position} must be a mapping, got {raw!r}", step=str(position), code="syntax"))
+            problems.append(Problem(f"step {index + 1} must be a mapping, got {_short(raw)}", step=str(index + 1),
+                                    code="syntax", line=source.line(index)))
             continue
-        fields: dict[str, Any] = {}
-        raw_id = raw.get("id", position)
-        if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
-            problems.append(Problem("the id is empty: give the step an id, or leave 'id' out to number it by position",
-                                    step=str(position), code="empty_id"))
-            raw_id = position
-        step_id = str(raw_id)
-        for key, value in raw.items():
-            name = ALIASES.get(str(key), str(key))
-            if name not in STEP_FIELDS:
-                problems.append(
-                    Problem(
-                        f"unknown field {key!r}{closest(str(key), STEP_FIELDS)} (a step has {', '.join(STEP_FIELDS)})",
-                        step=step_id,
-                        code="unknown_field",
-                    )
-                )
-                continue
-            fields[name] = value
-        fields["id"] = step_id
-        needs = fields.get("needs") or []
-        if isinstance(needs, (str, int)):
-            needs = [needs]
-        if not isinstance(needs, list):
-            problems.append(Problem(f"'needs' must be a list of step ids, got {needs!r}", step=step_id, code="syntax"))
-            needs = []
-        args = fields.get("args") or {}
-        if not isinstance(args, Mapping):
-            problems.append(Problem(f"'args' must be a mapping of name to value, got {args!r}", step=step_id, code="syntax"))
-            args = {}
-        fields["args"] = dict(args)
-        fields["needs"] = list(dict.fromkeys([str(n) for n in needs] + find_refs(fields["args"])))
-        for text_field in ("task", "expect"):
-            if fields.get(text_field) is None:
-                fields.pop(text_field, None)
-            else:
-                fields[text_field] = str(fields[text_field])
-        for name_field in ("tool", "agent"):
-            if fields.get(name_field) is not None:
-                fields[name_field] = str(fields[name_field])
-        try:
-            steps.append(Step(**fields))
-        except Exception as exc:  # pydantic ValidationError: report, keep going
-            problems.append(Problem(f"{exc}".replace("\n", " "), step=step_id, code="syntax"))
+        step = _read_step(raw, index, source, problems, check_depth)
+        if step is not None:
+            steps.append(step)
     return steps, problems
+
+
+def _read_step(raw: Mapping[Any, Any], index: int, source: _Source, problems: list[Problem],
+               check_depth: bool) -> Step | None:
+    position = str(index + 1)
+    raw_id = raw.get("id", position)
+    if not isinstance(raw_id, str):
+        raw_id = source.text(raw_id, index, "id")
+    step_id = str(raw_id)
+    if raw_id is None or not _PLAIN_ID.match(step_id):
+        if raw_id is None or not step_id.strip():
+            bad: str | None = "the id is empty: give the step an id, or leave 'id' out to number it by position"
+        elif isinstance(raw_id, (Mapping, list)):
+            bad = f"the id must be a word or a number, got {_short(raw_id)}"
+        else:
+            bad = id_problem(step_id)
+        if bad is not None:
+            code = "empty_id" if bad.startswith("the id is empty") else "bad_id"
+            problems.append(Problem(bad, step=position, code=code, line=source.line(index, "id")))
+            step_id = position
+    source.ids[index] = step_id
+    keys: dict[str, Any] = {}  # field name -> the key written (an alias such as 'need')
+
+    def problem(message: str, name: str | None, code: str = "syntax") -> None:
+        line = source.line(index, keys.get(name, name)) if name is not None else None
+        problems.append(Problem(message, step=step_id, code=code, line=line or source.line(index)))
+
+    fields: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = ALIASES.get(key, key) if isinstance(key, str) else str(key)
+        if name not in STEP_FIELDS:
+            problems.append(Problem(
+                f"unknown field {key!r}{closest(str(key), STEP_FIELDS)} (a step has {', '.join(STEP_FIELDS)})",
+                step=step_id, code="unknown_field", line=source.line(index, key) or source.line(index)))
+            continue
+        fields[name], keys[name] = value, key
+    fields["id"] = step_id
+
+    needs = fields.get("needs") or []
+    if isinstance(needs, (str, int, float, bool)):
+        needs = [needs if isinstance(needs, str) else source.text(needs, index, keys["needs"])]
+    elif isinstance(needs, list):
+        needs = [n if isinstance(n, (str, Mapping, list)) else source.text(n, index, keys.get("needs"), i)
+                 for i, n in enumerate(needs)]
+    else:
+        problem(f"'needs' must be a list of step ids, got {_short(needs)}", "needs")
+        needs = []
+    source.needs[index] = needs
+    fields["needs"] = list(dict.fromkeys(str(n) for n in needs))  # Step adds the $id references
+
+    args = fields.get("args") or {}
+    if not isinstance(args, Mapping):
+        problem(f"'args' must be a mapping of name to value, got {_short(args)}", "args")
+        args = {}
+    elif check_depth and args and _depth(args) > MAX_ARGS_DEPTH:
+        problem(f"args are nested more than {MAX_ARGS_DEPTH} levels deep: flatten them, or load the data in a tool",
+                "args", "too_deep")
+        args = {}
+    fields["args"] = dict(args)
+
+    for text_field in ("task", "expect", "tool", "agent"):
+        value = fields.get(text_field)
+        if value is None:
+            fields.pop(text_field, None)
+        elif isinstance(value, (Mapping, list)):
+            problem(f"'{text_field}' must be text, got {_short(value)}", text_field)
+            fields.pop(text_field)
+        elif not isinstance(value, str):
+            fields[text_field] = str(source.text(value, index, keys[text_field]))
+    policy = fields.get("on_failure")
+    if policy is not None and policy not in POLICY_NAMES:
+        problem(f"unknown policy {_short(policy)} in on_failure{closest(str(policy), POLICY_NAMES)} "
+                f"(choose from {', '.join(POLICY_NAMES)})", "on_failure", "bad_policy")
+        fields.pop("on_failure")
+    try:
+        return Step(**fields)
+    except ValidationError as exc:  # what the checks above do not cover: said without pydantic's URL
+        for error in exc.errors():
+            loc = [str(part) for part in error["loc"]]
+            problem(f"{'.'.join(loc) or 'the step'}: {error['msg']} (got {_short(error.get('input'))})",
+                    loc[0] if loc else None)
+        return None
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """A value for an error message, cut to one readable line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 
 from .errors import PlanError, Problem, closest
+from .ids import id_problem
 from .models import Plan, Step
 from .refs import args_with_refs, find_refs
+from .spec import field_line
 from .tools import Tool
 
 
@@ -25,8 +28,9 @@ def plan_problems(
     """
     problems: list[Problem] = []
 
-    def add(message: str, step: Step | None, code: str) -> None:
-        line = plan.line_of(step.id) if step is not None else None
+    def add(message: str, step: Step | None, code: str, *where: str) -> None:
+        """``where``: the field (``"needs"``, ``"args", name``) whose line the error quotes."""
+        line = field_line(plan, step.id, *where) if step is not None else None
         problems.append(Problem(message, step=step.id if step is not None else None, code=code, line=line))
 
     if not plan.steps:
@@ -38,6 +42,8 @@ def plan_problems(
     for step in plan.steps:
         if not step.id.strip():
             add("a step id must not be empty", step, "empty_id")
+        elif (bad := id_problem(step.id)) is not None:
+            add(bad, step, "bad_id", "id")
         if step.id in seen:
             add(f"duplicate step id {step.id!r}: every step needs its own id", step, "duplicate_id")
             n = repeats[step.id] = repeats.get(step.id, 0) + 1
@@ -50,18 +56,21 @@ def plan_problems(
     for step in plan.steps:
         refs = find_refs(step.args)
         for need in dict.fromkeys(step.needs + refs):  # a reference is a need: one problem per mistake
-            if need == step.id:
-                add(f"step {step.id!r} needs itself", step, "cycle")
-            elif need in ids:
+            if need in ids and need != step.id:
                 continue
+            # the line to quote: the arg holding the reference, else the need as written
+            where = ("args", _arg_with_ref(step, need)) if need in refs else ("needs", need)
+            if need == step.id:
+                add(f"step {step.id!r} needs itself", step, "cycle", *where)
             elif need in refs:
                 add(
                     f"args refer to ${need}, but no step has that id{closest(need, ids)} (write $$ for a literal $)",
                     step,
                     "unknown_ref",
+                    *where,
                 )
             else:
-                add(f"needs {need!r}, but no step has that id{closest(need, ids)}", step, "unknown_need")
+                add(f"needs {need!r}, but no step has that id{closest(need, ids)}", step, "unknown_need", *where)
 
         if step.tool and step.agent:
             add(f"names both tool {step.tool!r} and agent {step.agent!r}; a step has exactly one", step, "tool_and_agent")
@@ -70,10 +79,12 @@ def plan_problems(
         elif step.tool:
             tool = tools.get(step.tool)
             if tool is None:
-                add(f"unknown tool {step.tool!r}{closest(step.tool, tools)} (known tools: {_names(tools)})", step, "unknown_tool")
+                add(f"unknown tool {step.tool!r}{closest(step.tool, tools)} (known tools: {_names(tools)})", step,
+                    "unknown_tool", "tool")
             else:
                 for message in tool.validate(step.args, skip=args_with_refs(step.args)):
-                    add(message, step, "bad_args")
+                    named = _ARG_NAME.search(message)
+                    add(message, step, "bad_args", *(("args", named.group(1)) if named else ("args",)))
         else:
             assert step.agent is not None
             if step.agent not in agents:
@@ -81,15 +92,25 @@ def plan_problems(
                     f"unknown agent {step.agent!r}{closest(step.agent, agents)} (known agents: {_names(agents)})",
                     step,
                     "unknown_agent",
+                    "agent",
                 )
             if step.args:
-                add("an agent step takes no args (put what it needs in its task and needs)", step, "bad_args")
+                add("an agent step takes no args (put what it needs in its task and needs)", step, "bad_args", "args")
 
     cycle = find_cycle(plan.steps)
     if cycle:
         first = next(s for s in plan.steps if s.id == cycle[0])
         add(f"dependency cycle: {' → '.join(cycle)} (→ reads 'needs'); remove one of these needs", first, "cycle")
     return problems
+
+
+#: the arg a tool's validation message is about ("argument 'city' of tool ...")
+_ARG_NAME = re.compile(r"argument '([^']+)'")
+
+
+def _arg_with_ref(step: Step, ref: str) -> str:
+    """The first arg whose value refers to ``$ref`` (its line is the one to quote)."""
+    return next((name for name, value in step.args.items() if ref in find_refs(value)), "")
 
 
 def _names(names: Collection[str]) -> str:

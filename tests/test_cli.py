@@ -192,3 +192,105 @@ def test_the_bundled_example_replans_around_a_sold_out_train(monkeypatch: pytest
     assert "Revision 1 → 2 (after: step book failed: RuntimeError: TGV 6602 is sold out)" in out
     assert "Step book-next printed:\nbooked a seat on TGV 6606" in out
     assert out.rstrip().endswith("Weekend in Paris: TGV 6606 at 09:04, back on Sunday evening.")
+
+
+# ------------------------------------------------------------------ hardening
+def test_a_misspelt_tools_object_or_module_gets_did_you_mean(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    module = tools_ref(project).split(":")[0]
+    assert main(["run", "ok.yaml", "--tools", f"{module}:bx"]) == 2
+    assert f"--tools: module {module!r} has no 'bx'; did you mean 'box'?" in capsys.readouterr().err
+    assert main(["run", "ok.yaml", "--tools", f"{module[:-1]}:box"]) == 2
+    assert f"did you mean {module!r}?" in capsys.readouterr().err
+    assert main(["run", "ok.yaml", "--tools", f"{module}:box.tol"]) == 2
+    assert f"--tools: {module}:box has no 'tol'; did you mean 'tool'?" in capsys.readouterr().err
+
+
+UNPRINTABLE = '''
+import planbook
+
+box = planbook.Toolbox()
+
+class Stubborn:
+    def __str__(self):
+        raise RuntimeError("no text for you")
+
+@box.tool
+def make() -> object:
+    """Return an object that cannot be printed."""
+    return Stubborn()
+'''
+
+
+def test_a_result_whose_str_raises_does_not_crash_a_completed_run(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "unprintable_mod.py").write_text(UNPRINTABLE)
+    (project / "make.yaml").write_text("steps:\n  - {id: m, tool: make}\n")
+    assert main(["run", "make.yaml", "--tools", "unprintable_mod:box", "--plain"]) == 0
+    out = capsys.readouterr().out
+    assert "Run completed (goal_met)" in out
+    assert "Result of step m:\n<unprintable_mod.Stubborn object at" in out
+    assert "(printing it failed: RuntimeError: no text for you)" in out
+
+
+def run_cli(*argv: str, encoding: str, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {**__import__("os").environ, "PYTHONIOENCODING": encoding}
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return subprocess.run([sys.executable, "-m", "planbook.cli", *argv], capture_output=True, timeout=120,
+                          check=False, env=env, cwd=cwd)
+
+
+@pytest.mark.parametrize("encoding", ["cp1252", "ascii"])
+def test_a_stdout_that_cannot_encode_the_marks_gets_ascii_marks(project: Path, encoding: str) -> None:
+    proc = run_cli("run", "ok.yaml", "--tools", tools_ref(project), "--plain", encoding=encoding, cwd=project)
+    assert proc.returncode == 0, proc.stderr.decode(encoding, "replace")
+    out = proc.stdout.decode(encoding)
+    assert "first. [v] " in out and "second. [v] " in out and "Result of step second:\n13" in out.replace("\r", "")
+    demo = run_cli("demo", "--plain", encoding=encoding)
+    assert demo.returncode == 0, demo.stderr.decode(encoding, "replace")
+    text = demo.stdout.decode(encoding)
+    assert "list. [v] Write the packing list" in text and "Revision 1 -> 2 (after:" in text
+
+
+def test_errors_on_such_a_stream_are_ascii_too(project: Path) -> None:
+    (project / "cycle.yaml").write_text("steps:\n  - {id: a, tool: add, needs: [b]}\n  - {id: b, tool: add, needs: [a]}\n")
+    proc = run_cli("check", "cycle.yaml", "--tools", tools_ref(project), encoding="ascii", cwd=project)
+    assert proc.returncode == 2
+    assert "dependency cycle: a -> b -> a" in proc.stderr.decode("ascii")
+
+
+def test_marks_stay_unicode_where_the_stream_can_encode_them(project: Path) -> None:
+    proc = run_cli("run", "ok.yaml", "--tools", tools_ref(project), "--plain", encoding="utf-8", cwd=project)
+    assert "first. [✓] " in proc.stdout.decode("utf-8")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "soon"])
+def test_timeout_must_be_a_positive_finite_number(project: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "ok.yaml", "--tools", tools_ref(project), "--timeout", value])
+    assert exc.value.code == 2
+    assert "argument --timeout:" in capsys.readouterr().err
+
+
+def test_pace_refuses_nan(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--pace", "nan"])
+    assert exc.value.code == 2 and "--pace takes a number of seconds >= 0" in capsys.readouterr().err
+
+
+def test_deep_nesting_is_a_usage_error_not_a_traceback(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "deep.yaml").write_text("steps:\n  - id: a\n    tool: add\n    args:\n      a: " + "[" * 600 + "]" * 600 + "\n")
+    (project / "deep.json").write_text('{"steps": [{"id": "a", "tool": "add", "args": {"a": ' + "[" * 900 + "]" * 900 + "}}]}")
+    (project / "big.yaml").write_text("steps:\n  - id: a\n    tool: add\n    args: {a: " + "9" * 5001 + ", b: 1}\n")
+    for name, line in (("deep.yaml", 5), ("deep.json", 1), ("big.yaml", 4)):
+        assert main(["run", name, "--tools", tools_ref(project)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"planbook: invalid plan: plan (line {line}): "), err
+
+
+def test_schema_prints_the_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from planbook.schema import plan_schema
+
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out) == plan_schema()

@@ -181,11 +181,11 @@ def test_invalid_plan_names_its_lines_in_the_cell(ip: Any, world: World) -> None
         cell(ip, f"%%plan broken --tools tb\n{body}")
     err = info.value
     assert isinstance(err, CellPlanError)
-    # step 2 starts on line 7 of the body: line 8 of the cell (line 1 is the %%plan line)
-    assert {(p.step, p.code, p.line) for p in err.problems} == {("2", "unknown_tool", 8), ("2", "unknown_ref", 8)}
+    # the offending lines: 'tool: ad' is line 8 of the body, line 9 of the cell (line 1 is the %%plan line)
+    assert {(p.step, p.code, p.line) for p in err.problems} == {("2", "unknown_tool", 9), ("2", "unknown_ref", 10)}
     shown = "\n".join(err._render_traceback_())
     assert "did you mean 'add'?" in shown
-    assert "  8 |   - id: 2" in shown
+    assert "   9 |     tool: ad" in shown and "  10 |     args: {a: $9, b: 10}" in shown
     assert "broken" not in ip.user_ns
 
 

@@ -63,7 +63,7 @@ def test_json_with_tabs_and_a_yaml_list_of_flow_mappings_parse() -> None:
 
 
 def test_an_empty_id_is_an_error() -> None:
-    with pytest.raises(PlanError, match="step 1: the id is empty"):
+    with pytest.raises(PlanError, match=r"step 1 \(line 2\): the id is empty"):
         Plan.parse("steps:\n  - {id: null, tool: ok}\n")
 
 

@@ -117,7 +117,7 @@ def test_unknown_step_field_suggests_the_closest() -> None:
     with pytest.raises(PlanError) as info:
         Plan.parse("steps:\n  - id: a\n    tool: ok\n    neds: [b]\n")
     (p,) = info.value.problems
-    assert (p.step, p.code, p.line) == ("a", "unknown_field", 2)
+    assert (p.step, p.code, p.line) == ("a", "unknown_field", 4)  # the line of the typo, not of "- id: a"
     assert p.message.startswith("unknown field 'neds'; did you mean 'needs'? (a step has id, task, tool, args,")
 
 
@@ -133,7 +133,7 @@ def test_bad_yaml_names_the_line() -> None:
         Plan.parse("goal: x\nsteps:\n  - {id: a, tool: ok\n  - {id: b, tool: ok}\n")
     (p,) = info.value.problems
     assert p.code == "syntax" and p.line == 4
-    assert p.message.startswith("not valid YAML/JSON: ")
+    assert p.message == "not valid YAML: a '{' mapping (opened on line 3) is not closed with '}', or a ',' is missing"
 
 
 @pytest.mark.parametrize(

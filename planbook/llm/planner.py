@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import PlanningError, Problem
-from ..models import Plan, Step, Usage
+from ..models import Plan, Step, StepWork, Usage
 from ..planners import PlanningContext
 from ..spec import steps_from_dicts
 from ..tools import default_toolbox
@@ -30,18 +30,10 @@ from .config import ModelCallError
 SUBMIT_PLAN = "submit_plan"
 
 
-class ProposedStep(BaseModel):
+class ProposedStep(StepWork):
     """One step as the model writes it (the schema the model is shown)."""
 
     model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(description="short unique id, e.g. '1'")
-    task: str = Field("", description="what the step does, in words")
-    tool: str | None = Field(None, description="name of the tool to call (or leave empty and name an agent)")
-    args: dict[str, Any] = Field(default_factory=dict, description="tool arguments; '$ID' is the result of step ID")
-    agent: str | None = Field(None, description="name of the agent that does the task (no args)")
-    needs: list[str] = Field(default_factory=list, description="ids of earlier steps whose results this step uses")
-    expect: str = Field("", description="what success looks like")
 
 
 class PlanProposal(BaseModel):
