@@ -94,7 +94,19 @@ class Runner:
         after_step: AfterStep | None = None,
         on_event: EventHandler | Iterable[EventHandler] | None = None,
         clock: Callable[[], float] = time.time,
+        strategy: str | None = None,
+        faithful: bool = False,
     ) -> None:
+        attach: list[Callable[[Runner], None]] = []
+        if strategy is not None or faithful:  # a seed design's bundle of options (loaded only when asked for)
+            from .compat.strategies import adjust
+
+            o = adjust(strategy, faithful, plan=plan, planner=planner, tools=tools, agents=agents,
+                       on_failure=on_failure, parallel=parallel, after_step=after_step, on_event=on_event)
+            plan, planner, agents, on_failure, after_step, on_event, attach = (
+                o.plan, o.planner, o.agents, o.on_failure, o.after_step, o.on_event, o.attach)
+        #: the design this run follows (:mod:`planbook.compat.strategies`) and whether its pitfalls are on
+        self.strategy, self.faithful = strategy or "planbook", faithful
         if after_step is not None and parallel != 1:
             raise ValueError("after_step reviews the plan after each step, so steps must run one at a time: "
                              "drop parallel, or the review")
@@ -137,6 +149,8 @@ class Runner:
         self._gc = _NO_WINDOW
         #: tools whose last call took under FAST_CALL seconds (run inline even with a view)
         self._fast_tools: dict[str, bool] = {}
+        for hook in attach:
+            hook(self)
 
     def _initial_plan(self, plan: Plan | str) -> Plan:
         """The run's own copy of the plan, checked (or an empty plan awaiting its first one)."""
@@ -778,7 +792,8 @@ class Runner:
             self._finish("failed", refused[0], refused[1])  # type: ignore[arg-type]
             return
         position = self.scheduler.position.get(step.id, -1)
-        kept = [st for i, st in enumerate(self.plan.steps) if i <= position or st.status is not Status.not_started]
+        kept = [st for i, st in enumerate(self.plan.steps)
+                if i <= position or st.status not in (Status.not_started, Status.blocked)]
         candidate, new_steps, problems = accept_steps(self.plan, kept, proposed, self.tools, self.agents)
         if problems:
             self._finish("failed", "no_plan",
@@ -914,6 +929,8 @@ def run(
     after_step: AfterStep | None = None,
     on_event: EventHandler | Iterable[EventHandler] | None = None,
     clock: Callable[[], float] = time.time,
+    strategy: str | None = None,
+    faithful: bool = False,
 ) -> RunResult:
     """Run a plan (or a goal, with a planner) to the end and return the :class:`RunResult`.
 
@@ -921,10 +938,14 @@ def run(
     or ``executor``: any ``concurrent.futures.Executor``, such as a Dask client's
     ``get_executor(pure=False)``). Raises :class:`PlanError` if the plan is invalid
     (nothing runs); every other outcome — failures, budgets, interrupts — is in the result.
+    ``strategy`` runs the plan as one of the seed designs (``"lesson"``, ``"openmanus"``,
+    ``"agenticseek"``; ``"planbook"`` is the default), ``faithful=True`` with its pitfalls
+    (:mod:`planbook.compat.strategies`).
     """
     runner = Runner(
         plan, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=retries,
         max_steps=max_steps, max_replans=max_replans, step_timeout=step_timeout, parallel=parallel,
-        executor=executor, after_step=after_step, on_event=on_event, clock=clock,
+        executor=executor, after_step=after_step, on_event=on_event, clock=clock, strategy=strategy,
+        faithful=faithful,
     )
     return runner.run()
