@@ -16,7 +16,7 @@ from planbook.compat.agenticseek import AgenticSeekPlanner
 from planbook.compat.model import ScriptedModel
 from planbook.compat.openmanus_flow import ScriptedReActAgent
 from planbook.compat.scenarios import trip
-from planbook.compat.strategies import STRATEGIES, adjust, strategy_named
+from planbook.compat.strategies import STRATEGIES, adjust, flow_of, strategy_named
 
 MARKDOWN = """\
 1. [WEB] find trains
@@ -173,7 +173,7 @@ def test_openmanus_with_a_planbook_planner_writes_its_replan_into_the_tool() -> 
     runner = Runner(MARKDOWN, agents=team(fail_on=["old town"]), planner=planner, strategy="openmanus")
     result = runner.run()
     assert result.ok and result.replans == 1 and result.plan.step("4").agent == "web"
-    flow = runner.agents["web"].flow
+    flow = flow_of(runner)
     text = flow.tool.execute(command="get")
     assert "[✓] [WEB] find a hotel in Villeurbanne" in text and "[✓] [WRITER] write the itinerary" in text
 

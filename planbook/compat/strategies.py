@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .agenticseek import AgenticSeekPlanner
     from .openmanus_flow import PlanningFlow
 
-__all__ = ["STRATEGIES", "Options", "Strategy", "adjust", "strategy_named"]
+__all__ = ["STRATEGIES", "Options", "Strategy", "adjust", "flow_of", "strategy_named"]
 
 
 @dataclass
@@ -386,3 +386,14 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
         build=_agenticseek, returns=_last_or_every,
     ),
 )}
+
+
+def flow_of(runner: Runner) -> PlanningFlow:
+    """The :class:`~planbook.compat.openmanus_flow.PlanningFlow` behind a run with strategy
+    ``openmanus`` (its ``tool`` holds the plan in OpenManus's text: ``flow_of(r).tool.execute(command="get")``)."""
+    for agent in runner.agents.values():
+        flow = getattr(agent, "flow", None)
+        if flow is not None:
+            return flow  # type: ignore[no-any-return]
+    raise ValueError(f"this run's strategy is {getattr(runner, 'strategy', 'planbook')!r}: only strategy "
+                     "'openmanus' runs through a PlanningFlow")
