@@ -28,7 +28,7 @@ __all__ = [
     "Planner", "PlanningContext", "PlanningError", "Problem", "RunFailed", "RunResult", "RunState", "Runner",
     "ScriptedAgent", "ScriptedPlanner", "Status", "Step", "Tool", "Toolbox", "Usage", "default_toolbox",
     "diff_plans", "format_diff", "format_plan", "format_result", "make_plan", "run", "tool", "validate_plan",
-    "LLMPlanner", "LLMAgent", "load_ipython_extension",
+    "LLMPlanner", "LLMAgent", "compare", "load_ipython_extension",
 ]
 # PlanView and watch are importable by name but not star-imported: they load ipywidgets
 
@@ -37,6 +37,7 @@ _LAZY = {
     "LLMAgent": ("planbook.llm", "LLMAgent"),
     "PlanView": ("planbook.widget", "PlanView"),
     "watch": ("planbook.liveview", "watch"),
+    "compare": ("planbook.compat.compare", "compare"),
 }
 
 

@@ -105,6 +105,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=_seconds, default=None, help="seconds a step may take")
     run.add_argument("--parallel", type=int, default=1, metavar="N",
                      help="run up to N steps whose needs are done at once (default 1: one at a time, in plan order)")
+    run.add_argument("--strategy", metavar="NAME", default=None,
+                     help="run as a seed design: planbook (default), lesson, openmanus or agenticseek")
+    run.add_argument("--faithful", action="store_true",
+                     help="with --strategy openmanus or agenticseek: reproduce that design's pitfalls")
     run.add_argument("--plain", action="store_true", help="no live view; print the final result only")
 
     check = sub.add_parser("check", help="validate a plan spec without running it")
@@ -272,7 +276,7 @@ def _main(argv: Sequence[str] | None) -> int:
         runner = Runner(
             plan, planner=planner, tools=tools, agents=agents, on_failure=args.on_failure, retries=args.retries,
             max_steps=args.max_steps, max_replans=args.max_replans, step_timeout=args.timeout,
-            parallel=args.parallel,
+            parallel=args.parallel, strategy=args.strategy, faithful=args.faithful,
         )
     except (PlanError, UsageProblem, ValueError, TypeError) as exc:
         print(f"planbook: {exc}", file=sys.stderr)

@@ -303,6 +303,8 @@ class PlanMagics(Magics):
     @ma.argument("--resume", action="store_true", help="continue this plan's latest stored run (after a kernel restart or a crash): completed steps are not run again")
     @ma.argument("--rerun", metavar="ID", action="append", default=[], help="with --resume: run step ID again although its tool is idempotent=False and it was in progress when the run stopped")
     @ma.argument("--no-cache", action="store_true", help="do not reuse earlier results of the same tool calls")
+    @ma.argument("--strategy", metavar="NAME", help="run as a seed design: planbook (default), lesson, openmanus or agenticseek (planbook.compat.strategies)")
+    @ma.argument("--faithful", action="store_true", help="with --strategy openmanus or agenticseek: reproduce that design's pitfalls, for teaching")
     @ma.argument("--check", action="store_true", help="raise planbook.RunFailed if the run ends failed (for pipelines)")
     @ma.argument("--restart", action="store_true", help="start a new run even if the last one paused or was interrupted")
     @ma.argument("--no-view", action="store_true", help="no live view (the result is still returned)")
@@ -358,10 +360,11 @@ class PlanMagics(Magics):
         max_steps = 12 if args.max_steps is None else args.max_steps
         max_replans = 5 if args.max_replans is None else args.max_replans
         key = (on_failure, args.retries, max_steps, max_replans, args.timeout, parallel, _ident(executor),
-               _ident(tools), _ident(agents), _ident(planner_key))
-        options_given = any(
+               _ident(tools), _ident(agents), _ident(planner_key), args.strategy, args.faithful)
+        options_given = args.faithful or any(
             v is not None for v in (args.on_failure, args.retries, args.max_steps, args.max_replans, args.timeout,
-                                    args.parallel, args.executor, args.planner, args.model, args.tools, args.agents)
+                                    args.parallel, args.executor, args.planner, args.model, args.tools, args.agents,
+                                    args.strategy)
         )
         run = self.runs.get(name)
         unfinished = (
@@ -396,6 +399,7 @@ class PlanMagics(Magics):
                     value, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=args.retries,
                     max_steps=max_steps, max_replans=max_replans, step_timeout=args.timeout, parallel=parallel,
                     executor=executor, store=self.store(), cache=self.cache and not args.no_cache,
+                    strategy=args.strategy, faithful=args.faithful,
                 )
             except PlanError as exc:
                 raise CellPlanError(exc.problems) from None
@@ -461,7 +465,7 @@ class PlanMagics(Magics):
 
             return LLMPlanner(model=model)
         planner = self._lookup(var, "--planner")
-        if not callable(planner):
+        if not callable(planner) and not hasattr(planner, "chat"):  # a model drives --strategy openmanus/agenticseek
             raise UsageError(
                 f"--planner {var}: {var!r} is a {type(planner).__name__}; a planner is a callable "
                 "(goal, history, last_error) -> steps, or use --planner llm"

@@ -99,7 +99,19 @@ class Runner:
         cache: bool = True,
         on_event: EventHandler | Iterable[EventHandler] | None = None,
         clock: Callable[[], float] = time.time,
+        strategy: str | None = None,
+        faithful: bool = False,
     ) -> None:
+        attach: list[Callable[[Runner], None]] = []
+        if strategy is not None or faithful:  # a seed design's bundle of options (loaded only when asked for)
+            from .compat.strategies import adjust
+
+            o = adjust(strategy, faithful, plan=plan, planner=planner, tools=tools, agents=agents,
+                       on_failure=on_failure, parallel=parallel, after_step=after_step, on_event=on_event)
+            plan, planner, agents, on_failure, after_step, on_event, attach = (
+                o.plan, o.planner, o.agents, o.on_failure, o.after_step, o.on_event, o.attach)
+        #: the design this run follows (:mod:`planbook.compat.strategies`) and whether its pitfalls are on
+        self.strategy, self.faithful = strategy or "planbook", faithful
         if after_step is not None and parallel != 1:
             raise ValueError("after_step reviews the plan after each step, so steps must run one at a time: "
                              "drop parallel, or the review")
@@ -150,6 +162,8 @@ class Runner:
         self._fast_tools: dict[str, bool] = {}
         #: cache keys of steps about to run (their result is cached when they succeed)
         self._cache_keys: dict[str, str] = {}
+        for hook in attach:
+            hook(self)
 
     def _initial_plan(self, plan: Plan | str) -> Plan:
         """The run's own copy of the plan, checked (or an empty plan awaiting its first one)."""
@@ -844,7 +858,8 @@ class Runner:
             self._finish("failed", refused[0], refused[1])  # type: ignore[arg-type]
             return
         position = self.scheduler.position.get(step.id, -1)
-        kept = [st for i, st in enumerate(self.plan.steps) if i <= position or st.status is not Status.not_started]
+        kept = [st for i, st in enumerate(self.plan.steps)
+                if i <= position or st.status not in (Status.not_started, Status.blocked)]
         candidate, new_steps, problems = accept_steps(self.plan, kept, proposed, self.tools, self.agents)
         if problems:
             self._finish("failed", "no_plan",
@@ -993,6 +1008,8 @@ def run(
     cache: bool = True,
     on_event: EventHandler | Iterable[EventHandler] | None = None,
     clock: Callable[[], float] = time.time,
+    strategy: str | None = None,
+    faithful: bool = False,
 ) -> RunResult:
     """Run a plan (or a goal, with a planner) to the end and return the :class:`RunResult`.
 
@@ -1004,10 +1021,14 @@ def run(
     result unless ``cache=False`` (or the tool says ``cache=False``). ``after_step``: see
     :data:`AfterStep`. Raises :class:`PlanError` if the plan is invalid
     (nothing runs); every other outcome — failures, budgets, interrupts — is in the result.
+    ``strategy`` runs the plan as one of the seed designs (``"lesson"``, ``"openmanus"``,
+    ``"agenticseek"``; ``"planbook"`` is the default), ``faithful=True`` with its pitfalls
+    (:mod:`planbook.compat.strategies`).
     """
     runner = Runner(
         plan, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=retries,
         max_steps=max_steps, max_replans=max_replans, step_timeout=step_timeout, parallel=parallel,
         executor=executor, after_step=after_step, store=store, cache=cache, on_event=on_event, clock=clock,
+        strategy=strategy, faithful=faithful,
     )
     return runner.run()

@@ -517,9 +517,10 @@ def test_an_agent_that_finished_the_request_ends_the_flow_and_faithful_never_not
         return PlanningFlow(worker, planner=model, faithful=faithful).run("r"), worker
 
     result, worker = run(faithful=False)
-    assert (result.status, result.reason) == ("completed", "steps_skipped")
+    assert (result.status, result.reason) == ("completed", "stopped")  # AgentReply(stop=...), not statuses set by hand
     assert [c["task"] for c in worker.calls] == ["look up", "answer the question"]
-    assert "2. [-] double check\n   Notes: not run: agent 'manus' finished the request at step 1" in result.plan_text
+    assert "2. [-] double check\n   Notes: not run: step 1 ended the run (agent 'manus' finished the request)" in result.plan_text
+    assert result.run.plan.step("2").notes == "not run: step 1 ended the run (agent 'manus' finished the request)"
     assert [e.step for e in result.run.events if e.kind == "step.skipped"] == ["2", "3"]
     assert worker.state == "IDLE"
     result, worker = run(faithful=True)
@@ -541,6 +542,23 @@ def test_blocked_is_never_written_in_faithful_mode():
     result = PlanningFlow(Crashing(), planner=ScriptedModel([planning(steps)])).run("r", on_failure="abort")
     assert "1. [✗] chart\n   Notes: RuntimeError: plotting backend missing" in result.plan_text
     assert "2. [!] write" in result.plan_text
+
+
+def test_faithful_failures_have_the_continue_policy_so_dependents_run_and_nothing_is_blocked():
+    class Crashing:
+        name, description = "manus", "crashes on charts"
+
+        def __call__(self, task, context):
+            if "chart" in task:
+                raise RuntimeError("plotting backend missing")
+            return AgentReply(answer="ok")
+
+    steps = ["read", "chart", "write"]
+    result = PlanningFlow(Crashing(), planner=ScriptedModel([planning(steps)]), faithful=True).run("r")
+    assert result.run.plan.step("1").status is Status.failed and result.run.plan.step("2").status is Status.completed
+    assert "1. [→] chart\n" in result.plan_text and "2. [✓] write\n" in result.plan_text and "[!]" not in result.plan_text
+    result = PlanningFlow(Crashing(), planner=ScriptedModel([planning(steps)])).run("r")  # default: replan (no reply left)
+    assert result.reason == "no_plan" and "2. [!] write" in result.plan_text
 
 
 def test_a_second_request_on_the_same_flow():

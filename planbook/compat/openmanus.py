@@ -346,6 +346,10 @@ class PlanningTool:
             plan.title = title
         if steps:
             plan.steps = self._merge(plan.steps, steps)
+            ids = {s.id for s in plan.steps}
+            for step in plan.steps:  # OpenManus's steps have no needs: a kept step loses those that left
+                if any(n not in ids for n in step.needs):
+                    step.needs = [n for n in step.needs if n in ids]
             plan.revision += 1
         return f"Plan updated successfully: {plan.id}\n\n{format_plan(plan)}"
 

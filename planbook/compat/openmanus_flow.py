@@ -3,7 +3,7 @@
 
 The flow is a bundle over the public engine: a planner (:class:`OpenManusPlanner`, the
 model offered only the planning tool), agent wrappers (routing, the seed's step prompt,
-the per-agent step budget) and an event handler that writes the run's statuses into
+the per-agent step budget, the FINISHED check as ``AgentReply(stop=...)``) and an event handler that writes the run's statuses into
 the :class:`~planbook.compat.openmanus.PlanningTool`, so ``get`` shows the truth.
 
 By default planbook's fixes apply; ``faithful=True`` reproduces each pitfall of the seed:
@@ -16,8 +16,8 @@ tag routing                        unknown tag → first executor, silently     
 failure reports                    ignored (only an exception fails a step)    the run's policy (abort/skip/retry/replan)
 no planning call                   3-step default plan                         ``no_plan`` failure with the model's words
 agent step budget                  carries over between steps (resets at max)  every step gets the whole budget
-agent says FINISHED                never noticed (state reset before check)    the remaining steps are not run
-blocked                            never written                               written for steps that cannot run
+agent says FINISHED                never noticed (state reset before check)    the run stops there (``AgentReply.stop``)
+blocked                            never written: policy ``continue``          written for steps that cannot run
 =================================  ==========================================  =====================================
 """
 
@@ -206,7 +206,8 @@ class PlanningFlow:
         max_attempts: int = 1,
     ) -> None:
         self.faithful = faithful
-        self.model = as_chat_model(planner)
+        #: None: the flow runs written plans only (``planbook.run(plan, strategy="openmanus")``)
+        self.model = as_chat_model(planner) if planner is not None else None
         self.agents = as_agents(self._agent_dict(agents))
         if not self.agents:
             raise ValueError("PlanningFlow needs at least one agent")
@@ -228,8 +229,6 @@ class PlanningFlow:
             raise ValueError(f"agent_max_steps must be at least 1, got {agent_max_steps}")
         self.agent_max_steps = agent_max_steps
         self._spent: dict[str, int] = {}  # faithful: steps each agent used since its counter last reset
-        self._runner: Runner | None = None
-        self._stop: tuple[str, str] | None = None
         self._prompts: list[str] = []
         self._budgets: list[tuple[str, str, int, int]] = []
 
@@ -316,14 +315,14 @@ class PlanningFlow:
         if is_plan_spec(request):
             raise ValueError("the request reads as a plan spec; PlanningFlow plans from a request in words "
                              "(to run a written plan, use planbook.run or tool.write(plan))")
+        if self.model is None:
+            raise ValueError("PlanningFlow.run plans with a model: pass planner=a model (a ScriptedModel, an "
+                             "LLMPlanner...), or run a written plan with planbook.run(plan, strategy='openmanus')")
         number = 1
         while self.plan_id in self.tool.plans and not self.faithful:  # the seed reuses its plan id, so
             number += 1  # a second request on the same flow fails to create its plan
             self.plan_id = f"{self._id_base}_{number}"
-        self._stop, self._prompts, self._budgets = None, [], []
-        agents = {key: _FlowAgent(self, key, agent) for key, agent in self.agents.items()}
-        self._runner = runner = Runner(request, planner=OpenManusPlanner(self), agents=agents, **options)
-        runner.subscribe(self._mirror)
+        runner = Runner(request, **self.runner_options(OpenManusPlanner(self), options))
         result = runner.run()
         plan_text = self.tool.execute(command="get", plan_id=self.plan_id) if self.plan_id in self.tool.plans else ""
         flow = FlowResult(run=result, plan_text=plan_text, step_prompts=list(self._prompts), budgets=list(self._budgets))
@@ -331,11 +330,27 @@ class PlanningFlow:
             self._summarize(flow, request)
         return flow
 
+    def runner_options(self, planner: Any, options: dict[str, Any]) -> dict[str, Any]:
+        """``options`` for :class:`~planbook.Runner` with the flow's agents, ``planner`` and the tool's mirror.
+
+        With ``faithful`` a failure has the ``continue`` policy unless ``on_failure`` says
+        otherwise: the seed writes no ``blocked`` and goes on to the next step.
+        """
+        self._prompts, self._budgets = [], []
+        handlers = options.get("on_event")
+        handlers = [] if handlers is None else [handlers] if callable(handlers) else list(handlers)
+        merged = dict(options, planner=planner, on_event=[self._mirror, *handlers],
+                      agents={key: _FlowAgent(self, key, agent) for key, agent in self.agents.items()})
+        if self.faithful and merged.get("on_failure") is None:
+            merged["on_failure"] = "continue"
+        return merged
+
     def execute(self, request: str, **options: Any) -> str:
         """The seed's API: the text of :meth:`FlowResult.text`."""
         return self.run(request, **options).text()
 
     def _summarize(self, flow: FlowResult, request: str) -> None:
+        assert self.model is not None
         result = flow.run
         if self.faithful or (result.ok and result.reason == "goal_met"):
             user = SUMMARY_REQUEST.format(plan_text=flow.plan_text)
@@ -356,6 +371,12 @@ class PlanningFlow:
 
     # ------------------------------------------------- the tool follows the run
     def _mirror(self, event: Event) -> None:
+        """Write the run's statuses into the tool, so ``get`` shows what happened.
+
+        With ``faithful`` only what the seed writes reaches the tool: ``in_progress`` when a
+        step starts, ``completed`` when it returns (a failure stays ``in_progress``;
+        ``blocked`` is never written — the run's ``continue`` policy lets dependents run).
+        """
         plan = self.tool.plans.get(self.plan_id)
         if plan is None:
             return
@@ -370,8 +391,6 @@ class PlanningFlow:
             return
         if event.kind == "step.finished":
             step.status = Status.completed
-            if self._stop is not None and self._stop[0] == event.step:
-                self._stop_run(*self._stop)
         elif event.kind == "step.retry":
             step.status = Status.not_started
         elif self.faithful:  # the seed never writes blocked, nor anything about a failure
@@ -379,19 +398,11 @@ class PlanningFlow:
         elif event.kind == "step.failed":
             step.status, step.notes = Status.failed, str(event.data.get("error") or "failed")
         elif event.kind == "step.skipped":
-            step.status, step.notes = Status.skipped, event.data.get("reason") or f"skipped after: {event.data.get('error')}"
+            by, reason = event.data.get("by"), event.data.get("reason")
+            step.status = Status.skipped
+            step.notes = f"not run: step {by} ended the run ({reason})" if by else f"skipped after: {event.data.get('error')}"
         elif event.kind == "step.blocked":
             step.status, step.notes = Status.blocked, f"blocked: needs {', '.join(event.data.get('because', []))}"
-
-    def _stop_run(self, step_id: str, agent: str) -> None:
-        """The agent said the request is done: the steps not started are skipped, and say why."""
-        assert self._runner is not None
-        note = f"not run: agent {agent!r} finished the request at step {step_id}"
-        for step in self._runner.plan.steps:
-            if step.status is Status.not_started:
-                step.status, step.notes = Status.skipped, note
-                self._runner.emit("step.skipped", step=step.id, error=None, reason=note)
-        self._stop = None
 
     # ------------------------------------------------ per-agent step budgets
     def _give_budget(self, key: str, agent: Any) -> tuple[int, int] | None:
@@ -461,9 +472,12 @@ class _FlowAgent:
     def _after(self, reply: Any, step_id: str, token: tuple[int, int] | None) -> Any:
         flow = self.flow
         flow._take_budget(self.key, self.agent, step_id, token)
-        if flow._finished(self.agent):
-            flow._stop = (step_id, self.key)
         if not flow.faithful:
+            if flow._finished(self.agent):  # the fixed FINISHED check: the run ends after this step
+                if not isinstance(reply, AgentReply):
+                    reply = AgentReply(answer=reply)
+                if reply.ok:
+                    reply.stop = f"agent {self.key!r} finished the request"
             return reply
         # the seed: the step is completed whenever run() returned, whatever the agent said
         if not isinstance(reply, AgentReply):
