@@ -214,7 +214,7 @@ def test_bad_json_is_said_in_words_with_the_line(spec: str, line: int, words: st
 def test_a_typo_in_on_failure_gets_did_you_mean_not_a_pydantic_error() -> None:
     p = problem("steps:\n  - id: a\n    tool: t\n    on_failure: replna\n")
     assert (p.step, p.code, p.line) == ("a", "bad_policy", 4)
-    assert p.message == "unknown policy 'replna' in on_failure; did you mean 'replan'? (choose from abort, skip, retry, replan)"
+    assert p.message == "unknown policy 'replna' in on_failure; did you mean 'replan'? (choose from abort, skip, retry, replan, continue)"
 
 
 def test_other_wrong_types_are_said_without_a_url() -> None:
