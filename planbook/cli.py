@@ -17,7 +17,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
-from .errors import PlanError, closest
+from . import cli_runs
+from .errors import PlanbookError, PlanError, closest
 from .models import Plan, RunResult
 from .policies import POLICIES
 from .runner import Runner
@@ -110,6 +111,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--faithful", action="store_true",
                      help="with --strategy openmanus or agenticseek: reproduce that design's pitfalls")
     run.add_argument("--plain", action="store_true", help="no live view; print the final result only")
+    run.add_argument("--store", metavar="PATH", help=cli_runs.STORE_HELP)
+    run.add_argument("--no-store", action="store_true", help="keep no record of the run (it cannot be resumed)")
+    run.add_argument("--no-cache", action="store_true", help="do not reuse earlier results of the same tool calls")
 
     check = sub.add_parser("check", help="validate a plan spec without running it")
     check.add_argument("file")
@@ -122,6 +126,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="make each step take SECONDS longer, so the live view can be followed (for presenting)")
 
     sub.add_parser("schema", help="print the JSON Schema of plan files (for editors: see the README)")
+    cli_runs.add_commands(sub, {"tools": "the tools the run used", "agents": "the agents the run used",
+                                "planner": "the planner the run used, for replans"})
     return parser
 
 
@@ -241,8 +247,12 @@ def final_outputs(result: RunResult) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    with ascii_fallback(sys.stdout, sys.stderr):
-        return _main(argv)
+    try:
+        with ascii_fallback(sys.stdout, sys.stderr):
+            return _main(argv)
+    except BrokenPipeError:  # `planbook runs | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -254,6 +264,18 @@ def _main(argv: Sequence[str] | None) -> int:
 
         print(json.dumps(plan_schema(), indent=2, ensure_ascii=False))
         return EXIT_OK
+    if args.command in ("runs", "show"):
+        try:
+            if args.command == "runs":
+                print(cli_runs.list_runs(args))
+            else:
+                print(printable(cli_runs.show_run(args)))
+        except PlanbookError as exc:
+            print(f"planbook: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return EXIT_OK
+    if args.command == "resume":
+        return _resume(args)
     if args.command == "demo":  # the demo's plan is known good: an error in its run is not a usage error
         from .demo import demo_plan, demo_planner, demo_tools
 
@@ -277,6 +299,7 @@ def _main(argv: Sequence[str] | None) -> int:
             plan, planner=planner, tools=tools, agents=agents, on_failure=args.on_failure, retries=args.retries,
             max_steps=args.max_steps, max_replans=args.max_replans, step_timeout=args.timeout,
             parallel=args.parallel, strategy=args.strategy, faithful=args.faithful,
+            store=None if args.no_store else cli_runs.store_path(args), cache=not args.no_cache,
         )
     except (PlanError, UsageProblem, ValueError, TypeError) as exc:
         print(f"planbook: {exc}", file=sys.stderr)
@@ -285,6 +308,30 @@ def _main(argv: Sequence[str] | None) -> int:
             if "unknown_tool" in codes or "unknown_agent" in codes:
                 print("planbook: hint: name the tools with --tools module:object (and agents with --agents module:object)",
                       file=sys.stderr)
+        return EXIT_USAGE
+    result = _execute(runner, args.plain)
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from .resume import resume
+
+    try:
+        runner = resume(
+            args.run_id, store=cli_runs.store_path(args), rerun=args.rerun,
+            tools=load_object(args.tools, "tools") if args.tools else None,
+            agents=load_object(args.agents, "agents") if args.agents else None,
+            planner=load_object(args.planner, "planner") if args.planner else None, run=False,
+        )
+    except PlanbookError as exc:
+        if "already" in str(exc):  # a finished run: say so, show it
+            result = cli_runs.show_run(args)
+            print(f"run {args.run_id or 'latest'} already ended; nothing to resume\n{printable(result)}")
+            return EXIT_OK if result.ok else EXIT_FAILED
+        print(f"planbook: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (UsageProblem, ValueError, TypeError) as exc:
+        print(f"planbook: {exc}", file=sys.stderr)
         return EXIT_USAGE
     result = _execute(runner, args.plain)
     return EXIT_OK if result.ok else EXIT_FAILED

@@ -1,0 +1,61 @@
+"""``planbook runs``, ``planbook show`` and ``planbook resume``: the command line over the run store.
+
+Kept apart from :mod:`planbook.cli` (which parses and runs plans) so each stays small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+STORE_HELP = "the run store (default: $PLANBOOK_HOME/runs.sqlite, else .planbook/runs.sqlite here)"
+
+
+def add_commands(sub: Any, load_help: dict[str, str]) -> None:
+    """Add the store's subcommands to the ``planbook`` parser."""
+    runs = sub.add_parser("runs", help="list the runs in the run store, newest first")
+    runs.add_argument("--store", metavar="PATH", help=STORE_HELP)
+    runs.add_argument("--limit", type=int, default=20, metavar="N", help="show at most N runs (default 20; 0: all)")
+
+    show = sub.add_parser("show", help="show a stored run: its plan with marks, the verdict, every diff")
+    show.add_argument("run_id", nargs="?", help="the run (default: the latest)")
+    show.add_argument("--store", metavar="PATH", help=STORE_HELP)
+
+    resume = sub.add_parser("resume", help="finish a stored run that was interrupted or cut short")
+    resume.add_argument("run_id", nargs="?", help="the run (default: the latest)")
+    resume.add_argument("--store", metavar="PATH", help=STORE_HELP)
+    for option in ("tools", "agents", "planner"):
+        resume.add_argument(f"--{option}", metavar="MODULE:OBJECT", help=load_help[option])
+    resume.add_argument("--rerun", metavar="ID", action="append", default=[],
+                        help="run step ID again although its tool is idempotent=False and it was in progress")
+    resume.add_argument("--plain", action="store_true", help="no live view; print the final result only")
+
+
+def store_path(args: argparse.Namespace) -> Any:
+    from .store import default_store_path
+
+    return args.store or default_store_path()
+
+
+def list_runs(args: argparse.Namespace) -> str:
+    """The text of ``planbook runs``."""
+    from .resume import runs
+
+    listed = runs(store_path(args), limit=args.limit or None)
+    if not listed:
+        return f"no runs in {store_path(args)}"
+    lines = [f"{'run':<24} {'status':<22} {'steps':>9} {'model calls':>11}  {'started':<16}  goal"]
+    for r in listed:
+        verdict = f"{r.status} ({r.reason})" if r.reason and r.reason != r.status else r.status
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))
+        goal = r.goal if len(r.goal) <= 48 else r.goal[:47] + "…"
+        lines.append(f"{r.run_id:<24} {verdict:<22} {f'{r.steps_done}/{r.steps_total}':>9} {r.model_calls:>11}  "
+                     f"{started:<16}  {goal}")
+    return "\n".join(lines)
+
+
+def show_run(args: argparse.Namespace) -> Any:
+    from .resume import load_run
+
+    return load_run(args.run_id, store=store_path(args))

@@ -1,0 +1,94 @@
+"""``planbook runs``, ``show`` and ``resume`` over the run store, and ``run --store/--no-store/--no-cache``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TOOLS = '''
+import os
+import planbook
+
+box = planbook.Toolbox()
+
+
+@box.tool
+def add(a: int, b: int) -> int:
+    """Add, and leave a mark per call (the tests count calls)."""
+    with open(os.environ["CALLS_FILE"], "a") as f:
+        f.write(f"add {a} {b}\\n")
+    if os.environ.get("STOP_AT") == f"{a} {b}":
+        raise KeyboardInterrupt  # the user's Ctrl-C, at this call
+    return a + b
+'''
+
+SPEC = "goal: sums\nsteps:\n  - {id: x, tool: add, args: {a: 1, b: 2}}\n  - {id: y, tool: add, args: {a: $x, b: 3}}\n"
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    (tmp_path / "sum_tools.py").write_text(TOOLS)
+    (tmp_path / "plan.yaml").write_text(SPEC)
+    return tmp_path
+
+
+def cli(workdir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{workdir}", "CALLS_FILE": str(workdir / "calls.txt"),
+               "PLANBOOK_HOME": str(workdir / "home"), **env}
+    return subprocess.run([sys.executable, "-m", "planbook.cli", *args], cwd=workdir, env=environ,
+                          capture_output=True, text=True, timeout=120)
+
+
+def calls(workdir: Path) -> list[str]:
+    path = workdir / "calls.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_runs_are_kept_listed_and_shown(workdir: Path) -> None:
+    done = cli(workdir, "run", "plan.yaml", "--tools", "sum_tools:box", "--plain")
+    assert done.returncode == 0, done.stderr
+    assert (workdir / "home" / "runs.sqlite").exists()  # $PLANBOOK_HOME/runs.sqlite
+    listed = cli(workdir, "runs")
+    assert listed.returncode == 0 and "completed (goal_met)" in listed.stdout and "2/2" in listed.stdout
+    assert "sums" in listed.stdout
+    shown = cli(workdir, "show")
+    assert shown.returncode == 0 and "y. [✓] add(" in shown.stdout and "Run completed (goal_met)" in shown.stdout
+
+
+def test_the_same_calls_are_reused_from_the_store_unless_told_not_to(workdir: Path) -> None:
+    assert cli(workdir, "run", "plan.yaml", "--tools", "sum_tools:box", "--plain").returncode == 0
+    assert cli(workdir, "run", "plan.yaml", "--tools", "sum_tools:box", "--plain").returncode == 0
+    assert calls(workdir) == ["add 1 2", "add 3 3"]  # the second run reused both results
+    assert cli(workdir, "run", "plan.yaml", "--tools", "sum_tools:box", "--plain", "--no-cache").returncode == 0
+    assert calls(workdir) == ["add 1 2", "add 3 3", "add 1 2", "add 3 3"]
+    assert cli(workdir, "run", "plan.yaml", "--tools", "sum_tools:box", "--plain", "--no-store").returncode == 0
+    assert len(calls(workdir)) == 6
+    assert cli(workdir, "runs").stdout.count("completed (goal_met)") == 3  # --no-store kept no record
+
+
+def test_an_interrupted_run_is_resumed_without_repeating_what_completed(workdir: Path) -> None:
+    stopped = cli(workdir, "run", "plan.yaml", "--tools", "sum_tools:box", "--plain", STOP_AT="3 3")
+    assert stopped.returncode == 1 and "interrupted" in stopped.stdout
+    resumed = cli(workdir, "resume", "--tools", "sum_tools:box", "--plain")
+    assert resumed.returncode == 0, resumed.stderr
+    assert calls(workdir) == ["add 1 2", "add 3 3", "add 3 3"]  # x ran once; y, interrupted, ran again
+    again = cli(workdir, "resume", "--tools", "sum_tools:box", "--plain")
+    assert again.returncode == 0 and "already ended; nothing to resume" in again.stdout
+    assert len(calls(workdir)) == 3
+
+
+def test_store_errors_are_usage_errors_with_the_file_named(workdir: Path) -> None:
+    bad = workdir / "not-a-store.sqlite"
+    bad.write_bytes(b"this is not a database at all" * 100)
+    before = bad.read_bytes()
+    listed = cli(workdir, "runs", "--store", str(bad))
+    assert listed.returncode == 2 and "not-a-store.sqlite" in listed.stderr and "Traceback" not in listed.stderr
+    assert bad.read_bytes() == before
+    missing = cli(workdir, "show", "no-such-run")
+    assert missing.returncode == 2 and "no-such-run" in missing.stderr
