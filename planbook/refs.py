@@ -12,11 +12,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-#: what a referenced id may contain: letters and digits of any script, ``_``, ``.`` and ``-``
-#: (``$données`` names the step ``données``); ids outside this cannot be referenced
-_ID = r"\w[\w.\-]*"
-WHOLE_REF = re.compile(rf"^\$({_ID})$")
-INLINE_REF = re.compile(rf"\$\$|\$\{{({_ID})\}}")
+from .ids import is_step_id
+
+# What a reference may name is exactly what an id may be (planbook.ids): ``$données`` names
+# the step ``données``. A regex cannot say it (ids may hold combining marks, which ``\w``
+# refuses), so these find candidates and is_step_id decides.
+WHOLE_REF = re.compile(r"^\$([^$].*)$", re.DOTALL)
+INLINE_REF = re.compile(r"\$\$|\$\{([^}]*)\}")
 
 
 def find_refs(value: Any) -> list[str]:
@@ -32,10 +34,10 @@ def _walk(v: Any, found: list[str]) -> None:
         if "$" not in v:
             return
         whole = WHOLE_REF.match(v)
-        if whole:
+        if whole and is_step_id(whole.group(1)):
             found.append(whole.group(1))
             return
-        found.extend(m.group(1) for m in INLINE_REF.finditer(v) if m.group(1))
+        found.extend(m.group(1) for m in INLINE_REF.finditer(v) if m.group(1) and is_step_id(m.group(1)))
     elif isinstance(v, (int, float, bool)) or v is None:
         return
     elif isinstance(v, (list, tuple)):
@@ -57,11 +59,13 @@ def resolve(value: Any, results: Mapping[str, Any]) -> Any:
         if "$" not in value:
             return value
         whole = WHOLE_REF.match(value)
-        if whole:
+        if whole and is_step_id(whole.group(1)):
             return results[whole.group(1)]
 
         def sub(m: re.Match[str]) -> str:
-            return "$" if m.group(0) == "$$" else str(results[m.group(1)])
+            if m.group(0) == "$$":
+                return "$"
+            return str(results[m.group(1)]) if is_step_id(m.group(1)) else m.group(0)
 
         return INLINE_REF.sub(sub, value)
     if isinstance(value, (int, float, bool)) or value is None:
