@@ -7,6 +7,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from packaging.requirements import Requirement
 
 import planbook
 
@@ -159,8 +161,6 @@ def lowest() -> ModuleType:
 
 
 def test_lowest_constraints_pin_every_dependency_at_its_declared_bound(lowest: ModuleType, project: dict) -> None:
-    from packaging.requirements import Requirement
-
     pins = {Requirement(line).name.lower(): Requirement(line) for line in lowest.lowest_constraints(["test"])}
     for text in project["dependencies"] + project["optional-dependencies"]["test"]:
         declared = Requirement(text)
@@ -195,3 +195,31 @@ def test_lowest_constraints_keep_markers_and_extras_out(lowest: ModuleType, tmp_
         "[project]\ndependencies = [\"tomli>=1.1; python_version < '3.11'\", \"jsonschema[format]>=4.18,<5\"]\n"
     )
     assert lowest.lowest_constraints([], pyproject) == ["tomli==1.1; python_version < '3.11'", "jsonschema==4.18"]
+
+
+# ------------------------------------------------------------------ metadata and the README
+
+
+def test_python_classifiers_start_at_requires_python(project: dict) -> None:
+    floor = project["requires-python"].removeprefix(">=")
+    versions = [c.rsplit(" :: ", 1)[1] for c in project["classifiers"] if c.startswith("Programming Language :: Python :: 3.")]
+    assert versions and min(versions, key=lambda v: tuple(map(int, v.split(".")))) == floor, versions
+    for framework in ("Framework :: Jupyter", "Framework :: IPython", "Framework :: Pytest"):
+        assert framework in project["classifiers"]
+
+
+def test_readme_notebook_commands_install_lab_and_open_a_tutorial(project: dict) -> None:
+    """The two commands of "In a notebook" name an extra that brings JupyterLab and a kernel,
+    and a notebook that exists."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## In a notebook", 1)[1].split("\n## ", 1)[0]
+    commands = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert commands, "README's 'In a notebook' has no bash block with the install commands"
+    lines = commands.group(1).strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("python3 -m venv .venv && "), lines
+    extra = re.search(r'pip install "\.\[(\w+)\]"', lines[0])
+    assert extra, lines[0]
+    brings = {Requirement(r).name for r in project["optional-dependencies"][extra.group(1)]}
+    assert {"jupyterlab", "ipykernel"} <= brings, brings
+    opened = re.fullmatch(r"\.venv/bin/jupyter lab (\S+\.ipynb)", lines[1])
+    assert opened and (ROOT / opened.group(1)).is_file(), lines[1]
