@@ -20,7 +20,6 @@ from .tools import Tool, Toolbox, default_toolbox, tool
 from .validate import validate_plan
 
 
-
 def _version() -> str:
     """The installed distribution's version (pyproject.toml is the one place it is written);
     a checkout used without installing (``PYTHONPATH=.``) says so instead of guessing."""
