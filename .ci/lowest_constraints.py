@@ -40,7 +40,7 @@ def lowest_pin(requirement: str) -> str:
             f"{requirement!r} in pyproject.toml needs exactly one lower bound (>=X or ==X) "
             "so CI can install and test its lowest supported version"
         )
-    return f"{name}=={lows[0]}" + (f"{marker}" if marker else "")
+    return f"{name}=={lows[0]}{marker or ''}"
 
 
 def lowest_constraints(extras: list[str], pyproject: Path = PYPROJECT) -> list[str]:
@@ -56,7 +56,7 @@ def lowest_constraints(extras: list[str], pyproject: Path = PYPROJECT) -> list[s
     pins: dict[str, str] = {}
     for requirement in requirements:
         pin = lowest_pin(requirement)
-        name = re.split(r"[=;]", pin, maxsplit=1)[0].lower().replace("_", "-").replace(".", "-")
+        name = re.sub(r"[-_.]+", "-", pin.split("==", 1)[0]).lower()  # PEP 503 normalised
         if pins.setdefault(name, pin) != pin:
             raise ValueError(
                 f"pyproject.toml gives {name} two different bounds ({pins[name]} and {pin}): "
