@@ -11,7 +11,9 @@ import os
 
 from planbook.testing.helpers import MODEL_ENV  # every variable that selects a model, an endpoint or a cassette mode
 
-#: the fixtures planbook offers for testing your own planners (``fake_openai``) are used here too
+#: the fixtures planbook offers for testing your own planners (``fake_openai``) are used here too.
+#: An installed planbook registers them by its pytest11 entry point, named after this module so
+#: this line is then a no-op; it stays for a checkout run without installing (PYTHONPATH=.).
 pytest_plugins = ["planbook.testing.pytest_plugin"]
 
 

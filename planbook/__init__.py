@@ -20,7 +20,19 @@ from .textview import format_diff, format_plan, format_result
 from .tools import Tool, Toolbox, default_toolbox, tool
 from .validate import validate_plan
 
-__version__ = "0.1.0"
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml is the one place it is written);
+    a checkout used without installing (``PYTHONPATH=.``) says so instead of guessing."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("planbook")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+__version__ = _version()
 
 __all__ = [
     "Agent", "AgentContext", "AgentReply", "Event", "FunctionAgent", "Plan", "PlanDiff", "PlanError", "PlanbookError",

@@ -699,8 +699,10 @@ class Kernel:
                 interrupted = True
             if msg["msg_type"] == "status" and content["execution_state"] == "idle":
                 break
-        reply = self.kc.get_shell_msg(timeout=timeout)
-        return reply["content"], messages
+        while True:  # a kernel that started slowly can leave extra kernel_info replies on the shell channel
+            reply = self.kc.get_shell_msg(timeout=timeout)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply["content"], messages
 
     def close(self) -> None:
         self.kc.stop_channels()

@@ -86,7 +86,9 @@ def replanned_run() -> tuple[Runner, PlanView, LiveView]:
 
 
 def active_widgets() -> int:
-    return len(widget_module._instances)
+    # ipywidgets 8.1 keeps live widgets in a module dict; 8.0 (the lowest we support) on the class
+    instances = getattr(widget_module, "_instances", None)
+    return len(widget_module.Widget._active_widgets if instances is None else instances)
 
 
 # ------------------------------------------------------------------ after a run

@@ -1,4 +1,6 @@
-"""Fixtures for your own tests: ``pytest_plugins = ["planbook.testing.pytest_plugin"]``.
+"""Fixtures for your own tests. Installing planbook registers this plugin with pytest (its
+``pytest11`` entry point), so ``fake_openai`` needs no ``pytest_plugins`` line; turn it off
+with ``-p no:planbook.testing.pytest_plugin``.
 
 ``fake_openai`` is one FakeOpenAIServer per test module, reset before each test;
 the model environment variables are hidden for every test that uses it.
