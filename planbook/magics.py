@@ -325,7 +325,7 @@ class PlanMagics(Magics):
                 )
         bridge = None
         if not args.no_view:
-            from .liveview import show_live
+            from .views.live import show_live
 
             bridge = show_live(runner)
         try:

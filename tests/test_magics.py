@@ -17,7 +17,7 @@ import planbook
 from planbook import Plan, PlanError, RunFailed, RunResult, ScriptedPlanner, Status, Toolbox
 from planbook.magics import CellPlanError, RunInterrupted, magics_of
 from planbook.specwriter import plan_spec
-from planbook.textview import format_markdown, format_plan
+from planbook.textview import format_markdown, format_plan, summary_line
 
 SPEC = """\
 goal: add up {numbers} for $5
@@ -89,6 +89,8 @@ def published(ip: Any, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         seen.append({"data": data, "id": (transient or {}).get("display_id"), "update": update})
 
     monkeypatch.setattr(ip.display_pub, "publish", publish)
+    # the view a kernel without anywidget shows (the widget's own tests are in test_widget.py)
+    monkeypatch.setattr("planbook.views.live.choose_view", lambda *a, **k: "html")
     return seen
 
 
@@ -610,14 +612,12 @@ def test_live_view_falls_back_to_display_updates(ip: Any, world: World, publishe
     result = ip.run_line_magic("run_plan", "shown")
     first, *updates = published
     assert first["update"] is False and first["id"]
-    assert first["data"]["text/plain"] == format_plan(plan)  # what nbval compares: the plan at the start
+    assert first["data"]["text/plain"] == format_plan(plan)
     assert updates and all(u["update"] and u["id"] == first["id"] for u in updates)
-    # a terminal prints every update: one progress line each, not the whole plan again
-    assert updates[-1]["data"]["text/plain"] == (
-        "Plan add up {numbers} for $5: 3/3 steps completed · run completed (goal_met) · steps 3/12, replans 0/5"
-    )
+    # the display ends with the final state (what the saved notebook keeps)
+    assert updates[-1]["data"]["text/plain"] == str(result)
     assert "Run completed (goal_met): steps 3/12, replans 0/5" in updates[-1]["data"]["text/html"]
-    assert updates[-1]["data"]["text/markdown"] == format_markdown(result.plan)
+    assert updates[-1]["data"]["text/markdown"] == format_markdown(result.plan) + "\n\n" + summary_line(result)
 
 
 def test_no_view_displays_nothing(ip: Any, world: World, published: list) -> None:
@@ -628,18 +628,21 @@ def test_no_view_displays_nothing(ip: Any, world: World, published: list) -> Non
 
 
 def test_widget_view_when_a_kernel_has_comms(ip: Any, world: World, published: list, monkeypatch: pytest.MonkeyPatch) -> None:
-    import planbook.liveview as liveview
-
-    monkeypatch.setattr(liveview, "widgets_available", lambda shell=None: True)
+    monkeypatch.setattr("planbook.views.live.choose_view", lambda *a, **k: "widget")
     plan = define(ip, "widgety")
     published.clear()
     result = ip.run_line_magic("run_plan", "widgety")
-    (shown,) = published  # the widget updates itself through comms: one display, no display updates
-    data = shown["data"]
-    assert "application/vnd.jupyter.widget-view+json" in data
-    assert data["text/plain"] == format_plan(plan)
+    # the widget updates itself through comms: one display, then one update with the final state
+    shown, final = published
+    assert "application/vnd.jupyter.widget-view+json" in shown["data"]
+    assert shown["data"]["text/plain"] == format_plan(plan)
+    assert (final["update"], final["id"]) == (True, shown["id"])
+    data = final["data"]
+    assert data["application/vnd.jupyter.widget-view+json"] == shown["data"]["application/vnd.jupyter.widget-view+json"]
+    assert data["text/plain"] == str(result)  # what a saved notebook shows: how the run ended
     assert data["text/markdown"].startswith("**Plan:")
-    assert data["text/html"].startswith('<div style="color:#666;font-size:11px">Live view (where widgets do not run')
+    assert "Live view (where widgets do not run" in data["text/html"]
+    assert "Run completed (goal_met)" in data["text/html"]
     assert result.ok
 
 
