@@ -73,7 +73,7 @@ class LiveView:
     and, if the view was displayed with a ``handle``, updates that display with the final
     state (so the notebook keeps it).
 
-    A target may also have ``note(event, state_fn)``: called for every event, unthrottled
+    A target may also have ``note_event(event, state_fn)``: called for every event, unthrottled
     (the terminal prints a replan's diff above its table there).
     """
 
@@ -103,7 +103,7 @@ class LiveView:
         self.thread = threading.get_ident()
         self.usage = Usage.from_events(runner.state.events)
         self.timeline = TimelineBuilder().feed_all(runner.state.events)
-        self._note = getattr(target, "note", None)
+        self._note = getattr(target, "note_event", None)
         runner.subscribe(self)
         runner.add_heartbeat(self.beat, heartbeat)
 

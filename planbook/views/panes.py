@@ -152,9 +152,9 @@ def _formatter() -> Any:
 class PaneBudget:
     """The bytes of panes a view may still send (:data:`TOTAL_CAP` in all)."""
 
-    def __init__(self, total: int = TOTAL_CAP, per_pane: int = PANE_CAP) -> None:
-        self.left = total
-        self.per_pane = per_pane
+    def __init__(self, total: int | None = None, per_pane: int | None = None) -> None:
+        self.left = TOTAL_CAP if total is None else total
+        self.per_pane = PANE_CAP if per_pane is None else per_pane
 
     def cap(self) -> int:
         return max(0, min(self.per_pane, self.left))

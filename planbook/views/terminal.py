@@ -117,7 +117,7 @@ class TerminalView:
         return self.bridge.events if self.bridge is not None else 0
 
     # ------------------------------------------------------------------ as a bridge target
-    def note(self, event: Event, state: Callable[[], ViewState]) -> None:
+    def note_event(self, event: Event, state: Callable[[], ViewState]) -> None:
         """Every event: a replan prints its diff above the table (plain text, never markup)."""
         if event.kind == "plan.diff" and self.runner.state.revisions:
             from rich.text import Text

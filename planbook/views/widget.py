@@ -45,12 +45,8 @@ def row_of(step: Step) -> list[Any]:
     return [step.id, executor, step.task or step.describe(), list(step.needs)]
 
 
-class PlanView(anywidget.AnyWidget):
-    """A live view of a :class:`Plan`, a :class:`RunResult` or a :class:`Runner`.
-
-    ``view.render(state)`` redraws it; ``view.open(step_id)`` opens a step's pane (what a
-    click on its row does in the browser). ``note``: a line above the static HTML copy.
-    """
+class PlanWidget(anywidget.AnyWidget):
+    """The anywidget model: the synced traits, drawn by ``static/planview.js``."""
 
     _esm = STATIC / "planview.js"
 
@@ -61,8 +57,18 @@ class PlanView(anywidget.AnyWidget):
     revisions = t.List().tag(sync=True)
     selected = t.Unicode("").tag(sync=True)
 
-    def __init__(self, source: Any, *, note: str = "", **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+
+class PlanView:
+    """A live view of a :class:`Plan`, a :class:`RunResult` or a :class:`Runner`.
+
+    ``view.render(state)`` redraws it; ``view.open(step_id)`` opens a step's pane (what a
+    click on its row does in the browser); ``view.widget`` is the anywidget. Displayed, it
+    shows the widget, with the state as ``text/plain`` and static HTML for nbval and GitHub.
+    ``note``: a line above that static HTML.
+    """
+
+    def __init__(self, source: Any, *, note: str = "") -> None:
+        self.widget = PlanWidget()
         self.note = note
         self.renders = 0
         #: every pane sent (what a full batch re-sends), by step id
@@ -74,12 +80,20 @@ class PlanView(anywidget.AnyWidget):
         self._seq = 0
         self._rows_key: tuple[Any, ...] | None = None
         self.state = ViewState.of(source)
-        self.on_msg(self._on_front_end)
+        self.widget.on_msg(self._on_front_end)
         self.render(self.state)
 
+    # the synced traits, read-only here (render and open change them)
+    head = property(lambda self: self.widget.head)
+    rows = property(lambda self: self.widget.rows)
+    statuses = property(lambda self: self.widget.statuses)
+    batch = property(lambda self: self.widget.batch)
+    revisions = property(lambda self: self.widget.revisions)
+    selected = property(lambda self: self.widget.selected)
+
     # ------------------------------------------------------------------ display
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        data, metadata = super()._repr_mimebundle_(**kwargs)
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        data, metadata = self.widget._repr_mimebundle_()
         data = dict(data)
         data["text/plain"] = format_state(self.state)
         static = state_html(self.state)
@@ -105,18 +119,19 @@ class PlanView(anywidget.AnyWidget):
         key = (id(plan), plan.revision, len(plan.steps))
         new_panes = self._changed_panes(plan.steps, origin)
         new_bars = self._changed_bars(state, origin)
-        with self.hold_sync():
+        w = self.widget
+        with w.hold_sync():
             if key != self._rows_key:
                 self._rows_key = key
-                self.rows = [row_of(s) for s in plan.steps]
-            self.statuses = "".join(STATUS_CODES[s.status] for s in plan.steps)
-            self.head = self._head(state, origin)
+                w.rows = [row_of(s) for s in plan.steps]
+            w.statuses = "".join(STATUS_CODES[s.status] for s in plan.steps)
+            w.head = self._head(state, origin)
             if new_panes or new_bars:
                 self._seq += 1
-                self.batch = {"seq": self._seq, "full": False, "panes": new_panes, "bars": new_bars}
+                w.batch = {"seq": self._seq, "full": False, "panes": new_panes, "bars": new_bars}
             revisions = [d.model_dump(mode="json") for d in state.revisions]
-            if revisions != self.revisions:
-                self.revisions = revisions
+            if revisions != w.revisions:
+                w.revisions = revisions
 
     def _head(self, state: ViewState, origin: float | None) -> dict[str, Any]:
         plan = state.plan
@@ -169,7 +184,7 @@ class PlanView(anywidget.AnyWidget):
     def resend(self) -> None:
         """Send every pane and bar again (a browser that missed a batch asks for it)."""
         self._seq += 1
-        self.batch = {"seq": self._seq, "full": True, "panes": dict(self.panes),
+        self.widget.batch = {"seq": self._seq, "full": True, "panes": dict(self.panes),
                       "bars": {str(k): v for k, v in self._bars.items()}}
 
     def _on_front_end(self, widget: Any, content: Any, buffers: Any) -> None:
@@ -182,11 +197,11 @@ class PlanView(anywidget.AnyWidget):
         step = next((s for s in self.state.plan.steps if s.id == step_id), None)
         if step is None:
             raise KeyError(f"no step {step_id!r} in plan {self.state.plan.id!r}")
-        self.selected = step_id
+        self.widget.selected = step_id
         return self.pane(step_id) or {}
 
     def close_pane(self) -> None:
-        self.selected = ""
+        self.widget.selected = ""
 
     def pane(self, step_id: str) -> dict[str, Any] | None:
         """The pane sent for ``step_id`` (None for a step that has not started)."""
