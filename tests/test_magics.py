@@ -773,3 +773,34 @@ def test_unknown_names_without_the_option_hint_at_it(ip: Any) -> None:
     with pytest.raises(PlanError, match=r"unknown agent 'scribe' \(known agents: none registered\): "
                                         r"pass your agents with --agents VAR"):
         ip.run_cell_magic("plan", "hinted", "1. [scribe] draft\n")
+
+
+# ------------------------------------------------------------------ what a run cell shows
+def test_a_step_cell_shows_the_plan_once(ip: Any, world: World, published: list) -> None:
+    """``%run_plan x --step`` showed the plan in the live view and again as the cell's value."""
+    define(ip, "once")
+    published.clear()
+    value = ip.run_line_magic("run_plan", "once --step")
+    (live, *updates) = published  # the live view: the plan with its marks
+    assert "Steps:" in updates[-1]["data"]["text/plain"]
+    data, _ = ip.display_formatter.format(value)  # the cell's value: the verdict only
+    assert data["text/plain"] == ("Run paused: steps 1/12, replans 0/5 (the live view above shows the plan; "
+                                  "print() the result for its text)")
+    assert "Steps:" not in data["text/html"] and "planbook-step" not in data["text/html"]
+    assert isinstance(value, planbook.RunResult) and value.status == "paused" and "Steps:" in str(value)
+    assert ip.run_line_magic("run_plan", "once --no-view")._repr_mimebundle_()["text/plain"].startswith("Plan:")
+
+
+def test_a_review_cell_run_again_does_not_insert_another_cell(ip: Any, world: World, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Run All ran the --review cell again and inserted one more review cell every time."""
+    calls: list[str] = []
+    monkeypatch.setattr(ip, "set_next_input", lambda text, replace=False: calls.append(text))
+    ip.user_ns["maker2"] = ScriptedPlanner({None: [{"id": "1", "tool": "add", "args": {"a": 1, "b": 2}}]})
+    for _ in range(3):
+        ip.run_cell_magic("plan", "rv2 --planner maker2 --tools tb --review", "goal")
+    assert len(calls) == 1
+    assert "not inserted again" in capsys.readouterr().out
+    ip.user_ns["maker2"] = ScriptedPlanner({None: [{"id": "1", "tool": "add", "args": {"a": 5, "b": 5}}]})
+    ip.run_cell_magic("plan", "rv2 --planner maker2 --tools tb --review", "goal")
+    assert len(calls) == 2  # a different plan: a new cell to review

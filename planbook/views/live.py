@@ -28,8 +28,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal, Protocol
 
-from ..models import Event, Usage
-from .state import TimelineBuilder, ViewState
+from ..models import Event, RunResult, Usage
+from .html import NO_MATH
+from .state import TimelineBuilder, ViewState, verdict_line
 
 FLUSH_NOW = frozenset({"run.paused", "run.finished"})
 
@@ -204,6 +205,31 @@ class HtmlView:
         self.renders += 1
         if self.handle is not None:
             self.handle.update(self)
+
+
+# ------------------------------------------------------------------ a result a live view already showed
+class LiveRunResult(RunResult):
+    """A run result whose plan a live view above already shows: displayed as the cell's
+    value, it is one line (the verdict), not the plan a second time. ``print()`` and
+    ``str()`` still give the whole text; everything else is a :class:`RunResult`."""
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .html import TONE_COLORS, esc
+
+        state = ViewState.of_result(self)
+        line = f"{verdict_line(state)} (the live view above shows the plan; print() the result for its text)"
+        html = (f'<div class="planbook-verdict planbook-run-{esc(self.status)} {NO_MATH}" '
+                f'style="color:{TONE_COLORS[state.tone]};'
+                f'font-family:monospace">{esc(line)}</div>')
+        return {"text/plain": line, "text/html": html}
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self._repr_mimebundle_()["text/plain"])
+
+
+def shown_live(result: RunResult) -> LiveRunResult:
+    """``result`` as a :class:`LiveRunResult` (same fields, shared values)."""
+    return LiveRunResult.model_construct(**{name: getattr(result, name) for name in RunResult.model_fields})
 
 
 # ------------------------------------------------------------------ choosing a view
