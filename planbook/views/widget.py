@@ -34,6 +34,10 @@ from .state import ViewState, budget_line, verdict_line
 from .text import format_state, state_markdown
 
 STATIC = Path(__file__).with_name("static")
+#: rows of a run going on in the static copy of the live view
+LIVE_ROWS = 50
+#: rows of the static copy of a finished run (longer plans: a window, the text lists every step)
+STATIC_ROWS = 1000
 
 #: one letter per status in ``statuses``
 STATUS_CODES = {Status.not_started: "n", Status.in_progress: "r", Status.completed: "c", Status.failed: "f",
@@ -96,7 +100,11 @@ class PlanView:
         data, metadata = self.widget._repr_mimebundle_()
         data = dict(data)
         data["text/plain"] = format_state(self.state)
-        static = state_html(self.state)
+        # a run going on: a window of rows (where widgets do not render, the final update
+        # replaces it); a finished one: every row, up to STATIC_ROWS (text/plain has them all)
+        going = self.note and self.state.status in (None, "running")
+        rows = LIVE_ROWS if going else (STATIC_ROWS if len(self.state.plan.steps) > STATIC_ROWS else None)
+        static = state_html(self.state, max_rows=rows)
         if self.note:
             static = f'<div class="{NO_MATH}" style="color:#666;font-size:11px">{esc(self.note)}</div>{static}'
         data["text/html"] = static
