@@ -21,6 +21,7 @@ when the run returns, so a saved notebook shows how the run ended.
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,8 @@ class PlanWidget(anywidget.AnyWidget):
     batch = t.Dict().tag(sync=True)
     revisions = t.List().tag(sync=True)
     selected = t.Unicode("").tag(sync=True)
+    #: names this model's store of panes in the browser (set at creation, so it is there at once)
+    uid = t.Unicode("").tag(sync=True)
 
 
 class PlanView:
@@ -72,7 +75,7 @@ class PlanView:
     """
 
     def __init__(self, source: Any, *, note: str = "") -> None:
-        self.widget = PlanWidget()
+        self.widget = PlanWidget(uid=secrets.token_hex(8))
         self.note = note
         self.renders = 0
         #: every pane sent (what a full batch re-sends), by step id

@@ -9,6 +9,7 @@ const STATUS = {
   n: ["not_started", "[ ]"], r: ["in_progress", "[→]"], c: ["completed", "[✓]"],
   f: ["failed", "[✗]"], s: ["skipped", "[-]"], b: ["blocked", "[!]"],
 };
+const ORDER = ["completed", "in_progress", "failed", "skipped", "blocked", "not_started"];
 const ROW_H = 24;        // px per row (virtual scrolling relies on it)
 const VISIBLE_ROWS = 14; // rows shown at once
 const MAX_BARS = 1500;   // timeline bars drawn (the latest ones)
@@ -54,14 +55,17 @@ const CSS = `
 
 // ------------------------------------------------------------------ per-model store
 // Panes and bars arrive in numbered batches; the store keeps them for every view of the
-// model (a cell's output can be drawn again) together with what the user has open.
-const stores = new WeakMap();
+// model (a cell's output can be drawn again) together with what the user has open. It is
+// found by the model's ``uid`` (anywidget hands initialize and each view a different proxy
+// of the model, so the proxy itself cannot be the key).
+const stores = new Map();
 
 function storeOf(model) {
-  let store = stores.get(model);
+  const uid = model.get("uid");
+  let store = stores.get(uid);
   if (!store) {
     store = { panes: {}, bars: {}, seq: 0, asked: false, tab: "steps", follow: true, scroll: 0, listeners: new Set() };
-    stores.set(model, store);
+    stores.set(uid, store);
   }
   return store;
 }
@@ -175,7 +179,7 @@ function render({ model, el }) {
     const done = head.done || 0, total = head.total || 0;
     const pct = total ? (done / total) * 100 : 0;
     const tone = head.status ? head.tone : "info";
-    const counts = Object.entries(head.counts || {}).map(([k, n]) => `${n} ${k.replace("_", " ")}`).join(" · ");
+    const counts = ORDER.filter((k) => (head.counts || {})[k]).map((k) => `${head.counts[k]} ${k.replace("_", " ")}`).join(" · ");
     const parts = [
       h("div", { class: "pb-title" }, `Plan: ${head.title || ""} `,
         h("span", { class: "pb-dim", text: `(ID: ${head.id || ""}${head.revision > 1 ? " · revision " + head.revision : ""})` })),
@@ -204,8 +208,11 @@ function render({ model, el }) {
     if (!pane) return "";
     if (pane.duration !== null && pane.duration !== undefined && code !== "r") return duration(pane.duration);
     const head = model.get("head") || {};
-    if (code === "r" && pane.start !== null && head.now !== null && head.now !== undefined)
-      return duration(Math.max(0, head.now - pane.start)) + "…";
+    if (code === "r" && pane.start !== null && head.now !== null && head.now !== undefined) {
+      // the kernel's time at its last update, moved on by the browser's clock since then
+      const now = head.now + (performance.now() - headSeen) / 1000;
+      return duration(Math.max(0, now - pane.start)) + "…";
+    }
     return "";
   }
 
@@ -430,11 +437,21 @@ function render({ model, el }) {
     queued = true;
     requestAnimationFrame(() => { queued = false; draw(); });
   };
+  let headSeen = performance.now();
+  const onHead = () => { headSeen = performance.now(); };
   const events = "change:head change:rows change:statuses change:revisions change:selected";
+  model.on("change:head", onHead);
   model.on(events, schedule);
   store.listeners.add(schedule);
+  // while steps run, their times move on between the kernel's updates
+  const ticker = setInterval(() => { if (store.tab === "steps" && (model.get("statuses") || "").includes("r")) drawRows(); }, 500);
   draw();
-  return () => { model.off(events, schedule); store.listeners.delete(schedule); };
+  return () => {
+    clearInterval(ticker);
+    model.off("change:head", onHead);
+    model.off(events, schedule);
+    store.listeners.delete(schedule);
+  };
 }
 
 export default { initialize, render };
