@@ -133,8 +133,8 @@ def start_lab(root: Path, *, timeout: float = 60.0, app: str = "lab") -> Lab:
             f"--LabApp.app_settings_dir={settings}",
         ]
     else:
-        command += ["--JupyterNotebookApp.expose_app_in_browser=True",
-                    f"--JupyterNotebookApp.app_settings_dir={settings}"]
+        # (no Binder overrides: they name JupyterLab plugins Notebook 7 does not load)
+        command += ["--JupyterNotebookApp.expose_app_in_browser=True"]
     log_path = state / "lab.log"
     log = log_path.open("w", encoding="utf-8")
     proc = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -10,6 +10,10 @@ shows its revision history (removed steps struck through, added ones highlighted
 Notebooks other than the three tutorials (``04-*``) are run and checked too, without
 requiring a widget. A screenshot per notebook and the timings go to ``test-artifacts/``.
 
+A second test runs a slow plan in JupyterLab and in Notebook 7 and, while the cell still
+runs, clicks a finished row and times its pane opening (the browser answers from what the
+kernel already sent), then switches to the Timeline and the Graph; screenshots of each view.
+
 Run it alone with ``pytest -m browser tests/test_browser.py -p no:cacheprovider``.
 It needs a Chromium binary: ``$PLANBOOK_CHROMIUM``, else ``/usr/bin/chromium`` (Debian's
 ``chromium`` package); Playwright's own browser downloads are never used. Without it the
@@ -144,8 +148,7 @@ IDLE_JS = """() => {
 }"""
 
 # Every widget-view output in the model has a rendered view in the DOM.
-RENDERED_JS = """(expected) => document.querySelectorAll(
-  '.jp-OutputArea-output > .jupyter-widgets').length >= expected"""
+RENDERED_JS = """(expected) => document.querySelectorAll('.jp-OutputArea-output .planbook-live').length >= expected"""
 
 PROGRESS_JS = """() => Array.from(document.querySelectorAll('.planbook-live .pb-bar > div')).map(b => b.style.width)"""
 
@@ -249,7 +252,7 @@ def _screenshot(page: Any, name: str, widget_outputs: int) -> None:
 def _check_first_notebook(page: Any) -> None:
     """Every run in the first notebook succeeds: full bars, and ✓ on every step row."""
     widths = page.evaluate(PROGRESS_JS)
-    assert widths and all(w == "100.0%" for w in widths), f"01: progress bars not full: {widths}"
+    assert widths and all(float(w.rstrip("%")) == 100 for w in widths), f"01: progress bars not full: {widths}"
     rows = page.evaluate(STEP_ROWS_JS)
     assert rows, "01: no step rows found in the live plan views"
     unfinished = [r for r in rows if r["mark"] != "[✓]" or "planbook-completed" not in r["cls"]]
@@ -321,8 +324,11 @@ def test_a_finished_row_opens_while_the_run_goes(
     context = browser.new_context(viewport={"width": 1280, "height": 1000})
     page = context.new_page()
     errors: list[str] = []
-    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(f"{msg.text} ({msg.location.get('url')})") if msg.type == "error" else None)
+    # Notebook 7 (7.5) throws "reading 'schema'" from its own notebook_core bundle on any
+    # notebook, planbook or not: that one is the front end's, every other error counts
+    page.on("pageerror", lambda exc: None if "/static/notebook/notebook_core." in (exc.stack or "")
+            else errors.append(f"{exc} {exc.stack or ''}"))
     path = f"/lab/tree/{name}?token={server.token}&reset" if front_end == "lab" else f"/notebooks/{name}?token={server.token}"
     try:
         page.goto(server.url(path))

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
-from .state import ViewState, budget_line, row_window, verdict_line
+from .state import ViewState, row_window, verdict_line
 
 #: the classes that keep MathJax away from planbook's HTML
 NO_MATH = "mathjax_ignore tex2jax_ignore"
@@ -199,8 +199,3 @@ def state_html(state: ViewState, *, max_rows: int | None = None, kind: str | Non
         table += f'<div style="color:#666">… {len(steps) - end} steps below</div>'
     kind = kind or ("plan" if state.status is None else "result")
     return box(kind, f"{header_html(state.plan, extra=extra)}{table}{revisions_html(state.revisions)}")
-
-
-def budgets_html(state: ViewState) -> str:
-    line = budget_line(state)
-    return f'<div style="color:#555">{esc(line)}</div>' if line else ""
