@@ -47,8 +47,8 @@ __all__ = [
 _LAZY = {
     "LLMPlanner": ("planbook.llm", "LLMPlanner"),
     "LLMAgent": ("planbook.llm", "LLMAgent"),
-    "PlanView": ("planbook.widget", "PlanView"),
-    "watch": ("planbook.liveview", "watch"),
+    "PlanView": ("planbook.views.widget", "PlanView"),
+    "watch": ("planbook.views.live", "watch"),
     "compare": ("planbook.compat.compare", "compare"),
 }
 

@@ -151,6 +151,8 @@ class PlanMagics(Magics):
         self._store: Any = None
         #: reuse a tool's earlier result for the same arguments (``%plan_store --no-cache`` turns it off)
         self.cache = True
+        #: the review cell inserted per NAME (a review cell run again inserts nothing more)
+        self.reviewed: dict[str, str] = {}
 
     @property
     def ip(self) -> Any:
@@ -218,9 +220,16 @@ class PlanMagics(Magics):
             # the same planner (for replans), model, tools and agents: running the cell keeps them
             kept = (("planner", args.planner), ("model", args.model), ("tools", args.tools), ("agents", args.agents))
             options = "".join(f" --{opt} {shlex.quote(val)}" for opt, val in kept if val)
-            self.ip.set_next_input(f"%%plan {name}{options}\n{plan_spec(plan)}".rstrip("\n"), replace=False)
-            print(f"The planner's plan is stored as {name} (%run_plan {name} runs it). The new cell below holds it "
-                  f"as a spec: edit it there and run that cell to replace {name}.")
+            text = f"%%plan {name}{options}\n{plan_spec(plan)}".rstrip("\n")
+            if self.reviewed.get(name) == text:  # run again (Run All): the cell below already holds this plan
+                print(f"The planner's plan is stored as {name} (%run_plan {name} runs it). The cell inserted below "
+                      f"when this cell first ran holds it as a spec (not inserted again): edit it there and run it "
+                      f"to replace {name}.")
+            else:
+                self.reviewed[name] = text
+                self.ip.set_next_input(text, replace=False)
+                print(f"The planner's plan is stored as {name} (%run_plan {name} runs it). The new cell below holds "
+                      f"it as a spec: edit it there and run that cell to replace {name}.")
         from IPython.display import display
 
         display(plan)
@@ -421,7 +430,7 @@ class PlanMagics(Magics):
                 )
         bridge = None
         if not args.no_view:
-            from .liveview import show_live
+            from .views.live import show_live
 
             bridge = show_live(runner)
         try:
@@ -433,6 +442,10 @@ class PlanMagics(Magics):
             raise RunInterrupted(name, result)
         if args.check and result.status == "failed":
             raise RunFailed(result)
+        if bridge is not None:  # the live view shows the plan: the cell's value need not show it again
+            from .views.live import shown_live
+
+            return shown_live(result)
         return result
 
     # ------------------------------------------------------------------ helpers

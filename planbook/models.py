@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
 
+from ._render import render
 from .refs import find_refs
 
 
@@ -244,17 +245,13 @@ class Plan(BaseModel):
         return clone
 
     def __str__(self) -> str:
-        from .textview import format_plan
-
-        return format_plan(self)
+        return render("plan_text", self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .textview import plan_mimebundle
-
-        return plan_mimebundle(self)
+        return render("plan_bundle", self)
 
 
 class PlanDiff(BaseModel):
@@ -273,17 +270,13 @@ class PlanDiff(BaseModel):
         return not (self.removed or self.added or self.revised)
 
     def __str__(self) -> str:
-        from .textview import format_diff
-
-        return format_diff(self)
+        return render("diff_text", self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .htmlview import diff_html
-
-        return {"text/plain": str(self), "text/html": diff_html(self)}
+        return render("diff_bundle", self)
 
 
 EventKind = Literal[
@@ -477,14 +470,10 @@ class RunResult(BaseModel):
         return self.plan.goal
 
     def __str__(self) -> str:
-        from .textview import format_result
-
-        return format_result(self)
+        return render("result_text", self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .textview import result_mimebundle
-
-        return result_mimebundle(self)
+        return render("result_bundle", self)

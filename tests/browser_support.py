@@ -102,9 +102,10 @@ class Lab:
                 self.proc.wait(timeout=5)
 
 
-def start_lab(root: Path, *, timeout: float = 60.0) -> Lab:
-    """Start JupyterLab serving ``root``, with all Jupyter state in ``root/.jupyter-state``."""
-    state = root / ".jupyter-state"
+def start_lab(root: Path, *, timeout: float = 60.0, app: str = "lab") -> Lab:
+    """Start JupyterLab (``app="lab"``) or Notebook 7 (``app="notebook"``) serving ``root``,
+    with all Jupyter state in ``root/.jupyter-state``."""
+    state = root / f".jupyter-state-{app}"
     settings = state / "lab-settings"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "overrides.json").write_text(json.dumps(binder_overrides(), indent=2), encoding="utf-8")
@@ -120,14 +121,20 @@ def start_lab(root: Path, *, timeout: float = 60.0) -> Lab:
     token, port = secrets.token_hex(16), free_port()
     jupyter = Path(sys.executable).with_name("jupyter")
     command = [
-        str(jupyter) if jupyter.exists() else "jupyter", "lab",
+        str(jupyter) if jupyter.exists() else "jupyter", app,
         "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}", "--allow-root", f"--ServerApp.root_dir={root}",
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.expose_app_in_browser=True",
-        # the Binder overrides, kept out of the shared environment's share/jupyter
-        f"--LabApp.app_settings_dir={settings}",
     ]
+    if app == "lab":
+        command += [
+            "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.expose_app_in_browser=True",
+            # the Binder overrides, kept out of the shared environment's share/jupyter
+            f"--LabApp.app_settings_dir={settings}",
+        ]
+    else:
+        # (no Binder overrides: they name JupyterLab plugins Notebook 7 does not load)
+        command += ["--JupyterNotebookApp.expose_app_in_browser=True"]
     log_path = state / "lab.log"
     log = log_path.open("w", encoding="utf-8")
     proc = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -135,14 +142,14 @@ def start_lab(root: Path, *, timeout: float = 60.0) -> Lab:
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
-            raise RuntimeError(f"JupyterLab exited with code {proc.returncode}:\n{lab.log()[-3000:]}")
+            raise RuntimeError(f"Jupyter {app} exited with code {proc.returncode}:\n{lab.log()[-3000:]}")
         try:
             lab.api("GET", "/api/status")
             return lab
         except (urllib.error.URLError, ConnectionError, OSError):
             if time.monotonic() > deadline:
                 lab.stop()
-                raise RuntimeError(f"JupyterLab did not answer within {timeout:.0f} s:\n{lab.log()[-3000:]}")
+                raise RuntimeError(f"Jupyter {app} did not answer within {timeout:.0f} s:\n{lab.log()[-3000:]}")
             time.sleep(0.2)
 
 
@@ -155,3 +162,13 @@ def copy_notebooks(root: Path) -> list[str]:
         ROOT / "notebooks", root, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
     )
     return sorted(p.name for p in root.glob("*.ipynb"))
+
+
+def write_notebook(path: Path, cells: list[str]) -> None:
+    """A notebook of code cells (with a kernelspec, or the front end asks for a kernel)."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nbformat.write(nb, str(path))

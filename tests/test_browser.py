@@ -10,6 +10,10 @@ shows its revision history (removed steps struck through, added ones highlighted
 Notebooks other than the three tutorials (``04-*``) are run and checked too, without
 requiring a widget. A screenshot per notebook and the timings go to ``test-artifacts/``.
 
+A second test runs a slow plan in JupyterLab and in Notebook 7 and, while the cell still
+runs, clicks a finished row and times its pane opening (the browser answers from what the
+kernel already sent), then switches to the Timeline and the Graph; screenshots of each view.
+
 Run it alone with ``pytest -m browser tests/test_browser.py -p no:cacheprovider``.
 It needs a Chromium binary: ``$PLANBOOK_CHROMIUM``, else ``/usr/bin/chromium`` (Debian's
 ``chromium`` package); Playwright's own browser downloads are never used. Without it the
@@ -27,7 +31,16 @@ from typing import Any
 
 import pytest
 
-from browser_support import CHROMIUM_ARGS, CHROMIUM_ENV, ROOT, Lab, chromium_path, copy_notebooks, start_lab
+from browser_support import (
+    CHROMIUM_ARGS,
+    CHROMIUM_ENV,
+    ROOT,
+    Lab,
+    chromium_path,
+    copy_notebooks,
+    start_lab,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -135,13 +148,9 @@ IDLE_JS = """() => {
 }"""
 
 # Every widget-view output in the model has a rendered view in the DOM.
-RENDERED_JS = """(expected) => document.querySelectorAll(
-  '.jp-OutputArea-output > .jupyter-widgets').length >= expected"""
+RENDERED_JS = """(expected) => document.querySelectorAll('.jp-OutputArea-output .planbook-live').length >= expected"""
 
-PROGRESS_JS = """() => Array.from(document.querySelectorAll('.widget-hprogress')).map(p => {
-  const bar = p.querySelector('.progress-bar');
-  return bar ? bar.style.width : null;
-})"""
+PROGRESS_JS = """() => Array.from(document.querySelectorAll('.planbook-live .pb-bar > div')).map(b => b.style.width)"""
 
 
 def _open(page: Any, lab: Lab, name: str) -> None:
@@ -166,7 +175,7 @@ def _run_all(page: Any, name: str, started: float | None = None) -> list[dict[st
     )
     _command(page, "notebook:run-all-cells")
     if started is not None:
-        page.wait_for_selector(".widget-hprogress", timeout=RUN_TIMEOUT_MS)
+        page.wait_for_selector(".planbook-live .pb-bar", timeout=RUN_TIMEOUT_MS)
         TIMINGS["cold_start_to_first_widget_s"] = time.monotonic() - started
     try:
         page.wait_for_function(DONE_JS, timeout=RUN_TIMEOUT_MS, polling=200)
@@ -212,13 +221,13 @@ def test_notebook_runs_in_jupyterlab(lab: Lab, browser: Any, name: str) -> None:
         news = page.get_by_text("Jupyter news").count()
         assert news == 0, f"{name}: the news prompt is showing: binder/postBuild's overrides.json did not apply"
         if widget_outputs:
-            assert page.locator(".widget-hprogress").count() > 0, f"{name}: no progress bar rendered"
-            assert page.locator(".widget-html").count() > 0, f"{name}: no HTML widget rendered"
+            assert page.locator(".planbook-live .pb-bar").count() > 0, f"{name}: no live plan view rendered"
+            assert page.locator(".planbook-live .pb-row").count() > 0, f"{name}: the live view shows no step rows"
         if name.startswith("01-"):
             _check_first_notebook(page)
         if name.startswith("02-"):  # the replans' revision history: removed struck through, added highlighted
-            assert page.locator(".widget-html .planbook-removed del").count() > 0, "02: no struck-through removed step"
-            assert page.locator(".widget-html .planbook-added ins").count() > 0, "02: no highlighted added step"
+            assert page.locator(".planbook-live .planbook-removed del").count() > 0, "02: no struck-through removed step"
+            assert page.locator(".planbook-live .planbook-added ins").count() > 0, "02: no highlighted added step"
         _screenshot(page, name, widget_outputs)
     finally:
         context.close()
@@ -229,8 +238,8 @@ def test_notebook_runs_in_jupyterlab(lab: Lab, browser: Any, name: str) -> None:
 def _screenshot(page: Any, name: str, widget_outputs: int) -> None:
     """Scroll to the most telling widget (a revision history if any, else a plan view) and save."""
     if widget_outputs:
-        history = page.locator(".widget-html .planbook-revisions")
-        target = history.first if history.count() else page.locator(".widget-hprogress").first
+        history = page.locator(".planbook-live .planbook-revisions .planbook-diff")
+        target = history.first if history.count() else page.locator(".planbook-live").first
         target.scroll_into_view_if_needed()
         target.wait_for(state="visible")
         # cells off screen are painted lazily (content-visibility): let two frames pass
@@ -243,26 +252,121 @@ def _screenshot(page: Any, name: str, widget_outputs: int) -> None:
 def _check_first_notebook(page: Any) -> None:
     """Every run in the first notebook succeeds: full bars, and ✓ on every step row."""
     widths = page.evaluate(PROGRESS_JS)
-    assert widths and all(w == "100%" for w in widths), f"01: progress bars not full: {widths}"
+    assert widths and all(float(w.rstrip("%")) == 100 for w in widths), f"01: progress bars not full: {widths}"
     rows = page.evaluate(STEP_ROWS_JS)
-    assert rows, "01: no step rows found in the live plan widgets"
+    assert rows, "01: no step rows found in the live plan views"
     unfinished = [r for r in rows if r["mark"] != "[✓]" or "planbook-completed" not in r["cls"]]
     assert not unfinished, f"01: step rows that did not reach ✓: {unfinished}"
     # the result pane opened from code (view.open("fetch")) shows what the tool printed
-    pane = page.locator(".widget-output", has_text="fetched 'Fog': 7 lines")
+    pane = page.locator(".planbook-live .pb-pane[data-pane='fetch']", has_text="fetched 'Fog': 7 lines")
     assert pane.count() == 1, "01: step fetch's result pane does not show the tool's printed line"
-    # every "Open step" chooser names what it shows: a step, or the "choose a step" entry (never blank)
-    chosen = page.evaluate(CHOOSERS_JS)
-    assert chosen and all(chosen), f"01: an 'Open step' chooser shows a blank entry: {chosen}"
-    assert "— choose a step —" in chosen and any(c.startswith("fetch. ") for c in chosen), chosen
 
 
-# The text each "Open step" dropdown shows ('' when nothing is selected; ipywidgets writes
-# option labels with no-break spaces).
-CHOOSERS_JS = """() => Array.from(document.querySelectorAll('.widget-dropdown select')).map(
-  s => s.selectedIndex >= 0 ? s.options[s.selectedIndex].text.replace(/\u00a0/g, ' ') : '')"""
+# Step rows of the live plan views (planbook/views/static/planview.js draws them).
+STEP_ROWS_JS = """() => Array.from(document.querySelectorAll('.planbook-live .pb-row.planbook-step')).map(r => ({
+  step: r.dataset.step, cls: r.className, mark: r.querySelector('.m').textContent.trim()}))"""
 
-# Step rows of the live plan widget (planbook/widget.py renders them with htmlview's
-# steps table inside an HTML widget); static plan displays outside widgets are not counted.
-STEP_ROWS_JS = """() => Array.from(document.querySelectorAll('.widget-html tr.planbook-step')).map(r => ({
-  step: r.dataset.step, cls: r.className, mark: r.cells[0].textContent.trim()}))"""
+
+# ------------------------------------------------------------------ the live view while a run goes
+SLOW_CELLS = [
+    "%load_ext planbook\nimport time, planbook\n\n@planbook.tool\ndef slow(i: int) -> str:\n"
+    "    'A slow step.'\n    print(f'working on {i}')\n    time.sleep(0.7)\n"
+    "    return f'result of step {i}\\nsecond line'",
+    "%%plan slowplan\ngoal: a slow plan to click through\nsteps:\n"
+    + "".join(f"  - {{id: s{i}, tool: slow, args: {{i: {i}}}, task: Step {i}"
+              + (f", needs: [s{i - 1}]" if i > 1 else "") + "}\n" for i in range(1, 9)),
+    "r = %run_plan slowplan",
+]
+
+KERNEL_IDLE_JS = """() => {
+  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const kernel = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+  return !!kernel && kernel.status === 'idle' && kernel.connectionStatus === 'connected';
+}"""
+
+# the last code cell still runs ([*] in its prompt)
+RUNNING_JS = """() => {
+  const prompts = Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt'));
+  return prompts.length > 0 && prompts[prompts.length - 1].textContent.includes('*');
+}"""
+
+# click a row and time it until its pane shows the result (the browser answers: the kernel is busy)
+CLICK_JS = """async (id) => {
+  const row = document.querySelector(`.planbook-live .pb-row[data-step="${id}"]`);
+  const t0 = performance.now();
+  row.click();
+  while (!document.querySelector(`.planbook-live .pb-pane[data-pane="${id}"] .pb-result`))
+    await new Promise(r => requestAnimationFrame(r));
+  return performance.now() - t0;
+}"""
+
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    _require_chromium()
+    root = tmp_path_factory.mktemp("nb7-root")
+    server = start_lab(root, app="notebook")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("front_end", ["lab", "notebook7"])
+def test_a_finished_row_opens_while_the_run_goes(
+    request: pytest.FixtureRequest, browser: Any, front_end: str
+) -> None:
+    """While %run_plan still runs, a click on a finished row opens its pane (in the browser,
+    from what the kernel already sent); the Timeline and Graph tabs draw; no widget errors."""
+    server: Lab = request.getfixturevalue("lab" if front_end == "lab" else "notebook7")
+    name = f"live-{front_end}.ipynb"
+    write_notebook(server.root / name, SLOW_CELLS)
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(f"{msg.text} ({msg.location.get('url')})") if msg.type == "error" else None)
+    # Notebook 7 (7.5) throws "reading 'schema'" from its own notebook_core bundle on any
+    # notebook, planbook or not: that one is the front end's, every other error counts
+    page.on("pageerror", lambda exc: None if "/static/notebook/notebook_core." in (exc.stack or "")
+            else errors.append(f"{exc} {exc.stack or ''}"))
+    path = f"/lab/tree/{name}?token={server.token}&reset" if front_end == "lab" else f"/notebooks/{name}?token={server.token}"
+    try:
+        page.goto(server.url(path))
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
+        page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
+        _command(page, "notebook:run-all-cells")
+        page.wait_for_selector(".planbook-live .pb-row.planbook-completed[data-step='s2']", timeout=RUN_TIMEOUT_MS)
+        assert page.evaluate(RUNNING_JS), f"{front_end}: the run ended before the test could click"
+        took = page.evaluate(CLICK_JS, "s1")
+        TIMINGS[f"{front_end}_click_to_pane_ms"] = took
+        pane = page.locator(".planbook-live .pb-pane[data-pane='s1']")
+        assert "result of step 1\nsecond line" in pane.locator(".pb-result").inner_text()  # text, not a repr
+        assert "working on 1" in pane.inner_text() and "slow(i=1)" in pane.inner_text()
+        assert page.evaluate(RUNNING_JS), f"{front_end}: the pane opened only after the run ended"
+        _shot(page, f"live-{front_end}-steps")
+        page.click(".planbook-live .pb-tab[data-tab='timeline']")
+        page.wait_for_selector(".planbook-live svg.pb-gantt rect.pb-bar-ex")
+        _shot(page, f"live-{front_end}-timeline")
+        page.click(".planbook-live .pb-tab[data-tab='graph']")
+        page.wait_for_selector(".planbook-live svg.pb-graph .pb-node")
+        assert page.locator(".planbook-live svg.pb-graph .pb-node").count() == 8
+        assert page.locator(".planbook-live svg.pb-graph .pb-edge").count() == 7
+        _shot(page, f"live-{front_end}-graph")
+        print(f"{front_end}: a click on a finished row showed its pane in {took:.0f} ms while the run went on")
+        assert took < 200, f"{front_end}: the pane took {took:.0f} ms to open"
+        page.wait_for_function(DONE_JS, timeout=RUN_TIMEOUT_MS, polling=200)
+        page.click(".planbook-live .pb-tab[data-tab='steps']")
+        page.wait_for_function("() => document.querySelectorAll('.planbook-live .pb-row.planbook-completed').length === 8")
+        page.click(".planbook-live .pb-tab[data-tab='timeline']")
+        page.wait_for_selector(".planbook-live svg.pb-gantt .pb-critical")  # the finished run's critical path
+        _shot(page, f"live-{front_end}-final")
+        assert page.get_by_text("Error displaying widget").count() == 0
+        assert not errors, f"{front_end}: console errors: {errors}"
+    finally:
+        context.close()
+        server.delete_sessions()
+
+
+def _shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(".planbook-live").first.screenshot(path=str(ARTIFACTS / f"browser-{name}.png"))

@@ -85,7 +85,7 @@ def test_failed_result_is_red_with_its_error_and_model_usage() -> None:
     result = planbook.run(spec(), tools=tools({"alpha"}), clock=clock())
     result = result.model_copy(update={"usage": Usage(calls=2, prompt_tokens=100, completion_tokens=20)})
     page = result_html(result)
-    assert 'class="planbook-verdict planbook-run-failed" style="color:#b71c1c' in page
+    assert 'class="planbook-verdict planbook-run-failed planbook-tone-bad" style="color:#b71c1c' in page
     assert "Run failed (aborted): steps 1/12, replans 0/5, model calls 2, tokens 120" in page
     assert "Error: step a failed: ConnectionError: alpha &lt;down&gt; &amp; out" in page
 
@@ -165,8 +165,8 @@ def test_live_html_of_a_long_plan_shows_a_window_around_the_running_step() -> No
     assert frontier(plan.steps) == 60
     state = ViewState(plan=plan, status="running", max_steps=200, max_replans=5)
     page = state_html(state, max_rows=10)
-    assert re.findall(r'data-step="(\d+)"', page) == [str(i) for i in range(55, 65)]
-    assert "… 55 steps above" in page and "… 55 steps below" in page
+    assert re.findall(r'data-step="(\d+)"', page) == [str(i) for i in range(57, 67)]  # a third above the running step
+    assert "… 57 steps above" in page and "… 53 steps below" in page
     assert page.count('<tr class="planbook-step ') == 10
     assert state_html(state).count('<tr class="planbook-step ') == 120
     plan.steps[60].status = Status.not_started

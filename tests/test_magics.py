@@ -17,7 +17,7 @@ import planbook
 from planbook import Plan, PlanError, RunFailed, RunResult, ScriptedPlanner, Status, Toolbox
 from planbook.magics import CellPlanError, RunInterrupted, magics_of
 from planbook.specwriter import plan_spec
-from planbook.textview import format_markdown, format_plan
+from planbook.textview import format_markdown, format_plan, summary_line
 
 SPEC = """\
 goal: add up {numbers} for $5
@@ -89,6 +89,8 @@ def published(ip: Any, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         seen.append({"data": data, "id": (transient or {}).get("display_id"), "update": update})
 
     monkeypatch.setattr(ip.display_pub, "publish", publish)
+    # the view a kernel without anywidget shows (the widget's own tests are in test_widget.py)
+    monkeypatch.setattr("planbook.views.live.choose_view", lambda *a, **k: "html")
     return seen
 
 
@@ -610,14 +612,12 @@ def test_live_view_falls_back_to_display_updates(ip: Any, world: World, publishe
     result = ip.run_line_magic("run_plan", "shown")
     first, *updates = published
     assert first["update"] is False and first["id"]
-    assert first["data"]["text/plain"] == format_plan(plan)  # what nbval compares: the plan at the start
+    assert first["data"]["text/plain"] == format_plan(plan)
     assert updates and all(u["update"] and u["id"] == first["id"] for u in updates)
-    # a terminal prints every update: one progress line each, not the whole plan again
-    assert updates[-1]["data"]["text/plain"] == (
-        "Plan add up {numbers} for $5: 3/3 steps completed · run completed (goal_met) · steps 3/12, replans 0/5"
-    )
+    # the display ends with the final state (what the saved notebook keeps)
+    assert updates[-1]["data"]["text/plain"] == str(result)
     assert "Run completed (goal_met): steps 3/12, replans 0/5" in updates[-1]["data"]["text/html"]
-    assert updates[-1]["data"]["text/markdown"] == format_markdown(result.plan)
+    assert updates[-1]["data"]["text/markdown"] == format_markdown(result.plan) + "\n\n" + summary_line(result)
 
 
 def test_no_view_displays_nothing(ip: Any, world: World, published: list) -> None:
@@ -628,18 +628,21 @@ def test_no_view_displays_nothing(ip: Any, world: World, published: list) -> Non
 
 
 def test_widget_view_when_a_kernel_has_comms(ip: Any, world: World, published: list, monkeypatch: pytest.MonkeyPatch) -> None:
-    import planbook.liveview as liveview
-
-    monkeypatch.setattr(liveview, "widgets_available", lambda shell=None: True)
+    monkeypatch.setattr("planbook.views.live.choose_view", lambda *a, **k: "widget")
     plan = define(ip, "widgety")
     published.clear()
     result = ip.run_line_magic("run_plan", "widgety")
-    (shown,) = published  # the widget updates itself through comms: one display, no display updates
-    data = shown["data"]
-    assert "application/vnd.jupyter.widget-view+json" in data
-    assert data["text/plain"] == format_plan(plan)
+    # the widget updates itself through comms: one display, then one update with the final state
+    shown, final = published
+    assert "application/vnd.jupyter.widget-view+json" in shown["data"]
+    assert shown["data"]["text/plain"] == format_plan(plan)
+    assert (final["update"], final["id"]) == (True, shown["id"])
+    data = final["data"]
+    assert data["application/vnd.jupyter.widget-view+json"] == shown["data"]["application/vnd.jupyter.widget-view+json"]
+    assert data["text/plain"] == str(result)  # what a saved notebook shows: how the run ended
     assert data["text/markdown"].startswith("**Plan:")
-    assert data["text/html"].startswith('<div style="color:#666;font-size:11px">Live view (where widgets do not run')
+    assert "Live view (where widgets do not run" in data["text/html"]
+    assert "Run completed (goal_met)" in data["text/html"]
     assert result.ok
 
 
@@ -774,3 +777,34 @@ def test_unknown_names_without_the_option_hint_at_it(ip: Any) -> None:
     with pytest.raises(PlanError, match=r"unknown agent 'scribe' \(known agents: none registered\): "
                                         r"pass your agents with --agents VAR"):
         ip.run_cell_magic("plan", "hinted", "1. [scribe] draft\n")
+
+
+# ------------------------------------------------------------------ what a run cell shows
+def test_a_step_cell_shows_the_plan_once(ip: Any, world: World, published: list) -> None:
+    """``%run_plan x --step`` showed the plan in the live view and again as the cell's value."""
+    define(ip, "once")
+    published.clear()
+    value = ip.run_line_magic("run_plan", "once --step")
+    (live, *updates) = published  # the live view: the plan with its marks
+    assert "Steps:" in updates[-1]["data"]["text/plain"]
+    data, _ = ip.display_formatter.format(value)  # the cell's value: the verdict only
+    assert data["text/plain"] == ("Run paused: steps 1/12, replans 0/5 (the live view above shows the plan; "
+                                  "print() the result for its text)")
+    assert "Steps:" not in data["text/html"] and "planbook-step" not in data["text/html"]
+    assert isinstance(value, planbook.RunResult) and value.status == "paused" and "Steps:" in str(value)
+    assert ip.run_line_magic("run_plan", "once --no-view")._repr_mimebundle_()["text/plain"].startswith("Plan:")
+
+
+def test_a_review_cell_run_again_does_not_insert_another_cell(ip: Any, world: World, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Run All ran the --review cell again and inserted one more review cell every time."""
+    calls: list[str] = []
+    monkeypatch.setattr(ip, "set_next_input", lambda text, replace=False: calls.append(text))
+    ip.user_ns["maker2"] = ScriptedPlanner({None: [{"id": "1", "tool": "add", "args": {"a": 1, "b": 2}}]})
+    for _ in range(3):
+        ip.run_cell_magic("plan", "rv2 --planner maker2 --tools tb --review", "goal")
+    assert len(calls) == 1
+    assert "not inserted again" in capsys.readouterr().out
+    ip.user_ns["maker2"] = ScriptedPlanner({None: [{"id": "1", "tool": "add", "args": {"a": 5, "b": 5}}]})
+    ip.run_cell_magic("plan", "rv2 --planner maker2 --tools tb --review", "goal")
+    assert len(calls) == 2  # a different plan: a new cell to review

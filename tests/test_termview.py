@@ -19,7 +19,8 @@ from planbook.spec import plan_from_dict
 rich = pytest.importorskip("rich")
 from rich.console import Console  # noqa: E402
 
-from planbook.termview import ROWS_AFTER, ROWS_BEFORE, TerminalView  # noqa: E402
+from planbook.termview import MAX_ROWS, ROWS_BEFORE, TerminalView  # noqa: E402
+from planbook.views import ViewState  # noqa: E402
 
 
 
@@ -104,9 +105,8 @@ def test_a_replan_prints_the_diff_above_the_final_table() -> None:
 def test_model_usage_is_shown_with_the_budgets() -> None:
     runner = Runner(long_plan(2), tools=counting_tools())
     view = TerminalView(runner, console=console())
-    runner.subscribe(view.on_event)
     runner.emit("llm.call", model="m", prompt_tokens=10, completion_tokens=5)
-    assert "model calls 1, tokens 15" in text_of(view.render())
+    assert "model calls 1, tokens 15" in text_of(view.renderable(ViewState.of(runner)))
 
 
 def test_brackets_in_a_diff_are_text_not_markup() -> None:
@@ -120,16 +120,50 @@ def test_brackets_in_a_diff_are_text_not_markup() -> None:
     assert "boom [bracketed]" in text
 
 
+def test_text_from_steps_is_never_rich_markup() -> None:
+    """A task with ``[/bold]`` crashed the table (a closing tag with nothing open); ``[data]`` vanished."""
+    plan = plan_from_dict({"goal": "markup [/bold] in a goal", "steps": [
+        {"id": "a", "tool": "inc", "args": {"x": 1}, "task": "close [/bold] a tag"},
+        {"id": "b", "tool": "inc", "args": {"x": 2}, "task": 'keep "[data]" and [red]colour[/red]'},
+        {"id": "c", "tool": "boom", "task": "[bold]fails"},
+    ]})
+    runner = Runner(plan, tools=counting_tools(), on_failure="skip")
+    with TerminalView(runner, console=Console(file=io.StringIO(), width=120)) as view:
+        result = runner.run()
+    text = output(view)
+    assert result.status == "completed"
+    assert "close [/bold] a tag" in text and 'keep "[data]" and [red]colour[/red]' in text
+    assert "[bold]fails" in text and "markup [/bold] in a goal" in text
+
+
+def test_a_stdout_that_cannot_encode_the_marks_gets_ascii_marks() -> None:
+    """Windows' redirected stdout is cp1252: no ✓ → ✗ (and rich draws ASCII boxes there)."""
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="cp1252", errors="strict", newline="\n")
+    plan = plan_from_dict({"goal": "g", "steps": [
+        {"id": "a", "tool": "inc", "args": {"x": 1}, "task": "one → two ✓"},
+        {"id": "b", "tool": "boom"},
+    ]})
+    runner = Runner(plan, tools=counting_tools(), on_failure="skip")
+    with TerminalView(runner, console=Console(file=stream, width=100, force_terminal=False)) as view:
+        result = runner.run()
+    stream.flush()
+    text = raw.getvalue().decode("cp1252")
+    assert result.status == "completed" and view.ellipsis == "..."
+    assert "[v]" in text and "[-]" in text and "✓" not in text
+    assert "one -> two ?" in text  # the arrow spelled out, the tick replaced
+
+
 # ------------------------------------------------------------------ long plans
 def test_a_long_plan_shows_a_window_around_the_running_step() -> None:
     runner = Runner(long_plan(1000), tools=counting_tools(), max_steps=1000)
     view = TerminalView(runner, console=console())
-    above, shown, below = view.visible_rows()
-    assert (above, [s.id for s in shown], below) == (0, [f"s{i}" for i in range(1, ROWS_AFTER + 2)], 1000 - ROWS_AFTER - 1)
+    above, shown, below = view.visible_rows(runner.plan.steps)
+    assert (above, [s.id for s in shown], below) == (0, [f"s{i}" for i in range(1, MAX_ROWS + 1)], 1000 - MAX_ROWS)
     runner.run(until="s500")
-    above, shown, below = view.visible_rows()
-    assert [s.id for s in shown][ROWS_BEFORE] == "s500" and len(shown) == ROWS_BEFORE + 1 + ROWS_AFTER
-    text = text_of(view.render())
+    above, shown, below = view.visible_rows(runner.plan.steps)
+    assert [s.id for s in shown][ROWS_BEFORE] == "s500" and len(shown) == MAX_ROWS
+    text = text_of(view.renderable(ViewState.of(runner)))
     more = [line for line in text.splitlines() if line.startswith("│ …")]
     assert len(more) == 2 and f"{above} more above" in more[0] and f"{below} more below" in more[1]
     assert above + len(shown) + below == 1000
@@ -152,7 +186,7 @@ def test_a_1000_step_run_makes_a_bounded_number_of_redraws() -> None:
     assert view.redraws <= bound <= 40
     text = output(view)
     assert "1000/1000 completed · steps 1000/1000" in text and row(text, "s1000").startswith("│ [✓] ")
-    assert "996 more above" in text and "│ s1 " not in text
+    assert f"{1000 - MAX_ROWS} more above" in text and "│ s1 " not in text
 
 
 # ------------------------------------------------------------------ slow steps

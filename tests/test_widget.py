@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -17,6 +18,7 @@ from planbook.spec import plan_from_dict
 from planbook.textview import format_markdown, format_plan
 
 widgets = pytest.importorskip("ipywidgets")
+pytest.importorskip("anywidget")
 from ipywidgets.widgets import widget as widget_module  # noqa: E402
 
 from planbook.widget import PlanView  # noqa: E402
@@ -95,101 +97,146 @@ def active_widgets() -> int:
 def test_view_after_a_run_with_a_replan() -> None:
     runner, view, bridge = replanned_run()
     assert runner.state.status == "completed"
-    rows = view.rows.value
-    assert rows.count('class="planbook-step ') == 3
-    for sid in ("load", "a", "b2"):
-        assert f'data-step="{sid}"' in rows
-    assert rows.count("[✓]") == 3 and "[ ]" not in rows
-    assert (view.progress.value, view.progress.max, view.progress.bar_style) == (3, 3, "success")
-    header = view.header.value
-    assert "Summarise two sources" in header and "revision 2" in header
-    assert "steps 4/12 · replans 1/5" in header
-    assert "elapsed" in header
-    assert "Run completed (goal_met)" in view.verdict.value
-    history = view.revisions.value
-    assert "Revision 1 → 2" in history and "beta is down" in history
-    assert "<del>b: Fetch beta → fetch(source=&#x27;beta&#x27;)</del>" in history
-    assert "<ins" in history and "b2: Fetch gamma instead" in history
+    assert [r[0] for r in view.rows] == ["load", "a", "b2"] and view.statuses == "ccc"
+    head = view.head
+    assert (head["title"], head["revision"], head["done"], head["total"]) == ("Summarise two sources", 2, 3, 3)
+    assert head["verdict"] == "Run completed (goal_met): steps 4/12, replans 1/5" and head["tone"] == "ok"
+    assert head["elapsed"] is not None
+    (diff,) = view.revisions
+    assert diff["removed"] == ["b"] and diff["added"] == ["b2"] and "beta is down" in diff["reason"]
+    assert diff["steps"]["b"] == "Fetch beta → fetch(source='beta')"
     assert bridge.updates >= 1 and view.renders >= bridge.updates
+    # every execution is a bar of the timeline, the failed one included
+    bars = sorted(view._bars.values(), key=lambda b: b[4])
+    assert [(b[0], b[6]) for b in bars] == [("load", True), ("a", True), ("b", False), ("b2", True)]
+    assert head["critical"], "a finished run names its critical path"
 
 
-def test_view_shows_failure_in_red_and_the_error() -> None:
+def test_view_shows_failure_and_the_error() -> None:
     runner = Runner(PLAN, tools=make_tools({"alpha": 9}))
     view = PlanView(runner)
     bridge = LiveView(runner, view)
     runner.run()
     bridge.close()
-    assert view.progress.bar_style == "danger"
-    assert "Run failed (aborted)" in view.verdict.value and "#b71c1c" in view.verdict.value
-    assert "ConnectionError: alpha is down" in view.rows.value
-    assert 'class="planbook-step planbook-failed"' in view.rows.value
+    assert view.head["tone"] == "bad" and view.head["verdict"] == "Run failed (aborted): steps 2/12, replans 0/5"
+    assert view.statuses == "cfn"
+    assert view.pane("a")["error"] == "ConnectionError: alpha is down"
 
 
-def test_result_pane_is_built_when_a_step_is_opened() -> None:
-    runner, view, _ = replanned_run()
-    assert view.panes == {} and view.pane_box.children == ()
-    before = active_widgets()
-    pane = view.open("load")
-    assert active_widgets() - before <= 8  # one small pane, not one per step
-    assert view.pane("load") is pane and view.pane_box.children == (pane,)
-    assert view.chooser.value == "load"
-    info, out = pane.children
-    assert "Load the sales table" in info.value and "[✓] completed" in info.value
-    label1, rich, label2, printed = out.outputs
-    assert (label1["data"]["text/plain"], label2["data"]["text/plain"]) == ("returned:", "printed:")
-    assert rich["output_type"] == "display_data"
-    assert rich["data"]["text/html"].startswith("<table><tr><td>sales</td>")  # displayed richly
-    assert rich["data"]["text/plain"] == "Table(2 rows)"
-    assert printed == {"output_type": "stream", "name": "stdout", "text": "loading sales\n"}
-    assert 'outline:2px solid' in view.rows.value  # the open row is marked
+def test_panes_are_sent_as_steps_run_so_the_browser_can_open_them_during_the_run() -> None:
+    sent: list[dict[str, Any]] = []
+    runner = Runner(PLAN, tools=make_tools(), clock=fake_clock())
+    view = PlanView(runner)
+    view.widget.observe(lambda change: sent.append(change["new"]), names="batch")
+    bridge = LiveView(runner, view, clock=fake_clock(), rate=1000, burst=1000)
+
+    def look(event: Any) -> None:
+        if event.kind == "step.started" and event.step == "b":  # b runs: load and a must be in the browser already
+            seen = {sid for batch in sent for sid in batch["panes"]}
+            assert {"load", "a"} <= seen
+            assert all(b["seq"] == i + 1 for i, b in enumerate(sent))  # numbered, so a gap is noticed
+
+    runner.subscribe(look)
+    runner.run()
+    bridge.close()
+    load = view.pane("load")
+    assert load["status"] == "completed" and load["call"] == "load(name='sales')"
+    assert load["result"].startswith("<table><tr><td>sales</td>")  # displayed richly (a DataFrame would be a table)
+    assert load["output"] == "loading sales\n" and load["duration"] is not None
+    assert view.open("load") is load and view.selected == "load"
 
 
-def test_pane_of_a_failed_step_shows_error_traceback_and_notes() -> None:
+def test_pane_of_a_failed_step_has_the_error_notes_and_a_traceback_from_the_users_code() -> None:
     runner = Runner(PLAN, tools=make_tools({"beta": 9}), on_failure="skip")
     runner.run()
     view = PlanView(runner)
-    info, out = view.open("b").children
-    assert "skipped" in info.value and "ConnectionError: beta is down" in info.value
-    assert "skipped after: ConnectionError" in info.value  # the step's notes
-    _, printed, label, error = out.outputs
-    assert label["data"]["text/plain"] == "error:"
-    assert printed["text"] == "trying beta\n"
-    assert error["name"] == "stderr" and "Traceback (most recent call last)" in error["text"]
-    assert "ConnectionError: beta is down" in error["text"]
+    pane = view.pane("b")
+    assert pane["status"] == "skipped" and pane["error"] == "ConnectionError: beta is down"
+    assert pane["notes"].startswith("skipped after: ConnectionError")
+    assert pane["output"] == "trying beta\n"
+    tb = pane["traceback"]
+    assert tb.startswith("Traceback (most recent call last):\n")
+    frames = [line for line in tb.splitlines() if line.startswith('  File "')]
+    assert frames and "test_widget.py" in frames[0]  # the first frame is the user's tool, not planbook's
+    assert not any("/planbook/" in f for f in frames)
+    assert "/planbook/" in runner.plan.step("b").traceback  # the engine's traceback has them
 
 
-def test_choosing_in_the_dropdown_opens_and_closes_a_pane() -> None:
-    runner, view, _ = replanned_run()
-    assert (view.chooser.index, view.chooser.label) == (0, "— choose a step —")  # not a blank box
-    view.chooser.value = "a"  # what a click in the dropdown does
-    assert view.open_id == "a" and view.pane("a") is not None
-    assert view.pane_box.children == (view.pane("a"),) and view.chooser.label.startswith("a. ")
-    view.chooser.index = 0  # what choosing the first entry does
-    assert view.open_id is None and view.pane_box.children == ()
-    assert view.pane("a") is not None  # kept for reopening
-    assert view.chooser.label == "— choose a step —"
-    view.open("b2")
-    view.close_pane()
-    assert (view.chooser.index, view.chooser.label) == (0, "— choose a step —")
-
-
-def test_a_new_view_names_its_chooser_entry() -> None:
-    view = PlanView(Plan.parse(PLAN))
-    assert view.chooser.get_state()["index"] == 0 and view.chooser.label == "— choose a step —"
-
-
-def test_open_pane_follows_a_retry() -> None:
-    tools = make_tools({"alpha": 1})
-    runner = Runner(PLAN, tools=tools, on_failure="retry", retries=1)
+def test_call_shows_the_values_passed_not_the_references() -> None:
+    tb = make_tools()
+    runner = Runner("steps:\n  - {id: one, tool: inc, args: {x: 1}}\n  - {id: two, tool: inc, args: {x: $one}}\n",
+                    tools=tb)
     view = PlanView(runner)
-    bridge = LiveView(runner, view)
-    runner.run(until="a")  # alpha fails once, is retried, then completes
-    bridge.close()
-    view.open("a")
-    info, out = view.pane("a").children
-    assert "attempts</th><td" in info.value and ">2</td>" in info.value
-    assert out.outputs[1]["data"]["text/plain"] == "'text of alpha'"
-    assert all(o.get("name") != "stderr" for o in out.outputs)
+    runner.run(until="one")
+    view.render(runner)
+    assert "two" not in view.panes  # not started: its call waits for one's value
+    runner.run()
+    view.render(runner)
+    assert view.pane("two")["call"] == "inc(x=2)"
+
+
+def test_a_multi_line_string_result_is_shown_as_text() -> None:
+    tb = Toolbox()
+
+    @tb.tool
+    def poem() -> str:
+        """Two lines."""
+        return "The fog comes\non <little> cat feet."
+
+    runner = Runner("steps: [{id: p, tool: poem}]", tools=tb)
+    runner.run()
+    pane = PlanView(runner).pane("p")
+    assert pane["result"] == '<pre class="pb-text">The fog comes\non &lt;little&gt; cat feet.</pre>'
+
+
+def test_panes_are_capped_per_step_and_say_where_the_full_value_is() -> None:
+    tb = Toolbox()
+
+    @tb.tool
+    def big(n: int) -> str:
+        """A long text."""
+        print("x" * n)
+        return "line\n" * n
+
+    runner = Runner("steps: [{id: huge, tool: big, args: {n: 100000}}, {id: small, tool: big, args: {n: 3}}]", tools=tb)
+    runner.run()
+    view = PlanView(runner)
+    huge, small = view.pane("huge"), view.pane("small")
+    assert len(json.dumps(huge)) <= 52_000
+    assert huge["truncated"] == "truncated; the full value is in result.outputs['huge']"
+    assert "truncated" not in small and small["result"].count("line") == 3
+
+
+def test_the_panes_of_a_view_are_capped_in_total(monkeypatch: pytest.MonkeyPatch) -> None:
+    import planbook.views.panes as panes
+
+    monkeypatch.setattr(panes, "TOTAL_CAP", 30_000)
+    tb = Toolbox()
+
+    @tb.tool
+    def text(i: int) -> str:
+        """Ten thousand characters."""
+        return f"{i}:" + "y" * 10_000
+
+    steps = [{"id": f"t{i}", "tool": "text", "args": {"i": i}} for i in range(6)]
+    runner = Runner(plan_from_dict({"goal": "g", "steps": steps}), tools=tb)
+    runner.run()
+    view = PlanView(runner)
+    sizes = [len(json.dumps(view.pane(f"t{i}"))) for i in range(6)]
+    assert sum(sizes) <= 34_000
+    assert "truncated" not in view.pane("t0") and "truncated" in view.pane("t5")
+    assert view.pane("t5")["status"] == "completed"  # the pane still says how the step went
+
+
+def test_a_view_of_a_result_and_of_a_plan() -> None:
+    result = planbook.run(PLAN, tools=make_tools())
+    view = PlanView(result)
+    assert view.statuses == "ccc" and view.head["verdict"].startswith("Run completed")
+    plain = PlanView(Plan.parse(PLAN))
+    assert plain.head["verdict"] == "" and plain.head["budgets"] == "" and plain.statuses == "nnn"
+    assert plain.panes == {}
+    with pytest.raises(TypeError, match="a view shows a Plan"):
+        PlanView(42)
 
 
 def test_unknown_step_cannot_be_opened() -> None:
@@ -198,22 +245,42 @@ def test_unknown_step_cannot_be_opened() -> None:
         view.open("zz")
 
 
+def test_a_browser_that_missed_a_batch_gets_everything_again() -> None:
+    runner = Runner(PLAN, tools=make_tools())
+    runner.run()
+    view = PlanView(runner)
+    before = view.batch["seq"]
+    view._on_front_end(view, {"type": "resend"}, [])
+    assert view.batch["full"] and view.batch["seq"] == before + 1
+    assert set(view.batch["panes"]) == {"load", "a", "b"} and len(view.batch["bars"]) == 3
+
+
 # ------------------------------------------------------------------ mimebundle
-def test_mimebundle_text_is_the_plan_text() -> None:
+def test_mimebundle_has_the_widget_and_the_state_as_text_and_html() -> None:
     runner, view, _ = replanned_run()
-    data = view._repr_mimebundle_()
-    assert data["text/plain"] == format_plan(runner.plan)
-    assert data["text/markdown"] == format_markdown(runner.plan)
-    assert data["text/html"] == runner.plan._repr_mimebundle_()["text/html"]
+    data, _ = view._repr_mimebundle_()
+    assert data["text/plain"] == str(runner.result())
+    assert data["text/markdown"].startswith(format_markdown(runner.plan))
+    assert "Run completed (goal_met)" in data["text/html"] and "mathjax_ignore tex2jax_ignore" in data["text/html"]
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == view.widget.model_id
 
 
 def test_mimebundle_is_deterministic() -> None:
     plan = Plan.parse(PLAN, id="p")
-    one, two = PlanView(plan)._repr_mimebundle_(), PlanView(plan)._repr_mimebundle_()
+    one, two = PlanView(plan)._repr_mimebundle_()[0], PlanView(plan)._repr_mimebundle_()[0]
     for key in ("text/plain", "text/html", "text/markdown"):
         assert one[key] == two[key]
+    assert one["text/plain"] == format_plan(plan)
     assert one["application/vnd.jupyter.widget-view+json"] != two["application/vnd.jupyter.widget-view+json"]
+
+
+def test_the_es_module_ships_with_the_package() -> None:
+    from planbook.views.widget import STATIC
+
+    code = (STATIC / "planview.js").read_text(encoding="utf-8")
+    assert "export default { initialize, render }" in code
+    assert "http://" not in code.replace("http://www.w3.org/2000/svg", "") and "https://" not in code  # no CDN
+    assert PlanView(Plan.parse(PLAN)).widget._esm == code
 
 
 # ------------------------------------------------------------------ many steps
@@ -221,29 +288,24 @@ def long_plan(n: int) -> Plan:
     return plan_from_dict({"goal": "count", "steps": [{"id": str(i), "tool": "inc", "args": {"x": i}} for i in range(1, n + 1)]})
 
 
-def test_a_long_plan_creates_no_widget_per_step() -> None:
-    before = active_widgets()
-    PlanView(long_plan(3))
-    small = active_widgets() - before
+def test_a_long_plan_is_one_widget() -> None:
     before = active_widgets()
     view = PlanView(long_plan(1000))
-    assert active_widgets() - before == small
-    assert view.panes == {}
-    assert view.rows.value.count('class="planbook-step ') == view.page_size
-    assert len(view.chooser.options) == view.page_size + 1
+    assert active_widgets() - before <= 2  # the view (and at most its layout), never one per step
+    assert len(view.rows) == 1000 and len(view.statuses) == 1000 and view.panes == {}
 
 
-def test_a_1000_step_run_sends_a_bounded_number_of_updates(monkeypatch: pytest.MonkeyPatch) -> None:
-    messages = [0]
+def test_a_1000_step_run_sends_a_bounded_number_of_updates_and_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    messages: list[int] = []
     original = widgets.Widget._send
 
     def count(self: Any, msg: Any, buffers: Any = None) -> None:
-        messages[0] += 1
+        messages.append(len(json.dumps(msg)))
         original(self, msg, buffers)
 
-    monkeypatch.setattr(widgets.Widget, "_send", count)
     runner = Runner(long_plan(1000), tools=make_tools(), max_steps=1000)
     view = PlanView(runner)
+    monkeypatch.setattr(widgets.Widget, "_send", count)  # what the run sends (the widget's creation apart)
     clock = fake_clock(tick=0.001)  # each event 1 ms after the last: ~2 s of run for 2,000 events
     before = active_widgets()
     bridge = LiveView(runner, view, clock=clock)
@@ -252,13 +314,21 @@ def test_a_1000_step_run_sends_a_bounded_number_of_updates(monkeypatch: pytest.M
     elapsed = clock.now
     assert runner.state.status == "completed" and bridge.events >= 2000
     bound = bridge.throttle.burst + bridge.throttle.rate * elapsed + 2  # + the final flush
-    print(f"1,000 steps: {bridge.events} events, {bridge.updates} view updates, {messages[0]} widget messages, "
-          f"{elapsed:.1f} s of fake time")
+    print(f"1,000 steps: {bridge.events} events, {bridge.updates} view updates, {len(messages)} widget messages, "
+          f"{sum(messages)} bytes, {elapsed:.1f} s of fake time")
     assert bridge.updates <= bound <= 40
-    assert messages[0] <= 12 * bridge.updates  # a few changed traits per update, batched
+    assert len(messages) <= bridge.updates  # one message per update (hold_sync)
+    assert sum(messages) < 1_000_000
     assert active_widgets() == before  # running built no widgets
-    assert view.page == view.pages - 1 and "[✓]" in view.rows.value and "[ ]" not in view.rows.value
-    assert view.progress.value == 1000
+    assert view.statuses == "c" * 1000 and len(view.panes) == 1000 and len(view._bars) == 1000
+
+
+def test_rows_are_sent_again_only_when_the_plan_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    runner, view, _ = replanned_run()
+    changes: list[str] = []
+    view.widget.observe(lambda c: changes.append(c["name"]), names=["rows", "statuses", "head", "batch"])
+    view.render(runner)
+    assert "rows" not in changes and "batch" not in changes  # nothing new happened
 
 
 def test_throttle_is_a_token_bucket() -> None:
@@ -277,9 +347,9 @@ def test_final_state_is_flushed_at_pause_and_finish() -> None:
     bridge = LiveView(runner, view, rate=0.0, burst=0)  # nothing but the forced flushes
     runner.run(until="7")
     assert bridge.updates == 1 and view.state.status == "paused"
-    assert view.progress.value == 7 and "paused after step 7" in view.verdict.value
+    assert view.head["done"] == 7 and view.head["why"] == "paused after step 7"
     runner.run()
-    assert bridge.updates == 2 and "step budget" in view.verdict.value
+    assert bridge.updates == 2 and "step budget" in view.head["error"]
     bridge.close()
     assert bridge.updates == 2
 
@@ -298,8 +368,8 @@ def test_a_slow_step_after_a_burst_shows_as_running_while_it_works() -> None:
         flowing.append(started)  # the view's clock runs from now on
         deadline = started + 10.0  # only reached when the view never catches up
         while time.monotonic() < deadline:
-            rows = view.rows.value  # what the view last drew (its state shares the runner's live steps)
-            if 'class="planbook-step planbook-in_progress" data-step="s"' in rows and view.progress.value == 6:
+            # what the view last sent (the browser draws the same)
+            if view.statuses == "c" * 6 + "r" and view.head["done"] == 6:
                 seen["caught_up"] = time.monotonic() - started
                 break
             time.sleep(0.01)
@@ -324,7 +394,7 @@ def test_a_slow_step_after_a_burst_shows_as_running_while_it_works() -> None:
           f"{seen['updates_during']} updates in {seen['seconds']:.2f} s of slow step")
     assert "caught_up" in seen, "the view still showed an earlier state while the slow step ran"
     assert 1 <= seen["updates_during"] <= bridge.throttle.burst + bridge.throttle.rate * seen["seconds"] + 1
-    assert view.progress.value == 7 and view.state.status == "completed"
+    assert view.head["done"] == 7 and view.state.status == "completed"
 
 
 def test_events_from_another_thread_wait_for_the_view_thread() -> None:
@@ -336,43 +406,11 @@ def test_events_from_another_thread_wait_for_the_view_thread() -> None:
     worker.join()
     assert bridge.updates == 0 and bridge.pending  # no widget was touched off the thread that made the view
     bridge.close()
-    assert bridge.updates == 1 and view.progress.value == 3
-
-
-def test_short_plans_have_no_pager() -> None:
-    view = PlanView(long_plan(25), page_size=25)
-    assert view.pages == 1 and view.pager.layout.display == "none"
-
-
-def test_paging_follows_the_run_until_the_user_pages() -> None:
-    runner = Runner(long_plan(60), tools=make_tools(), max_steps=100)
-    view = PlanView(runner, page_size=25)
-    assert view.pages == 3 and view.pager.layout.display == "flex"
-    assert view.page_label.value == "rows 1–25 of 60" and view.prev_button.disabled
-    runner.run(until="30")
-    view.render(runner)
-    assert view.page == 1 and view.page_label.value == "rows 26–50 of 60"
-    view.next_button.click()
-    assert view.page == 2 and not view.follow and view.next_button.disabled
-    runner.run()
-    view.render(runner)
-    assert view.page == 2
-    view.open("3")
-    assert view.page == 0 and 'data-step="3"' in view.rows.value
-
-
-def test_view_of_a_result_and_of_a_plan() -> None:
-    result = planbook.run(PLAN, tools=make_tools())
-    view = PlanView(result)
-    assert view.progress.value == 3 and "Run completed" in view.verdict.value
-    plain = PlanView(Plan.parse(PLAN))
-    assert plain.verdict.value == "" and "steps 0/" not in plain.header.value
-    with pytest.raises(TypeError, match="a view shows a Plan"):
-        PlanView(42)
+    assert bridge.updates == 1 and view.head["done"] == 3
 
 
 # ------------------------------------------------------------------ choosing the view
-def test_widgets_need_a_kernel_with_comms() -> None:
+def test_widgets_need_a_kernel_with_comms_and_anywidget(monkeypatch: pytest.MonkeyPatch) -> None:
     class Terminal:
         pass
 
@@ -381,17 +419,58 @@ def test_widgets_need_a_kernel_with_comms() -> None:
 
     assert widgets_available(Terminal()) is False
     assert widgets_available(Kernel()) is True
+    monkeypatch.setitem(sys.modules, "anywidget", None)  # `import anywidget` now raises ImportError
+    assert widgets_available(Kernel()) is False
 
 
-def test_no_ipywidgets_means_the_html_fallback(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import planbook.liveview as liveview
+class Tty:
+    def __init__(self, tty: bool) -> None:
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def test_one_function_chooses_the_view(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planbook.views import choose_view
 
     class Kernel:
         kernel = object()
 
-    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # `import ipywidgets` now raises ImportError
-    assert widgets_available(Kernel()) is False
-    monkeypatch.setattr(ip, "kernel", object(), raising=False)  # a kernel (with an HTML front end), no ipywidgets
+    class Terminal:
+        kernel = None
+
+    assert choose_view(Kernel()) == "widget"
+    assert choose_view(Terminal(), stdout=Tty(True)) == "terminal"  # terminal IPython: the rich table, drawn once
+    assert choose_view(Terminal(), stdout=Tty(False)) == "plain"  # piped: the result prints the final state
+    monkeypatch.setattr("planbook.views.live._shell", lambda: None)
+    assert choose_view(stdout=Tty(True)) == "plain"  # outside IPython
+    monkeypatch.setitem(sys.modules, "anywidget", None)
+    assert choose_view(Kernel()) == "html"
+
+
+def test_terminal_ipython_draws_the_rich_table_not_display_updates(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In terminal IPython every display update printed another progress line; the rich table redraws in place."""
+    import io
+
+    from rich.console import Console
+
+    import planbook.views.terminal as terminal
+
+    published: list[Any] = []
+    monkeypatch.setattr(ip.display_pub, "publish", lambda *a, **k: published.append(a))
+    screen = io.StringIO()
+    monkeypatch.setattr(terminal, "safe_console", lambda file=None: Console(file=screen, width=100))
+    runner = Runner(long_plan(5), tools=make_tools())
+    with watch(runner, kind="terminal") as bridge:
+        runner.run()
+    assert published == [] and isinstance(bridge.target, terminal.TerminalView)
+    assert screen.getvalue().count("5/5 completed") == 1 and runner.handlers == []
+
+
+def test_a_kernel_without_anywidget_gets_the_html_view_updated_in_place(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from planbook.views import live
+
     published: list[dict[str, Any]] = []
 
     def publish(data: Any, metadata: Any = None, source: Any = None, *, transient: Any = None, update: bool = False, **kw: Any) -> None:
@@ -399,7 +478,7 @@ def test_no_ipywidgets_means_the_html_fallback(ip: Any, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(ip.display_pub, "publish", publish)
     runner = Runner(long_plan(200), tools=make_tools(), max_steps=200)
-    bridge = show_live(runner, clock=fake_clock())
+    bridge = show_live(runner, kind="html", clock=fake_clock())
     assert isinstance(bridge.target, HtmlView)
     runner.run()
     bridge.close()
@@ -407,37 +486,42 @@ def test_no_ipywidgets_means_the_html_fallback(ip: Any, monkeypatch: pytest.Monk
     assert not first["update"] and first["data"]["text/plain"] == format_plan(long_plan(200))
     assert len(updates) == bridge.updates and 2 <= bridge.updates <= 10
     assert all(u["update"] and u["id"] == first["id"] for u in updates)
-    assert updates[-1]["data"]["text/plain"] == format_plan(runner.plan)
+    assert updates[-1]["data"]["text/plain"] == str(runner.result())  # the final state stays in the notebook
     assert "Run completed (goal_met): steps 200/200" in updates[-1]["data"]["text/html"]
     assert updates[-1]["data"]["text/html"].count('<tr class="planbook-step ') == 200  # the final state: every row
-    running = [u["data"]["text/html"] for u in updates if "Run running" in u["data"]["text/html"]]
+    running = [u["data"] for u in updates if "Run running" in u["data"]["text/html"]]
     assert running, "no update while the run was going"
-    for page in running:  # while running: a window of rows around the running step
-        assert page.count('<tr class="planbook-step ') == liveview.LIVE_ROWS
-        assert "steps below" in page or "steps above" in page
+    for data in running:  # while running: a window of rows around the running step, and a progress line
+        assert data["text/html"].count('<tr class="planbook-step ') == live.LIVE_ROWS
+        assert "steps below" in data["text/html"] or "steps above" in data["text/html"]
+        assert data["text/plain"].startswith("Plan count: ") and "\n" not in data["text/plain"]
+
+
+def test_the_widget_display_ends_with_the_final_state(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    published: list[dict[str, Any]] = []
+
+    def publish(data: Any, metadata: Any = None, source: Any = None, *, transient: Any = None, update: bool = False, **kw: Any) -> None:
+        published.append({"data": data, "id": (transient or {}).get("display_id"), "update": update})
+
+    monkeypatch.setattr(ip.display_pub, "publish", publish)
+    runner = Runner(long_plan(5), tools=make_tools())
+    with watch(runner, kind="widget") as bridge:
+        assert isinstance(bridge.target, PlanView) and runner.handlers == [bridge]
+        result = runner.run()
+    first, last = published
+    assert first["data"]["text/plain"] == format_plan(long_plan(5))  # the plan as the run starts
+    assert last["update"] and last["id"] == first["id"]
+    assert last["data"]["text/plain"] == str(result) and "Run completed (goal_met)" in last["data"]["text/html"]
+    assert runner.handlers == [] and bridge.target.head["done"] == 5
 
 
 def test_outside_ipython_there_is_no_live_view(monkeypatch: pytest.MonkeyPatch) -> None:
-    import planbook.liveview as liveview
-
-    monkeypatch.setattr(liveview, "_shell", lambda: None)
+    monkeypatch.setattr("planbook.views.live._shell", lambda: None)
     runner = Runner(long_plan(2), tools=make_tools())
     assert show_live(runner) is None and runner.handlers == []
     with watch(runner) as bridge:
         assert bridge is None
         assert runner.run().ok
-
-
-def test_watch_shows_a_view_while_the_block_runs(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import planbook.liveview as liveview
-
-    monkeypatch.setattr(liveview, "widgets_available", lambda shell=None: True)
-    monkeypatch.setattr(ip.display_pub, "publish", lambda *a, **k: None)
-    runner = Runner(long_plan(5), tools=make_tools())
-    with watch(runner) as bridge:
-        assert isinstance(bridge.target, PlanView) and runner.handlers == [bridge]
-        runner.run()
-    assert runner.handlers == [] and bridge.target.progress.value == 5
 
 
 def test_view_state_of_a_runner_counts_model_calls() -> None:
@@ -446,7 +530,7 @@ def test_view_state_of_a_runner_counts_model_calls() -> None:
     state = ViewState.of(runner)
     assert (state.usage.calls, state.usage.total_tokens) == (1, 15)
     view = PlanView(state)
-    assert "model calls 1, tokens 15" in view.header.value
+    assert view.head["budgets"] == "steps 0/12, replans 0/5, model calls 1, tokens 15"
     assert view.state.plan.steps[0].status is Status.not_started
 
 

@@ -1,0 +1,71 @@
+"""Views of plans and runs: one view model (:class:`ViewState`), four renderers.
+
+- :mod:`.state` — the view model and the layout every view shares (verdict, budget line,
+  frontier, the window of rows around the running steps);
+- :mod:`.text` — the plan text (``text/plain``, nbval, the terminal's plain output);
+- :mod:`.html` — the static HTML (``text/html``: GitHub, nbviewer, nbconvert);
+- :mod:`.widget` — the live anywidget view (a hand-written ES module in ``static/``);
+- :mod:`.terminal` — the live ``rich`` table of the command line;
+- :mod:`.live` — the throttled bridge from a runner's events to a view, and the one
+  function that chooses which view to show (:func:`choose_view`).
+
+Importing this package is light (no IPython, anywidget or rich): the models reach the
+text and HTML renderers through :mod:`planbook._render`, which this module fills in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _render
+from ..models import PlanDiff
+from .html import diff_html, plan_html, result_html, state_html
+from .state import Execution, TimelineBuilder, ViewState, budget_line, frontier, row_window, verdict_line
+from .text import (
+    format_diff,
+    format_markdown,
+    format_plan,
+    format_result,
+    format_state,
+    plan_mimebundle,
+    progress_line,
+    result_mimebundle,
+    state_bundle,
+    summary_line,
+)
+
+
+def _diff_bundle(diff: PlanDiff) -> dict[str, str]:
+    return {"text/plain": format_diff(diff), "text/html": diff_html(diff)}
+
+
+for _name, _fn in (("plan_text", format_plan), ("plan_bundle", plan_mimebundle), ("diff_text", format_diff),
+                   ("diff_bundle", _diff_bundle), ("result_text", format_result), ("result_bundle", result_mimebundle)):
+    _render.register(_name, _fn)
+
+_LAZY = {
+    "PlanView": ("planbook.views.widget", "PlanView"),
+    "TerminalView": ("planbook.views.terminal", "TerminalView"),
+    "LiveView": ("planbook.views.live", "LiveView"),
+    "choose_view": ("planbook.views.live", "choose_view"),
+    "show_live": ("planbook.views.live", "show_live"),
+    "watch": ("planbook.views.live", "watch"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The live views load IPython, anywidget or rich: only when asked for."""
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'planbook.views' has no attribute {name!r}")
+
+
+__all__ = [
+    "Execution", "TimelineBuilder", "ViewState", "budget_line", "diff_html", "format_diff", "format_markdown",
+    "format_plan", "format_result", "format_state", "frontier", "plan_html", "plan_mimebundle", "progress_line",
+    "result_html", "result_mimebundle", "row_window", "state_bundle", "state_html", "summary_line", "verdict_line",
+    *_LAZY,
+]

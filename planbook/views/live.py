@@ -1,0 +1,326 @@
+"""The bridge from a runner's events to a live view, throttled; and the one place that
+chooses which live view to show.
+
+The runner calls its handlers and heartbeats on its own thread (in a notebook: the
+kernel's main thread), and this bridge draws only on the thread that made it: it never
+starts a thread, and events from other threads wait for the next draw there. Steps can
+finish thousands of times a second and the notebook server caps iopub traffic, so draws
+go through a token bucket (a short burst, then about ``rate`` per second); the final
+state is always drawn when the run pauses or finishes. A draw the bucket held back is
+not lost: the bridge is the runner's heartbeat, called while a slow step works, and
+draws what is pending as soon as the bucket allows.
+
+Which view (:func:`choose_view`, like ``tqdm.autonotebook``): the anywidget view in a
+kernel with comms; the static HTML updated in place where a kernel has no anywidget;
+the ``rich`` terminal table in terminal IPython on a terminal; nothing live otherwise
+(the returned result prints the final state). Every notebook view is displayed with a
+display id and, when the run returns, updated with its *final* ``text/plain`` and
+``text/html``, so a saved notebook shows how the run ended without a kernel.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Literal, Protocol
+
+from ..models import Event, RunResult, Usage
+from .html import NO_MATH
+from .state import TimelineBuilder, ViewState, verdict_line
+
+FLUSH_NOW = frozenset({"run.paused", "run.finished"})
+
+ViewKind = Literal["widget", "html", "terminal", "plain"]
+
+#: above the static copy of a live view (shown where widgets do not run, e.g. on GitHub)
+LIVE_NOTE = "Live view (where widgets do not run, this is how the run stood when the cell finished)"
+
+#: rows the fallback view re-sends while a run is going (all rows once it stops)
+LIVE_ROWS = 50
+
+
+class ViewTarget(Protocol):
+    def render(self, state: ViewState) -> None: ...
+
+
+class Throttle:
+    """A token bucket: ``burst`` updates at once, then ``rate`` per second on average."""
+
+    def __init__(self, rate: float = 10.0, burst: int = 3, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self.tokens = float(burst)
+        self.last = clock()
+
+    def allow(self) -> bool:
+        now = self.clock()
+        self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+class LiveView:
+    """Subscribes to a runner and renders its state into ``target``, throttled.
+
+    ``updates`` counts draws (what a test of the throttle reads). While attached, the
+    bridge is the runner's heartbeat and draws held-back updates then. Call :meth:`close`
+    when the run returns: it draws the final state, removes the heartbeat, unsubscribes
+    and, if the view was displayed with a ``handle``, updates that display with the final
+    state (so the notebook keeps it).
+
+    A target may also have ``note_event(event, state_fn)``: called for every event, unthrottled
+    (the terminal prints a replan's diff above its table there).
+    """
+
+    def __init__(
+        self,
+        runner: Any,
+        target: ViewTarget,
+        *,
+        rate: float = 10.0,
+        burst: int = 3,
+        clock: Callable[[], float] = time.monotonic,
+        heartbeat: float = 0.1,
+        handle: Any = None,
+    ) -> None:
+        self.runner = runner
+        self.target = target
+        self.handle = handle
+        self.clock = clock
+        self.throttle = Throttle(rate, burst, clock)
+        self.updates = 0
+        self.events = 0
+        self.pending = False
+        self.closed = False
+        self.started = clock()
+        self.last_draw = self.started
+        #: the thread that made the view (the kernel's execution thread): the only one that draws
+        self.thread = threading.get_ident()
+        self.usage = Usage.from_events(runner.state.events)
+        self.timeline = TimelineBuilder().feed_all(runner.state.events)
+        self._note = getattr(target, "note_event", None)
+        runner.subscribe(self)
+        runner.add_heartbeat(self.beat, heartbeat)
+
+    def __call__(self, event: Event) -> None:
+        self.events += 1
+        if event.kind == "llm.call":
+            self.usage.add(event.data)
+        self.timeline.feed(event)
+        if self._note is not None and threading.get_ident() == self.thread:
+            self._note(event, self.state)
+        if event.kind in FLUSH_NOW or self.throttle.allow():
+            self.flush()
+        else:
+            self.pending = True
+
+    def beat(self) -> None:
+        """The runner's heartbeat (its thread, during a step's work): draw a held-back update
+        if the bucket allows, and about once a second anyway, so the elapsed times move on."""
+        due = self.pending or self.clock() - self.last_draw >= 1.0
+        if due and threading.get_ident() == self.thread and self.throttle.allow():
+            self.flush()
+
+    def state(self) -> ViewState:
+        return ViewState.of_runner(self.runner, usage=self.usage, elapsed=self.clock() - self.started,
+                                   timeline=self.timeline)
+
+    def flush(self) -> None:
+        """Draw now, if on the view's own thread (elsewhere: leave it pending for that thread)."""
+        if self.closed and not self.pending:
+            return
+        if threading.get_ident() != self.thread:
+            self.pending = True
+            return
+        self.pending = False
+        self.last_draw = self.clock()
+        try:
+            self.target.render(self.state())
+        except Exception as exc:  # the view is broken, the run is not: say so once and stop drawing
+            self._detach()
+            self.closed = True
+            warnings.warn(
+                f"the live view of plan {self.runner.plan.id!r} stopped updating ({type(exc).__name__}: {exc}); "
+                "the run goes on and its result shows how it ended",
+                stacklevel=2,
+            )
+            return
+        self.updates += 1
+
+    def _detach(self) -> None:
+        self.runner.unsubscribe(self)
+        self.runner.remove_heartbeat(self.beat)
+
+    def close(self) -> None:
+        """Stop listening; draw the last state if an update is pending; leave the final state in the display."""
+        if self.closed:
+            return
+        self._detach()
+        if self.pending:
+            self.flush()
+        self.closed = True
+        if self.handle is not None:
+            try:
+                self.handle.update(self.target)
+            except Exception as exc:  # the run's result is still returned
+                warnings.warn(f"the final state of the live view could not be shown ({type(exc).__name__}: {exc})",
+                              stacklevel=2)
+
+
+# ------------------------------------------------------------------ the static HTML view, updated in place
+class HtmlView:
+    """The fallback live view in a kernel without anywidget: one display, updated in place
+    through its display id with the static HTML (a window of rows while the run goes)."""
+
+    def __init__(self, source: Any) -> None:
+        self.state = ViewState.of(source)
+        self.handle: Any = None
+        self.renders = 0
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """While the run goes: a window of rows and a progress line (each update re-sends it
+        all); once it stops: the whole final state."""
+        from .text import progress_line, state_bundle
+
+        if self.state.status != "running":
+            return state_bundle(self.state)
+        data = state_bundle(self.state, max_rows=LIVE_ROWS)
+        data["text/plain"] = progress_line(self.state)
+        return data
+
+    def show(self) -> "HtmlView":
+        from IPython.display import display
+
+        self.handle = display(self, display_id=True)
+        return self
+
+    def render(self, state: ViewState) -> None:
+        self.state = state
+        self.renders += 1
+        if self.handle is not None:
+            self.handle.update(self)
+
+
+# ------------------------------------------------------------------ a result a live view already showed
+class LiveRunResult(RunResult):
+    """A run result whose plan a live view above already shows: displayed as the cell's
+    value, it is one line (the verdict), not the plan a second time. ``print()`` and
+    ``str()`` still give the whole text; everything else is a :class:`RunResult`."""
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .html import TONE_COLORS, esc
+
+        state = ViewState.of_result(self)
+        line = f"{verdict_line(state)} (the live view above shows the plan; print() the result for its text)"
+        html = (f'<div class="planbook-verdict planbook-run-{esc(self.status)} {NO_MATH}" '
+                f'style="color:{TONE_COLORS[state.tone]};'
+                f'font-family:monospace">{esc(line)}</div>')
+        return {"text/plain": line, "text/html": html}
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self._repr_mimebundle_()["text/plain"])
+
+
+def shown_live(result: RunResult) -> LiveRunResult:
+    """``result`` as a :class:`LiveRunResult` (same fields, shared values)."""
+    return LiveRunResult.model_construct(**{name: getattr(result, name) for name in RunResult.model_fields})
+
+
+# ------------------------------------------------------------------ choosing a view
+def _shell() -> Any:
+    if "IPython" not in sys.modules:  # not in IPython (and importing it would cost time for nothing)
+        return None
+    from IPython import get_ipython
+
+    return get_ipython()
+
+
+def widgets_available(shell: Any = None) -> bool:
+    """True in a kernel with comms where anywidget imports (what tqdm.autonotebook checks)."""
+    shell = shell if shell is not None else _shell()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return False
+    try:
+        import anywidget  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def choose_view(shell: Any = None, *, stdout: Any = None) -> ViewKind:
+    """``widget`` (a kernel with anywidget), ``html`` (a kernel without it), ``terminal``
+    (IPython in a terminal, on a tty that ``rich`` can draw on) or ``plain`` (no live view)."""
+    shell = shell if shell is not None else _shell()
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        return "widget" if widgets_available(shell) else "html"
+    stdout = stdout if stdout is not None else sys.stdout
+    if shell is not None and _isatty(stdout):
+        return "terminal"
+    return "plain"
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class _TerminalBridge:
+    """The terminal view as a bridge: it owns its ``rich`` Live display, so close ends it."""
+
+    def __init__(self, view: Any) -> None:
+        self.view = view
+        view.__enter__()
+
+    @property
+    def target(self) -> Any:
+        return self.view
+
+    def close(self) -> None:
+        self.view.__exit__(None, None, None)
+
+
+def show_live(runner: Any, *, kind: ViewKind | None = None, **throttle: Any) -> Any:
+    """Display a live view of ``runner`` and subscribe it; returns the bridge (close it
+    when the run returns), or None where there is no live view (plain)."""
+    kind = kind or choose_view()
+    if kind == "plain":
+        return None
+    if kind == "terminal":
+        from .terminal import TerminalView
+
+        return _TerminalBridge(TerminalView(runner, **throttle))
+    from IPython.display import display
+
+    target: Any
+    if kind == "widget":
+        from .widget import PlanView
+
+        target = PlanView(runner, note=LIVE_NOTE)
+        handle = display(target, display_id=True)
+    else:
+        target = HtmlView(runner).show()
+        handle = None  # it updates its own display at every draw
+    return LiveView(runner, target, handle=handle, **throttle)
+
+
+@contextmanager
+def watch(runner: Any, **throttle: Any) -> Iterator[Any]:
+    """Show a live view while the block runs the runner (the Python API's ``%run_plan``)::
+
+        with watch(runner):
+            result = runner.run()
+    """
+    bridge = show_live(runner, **throttle)
+    try:
+        yield bridge
+    finally:
+        if bridge is not None:
+            bridge.close()

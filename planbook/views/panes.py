@@ -1,0 +1,206 @@
+"""What a step's result pane shows, as JSON the browser can draw without asking the kernel.
+
+The widget sends a step's pane when the step starts and again when it ends, so a click
+on a row during the run opens it at once in the browser (the kernel is busy running the
+cell and could not answer). A pane holds the step's status, its call with the values
+that were passed (``inc(x=2)``, not ``inc(x='$one')``), timings, the error with a
+traceback that starts at the user's code, what the step printed, and its result as HTML
+(a DataFrame as its table, an image as an image, a multi-line string as text). Each pane
+is capped (:data:`PANE_CAP` bytes) and so is the total a view sends (:class:`PaneBudget`);
+what is cut says where the full value is: ``result.outputs['id']``.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..models import Status, Step
+
+#: bytes of one step's pane (result, printed text and traceback together)
+PANE_CAP = 50_000
+#: bytes of all the panes one view sends
+TOTAL_CAP = 2_000_000
+#: characters of one argument's value in the ``call`` line
+ARG_CAP = 200
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line \d+, in ')
+
+
+def truncated_note(step_id: str) -> str:
+    return f"truncated; the full value is in result.outputs[{step_id!r}]"
+
+
+def clean_traceback(text: str | None, *, package: str = _PACKAGE) -> str | None:
+    """The traceback without planbook's own frames (the runner calling the tool), so it
+    starts at the user's code. A traceback made only of planbook frames is kept whole."""
+    if not text:
+        return text
+    out: list[str] = []
+    skipping = False
+    dropped = kept = 0
+    for line in text.splitlines(keepends=True):
+        frame = _FRAME.match(line)
+        if frame:
+            skipping = os.path.abspath(frame.group("file")).startswith(package + os.sep)
+            dropped += skipping
+            kept += not skipping
+            if skipping:
+                continue
+        elif skipping and line.startswith("    "):
+            continue  # the source line (and ^^^ markers) of a dropped frame
+        else:
+            skipping = False
+        out.append(line)
+    return "".join(out) if kept else text
+
+
+def _short_repr(value: Any, cap: int = ARG_CAP) -> str:
+    try:
+        text = repr(value)
+    except Exception as exc:  # a value whose repr is broken is still a value
+        text = f"<{type(value).__name__} (repr failed: {type(exc).__name__})>"
+    return text if len(text) <= cap else text[: cap - 1] + "…"
+
+
+def call_line(step: Step, results: Mapping[str, Any]) -> str:
+    """``tool(a=1, b='text')`` with ``$id`` references replaced by the values passed, once
+    the steps they name have results; a reference still waiting shows as ``$id``."""
+    if step.agent:
+        return f"[{step.agent.upper()}] {step.task}".rstrip()
+    from ..refs import find_refs, resolve
+
+    parts = []
+    for name, value in step.args.items():
+        refs = find_refs(value)
+        if refs and all(r in results for r in refs):
+            try:
+                value = resolve(value, results)
+            except (KeyError, TypeError, ValueError):
+                pass
+        parts.append(f"{name}={_short_repr(value)}")
+    return f"{step.tool}({', '.join(parts)})"
+
+
+def result_html(value: Any, cap: int) -> tuple[str, bool]:
+    """``(html, truncated)``: the value as IPython would display it, within ``cap`` characters.
+
+    A string with line breaks is shown as its text; other values use the display
+    formatter (the kernel's, with the user's registered formatters): HTML first, then
+    images, then the plain repr.
+    """
+    if isinstance(value, str) and "\n" in value:
+        return _pre(value, cap)
+    data = _mimebundle(value)
+    for mime in ("text/html", "image/svg+xml", "image/png", "image/jpeg"):
+        body = data.get(mime)
+        if not body:
+            continue
+        if isinstance(body, bytes):
+            import base64
+
+            body = base64.b64encode(body).decode("ascii")
+        if mime == "image/svg+xml":
+            rendered = f'<div class="pb-svg">{body}</div>'
+        elif mime.startswith("image/"):
+            rendered = f'<img alt="result" src="data:{mime};base64,{str(body).strip()}">'
+        else:
+            rendered = str(body)
+        if len(rendered) <= cap:
+            return rendered, False
+    return _pre(str(data.get("text/plain", "")) or _short_repr(value, cap), cap)
+
+
+def _pre(text: str, cap: int) -> tuple[str, bool]:
+    cut = len(text) > cap
+    return f'<pre class="pb-text">{html.escape(text[:cap])}</pre>', cut
+
+
+def _mimebundle(value: Any) -> dict[str, Any]:
+    """IPython's display formatter applied to ``value`` (never raises: a broken repr shows as such)."""
+    try:
+        formatter = _formatter()
+        data, _ = formatter.format(value)
+        if data:
+            return dict(data)
+    except Exception:  # a broken _repr_*_ must not break the view: fall back to repr
+        pass
+    return {"text/plain": _short_repr(value, PANE_CAP)}
+
+
+_standalone: Any = None
+
+
+def _formatter() -> Any:
+    """The kernel's display formatter (with the user's formatters), else a standalone one."""
+    global _standalone
+    from IPython import get_ipython
+    from IPython.core.formatters import DisplayFormatter
+
+    shell = get_ipython()
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        return shell.display_formatter
+    if _standalone is None:
+        _standalone = DisplayFormatter()
+    return _standalone
+
+
+class PaneBudget:
+    """The bytes of panes a view may still send (:data:`TOTAL_CAP` in all)."""
+
+    def __init__(self, total: int | None = None, per_pane: int | None = None) -> None:
+        self.left = TOTAL_CAP if total is None else total
+        self.per_pane = PANE_CAP if per_pane is None else per_pane
+
+    def cap(self) -> int:
+        return max(0, min(self.per_pane, self.left))
+
+    def spend(self, size: int) -> None:
+        self.left -= size
+
+
+def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget: PaneBudget) -> dict[str, Any]:
+    """The JSON of ``step``'s pane (see the module docstring). Times are seconds from ``origin``."""
+    cap = budget.cap()
+    data: dict[str, Any] = {
+        "status": step.status.value, "attempts": step.attempts, "call": call_line(step, results),
+        "start": _rel(step.started_at, origin), "end": _rel(step.finished_at, origin),
+        "duration": step.duration,
+    }
+    for key in ("task", "expect", "notes", "error"):
+        value = getattr(step, key)
+        if value:
+            data[key] = value[:cap]
+    if step.needs:
+        data["needs"] = list(step.needs)
+    used = sum(len(str(v)) for v in data.values())
+    cut = False
+    if step.traceback:
+        tb = clean_traceback(step.traceback) or ""
+        data["traceback"], cut = tb[-max(0, cap - used):], len(tb) > cap - used
+        used += len(data["traceback"])
+    if step.output:
+        room = max(0, cap - used)
+        data["output"] = step.output[:room]
+        cut = cut or len(step.output) > room
+        used += len(data["output"])
+    if step.status is Status.completed or step.result is not None:
+        room = max(0, cap - used)
+        body, more = result_html(step.result, room) if room > 200 else ("", True)
+        data["result"] = body
+        cut = cut or more
+        used += len(body)
+    if cut:
+        data["truncated"] = truncated_note(step.id)
+    budget.spend(used)
+    return data
+
+
+def _rel(t: float | None, origin: float | None) -> float | None:
+    if t is None:
+        return None
+    return round(t - origin, 4) if origin is not None else None

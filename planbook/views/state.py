@@ -1,0 +1,299 @@
+"""The view model: one :class:`ViewState` that every view (text, HTML, widget, terminal) renders.
+
+A state is built from a :class:`~planbook.models.Plan` (not run), a
+:class:`~planbook.models.RunResult` (a finished or paused run) or a live
+:class:`~planbook.runner.Runner` (while it runs). It holds the plan (with each step's
+status, timings, results), the run's counters and budgets, the revisions with their
+diffs, the model usage and the timeline of executions, which it builds from the run's
+events itself (``step.started`` / ``step.finished`` / ``step.failed``), so it works for
+any engine that emits those events.
+
+The layout logic every view shares is here, written once: the verdict and the budget
+line (:func:`budget_line`, :func:`verdict_line`), the frontier (:func:`frontier`) and the
+window of rows around the running steps (:func:`row_window`).
+
+Nothing here imports IPython, ipywidgets or rich: the text view and ``print(plan)`` use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
+
+#: how a run's verdict looks: ``ok`` (green), ``warn`` (amber), ``bad`` (red), ``info`` (blue)
+RUN_TONES = {"completed": "ok", "failed": "bad", "interrupted": "warn", "paused": "info", "running": "info"}
+#: a completed run that left steps undone is not a success colour
+WARN_REASONS = frozenset({"steps_skipped"})
+
+
+@dataclass
+class Execution:
+    """One execution of a step (a bar of the timeline). Field names follow ``RunResult.timeline``."""
+
+    execution: int
+    step: str
+    attempt: int
+    revision: int
+    worker: str | None
+    start: float
+    end: float | None = None
+    ok: bool | None = None
+    error: str | None = None
+    overlaps: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"execution": self.execution, "step": self.step, "attempt": self.attempt, "revision": self.revision,
+                "worker": self.worker, "start": self.start, "end": self.end, "ok": self.ok,
+                "overlaps": list(self.overlaps)}
+
+
+class TimelineBuilder:
+    """Builds the executions from events, one event at a time (a live view feeds it as they come).
+
+    The execution number comes from the event's data when the engine gives it, else from
+    the order of ``step.started`` events. Events of different steps may interleave
+    (parallel runs): each step has at most one open execution.
+    """
+
+    def __init__(self) -> None:
+        self.executions: list[Execution] = []
+        self._open: dict[str, Execution] = {}
+        self._count = 0
+        self.origin: float | None = None  # the time of the first event: timeline times are relative to it
+
+    def feed(self, event: Event) -> Execution | None:
+        """Account for one event; returns the execution it started or ended, if any."""
+        if self.origin is None:
+            self.origin = event.time
+        if event.kind == "step.started" and event.step is not None:
+            self._count += 1
+            number = int(event.data.get("execution") or self._count)
+            self._count = max(self._count, number)
+            ex = Execution(execution=number, step=event.step, attempt=int(event.data.get("attempt") or 1),
+                           revision=event.revision, worker=_worker(event.data.get("worker")), start=event.time)
+            self._open[event.step] = ex
+            self.executions.append(ex)
+            return ex
+        if event.kind in ("step.finished", "step.failed") and event.step is not None:
+            ex = self._open.pop(event.step, None)
+            if ex is None:
+                return None
+            duration = event.data.get("duration")
+            ex.end = ex.start + float(duration) if isinstance(duration, (int, float)) else event.time
+            ex.ok = event.kind == "step.finished"
+            if not ex.ok:
+                ex.error = str(event.data.get("error") or "")
+            return ex
+        if event.kind == "run.finished":  # an interrupted step never finishes: close its bar where the run stopped
+            for ex in self._open.values():
+                ex.end, ex.ok = event.time, False
+            self._open.clear()
+        return None
+
+    def feed_all(self, events: Iterable[Event]) -> "TimelineBuilder":
+        for event in events:
+            self.feed(event)
+        return self
+
+
+def _worker(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def with_overlaps(executions: Sequence[Execution], now: float | None = None) -> list[Execution]:
+    """Fill each execution's ``overlaps`` (the executions that ran at the same time), by a sweep."""
+    order = sorted(executions, key=lambda e: e.start)
+    active: list[Execution] = []
+    for ex in order:
+        ex.overlaps = []
+    for ex in order:
+        active = [a for a in active if (a.end if a.end is not None else (now or float("inf"))) > ex.start]
+        for other in active:
+            other.overlaps.append(ex.execution)
+            ex.overlaps.append(other.execution)
+        active.append(ex)
+    return list(executions)
+
+
+def critical_path(executions: Sequence[Execution], plan: Plan) -> list[int]:
+    """The chain of executions that decided when the run ended, first to last.
+
+    From the execution that ended last, step back to what it waited for: the latest
+    execution, ended before it started, of a step it needs or of its own earlier attempt.
+    """
+    done = [e for e in executions if e.end is not None]
+    if not done:
+        return []
+    needs = {s.id: set(s.needs) for s in plan.steps}
+    by_step: dict[str, list[Execution]] = {}
+    for ex in done:
+        by_step.setdefault(ex.step, []).append(ex)
+    path = [max(done, key=lambda e: (e.end, e.execution))]
+    while True:
+        current = path[-1]
+        candidates = [e for sid in needs.get(current.step, set()) | {current.step} for e in by_step.get(sid, [])
+                      if e is not current and e.end is not None and e.end <= current.start + 1e-9]
+        if not candidates:
+            break
+        path.append(max(candidates, key=lambda e: (e.end, e.execution)))
+    return [e.execution for e in reversed(path)]
+
+
+@dataclass
+class ViewState:
+    """What a view shows: the plan, the run's counters, budgets, revisions, usage and timeline."""
+
+    plan: Plan
+    status: str | None = None  # None: not run
+    reason: str | None = None
+    error: str | None = None
+    executions: int = 0
+    replans: int = 0
+    max_steps: int | None = None
+    max_replans: int | None = None
+    revisions: list[PlanDiff] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    elapsed: float | None = None
+    why: str | None = None  # why a run paused
+    timeline: list[Execution] = field(default_factory=list)
+    #: time of the run's first event: timeline times are shown relative to it
+    origin: float | None = None
+    #: the run's clock when the state was taken (a running step's time so far)
+    now: float | None = None
+
+    @classmethod
+    def of(cls, source: Any) -> "ViewState":
+        """A state of a Plan, a RunResult, a Runner (or a ViewState, returned as it is)."""
+        if isinstance(source, ViewState):
+            return source
+        if isinstance(source, RunResult):
+            return cls.of_result(source)
+        if isinstance(source, Plan):
+            return cls(plan=source)
+        if hasattr(source, "state") and hasattr(source, "subscribe"):  # a Runner (no import: views sit above the engine)
+            return cls.of_runner(source)
+        raise TypeError(f"a view shows a Plan, a RunResult or a Runner; got {type(source).__name__}")
+
+    @classmethod
+    def of_result(cls, result: RunResult) -> "ViewState":
+        builder = TimelineBuilder().feed_all(result.events)
+        return cls(
+            plan=result.plan, status=result.status, reason=result.reason, error=result.error,
+            executions=result.executions, replans=result.replans, max_steps=result.max_steps,
+            max_replans=result.max_replans, revisions=list(result.revisions), usage=result.usage,
+            why=pause_reason(result.events) if result.status == "paused" else None,
+            timeline=with_overlaps(builder.executions), origin=builder.origin,
+            now=result.events[-1].time if result.events else None,
+        )
+
+    @classmethod
+    def of_runner(cls, runner: Any, *, usage: Usage | None = None, elapsed: float | None = None,
+                  timeline: TimelineBuilder | None = None) -> "ViewState":
+        """The state of a runner now. ``usage`` and ``timeline``: kept up to date by a live view
+        from the events as they come (else rebuilt from all the events)."""
+        s = runner.state
+        if timeline is None:
+            timeline = TimelineBuilder().feed_all(s.events)
+        now = runner.clock()
+        return cls(
+            plan=s.plan, status=s.status if s.started else None, reason=s.reason, error=s.error,
+            executions=s.executions, replans=s.replans, max_steps=runner.max_steps, max_replans=runner.max_replans,
+            revisions=list(s.revisions), usage=usage if usage is not None else Usage.from_events(s.events),
+            elapsed=elapsed, why=pause_reason(s.events) if s.status == "paused" else None,
+            timeline=list(timeline.executions), origin=timeline.origin, now=now,
+        )
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def counts(self) -> dict[Status, int]:
+        return self.plan.counts()
+
+    @property
+    def done(self) -> int:
+        return self.counts[Status.completed]
+
+    @property
+    def total(self) -> int:
+        return len(self.plan.steps)
+
+    @property
+    def tone(self) -> str:
+        """``ok``, ``warn``, ``bad`` or ``info``: the colour of the verdict and the progress bar."""
+        if self.status is None:
+            return "info"
+        if self.status == "completed" and self.reason in WARN_REASONS:
+            return "warn"
+        return RUN_TONES.get(self.status, "info")
+
+    def critical_path(self) -> list[int]:
+        return critical_path(self.timeline, self.plan)
+
+
+def pause_reason(events: list[Event]) -> str | None:
+    for event in reversed(events):
+        if event.kind == "run.paused":
+            return str(event.data.get("why") or "")
+    return None
+
+
+# ------------------------------------------------------------------ shared layout
+def budget_line(state: Any) -> str:
+    """``steps 3/12, replans 0/5`` (+ ``, model calls 2, tokens 120``); '' before a run has budgets.
+
+    ``state`` is a ViewState or a RunResult (they share these fields).
+    """
+    if state.max_steps is None:
+        return ""
+    text = f"steps {state.executions}/{state.max_steps}, replans {state.replans}/{state.max_replans}"
+    if state.usage.calls:
+        text += f", model calls {state.usage.calls}, tokens {state.usage.total_tokens}"
+    return text
+
+
+def verdict_line(state: Any) -> str:
+    """``Run completed (goal_met): steps 3/12, replans 0/5``; a state not run yet: ``Not run``."""
+    status = state.status
+    if status is None:
+        return "Not run"
+    text = f"Run {status}"
+    if state.reason and state.reason != status and state.reason != "paused":
+        text += f" ({state.reason})"
+    budgets = budget_line(state)
+    return f"{text}: {budgets}" if budgets else text
+
+
+def frontier(steps: Sequence[Step]) -> int:
+    """Index of the first running step, else of the last step that is no longer waiting."""
+    at = 0
+    for i, step in enumerate(steps):
+        if step.status is Status.in_progress:
+            return i
+        if step.status is not Status.not_started:
+            at = i
+    return at
+
+
+def row_window(steps: Sequence[Step], max_rows: int, *, before: int | None = None) -> tuple[int, int]:
+    """``(start, end)`` of the rows to show when a plan is longer than ``max_rows``.
+
+    The window holds every running step when they fit (several run at once in a parallel
+    run), with ``before`` rows of context above the first one (default: a third of the
+    window), and follows the last finished step when nothing runs.
+    """
+    n = len(steps)
+    if n <= max_rows:
+        return 0, n
+    running = [i for i, s in enumerate(steps) if s.status is Status.in_progress]
+    context = max_rows // 3 if before is None else before
+    if running:
+        first, last = running[0], running[-1]
+        start = first - context
+        if last - start >= max_rows:  # the running steps are spread out: keep the first ones in view
+            start = first - min(context, max(0, max_rows - 1 - (last - first)))
+    else:
+        start = frontier(steps) - context
+    start = max(0, min(start, n - max_rows))
+    return start, start + max_rows

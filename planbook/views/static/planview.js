@@ -1,0 +1,457 @@
+// planbook's live plan view: an anywidget ES module (no build step, no network).
+//
+// The kernel sends the view model in a few traits (see planbook/views/widget.py): head,
+// rows, statuses, batch (panes and timeline bars that changed, numbered), revisions and
+// selected. Everything a click needs is already here, so rows, tabs and panes answer
+// in the browser while the kernel is still busy running the cell.
+
+const STATUS = {
+  n: ["not_started", "[ ]"], r: ["in_progress", "[→]"], c: ["completed", "[✓]"],
+  f: ["failed", "[✗]"], s: ["skipped", "[-]"], b: ["blocked", "[!]"],
+};
+const ORDER = ["completed", "in_progress", "failed", "skipped", "blocked", "not_started"];
+const ROW_H = 24;        // px per row (virtual scrolling relies on it)
+const VISIBLE_ROWS = 14; // rows shown at once
+const MAX_BARS = 1500;   // timeline bars drawn (the latest ones)
+const MAX_NODES = 400;   // graph nodes drawn
+
+const CSS = `
+.pb-root{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.4;
+  color:var(--jp-content-font-color1,#222);max-width:100%}
+.pb-title{font-weight:600;font-size:14px}.pb-dim{color:var(--jp-content-font-color2,#666);font-weight:normal}
+.pb-bar{background:#e0e0e0;border-radius:4px;height:8px;max-width:480px;margin:4px 0}
+.pb-bar>div{height:8px;border-radius:4px;background:#0b5394;transition:width .2s}
+.pb-bar.ok>div{background:#2e7d32}.pb-bar.bad>div{background:#b71c1c}.pb-bar.warn>div{background:#c77700}
+.pb-verdict{font-weight:600}.pb-verdict.ok{color:#1b6e20}.pb-verdict.bad{color:#b71c1c}
+.pb-verdict.warn{color:#8a5300}.pb-verdict.info{color:#0b5394}
+.pb-tabs{display:flex;gap:4px;margin:6px 0 4px 0;border-bottom:1px solid #ccc}
+.pb-tab{border:1px solid #ccc;border-bottom:none;background:var(--jp-layout-color2,#f3f3f3);padding:2px 10px;
+  cursor:pointer;border-radius:4px 4px 0 0;font:inherit;color:inherit}
+.pb-tab.on{background:var(--jp-layout-color0,#fff);font-weight:600;position:relative;top:1px}
+.pb-scroll{overflow-y:auto;position:relative;border:1px solid #e0e0e0}
+.pb-row{position:absolute;left:0;right:0;height:${ROW_H}px;display:flex;align-items:center;gap:8px;
+  padding:0 6px;cursor:pointer;white-space:nowrap;overflow:hidden;border-bottom:1px solid #eee;box-sizing:border-box}
+.pb-row:hover{filter:brightness(.96)}.pb-row.open{outline:2px solid #0b5394;outline-offset:-2px}
+.pb-row .m{font-family:monospace;width:2.4em}.pb-row .i{font-weight:600;min-width:3em}
+.pb-row .x{font-family:monospace;color:#555}.pb-row .k{flex:1;overflow:hidden;text-overflow:ellipsis}
+.pb-row .d{color:#555;min-width:5em;text-align:right}
+.pb-not_started{color:#555}.pb-in_progress{background:#e3eefb;color:#0b5394}
+.pb-completed{background:#e8f5e9;color:#1b6e20}.pb-failed{background:#fdecea;color:#b71c1c}
+.pb-skipped{background:#f1f1f1;color:#6d6d6d}.pb-blocked{background:#fff4e0;color:#8a5300}
+.pb-pane{border:1px solid #ccc;border-radius:4px;padding:6px 8px;margin:6px 0;background:var(--jp-layout-color0,#fff)}
+.pb-pane table{border-collapse:collapse}.pb-pane th{text-align:left;color:#666;padding:1px 8px 1px 0;vertical-align:top;font-weight:normal}
+.pb-pane td{padding:1px 0;vertical-align:top}.pb-pane .mono{font-family:monospace;white-space:pre-wrap;word-break:break-all}
+.pb-label{color:#666;font-size:11px;margin-top:6px}
+.pb-pre,.pb-text{font-family:monospace;white-space:pre-wrap;margin:2px 0;max-height:320px;overflow:auto;
+  background:var(--jp-layout-color1,#fafafa);padding:4px}
+.pb-err{color:#b71c1c}.pb-trunc{color:#8a5300;font-style:italic;margin-top:4px}
+.pb-result{max-height:400px;overflow:auto}.pb-result img{max-width:100%}
+.pb-close{float:right;cursor:pointer;border:none;background:none;font-size:14px;color:#666}
+.pb-svgbox{overflow:auto;max-height:440px;border:1px solid #e0e0e0}
+.pb-note{color:#666;font-size:11px;margin:2px 0}
+.planbook-revisions del{color:#b71c1c}.planbook-revisions ins{background:#e6ffed;text-decoration:none}
+.planbook-revisions ul{margin:2px 0 6px 0;padding-left:20px;list-style:none}
+`;
+
+// ------------------------------------------------------------------ per-model store
+// Panes and bars arrive in numbered batches; the store keeps them for every view of the
+// model (a cell's output can be drawn again) together with what the user has open. It is
+// found by the model's ``uid`` (anywidget hands initialize and each view a different proxy
+// of the model, so the proxy itself cannot be the key).
+const stores = new Map();
+
+function storeOf(model) {
+  const uid = model.get("uid");
+  let store = stores.get(uid);
+  if (!store) {
+    store = { panes: {}, bars: {}, seq: 0, asked: false, tab: "steps", follow: true, scroll: 0, listeners: new Set() };
+    stores.set(uid, store);
+  }
+  return store;
+}
+
+function applyBatch(model, store) {
+  const batch = model.get("batch") || {};
+  if (!batch.seq || batch.seq <= store.seq && !batch.full) return;
+  if (batch.full) { store.panes = {}; store.bars = {}; }
+  else if (batch.seq !== store.seq + 1 && !store.asked) {
+    // a batch went by before this module was listening: ask for everything (the kernel
+    // answers when it is free; meanwhile what arrives is kept)
+    store.asked = true;
+    model.send({ type: "resend" });
+  }
+  Object.assign(store.panes, batch.panes || {});
+  Object.assign(store.bars, batch.bars || {});
+  store.seq = batch.seq;
+  store.listeners.forEach((fn) => fn());
+}
+
+function initialize({ model }) {
+  const store = storeOf(model);
+  const onBatch = () => applyBatch(model, store);
+  model.on("change:batch", onBatch);
+  onBatch();
+  return () => model.off("change:batch", onBatch);
+}
+
+// ------------------------------------------------------------------ helpers
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") el.className = v;
+    else if (k === "text") el.textContent = v;
+    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) el.append(c);
+  return el;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+function s(tag, attrs, text) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+function duration(sec) {
+  if (sec === null || sec === undefined) return "";
+  return sec < 1 ? (sec * 1000).toFixed(1) + " ms" : sec.toFixed(2) + " s";
+}
+
+const COLORS = { not_started: "#9e9e9e", in_progress: "#0b5394", completed: "#2e7d32", failed: "#b71c1c",
+  skipped: "#8d8d8d", blocked: "#c77700" };
+
+// ------------------------------------------------------------------ the view
+function render({ model, el }) {
+  const store = storeOf(model);
+  el.classList.add("planbook-live", "mathjax_ignore", "tex2jax_ignore");
+  const root = h("div", { class: "pb-root" });
+  root.append(h("style", { text: CSS }));
+  const header = h("div", { class: "pb-header" });
+  const tabs = h("div", { class: "pb-tabs", role: "tablist" });
+  const body = h("div", { class: "pb-body" });
+  const paneBox = h("div", { class: "pb-panebox" });
+  const revisions = h("div", { class: "planbook-revisions" });
+  root.append(header, tabs, body, paneBox, revisions);
+  el.append(root);
+
+  // --- steps: a virtual list (only the rows in view are in the DOM)
+  const scroll = h("div", { class: "pb-scroll", "data-view": "steps" });
+  const spacer = h("div", { style: "position:relative" });
+  scroll.append(spacer);
+  const timeline = h("div", { class: "pb-svgbox", "data-view": "timeline" });
+  const graph = h("div", { class: "pb-svgbox", "data-view": "graph" });
+  const views = { steps: scroll, timeline, graph };
+  for (const name of ["steps", "timeline", "graph"]) {
+    const label = name[0].toUpperCase() + name.slice(1);
+    tabs.append(h("button", { class: "pb-tab", "data-tab": name, role: "tab", text: label,
+      onclick: () => { store.tab = name; draw(); } }));
+  }
+  body.append(scroll, timeline, graph);
+
+  let programmatic = false;
+  scroll.addEventListener("scroll", () => {
+    if (programmatic) { programmatic = false; return; }
+    store.scroll = scroll.scrollTop;
+    store.follow = false; // the user scrolled: stop following the running steps
+    drawRows();
+  });
+
+  const open = (id) => {
+    const now = model.get("selected") === id ? "" : id;
+    model.set("selected", now);
+    model.save_changes();
+    drawRows(); drawPane();
+    if (store.tab === "graph") drawGraph();
+  };
+
+  function rowsAndStatus() {
+    const rows = model.get("rows") || [];
+    const statuses = model.get("statuses") || "";
+    return [rows, statuses];
+  }
+
+  function drawHeader() {
+    const head = model.get("head") || {};
+    const done = head.done || 0, total = head.total || 0;
+    const pct = total ? (done / total) * 100 : 0;
+    const tone = head.status ? head.tone : "info";
+    const counts = ORDER.filter((k) => (head.counts || {})[k]).map((k) => `${head.counts[k]} ${k.replace("_", " ")}`).join(" · ");
+    const parts = [
+      h("div", { class: "pb-title" }, `Plan: ${head.title || ""} `,
+        h("span", { class: "pb-dim", text: `(ID: ${head.id || ""}${head.revision > 1 ? " · revision " + head.revision : ""})` })),
+    ];
+    if (head.goal) parts.push(h("div", {}, h("b", { text: "Goal: " }), head.goal));
+    const bar = h("div", { class: `pb-bar ${head.status && head.status !== "running" ? tone : ""}`,
+      title: `${done}/${total} steps completed` }, h("div", { style: `width:${pct.toFixed(1)}%` }));
+    parts.push(bar);
+    let line = `Progress: ${done}/${total} steps completed · ${counts}`;
+    if (head.budgets) line += ` · ${head.budgets}`;
+    if (head.elapsed !== null && head.elapsed !== undefined) line += ` · elapsed ${duration(head.elapsed)}`;
+    parts.push(h("div", { class: "pb-counts", text: line }));
+    if (head.status && head.status !== "running") {
+      parts.push(h("div", { class: `pb-verdict planbook-verdict ${tone}`, text: head.verdict }));
+      if (head.why) parts.push(h("div", { class: `pb-verdict ${tone}`, style: "font-weight:normal", text: head.why }));
+      if (head.error) parts.push(h("div", { class: `pb-verdict ${tone}`, style: "font-weight:normal",
+        text: (head.status === "completed" ? "Note: " : "Error: ") + head.error }));
+    } else if (head.status === "running") {
+      parts.push(h("div", { class: "pb-verdict info", style: "font-weight:normal", text: "running…" }));
+    }
+    header.replaceChildren(...parts);
+  }
+
+  function stepTime(id, code) {
+    const pane = store.panes[id];
+    if (!pane) return "";
+    if (pane.duration !== null && pane.duration !== undefined && code !== "r") return duration(pane.duration);
+    const head = model.get("head") || {};
+    if (code === "r" && pane.start !== null && head.now !== null && head.now !== undefined) {
+      // the kernel's time at its last update, moved on by the browser's clock since then
+      const now = head.now + (performance.now() - headSeen) / 1000;
+      return duration(Math.max(0, now - pane.start)) + "…";
+    }
+    return "";
+  }
+
+  function drawRows() {
+    const [rows, statuses] = rowsAndStatus();
+    const n = rows.length;
+    const height = Math.min(n, VISIBLE_ROWS) * ROW_H + 2;
+    scroll.style.height = `${height}px`;
+    spacer.style.height = `${n * ROW_H}px`;
+    if (store.follow) {
+      let at = statuses.indexOf("r");
+      if (at < 0) { at = statuses.length - 1; while (at > 0 && statuses[at] === "n") at--; }
+      const top = Math.max(0, Math.min(at * ROW_H - ROW_H * 3, n * ROW_H - height + 2));
+      if (Math.abs(scroll.scrollTop - top) > 1) { programmatic = true; scroll.scrollTop = top; }
+      store.scroll = top;
+    } else if (Math.abs(scroll.scrollTop - store.scroll) > 1) {
+      programmatic = true; scroll.scrollTop = store.scroll;
+    }
+    const first = Math.max(0, Math.floor(store.scroll / ROW_H) - 4);
+    const last = Math.min(n, first + VISIBLE_ROWS + 8);
+    const selected = model.get("selected");
+    const items = [];
+    for (let i = first; i < last; i++) {
+      const [id, executor, task, needs] = rows[i];
+      const code = statuses[i] || "n";
+      const [name, mark] = STATUS[code];
+      const row = h("div", { class: `pb-row planbook-step pb-${name} planbook-${name}${id === selected ? " open" : ""}`,
+        "data-step": id, style: `top:${i * ROW_H}px`, title: needs.length ? `needs ${needs.join(", ")}` : null,
+        onclick: () => open(id) },
+        h("span", { class: "m", text: mark }), h("span", { class: "i", text: id }),
+        h("span", { class: "x", text: executor }), h("span", { class: "k", text: task }),
+        h("span", { class: "d", text: stepTime(id, code) }));
+      items.push(row);
+    }
+    spacer.replaceChildren(...items);
+  }
+
+  function paneRow(label, value, cls) {
+    return h("tr", {}, h("th", { text: label }), h("td", { class: cls || "" }, value));
+  }
+
+  function drawPane() {
+    const id = model.get("selected");
+    if (!id) { paneBox.replaceChildren(); return; }
+    const [rows, statuses] = rowsAndStatus();
+    const index = rows.findIndex((r) => r[0] === id);
+    if (index < 0) { paneBox.replaceChildren(); return; }
+    const [, executor, task, needs] = rows[index];
+    const [status, mark] = STATUS[statuses[index] || "n"];
+    const pane = store.panes[id] || {};
+    const table = h("table", {},
+      paneRow("status", `${mark} ${status}`, `pb-${status}`),
+      paneRow("call", pane.call || `${executor} ${task}`, "mono"));
+    if (pane.task) table.append(paneRow("task", pane.task));
+    if (needs.length) table.append(paneRow("needs", needs.join(", ")));
+    if (pane.expect) table.append(paneRow("expect", pane.expect));
+    if (pane.attempts) table.append(paneRow("attempts", String(pane.attempts)));
+    if (pane.start !== null && pane.start !== undefined) {
+      let t = `started +${duration(pane.start)}`;
+      if (pane.end !== null && pane.end !== undefined) t += `, ended +${duration(pane.end)} (${duration(pane.duration)})`;
+      table.append(paneRow("time", t));
+    }
+    if (pane.error) table.append(paneRow("error", pane.error, "pb-err"));
+    if (pane.notes) table.append(paneRow("notes", pane.notes));
+    const parts = [h("button", { class: "pb-close", title: "close", text: "✕", onclick: () => open(id) }),
+      h("b", { text: `Step ${id}` }), table];
+    if (pane.result !== undefined) {
+      const box = h("div", { class: "pb-result" });
+      box.innerHTML = pane.result; // HTML made by the kernel's display formatter (scripts do not run)
+      parts.push(h("div", { class: "pb-label", text: "returned" }), box);
+    }
+    if (pane.output) parts.push(h("div", { class: "pb-label", text: "printed" }), h("pre", { class: "pb-pre", text: pane.output }));
+    if (pane.traceback) parts.push(h("div", { class: "pb-label", text: "traceback" }),
+      h("pre", { class: "pb-pre pb-err", text: pane.traceback }));
+    if (!store.panes[id]) parts.push(h("div", { class: "pb-note", text: "not run yet" }));
+    if (pane.truncated) parts.push(h("div", { class: "pb-trunc", text: pane.truncated }));
+    paneBox.replaceChildren(h("div", { class: "pb-pane", "data-pane": id }, ...parts));
+  }
+
+  function drawTimeline() {
+    const head = model.get("head") || {};
+    const critical = new Set(head.critical || []);
+    let bars = Object.entries(store.bars).map(([n, b]) => ({ n: +n, step: b[0], attempt: b[1], revision: b[2],
+      worker: b[3], start: b[4], end: b[5], ok: b[6] }));
+    bars.sort((a, b) => a.start - b.start || a.n - b.n);
+    if (!bars.length) { timeline.replaceChildren(h("div", { class: "pb-note", text: "No step has run yet." })); return; }
+    const hidden = Math.max(0, bars.length - MAX_BARS);
+    bars = bars.slice(hidden);
+    const now = head.now !== null && head.now !== undefined ? head.now : 0;
+    const t0 = bars[0].start;
+    const t1 = Math.max(now, ...bars.map((b) => (b.end === null ? now : b.end)), t0 + 1e-6);
+    // lanes: a bar goes to the first lane free at its start, so parallel executions sit side by side
+    const lanes = [];
+    for (const b of bars) {
+      const end = b.end === null ? t1 : b.end;
+      let lane = lanes.findIndex((free) => free <= b.start + 1e-9);
+      if (lane < 0) { lane = lanes.length; lanes.push(end); } else lanes[lane] = end;
+      b.lane = lane;
+    }
+    const W = 760, left = 40, laneH = 18, top = 18;
+    const x = (t) => left + ((t - t0) / (t1 - t0)) * (W - left - 10);
+    const height = top + lanes.length * laneH + 24;
+    const svg = s("svg", { class: "pb-gantt", width: W, height, viewBox: `0 0 ${W} ${height}` });
+    svg.append(s("text", { x: 2, y: 12, "font-size": 11, fill: "#666" },
+      `${bars.length} executions in ${lanes.length} lane(s), ${duration(t1 - t0)}` + (hidden ? ` (the ${hidden} earliest not drawn)` : "")));
+    let revision = bars[0].revision;
+    for (const b of bars) {
+      if (b.revision !== revision) { // a replan: a dashed line where the new revision starts
+        revision = b.revision;
+        svg.append(s("line", { x1: x(b.start), x2: x(b.start), y1: top - 4, y2: height - 20, stroke: "#8a5300",
+          "stroke-dasharray": "4 3", class: "pb-replan" }));
+        svg.append(s("text", { x: x(b.start) + 2, y: height - 8, "font-size": 10, fill: "#8a5300" }, `revision ${revision}`));
+      }
+      const end = b.end === null ? t1 : b.end;
+      const color = b.ok === null ? COLORS.in_progress : b.ok ? COLORS.completed : COLORS.failed;
+      const rect = s("rect", { x: x(b.start), y: top + b.lane * laneH, width: Math.max(2, x(end) - x(b.start)),
+        height: laneH - 4, fill: color, rx: 2, class: `pb-bar-ex${critical.has(b.n) ? " pb-critical" : ""}`,
+        "data-step": b.step, "data-execution": b.n,
+        stroke: critical.has(b.n) ? "#ff9800" : "none", "stroke-width": critical.has(b.n) ? 3 : 0 });
+      rect.append(s("title", {}, `#${b.n} step ${b.step}, attempt ${b.attempt}${b.worker ? ", " + b.worker : ""}: ` +
+        `${duration(b.start)} → ${b.end === null ? "running" : duration(b.end)}` + (critical.has(b.n) ? " (critical path)" : "")));
+      rect.addEventListener("click", () => open(b.step));
+      rect.style.cursor = "pointer";
+      svg.append(rect);
+      if (x(end) - x(b.start) > 24) {
+        const label = b.attempt > 1 ? `${b.step} ↻${b.attempt}` : b.step;
+        svg.append(s("text", { x: x(b.start) + 3, y: top + b.lane * laneH + 10, "font-size": 10, fill: "#fff",
+          "pointer-events": "none" }, label));
+      } else if (b.attempt > 1) {
+        svg.append(s("text", { x: x(b.start), y: top + b.lane * laneH - 1, "font-size": 9, fill: "#b71c1c" }, "↻"));
+      }
+    }
+    const legend = h("div", { class: "pb-note", text: "Bars: green completed, red failed, blue running; ↻ a retry; " +
+      "dashed line: a replan; orange outline: the critical path. Click a bar to open its step." });
+    timeline.replaceChildren(svg, legend);
+  }
+
+  function drawGraph() {
+    const [rows, statuses] = rowsAndStatus();
+    if (!rows.length) { graph.replaceChildren(h("div", { class: "pb-note", text: "The plan has no steps." })); return; }
+    const shown = rows.slice(0, MAX_NODES);
+    const index = new Map(shown.map((r, i) => [r[0], i]));
+    const layer = new Array(shown.length).fill(0);
+    for (let i = 0; i < shown.length; i++) // plan order is a topological order (needs come first)
+      for (const need of shown[i][3]) if (index.has(need)) layer[i] = Math.max(layer[i], layer[index.get(need)] + 1);
+    const perLayer = [];
+    const pos = shown.map((r, i) => {
+      const l = layer[i];
+      perLayer[l] = (perLayer[l] || 0) + 1;
+      return [l, perLayer[l] - 1];
+    });
+    const nodeW = 110, nodeH = 26, gapX = 40, gapY = 10;
+    const W = perLayer.length * (nodeW + gapX) + 10, H = Math.max(...perLayer) * (nodeH + gapY) + 10;
+    const svg = s("svg", { class: "pb-graph", width: W, height: H, viewBox: `0 0 ${W} ${H}` });
+    const defs = s("defs");
+    const marker = s("marker", { id: "pb-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 6, markerHeight: 6,
+      orient: "auto-start-reverse" });
+    marker.append(s("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#888" }));
+    defs.append(marker);
+    svg.append(defs);
+    const at = (i) => [5 + pos[i][0] * (nodeW + gapX), 5 + pos[i][1] * (nodeH + gapY)];
+    for (let i = 0; i < shown.length; i++) {
+      for (const need of shown[i][3]) {
+        if (!index.has(need)) continue;
+        const [x1, y1] = at(index.get(need)), [x2, y2] = at(i);
+        svg.append(s("path", { d: `M ${x1 + nodeW} ${y1 + nodeH / 2} C ${x1 + nodeW + gapX / 2} ${y1 + nodeH / 2}, ` +
+          `${x2 - gapX / 2} ${y2 + nodeH / 2}, ${x2} ${y2 + nodeH / 2}`, fill: "none", stroke: "#888",
+          "marker-end": "url(#pb-arrow)", class: "pb-edge" }));
+      }
+    }
+    const selected = model.get("selected");
+    for (let i = 0; i < shown.length; i++) {
+      const [id, , task] = shown[i];
+      const [status] = STATUS[statuses[i] || "n"];
+      const [x, y] = at(i);
+      const g = s("g", { class: `pb-node planbook-${status}`, "data-step": id, cursor: "pointer" });
+      g.append(s("rect", { x, y, width: nodeW, height: nodeH, rx: 5, fill: COLORS[status], opacity: 0.9,
+        stroke: id === selected ? "#000" : "none", "stroke-width": 2 }));
+      g.append(s("text", { x: x + 6, y: y + 17, "font-size": 11, fill: "#fff" },
+        (id.length > 16 ? id.slice(0, 15) + "…" : id)));
+      g.append(s("title", {}, `${id} (${status}): ${task}`));
+      g.addEventListener("click", () => open(id));
+      svg.append(g);
+    }
+    const note = rows.length > MAX_NODES ? `The first ${MAX_NODES} of ${rows.length} steps are drawn.` :
+      "Arrows go from a step to the steps that need it; colours are statuses. Click a step to open it.";
+    graph.replaceChildren(svg, h("div", { class: "pb-note", text: note }));
+  }
+
+  function drawRevisions() {
+    const diffs = model.get("revisions") || [];
+    if (!diffs.length) { revisions.replaceChildren(); return; }
+    const parts = [h("div", { style: "font-weight:600;margin-top:6px", text: "Revision history" })];
+    for (const d of diffs) {
+      const items = [];
+      for (const id of d.removed) items.push(h("li", { class: "planbook-removed" }, "− ", h("del", { text: `${id}: ${d.steps[id] || ""}` }), " (removed)"));
+      for (const id of d.added) items.push(h("li", { class: "planbook-added" }, "+ ", h("ins", { text: `${id}: ${d.steps[id] || ""}` }), " (added)"));
+      for (const id of d.revised) items.push(h("li", { class: "planbook-revised", style: "color:#8a5300" }, `~ ${id}: ${d.steps[id] || ""} (revised)`));
+      if (!items.length) items.push(h("li", { class: "pb-dim", text: "(no change)" }));
+      parts.push(h("div", { class: "planbook-diff" },
+        h("div", { text: `Revision ${d.from_revision} → ${d.to_revision}` + (d.reason ? ` (after: ${d.reason})` : "") }),
+        h("ul", {}, ...items)));
+    }
+    revisions.replaceChildren(...parts);
+  }
+
+  function draw() {
+    for (const b of tabs.children) b.classList.toggle("on", b.dataset.tab === store.tab);
+    for (const [name, node] of Object.entries(views)) node.style.display = name === store.tab ? "" : "none";
+    drawHeader();
+    if (store.tab === "steps") drawRows();
+    else if (store.tab === "timeline") drawTimeline();
+    else drawGraph();
+    drawPane();
+    drawRevisions();
+  }
+
+  // redraw at most once a frame, however many traits changed together
+  let queued = false;
+  const schedule = () => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; draw(); });
+  };
+  let headSeen = performance.now();
+  const onHead = () => { headSeen = performance.now(); };
+  const events = "change:head change:rows change:statuses change:revisions change:selected";
+  model.on("change:head", onHead);
+  model.on(events, schedule);
+  store.listeners.add(schedule);
+  // while steps run, their times move on between the kernel's updates
+  const ticker = setInterval(() => { if (store.tab === "steps" && (model.get("statuses") || "").includes("r")) drawRows(); }, 500);
+  draw();
+  return () => {
+    clearInterval(ticker);
+    model.off("change:head", onHead);
+    model.off(events, schedule);
+    store.listeners.delete(schedule);
+  };
+}
+
+export default { initialize, render };

@@ -1,0 +1,152 @@
+"""The text view: the OpenManus plan text with marks, diffs, run summaries and Markdown.
+
+This text is what ``text/plain`` shows everywhere (terminal, nbval, GitHub), so it is
+deterministic: no times, no memory addresses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
+from .state import ViewState, budget_line, verdict_line
+
+
+def step_line(step: Step) -> str:
+    """``2. [✓] [WRITER] Draft the report`` or ``1. [✗] Load the CSV (load_csv)``."""
+    return f"{step.id}. {STATUS_MARKS[step.status]} {step_body(step)}"
+
+
+def step_body(step: Step) -> str:
+    """What a step does, after its id and mark: ``[WRITER] Draft``, ``Load (load_csv)`` or ``add(a=1)``."""
+    if step.agent:
+        return f"[{step.agent.upper()}] {step.task}".rstrip()
+    return f"{step.task} ({step.tool})" if step.task else f"{step.tool}({_args(step)})"
+
+
+def _args(step: Step) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in step.args.items())
+
+
+def format_plan(plan: Plan) -> str:
+    """The plan text: title and id, a rule, progress, status counts, one line per step."""
+    head = f"Plan: {plan.display_title} (ID: {plan.id})"
+    counts = plan.counts()
+    total = len(plan.steps)
+    done = counts[Status.completed]
+    percent = f"{done / total * 100 if total else 0:.1f}%"  # OpenManus prints 0.0% for an empty plan
+    status = (
+        f"Status: {done} completed, {counts[Status.in_progress]} in progress, "
+        f"{counts[Status.blocked]} blocked, {counts[Status.not_started]} not started"
+    )
+    extra = [f"{counts[s]} {s.value}" for s in (Status.failed, Status.skipped) if counts[s]]
+    if extra:
+        status += ", " + ", ".join(extra)
+    lines = [head, "=" * len(head), "", f"Progress: {done}/{total} steps completed ({percent})", status]
+    if plan.revision > 1:
+        lines.append(f"Revision: {plan.revision}")
+    if plan.goal and plan.goal != plan.display_title:
+        lines.append(f"Goal: {plan.goal}")
+    lines += ["", "Steps:"]
+    for step in plan.steps:
+        lines.append(step_line(step))
+        if step.needs:
+            lines.append(f"   Needs: {', '.join(step.needs)}")
+        if step.error and step.status in (Status.failed, Status.skipped):
+            lines.append(f"   Error: {step.error}")
+        if step.notes and step.status is not Status.completed:
+            if not (step.error and step.error in step.notes):  # "skipped after: <error>" says it twice
+                lines.append(f"   Notes: {step.notes}")
+    return "\n".join(lines)
+
+
+def format_diff(diff: PlanDiff) -> str:
+    """``Revision 1 → 2`` then ``- removed``, ``+ added``, ``~ revised`` lines."""
+    lines = [f"Revision {diff.from_revision} → {diff.to_revision}"]
+    if diff.reason:
+        lines[0] += f" (after: {diff.reason})"
+    for mark, ids, label in (("-", diff.removed, "removed"), ("+", diff.added, "added"), ("~", diff.revised, "revised")):
+        for sid in ids:
+            lines.append(f"  {mark} {sid}: {diff.steps.get(sid, '')}  ({label})")
+    if diff.empty:
+        lines.append("  (no change)")
+    return "\n".join(lines)
+
+
+def summary_line(result: RunResult | ViewState) -> str:
+    """``Run completed (goal_met): steps 3/12, replans 0/5`` (+ model calls and tokens)."""
+    return verdict_line(result)
+
+
+def format_state(state: ViewState) -> str:
+    """A run as text: the plan, then (once it ran) the verdict, its error and every diff.
+
+    What a live view leaves as ``text/plain``, and what ``str(result)`` prints.
+    """
+    lines = [format_plan(state.plan)]
+    if state.status is None:
+        return lines[0]
+    lines += ["", verdict_line(state)]
+    if state.error and state.status != "completed":
+        lines.append(f"Error: {state.error}")
+    elif state.error:
+        lines.append(f"Note: {state.error}")
+    for diff in state.revisions:
+        lines += ["", format_diff(diff)]
+    return "\n".join(lines)
+
+
+def format_result(result: RunResult) -> str:
+    """The final plan, a one-line verdict, budgets used, and every diff."""
+    return format_state(ViewState.of_result(result))
+
+
+def progress_line(state: ViewState) -> str:
+    """``Plan sums: 2/3 steps completed · run running · steps 2/12, replans 0/5``."""
+    text = f"Plan {state.plan.display_title}: {state.done}/{state.total} steps completed"
+    if state.status is not None:
+        text += f" · run {state.status}"
+        if state.reason and state.reason not in ("paused", state.status):
+            text += f" ({state.reason})"
+    budgets = budget_line(state)
+    return f"{text} · {budgets}" if budgets else text
+
+
+def format_markdown(plan: Plan) -> str:
+    """A Markdown checklist: readable on GitHub and in nbconvert output."""
+    counts = plan.counts()
+    lines = [
+        f"**Plan: {plan.display_title}** (ID: `{plan.id}`, revision {plan.revision}) — "
+        f"{counts[Status.completed]}/{len(plan.steps)} steps completed",
+        "",
+    ]
+    if plan.goal and plan.goal != plan.display_title:
+        lines += [f"*Goal:* {plan.goal}", ""]
+    for step in plan.steps:
+        lines.append(f"- `{STATUS_MARKS[step.status]}` **{step.id}** {step_body(step)}")
+        if step.error and step.status in (Status.failed, Status.skipped):
+            lines.append(f"  - error: `{step.error}`")
+    return "\n".join(lines)
+
+
+def state_markdown(state: ViewState) -> str:
+    text = format_markdown(state.plan)
+    return text if state.status is None else f"{text}\n\n{verdict_line(state)}"
+
+
+def plan_mimebundle(plan: Plan) -> dict[str, str]:
+    from .html import plan_html
+
+    return {"text/plain": format_plan(plan), "text/markdown": format_markdown(plan), "text/html": plan_html(plan)}
+
+
+def result_mimebundle(result: RunResult) -> dict[str, Any]:
+    return state_bundle(ViewState.of_result(result))
+
+
+def state_bundle(state: ViewState, *, max_rows: int | None = None) -> dict[str, str]:
+    """text/plain, text/markdown and text/html of a state (a plan, a run going on or a finished run)."""
+    from .html import state_html
+
+    return {"text/plain": format_state(state), "text/markdown": state_markdown(state),
+            "text/html": state_html(state, max_rows=max_rows)}

@@ -1,0 +1,219 @@
+"""The live plan view: one anywidget component, drawn by ``static/planview.js`` in the browser.
+
+The kernel sends the view model as JSON in a few traits, and only what changed:
+
+- ``head``: title, goal, counts, verdict, budgets, elapsed, the critical path (small);
+- ``rows``: one ``[id, executor, task, needs]`` per step (sent again only when the plan
+  changes: a replan);
+- ``statuses``: one letter per row (``n r c f s b``), so a status change costs a byte;
+- ``batch``: the step panes and timeline bars that changed since the previous update,
+  numbered (``seq``); the browser keeps them, so a click on any row opens its pane at
+  once, during the run, without asking the kernel (which is busy running the cell). A
+  browser that missed a batch asks for everything again (answered when the kernel is
+  free); ``full`` batches replace what it kept;
+- ``revisions``: the diffs; ``selected``: the step whose pane is open (Python can set it).
+
+Updates come from :class:`~planbook.views.live.LiveView` (throttled, on the kernel's main
+thread) and are batched with ``hold_sync``. Displayed, the view also carries the plan as
+``text/plain`` and the static HTML, which :class:`LiveView` replaces with the final state
+when the run returns, so a saved notebook shows how the run ended.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets as t
+
+from ..models import Status, Step
+from .html import NO_MATH, esc, state_html
+from .panes import PaneBudget, pane
+from .state import ViewState, budget_line, verdict_line
+from .text import format_state, state_markdown
+
+STATIC = Path(__file__).with_name("static")
+#: rows of a run going on in the static copy of the live view
+LIVE_ROWS = 50
+#: rows of the static copy of a finished run (longer plans: a window, the text lists every step)
+STATIC_ROWS = 1000
+
+#: one letter per status in ``statuses``
+STATUS_CODES = {Status.not_started: "n", Status.in_progress: "r", Status.completed: "c", Status.failed: "f",
+                Status.skipped: "s", Status.blocked: "b"}
+
+
+def row_of(step: Step) -> list[Any]:
+    executor = f"[{step.agent.upper()}]" if step.agent else (step.tool or "")
+    return [step.id, executor, step.task or step.describe(), list(step.needs)]
+
+
+class PlanWidget(anywidget.AnyWidget):
+    """The anywidget model: the synced traits, drawn by ``static/planview.js``."""
+
+    _esm = STATIC / "planview.js"
+
+    head = t.Dict().tag(sync=True)
+    rows = t.List().tag(sync=True)
+    statuses = t.Unicode("").tag(sync=True)
+    batch = t.Dict().tag(sync=True)
+    revisions = t.List().tag(sync=True)
+    selected = t.Unicode("").tag(sync=True)
+    #: names this model's store of panes in the browser (set at creation, so it is there at once)
+    uid = t.Unicode("").tag(sync=True)
+
+
+class PlanView:
+    """A live view of a :class:`Plan`, a :class:`RunResult` or a :class:`Runner`.
+
+    ``view.render(state)`` redraws it; ``view.open(step_id)`` opens a step's pane (what a
+    click on its row does in the browser); ``view.widget`` is the anywidget. Displayed, it
+    shows the widget, with the state as ``text/plain`` and static HTML for nbval and GitHub.
+    ``note``: a line above that static HTML.
+    """
+
+    def __init__(self, source: Any, *, note: str = "") -> None:
+        self.widget = PlanWidget(uid=secrets.token_hex(8))
+        self.note = note
+        self.renders = 0
+        #: every pane sent (what a full batch re-sends), by step id
+        self.panes: dict[str, dict[str, Any]] = {}
+        self._pane_keys: dict[str, tuple[Any, ...]] = {}
+        self._budget = PaneBudget()
+        self._bars: dict[int, list[Any]] = {}
+        self._bars_final = 0  # leading executions that have ended and were sent
+        self._seq = 0
+        self._rows_key: tuple[Any, ...] | None = None
+        self.state = ViewState.of(source)
+        self.widget.on_msg(self._on_front_end)
+        self.render(self.state)
+
+    # the synced traits, read-only here (render and open change them)
+    head = property(lambda self: self.widget.head)
+    rows = property(lambda self: self.widget.rows)
+    statuses = property(lambda self: self.widget.statuses)
+    batch = property(lambda self: self.widget.batch)
+    revisions = property(lambda self: self.widget.revisions)
+    selected = property(lambda self: self.widget.selected)
+
+    # ------------------------------------------------------------------ display
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        data, metadata = self.widget._repr_mimebundle_()
+        data = dict(data)
+        data["text/plain"] = format_state(self.state)
+        # a run going on: a window of rows (where widgets do not render, the final update
+        # replaces it); a finished one: every row, up to STATIC_ROWS (text/plain has them all)
+        going = self.note and self.state.status in (None, "running")
+        rows = LIVE_ROWS if going else (STATIC_ROWS if len(self.state.plan.steps) > STATIC_ROWS else None)
+        static = state_html(self.state, max_rows=rows)
+        if self.note:
+            static = f'<div class="{NO_MATH}" style="color:#666;font-size:11px">{esc(self.note)}</div>{static}'
+        data["text/html"] = static
+        data["text/markdown"] = state_markdown(self.state)
+        return data, metadata
+
+    def __repr__(self) -> str:
+        return f"<PlanView {self.state.plan.id!r}: {len(self.state.plan.steps)} steps>"
+
+    # ------------------------------------------------------------------ drawing
+    def render(self, source: Any) -> None:
+        """Show ``source`` (a ViewState, Plan, RunResult or Runner): only what changed is sent."""
+        state = self.state = ViewState.of(source)
+        self.renders += 1
+        plan = state.plan
+        origin = state.origin
+        if origin is None:
+            started = [s.started_at for s in plan.steps if s.started_at is not None]
+            origin = min(started) if started else None
+        key = (id(plan), plan.revision, len(plan.steps))
+        new_panes = self._changed_panes(plan.steps, origin)
+        new_bars = self._changed_bars(state, origin)
+        w = self.widget
+        with w.hold_sync():
+            if key != self._rows_key:
+                self._rows_key = key
+                w.rows = [row_of(s) for s in plan.steps]
+            w.statuses = "".join(STATUS_CODES[s.status] for s in plan.steps)
+            w.head = self._head(state, origin)
+            if new_panes or new_bars:
+                self._seq += 1
+                w.batch = {"seq": self._seq, "full": False, "panes": new_panes, "bars": new_bars}
+            revisions = [d.model_dump(mode="json") for d in state.revisions]
+            if revisions != w.revisions:
+                w.revisions = revisions
+
+    def _head(self, state: ViewState, origin: float | None) -> dict[str, Any]:
+        plan = state.plan
+        counts = plan.counts()
+        running = state.status in (None, "running")
+        return {
+            "id": plan.id, "title": plan.display_title, "goal": plan.goal if plan.goal != plan.display_title else "",
+            "revision": plan.revision, "status": state.status, "reason": state.reason, "tone": state.tone,
+            "verdict": verdict_line(state) if state.status is not None else "", "budgets": budget_line(state),
+            "why": state.why or "", "error": state.error or "",
+            "counts": {s.value: n for s, n in counts.items() if n}, "done": counts[Status.completed],
+            "total": len(plan.steps),
+            "elapsed": round(state.elapsed, 1) if state.elapsed is not None else None,
+            "now": round(state.now - origin, 3) if state.now is not None and origin is not None else None,
+            "critical": [] if running else state.critical_path(),
+        }
+
+    def _changed_panes(self, steps: list[Step], origin: float | None) -> dict[str, dict[str, Any]]:
+        results: dict[str, Any] | None = None
+        changed: dict[str, dict[str, Any]] = {}
+        for step in steps:
+            if step.status is Status.not_started and not step.attempts and not step.notes:
+                continue
+            key = (step.status, step.attempts, step.started_at, step.finished_at, step.error, step.notes,
+                   id(step.result), len(step.output))
+            if self._pane_keys.get(step.id) == key:
+                continue
+            if results is None:
+                results = {s.id: s.result for s in steps if s.status is Status.completed}
+            self._pane_keys[step.id] = key
+            changed[step.id] = self.panes[step.id] = pane(step, results, origin=origin, budget=self._budget)
+        return changed
+
+    def _changed_bars(self, state: ViewState, origin: float | None) -> dict[str, list[Any]]:
+        if origin is None:
+            return {}
+        changed: dict[str, list[Any]] = {}
+        executions = state.timeline
+        for i in range(self._bars_final, len(executions)):
+            ex = executions[i]
+            bar = [ex.step, ex.attempt, ex.revision, ex.worker, round(ex.start - origin, 4),
+                   None if ex.end is None else round(ex.end - origin, 4), ex.ok]
+            if self._bars.get(ex.execution) != bar:
+                self._bars[ex.execution] = bar
+                changed[str(ex.execution)] = bar
+            if ex.end is not None and i == self._bars_final:
+                self._bars_final += 1
+        return changed
+
+    def resend(self) -> None:
+        """Send every pane and bar again (a browser that missed a batch asks for it)."""
+        self._seq += 1
+        self.widget.batch = {"seq": self._seq, "full": True, "panes": dict(self.panes),
+                      "bars": {str(k): v for k, v in self._bars.items()}}
+
+    def _on_front_end(self, widget: Any, content: Any, buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "resend":
+            self.resend()
+
+    # ------------------------------------------------------------------ panes
+    def open(self, step_id: str) -> dict[str, Any]:
+        """Open step ``step_id``'s pane (in every browser showing the view); returns its JSON."""
+        step = next((s for s in self.state.plan.steps if s.id == step_id), None)
+        if step is None:
+            raise KeyError(f"no step {step_id!r} in plan {self.state.plan.id!r}")
+        self.widget.selected = step_id
+        return self.pane(step_id) or {}
+
+    def close_pane(self) -> None:
+        self.widget.selected = ""
+
+    def pane(self, step_id: str) -> dict[str, Any] | None:
+        """The pane sent for ``step_id`` (None for a step that has not started)."""
+        return self.panes.get(step_id)
