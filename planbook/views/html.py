@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
+from ..state import CACHED_NOTE
 from .state import ViewState, row_window, verdict_line
 
 #: the classes that keep MathJax away from planbook's HTML
@@ -103,7 +104,7 @@ def step_row_html(step: Step) -> str:
     task = esc(step.task) if step.task else f'<span style="{_MONO}">{esc(step.describe())}</span>'
     needs = f'<div style="color:#666;font-size:11px">needs {esc(", ".join(step.needs))}</div>' if step.needs else ""
     error = esc(step.error) if step.error and step.status in (Status.failed, Status.skipped) else ""
-    if not error and step.notes and step.status is Status.blocked:
+    if not error and step.notes and (step.status is Status.blocked or step.notes.startswith(CACHED_NOTE)):
         error = esc(step.notes)
     executor = f"[{esc(step.agent.upper())}]" if step.agent else esc(step.tool or "")
     return (
