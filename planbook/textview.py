@@ -10,6 +10,7 @@ import html
 from typing import Any
 
 from .models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
+from .state import CACHED_NOTE
 
 
 def step_line(step: Step) -> str:
@@ -51,7 +52,7 @@ def format_plan(plan: Plan) -> str:
             lines.append(f"   Needs: {', '.join(step.needs)}")
         if step.error and step.status in (Status.failed, Status.skipped):
             lines.append(f"   Error: {step.error}")
-        if step.notes and step.status is not Status.completed:
+        if step.notes and (step.status is not Status.completed or step.notes.startswith(CACHED_NOTE)):
             if not (step.error and step.error in step.notes):  # "skipped after: <error>" says it twice
                 lines.append(f"   Notes: {step.notes}")
     return "\n".join(lines)
