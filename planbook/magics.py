@@ -237,13 +237,15 @@ class PlanMagics(Magics):
         By default runs are kept in ``$PLANBOOK_HOME/runs.sqlite``, else in
         ``.planbook/runs.sqlite`` under the current directory, so ``%run_plan NAME --resume``
         finishes a run after a kernel restart, and a step whose tool was called before with
-        the same arguments reuses that result. With no argument, says where runs go.
+        the same arguments reuses that result. With no argument, says where runs go (and
+        changes nothing); choosing a store turns the cache on unless ``--no-cache`` is given.
         """
         args = _parse(self.plan_store, line)
         if args.where is not None:
             self.store_choice = None if args.where == "default" else args.where
             self._store = None
-        self.cache = not args.no_cache
+        if args.where is not None or args.no_cache:
+            self.cache = not args.no_cache
         where = {"off": "nowhere (runs are not kept)", ":memory:": "in memory (until the kernel stops)"}
         from .store import default_store_path
 
