@@ -84,7 +84,8 @@ def format_result(result: RunResult) -> str:
 
 
 def summary_line(result: RunResult) -> str:
-    verdict = f"Run {result.status}" if result.reason == result.status else f"Run {result.status} ({result.reason})"
+    same = result.reason in (result.status, None)  # a stored run cut short mid-run has no reason yet
+    verdict = f"Run {result.status}" if same else f"Run {result.status} ({result.reason})"
     text = (
         f"{verdict}: steps {result.executions}/{result.max_steps}, "
         f"replans {result.replans}/{result.max_replans}"

@@ -148,6 +148,16 @@ def test_summary_line_counts_model_usage() -> None:
     assert summary_line(result) == "Run completed (goal_met): steps 1/3, replans 0/0, model calls 1, tokens 15"
 
 
+def test_summary_line_of_a_run_with_no_reason_yet() -> None:
+    """A stored run whose process died mid-run is still "running", with no reason: no "(None)"."""
+    from planbook.models import RunResult, Usage
+
+    result = RunResult.model_construct(status="running", reason=None, plan=Plan(id="p"), history=[], revisions=[],
+                                       events=[], outputs={}, executions=2, replans=0, max_steps=12, max_replans=5,
+                                       usage=Usage())
+    assert summary_line(result) == "Run running: steps 2/12, replans 0/5"
+
+
 def test_a_step_completed_from_the_step_cache_says_so() -> None:
     """A cached step did not run: the text shows where its result came from (other
     completed steps' notes stay hidden, as in OpenManus' text view they are agent chatter)."""
