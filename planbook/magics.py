@@ -269,7 +269,7 @@ class PlanMagics(Magics):
     def _resumed(self, name: str, plan: Any, tools: Any, agents: Any, planner: Any, rerun: list[str],
                  executor: Any) -> Any:
         """The latest stored run of plan NAME, ready to continue (or its result, if it ended)."""
-        from .resume import ResumeError, resume
+        from .resume import ResumeError, RunEnded, resume
 
         store = self.store()
         if store is None:
@@ -280,9 +280,9 @@ class PlanMagics(Magics):
         try:
             return resume(run_id, store=store, tools=tools, agents=agents, planner=planner,
                           plan=plan if isinstance(plan, Plan) else None, rerun=rerun, executor=executor, run=False)
+        except RunEnded:
+            return store.load_run(run_id).result()
         except ResumeError as exc:
-            if "already" in str(exc):
-                return store.load_run(run_id).result()
             raise UsageError(magic_words(str(exc))) from None
 
     # --------------------------------------------------------------- %run_plan

@@ -28,6 +28,11 @@ class ResumeError(PlanbookError, RuntimeError):
         return [f"{type(self).__name__}: {self}"]
 
 
+class RunEnded(ResumeError):
+    """The stored run already completed or failed: there is nothing to continue (callers
+    that show the run instead catch this, not every :class:`ResumeError`)."""
+
+
 def _open(store: Any) -> Any:
     if store is None:
         raise ResumeError("resume needs the store the run was saved in: pass store=PATH (the magics and the CLI "
@@ -85,7 +90,7 @@ def resume(
         result = stored.result()
         if run:
             return result
-        raise ResumeError(f"run {stored.run_id} already {stored.status} ({stored.reason}): nothing to resume")
+        raise RunEnded(f"run {stored.run_id} already {stored.status} ({stored.reason}): nothing to resume")
     config = stored.config
     state = RunState(**stored.state_fields())
     toolbox = as_toolbox(tools)
@@ -148,4 +153,4 @@ def _record_from(number: int, step: Step) -> Execution:
                      start=start, end=step.finished_at or start, ok=step.status is Status.completed)
 
 
-__all__: Sequence[str] = ("ResumeError", "load_run", "resume", "runs")
+__all__: Sequence[str] = ("ResumeError", "RunEnded", "load_run", "resume", "runs")
