@@ -321,7 +321,8 @@ def _resume(args: argparse.Namespace) -> int:
             args.run_id, store=cli_runs.store_path(args), rerun=args.rerun,
             tools=load_object(args.tools, "tools") if args.tools else None,
             agents=load_object(args.agents, "agents") if args.agents else None,
-            planner=load_object(args.planner, "planner") if args.planner else None, run=False,
+            planner=load_object(args.planner, "planner") if args.planner else None,
+            plan=_read_spec(args.plan) if args.plan else None, run=False,
         )
     except RunEnded:  # a finished run: say so, show it
         result = cli_runs.show_run(args)

@@ -139,8 +139,8 @@ def _restore_args(plan: Plan, missing: dict[str, list[str]], given: Plan | None,
     if lacking:
         listed = "; ".join(f"{sid}: {', '.join(names)}" for sid, names in lacking.items())
         raise ResumeError(f"run {run_id} did not store some args (secrets, or values it could not keep) — {listed}. "
-                          "Pass the plan the run was made from (resume(..., plan=PLAN); in a notebook "
-                          "%run_plan NAME --resume does this) so they can be taken from it")
+                          "Pass the plan the run was made from (resume(..., plan=PLAN); planbook resume --plan "
+                          "FILE; in a notebook %run_plan NAME --resume does this) so they can be taken from it")
     for sid, names in missing.items():
         step = plan.step(sid)
         step.args = {**step.args, **{n: by_id[sid].args[n] for n in names if n in by_id[sid].args}}

@@ -136,3 +136,27 @@ def test_resume_asks_before_calling_a_non_idempotent_tool_again(workdir: Path) -
     rerun = cli(workdir, "resume", "--tools", "pay_tools:box", "--plain", "--rerun", "p")
     assert rerun.returncode == 0, rerun.stderr
     assert calls(workdir) == ["pay 3", "pay 3"]
+
+
+def test_resume_takes_secret_args_again_from_the_plan_file(workdir: Path) -> None:
+    """A secret arg is never stored: ``planbook resume --plan FILE`` gives it back; without it,
+    the error says how."""
+    (workdir / "key_tools.py").write_text(TOOLS + '''
+
+@box.tool
+def fetch(n: int, api_key: str) -> int:
+    """Fetch with a key."""
+    assert api_key == "sk-test-123", api_key
+    return n
+''')
+    spec = ("goal: keyed\nsteps:\n  - {id: x, tool: add, args: {a: 1, b: 2}}\n"
+            "  - {id: y, tool: fetch, args: {n: $x, api_key: sk-test-123}}\n")
+    (workdir / "keyed.yaml").write_text(spec)
+    stopped = cli(workdir, "run", "keyed.yaml", "--tools", "key_tools:box", "--plain", STOP_AT="1 2")
+    assert stopped.returncode == 1
+    assert b"sk-test-123" not in (workdir / "home" / "runs.sqlite").read_bytes()
+    lacking = cli(workdir, "resume", "--tools", "key_tools:box", "--plain")
+    assert lacking.returncode == 2 and "y: api_key" in lacking.stderr and "--plan" in lacking.stderr
+    resumed = cli(workdir, "resume", "--tools", "key_tools:box", "--plain", "--plan", "keyed.yaml")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Run completed (goal_met)" in resumed.stdout
