@@ -159,8 +159,8 @@ def test_summary_line_of_a_run_with_no_reason_yet() -> None:
 
 
 def test_a_step_completed_from_the_step_cache_says_so() -> None:
-    """A cached step did not run: the text shows where its result came from (other
-    completed steps' notes stay hidden, as in OpenManus' text view they are agent chatter)."""
+    """A cached step did not run: the text shows where its result came from (the notes of
+    the other completed steps stay hidden, as they were)."""
     from planbook.store import MemoryStore
 
     store = MemoryStore()
