@@ -314,20 +314,21 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from .resume import resume
+    from .resume import RunEnded, resume
 
     try:
         runner = resume(
             args.run_id, store=cli_runs.store_path(args), rerun=args.rerun,
             tools=load_object(args.tools, "tools") if args.tools else None,
             agents=load_object(args.agents, "agents") if args.agents else None,
-            planner=load_object(args.planner, "planner") if args.planner else None, run=False,
+            planner=load_object(args.planner, "planner") if args.planner else None,
+            plan=_read_spec(args.plan) if args.plan else None, run=False,
         )
+    except RunEnded:  # a finished run: say so, show it
+        result = cli_runs.show_run(args)
+        print(f"run {args.run_id or 'latest'} already ended; nothing to resume\n{printable(result)}")
+        return EXIT_OK if result.ok else EXIT_FAILED
     except PlanbookError as exc:
-        if "already" in str(exc):  # a finished run: say so, show it
-            result = cli_runs.show_run(args)
-            print(f"run {args.run_id or 'latest'} already ended; nothing to resume\n{printable(result)}")
-            return EXIT_OK if result.ok else EXIT_FAILED
         print(f"planbook: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (UsageProblem, ValueError, TypeError) as exc:

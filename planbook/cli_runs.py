@@ -27,6 +27,8 @@ def add_commands(sub: Any, load_help: dict[str, str]) -> None:
     resume.add_argument("--store", metavar="PATH", help=STORE_HELP)
     for option in ("tools", "agents", "planner"):
         resume.add_argument(f"--{option}", metavar="MODULE:OBJECT", help=load_help[option])
+    resume.add_argument("--plan", metavar="FILE",
+                        help="the plan spec the run was made from: args the store does not keep (secrets) are taken from it")
     resume.add_argument("--rerun", metavar="ID", action="append", default=[],
                         help="run step ID again although its tool is idempotent=False and it was in progress")
     resume.add_argument("--plain", action="store_true", help="no live view; print the final result only")

@@ -246,13 +246,15 @@ class PlanMagics(Magics):
         By default runs are kept in ``$PLANBOOK_HOME/runs.sqlite``, else in
         ``.planbook/runs.sqlite`` under the current directory, so ``%run_plan NAME --resume``
         finishes a run after a kernel restart, and a step whose tool was called before with
-        the same arguments reuses that result. With no argument, says where runs go.
+        the same arguments reuses that result. With no argument, says where runs go (and
+        changes nothing); choosing a store turns the cache on unless ``--no-cache`` is given.
         """
         args = _parse(self.plan_store, line)
         if args.where is not None:
             self.store_choice = None if args.where == "default" else args.where
             self._store = None
-        self.cache = not args.no_cache
+        if args.where is not None or args.no_cache:
+            self.cache = not args.no_cache
         where = {"off": "nowhere (runs are not kept)", ":memory:": "in memory (until the kernel stops)"}
         from .store import default_store_path
 
@@ -276,7 +278,7 @@ class PlanMagics(Magics):
     def _resumed(self, name: str, plan: Any, tools: Any, agents: Any, planner: Any, rerun: list[str],
                  executor: Any) -> Any:
         """The latest stored run of plan NAME, ready to continue (or its result, if it ended)."""
-        from .resume import ResumeError, resume
+        from .resume import ResumeError, RunEnded, resume
 
         store = self.store()
         if store is None:
@@ -287,9 +289,9 @@ class PlanMagics(Magics):
         try:
             return resume(run_id, store=store, tools=tools, agents=agents, planner=planner,
                           plan=plan if isinstance(plan, Plan) else None, rerun=rerun, executor=executor, run=False)
+        except RunEnded:
+            return store.load_run(run_id).result()
         except ResumeError as exc:
-            if "already" in str(exc):
-                return store.load_run(run_id).result()
             raise UsageError(magic_words(str(exc))) from None
 
     # --------------------------------------------------------------- %run_plan

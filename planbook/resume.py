@@ -28,6 +28,11 @@ class ResumeError(PlanbookError, RuntimeError):
         return [f"{type(self).__name__}: {self}"]
 
 
+class RunEnded(ResumeError):
+    """The stored run already completed or failed: there is nothing to continue (callers
+    that show the run instead catch this, not every :class:`ResumeError`)."""
+
+
 def _open(store: Any) -> Any:
     if store is None:
         raise ResumeError("resume needs the store the run was saved in: pass store=PATH (the magics and the CLI "
@@ -85,7 +90,7 @@ def resume(
         result = stored.result()
         if run:
             return result
-        raise ResumeError(f"run {stored.run_id} already {stored.status} ({stored.reason}): nothing to resume")
+        raise RunEnded(f"run {stored.run_id} already {stored.status} ({stored.reason}): nothing to resume")
     config = stored.config
     state = RunState(**stored.state_fields())
     toolbox = as_toolbox(tools)
@@ -134,8 +139,8 @@ def _restore_args(plan: Plan, missing: dict[str, list[str]], given: Plan | None,
     if lacking:
         listed = "; ".join(f"{sid}: {', '.join(names)}" for sid, names in lacking.items())
         raise ResumeError(f"run {run_id} did not store some args (secrets, or values it could not keep) — {listed}. "
-                          "Pass the plan the run was made from (resume(..., plan=PLAN); in a notebook "
-                          "%run_plan NAME --resume does this) so they can be taken from it")
+                          "Pass the plan the run was made from (resume(..., plan=PLAN); planbook resume --plan "
+                          "FILE; in a notebook %run_plan NAME --resume does this) so they can be taken from it")
     for sid, names in missing.items():
         step = plan.step(sid)
         step.args = {**step.args, **{n: by_id[sid].args[n] for n in names if n in by_id[sid].args}}
@@ -148,4 +153,4 @@ def _record_from(number: int, step: Step) -> Execution:
                      start=start, end=step.finished_at or start, ok=step.status is Status.completed)
 
 
-__all__: Sequence[str] = ("ResumeError", "load_run", "resume", "runs")
+__all__: Sequence[str] = ("ResumeError", "RunEnded", "load_run", "resume", "runs")

@@ -457,7 +457,7 @@ class Runner:
         self.scheduler.take()
         now = self.clock()
         step.set_state(status=Status.completed, result=hit.result, error=None, traceback=None, output="",
-                       notes=f"{CACHED_NOTE} the result of step {hit.step_id} in run {hit.run_id}",
+                       notes=f"{CACHED_NOTE}the result of step {hit.step_id} in run {hit.run_id}",
                        started_at=now, finished_at=now)
         self.scheduler.completed(step)
         self.emit("step.cached", step=step.id, from_run=hit.run_id, from_step=hit.step_id, result=_short(hit.result))

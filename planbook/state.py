@@ -12,8 +12,8 @@ from .models import Event, Execution, Plan, PlanDiff, RunReason, RunStatus, Step
 
 #: the note on a step whose call was interrupted before it completed
 INTERRUPTED_NOTE = "interrupted; it runs again when the run continues"
-#: how the note of a step completed from the step cache begins (views mark such steps)
-CACHED_NOTE = "cached:"
+#: how the note on a step completed from the step cache begins (views show it: the step did not run)
+CACHED_NOTE = "cached: "
 #: the note on a step whose call was still running in a worker thread at the interrupt
 STILL_RUNNING_NOTE = ("interrupted while its call was still running in a worker thread; when the run continues "
                       "it waits for that call and keeps its result (the step runs again only if the call did not "

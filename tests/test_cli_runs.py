@@ -92,3 +92,71 @@ def test_store_errors_are_usage_errors_with_the_file_named(workdir: Path) -> Non
     assert bad.read_bytes() == before
     missing = cli(workdir, "show", "no-such-run")
     assert missing.returncode == 2 and "no-such-run" in missing.stderr
+
+
+KILLED = '''
+import os
+import signal
+import planbook
+
+box = planbook.Toolbox()
+
+
+@box.tool
+def add(a: int, b: int) -> int:
+    """Add."""
+    return a + b
+
+
+@box.tool(idempotent=False)
+def pay(amount: int) -> str:
+    """Pay: twice would pay twice."""
+    with open(os.environ["CALLS_FILE"], "a") as f:
+        f.write(f"pay {amount}\\n")
+    if os.environ.get("DIE_IN_PAY"):
+        os.kill(os.getpid(), signal.SIGKILL)  # the process dies in the call: did the payment go out?
+    return f"paid {amount}"
+'''
+
+
+def test_resume_asks_before_calling_a_non_idempotent_tool_again(workdir: Path) -> None:
+    """The step in progress at a crash uses an idempotent=False tool: resume refuses (it is not
+    "a run that already ended"), names the step and --rerun; --rerun runs it."""
+    (workdir / "pay_tools.py").write_text(KILLED)
+    (workdir / "pay.yaml").write_text("goal: pay\nsteps:\n  - {id: x, tool: add, args: {a: 1, b: 2}}\n"
+                                      "  - {id: p, tool: pay, args: {amount: $x}}\n")
+    killed = cli(workdir, "run", "pay.yaml", "--tools", "pay_tools:box", "--plain", DIE_IN_PAY="1")
+    assert killed.returncode == -9
+    asked = cli(workdir, "resume", "--tools", "pay_tools:box", "--plain")
+    assert asked.returncode == 2, asked.stdout
+    assert "already ended" not in asked.stdout
+    assert "step 'p' was running" in asked.stderr and "idempotent=False" in asked.stderr
+    assert "planbook resume --rerun p" in asked.stderr
+    assert calls(workdir) == ["pay 3"]
+    rerun = cli(workdir, "resume", "--tools", "pay_tools:box", "--plain", "--rerun", "p")
+    assert rerun.returncode == 0, rerun.stderr
+    assert calls(workdir) == ["pay 3", "pay 3"]
+
+
+def test_resume_takes_secret_args_again_from_the_plan_file(workdir: Path) -> None:
+    """A secret arg is never stored: ``planbook resume --plan FILE`` gives it back; without it,
+    the error says how."""
+    (workdir / "key_tools.py").write_text(TOOLS + '''
+
+@box.tool
+def fetch(n: int, api_key: str) -> int:
+    """Fetch with a key."""
+    assert api_key == "sk-test-123", api_key
+    return n
+''')
+    spec = ("goal: keyed\nsteps:\n  - {id: x, tool: add, args: {a: 1, b: 2}}\n"
+            "  - {id: y, tool: fetch, args: {n: $x, api_key: sk-test-123}}\n")
+    (workdir / "keyed.yaml").write_text(spec)
+    stopped = cli(workdir, "run", "keyed.yaml", "--tools", "key_tools:box", "--plain", STOP_AT="1 2")
+    assert stopped.returncode == 1
+    assert b"sk-test-123" not in (workdir / "home" / "runs.sqlite").read_bytes()
+    lacking = cli(workdir, "resume", "--tools", "key_tools:box", "--plain")
+    assert lacking.returncode == 2 and "y: api_key" in lacking.stderr and "--plan" in lacking.stderr
+    resumed = cli(workdir, "resume", "--tools", "key_tools:box", "--plain", "--plan", "keyed.yaml")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Run completed (goal_met)" in resumed.stdout

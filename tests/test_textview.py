@@ -146,3 +146,36 @@ def test_summary_line_counts_model_usage() -> None:
 
     result = run("1. [a] x", agents={"a": agent}, max_steps=3, max_replans=0)
     assert summary_line(result) == "Run completed (goal_met): steps 1/3, replans 0/0, model calls 1, tokens 15"
+
+
+def test_summary_line_of_a_run_with_no_reason_yet() -> None:
+    """A stored run whose process died mid-run is still "running", with no reason: no "(None)"."""
+    from planbook.models import RunResult, Usage
+
+    result = RunResult.model_construct(status="running", reason=None, plan=Plan(id="p"), history=[], revisions=[],
+                                       events=[], outputs={}, executions=2, replans=0, max_steps=12, max_replans=5,
+                                       usage=Usage())
+    assert summary_line(result) == "Run running: steps 2/12, replans 0/5"
+
+
+def test_a_step_completed_from_the_step_cache_says_so() -> None:
+    """A cached step did not run: the text shows where its result came from (the notes of
+    the other completed steps stay hidden, as they were)."""
+    from planbook.store import MemoryStore
+
+    store = MemoryStore()
+    plan = "steps:\n  - {id: one, tool: add, args: {a: 1, b: 2}}\n  - {id: two, tool: add, args: {a: $one, b: 1}}"
+    tools = [add]
+    first = run(plan, tools=tools, store=store)
+    again = run(plan.replace("b: 1}", "b: 5}"), tools=tools, store=store)
+    assert again.outputs == {"one": 3, "two": 8}
+    text = format_plan(again.plan)
+    first_id = store.list_runs()[1].run_id
+    assert f"one. [✓] add(a=1, b=2)\n   Notes: cached: the result of step one in run {first_id}\n" in text
+    assert text.endswith("two. [✓] add(a='$one', b=5)\n   Needs: one")  # it ran: no note
+    assert "Notes" not in format_plan(first.plan)
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
