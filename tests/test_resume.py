@@ -195,7 +195,8 @@ def test_a_killed_run_resumes_in_a_new_process_and_runs_each_step_once(
 # ------------------------------------------------------- in one process: helpers
 
 class Calls:
-    """Tools that count their calls; a test says which call raises what."""
+    """Tools that count their calls; a test says which call raises what, or what else
+    happens during a step's next call (once)."""
 
     def __init__(self) -> None:
         self.made: list[str] = []
@@ -208,7 +209,7 @@ class Calls:
         def note(step: str) -> None:
             calls.made.append(step)
             if step in calls.during:
-                calls.during[step]()
+                calls.during.pop(step)()
             if step in calls.raise_once:
                 raise calls.raise_once.pop(step)
 
@@ -324,7 +325,6 @@ def test_a_non_idempotent_step_in_progress_at_a_crash_is_not_rerun_without_askin
     ])
     calls.during["mail"] = crash_copy(store, crashed)  # the process dies while the mail is going out
     planbook.run(plan, tools=calls.box, store=store)
-    del calls.during["mail"]
     before = crashed.read_bytes()
 
     with pytest.raises(ResumeError) as info:
@@ -345,6 +345,33 @@ def test_a_rerun_naming_no_step_is_refused(tmp_path: Path) -> None:
     planbook.run(chain(), tools=calls.box, store=store)
     with pytest.raises(ResumeError, match="rerun names no step of run .*: nope"):
         planbook.resume(store=crashed, tools=calls.box, rerun=["nope"])
+
+
+def test_the_step_budget_goes_on_from_where_the_crash_left_it(tmp_path: Path) -> None:
+    store, crashed, calls = tmp_path / "runs.sqlite", tmp_path / "crashed.sqlite", Calls()
+    plan = Plan(id="long", steps=[Step(id=f"s{i}", tool="add", args={"step": f"s{i}", "a": i}) for i in range(5)])
+    calls.during["s2"] = crash_copy(store, crashed)
+    planbook.run(plan, tools=calls.box, store=store, max_steps=4, cache=False)
+    resumed = planbook.resume(store=crashed, tools=calls.box)
+    assert (resumed.status, resumed.reason) == ("failed", "step_budget")  # 4 in all, not 4 more
+    assert resumed.executions == len(resumed.history) == 4 and resumed.max_steps == 4
+    assert "s4" not in resumed.outputs and calls.made[-2:] == ["s2", "s3"]
+
+
+def test_a_secret_argument_of_an_unfinished_step_is_taken_from_the_plan(tmp_path: Path) -> None:
+    store, crashed, calls = tmp_path / "runs.sqlite", tmp_path / "crashed.sqlite", Calls()
+    seen: list[str] = []
+    calls.box.add(lambda step, password: seen.append(password) or "in", name="enter")
+    plan = Plan(id="s", steps=[Step(id="first", tool="add", args={"step": "first"}),
+                               Step(id="in", tool="enter", args={"step": "in", "password": "open-sesame-42"},
+                                    needs=["first"])])
+    calls.during["first"] = crash_copy(store, crashed)
+    planbook.run(plan, tools=calls.box, store=store)
+    with pytest.raises(ResumeError, match="did not store some args .* in: password.*plan="):
+        planbook.resume(store=crashed, tools=calls.box)
+    resumed = planbook.resume(store=crashed, tools=calls.box, plan=plan)
+    assert resumed.status == "completed" and seen == ["open-sesame-42", "open-sesame-42"]
+    assert b"open-sesame-42" not in crashed.read_bytes() + Path(f"{crashed}-wal").read_bytes()
 
 
 # ---------------------------------------------------------------- step cache
@@ -429,7 +456,6 @@ def test_a_result_that_cannot_be_stored_is_made_again_when_a_resumed_step_needs_
     ])
     calls.during["use"] = crash_copy(store, crashed)
     whole = planbook.run(plan, tools=calls.box, store=store)
-    del calls.during["use"]
     expected = "lock" if kind == "lock" else "generator"
     assert whole.status == "completed" and whole.outputs["use"] == expected
 
