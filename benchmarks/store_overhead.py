@@ -25,7 +25,6 @@ Run: python benchmarks/store_overhead.py [STEPS]
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 import tempfile
 import time

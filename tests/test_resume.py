@@ -187,9 +187,8 @@ def test_a_killed_run_resumes_in_a_new_process_and_runs_each_step_once(
     for step_id, done in completed_at_kill.items():
         assert counts[step_id] == done, f"{step_id} ran again after the store had it completed: {dict(counts)}"
     for step_id in EXPECTED[shape]:
+        # once, or once more for each kill that found it in progress
         assert 1 <= counts[step_id] <= 1 + may_repeat[step_id], (step_id, dict(counts), dict(may_repeat))
-    once = [s for s in EXPECTED[shape] if not may_repeat[s]]
-    assert all(counts[s] == 1 for s in once)
 
 
 # ------------------------------------------------------- in one process: helpers

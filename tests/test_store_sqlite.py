@@ -92,7 +92,9 @@ def test_two_writer_processes_lose_no_rows_and_never_see_locked(tmp_path: Path, 
     con.close()
 
 
-def test_opening_a_store_another_process_is_creating_waits_for_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_opening_a_store_another_process_is_creating_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The cause of a flaky two-writer run: the second process read the file while the first
     held it locked to create it, and (with busy_timeout=0) failed at once with "locked"."""
     from planbook.store import sqlite as sqlite_module
