@@ -28,7 +28,12 @@ class RunRecorder:
         """Create the run in the store (a resumed run exists already) and save its state."""
         if self.run_id is None:
             self.run_id = self.store.create_run(state.plan, goal=state.plan.goal, config=config)
-        self.save(state)
+            # the plan was just written as it is (a full save would write every step again):
+            # what the state adds is its counters and first events
+            self._changed.clear()
+            self.store.record_step(self.run_id, [], state)
+        else:
+            self.save(state)
 
     def changed(self, step: Step) -> None:
         """``step``'s status or result changed: written with the next call's start, or the next save."""

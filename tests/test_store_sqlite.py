@@ -92,6 +92,48 @@ def test_two_writer_processes_lose_no_rows_and_never_see_locked(tmp_path: Path, 
     con.close()
 
 
+def test_opening_a_store_another_process_is_creating_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cause of a flaky two-writer run: the second process read the file while the first
+    held it locked to create it, and (with busy_timeout=0) failed at once with "locked"."""
+    from planbook.store import sqlite as sqlite_module
+
+    path = tmp_path / "new.sqlite"
+    creator = sqlite3.connect(path, isolation_level=None)  # a store being created: page 1 written, locked
+    creator.execute("PRAGMA user_version = 7")
+    creator.execute("BEGIN EXCLUSIVE")
+    refused = threading.Event()
+    real_check = sqlite_module.check_file
+
+    def check_file(*args: object) -> None:
+        try:
+            real_check(*args)  # type: ignore[arg-type]
+        except BaseException:
+            refused.set()
+            raise
+
+    monkeypatch.setattr(sqlite_module, "check_file", check_file)
+    opened: list[object] = []
+    opener = threading.Thread(target=lambda: opened.append(_open_or_error(path)))
+    opener.start()
+    try:
+        assert refused.wait(timeout=60)  # it met the lock...
+    finally:
+        creator.execute("ROLLBACK")
+        creator.close()
+    opener.join(timeout=120)
+    assert len(opened) == 1 and isinstance(opened[0], SQLiteStore), opened  # ...and waited for it
+    assert opened[0].busy_retries >= 1 and opened[0].list_runs() == []
+
+
+def _open_or_error(path: Path) -> object:
+    try:
+        return SQLiteStore(path, busy_timeout=0.0)
+    except Exception as exc:  # shown by the assertion
+        return exc
+
+
 def test_threads_share_one_store(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "threads.sqlite")
     n_threads, steps = 4, 30

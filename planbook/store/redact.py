@@ -117,6 +117,14 @@ class Redactor:
         self._env_key = None
         self.refresh()
 
+    def learn(self, values: Iterable[Any]) -> None:
+        """Strings that were redacted by name (the value of a ``password=`` arg): hidden
+        wherever else they turn up from now on — an error message that echoes the argument,
+        a result, an event — not only under their name."""
+        new = {v for v in values if isinstance(v, str) and len(v) >= self.MIN_SECRET and v not in self._given}
+        if new:
+            self.add_secrets(new)
+
     def refresh(self) -> None:
         """Re-read the environment's secrets if the key or base URL changed."""
         env = os.environ if self._env is None else self._env

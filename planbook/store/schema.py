@@ -87,7 +87,8 @@ def is_busy(exc: BaseException) -> bool:
 
 def check_file(path: Path, location: str, busy_timeout: float) -> None:
     """Read-only: is this a planbook store of a version this planbook can write?
-    StoreFormatError (the file untouched) when it is not."""
+    StoreFormatError (the file untouched) when it is not; the ``sqlite3`` error itself when
+    the file is locked (busy), for the caller to try again."""
     uri = f"file:{quote(str(path.resolve()))}?mode=ro"
     try:
         con = sqlite3.connect(uri, uri=True, timeout=busy_timeout)
@@ -102,7 +103,7 @@ def check_file(path: Path, location: str, busy_timeout: float) -> None:
             version = row[0] if row else None
     except sqlite3.DatabaseError as exc:
         if is_busy(exc):
-            raise StoreError(f"the run store {location} stayed locked while opening it: {exc}") from None
+            raise  # another process is writing it (e.g. creating it): the caller waits and tries again
         raise StoreFormatError(
             f"{location} is not a planbook run store, or it is damaged ({exc}); it was left as it is: "
             "move it away, or pass another store path"

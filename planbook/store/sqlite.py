@@ -156,7 +156,9 @@ class SQLiteStore:
             raise StoreError(f"the run store {self.location} is a directory, not a file: pass a file path "
                              "(e.g. .planbook/runs.sqlite)")
         if path.exists() and path.stat().st_size > 0:
-            check_file(path, self.location, self.busy_timeout)
+            # another process may be creating the file right now (it holds the lock while it
+            # turns on WAL and writes the schema): reading it waits like any other transaction
+            self._until_free(lambda: check_file(path, self.location, self.busy_timeout))
         else:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -204,29 +206,39 @@ class SQLiteStore:
                               f"{self.lock_timeout:g} s: is a process stuck holding it? (SQLite: {text})")
         return StoreError(f"the run store {self.location} failed: {text}")
 
-    def _retrying(self, begin: str, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """``fn`` in one transaction; retried while another process holds the lock."""
+    def _until_free(self, attempt: Callable[[], T]) -> T:
+        """``attempt()``, tried again while another process holds the file's lock (SQLite
+        answers busy), with backoff and jitter until ``lock_timeout``; then an error naming
+        the file. Every statement that touches the file goes through here."""
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.001
         while True:
-            with self._lock:
-                try:
-                    con = self._connection()
-                    con.execute(begin)
-                    try:
-                        out = fn(con)
-                        con.execute("COMMIT")
-                        return out
-                    except BaseException:
-                        if con.in_transaction:
-                            con.execute("ROLLBACK")
-                        raise
-                except sqlite3.Error as exc:
-                    if not (is_busy(exc) and time.monotonic() < deadline):
-                        raise self._error(exc) from None
+            try:
+                return attempt()
+            except sqlite3.Error as exc:
+                if not (is_busy(exc) and time.monotonic() < deadline):
+                    raise self._error(exc) from None
             self.busy_retries += 1
-            time.sleep(delay * (0.5 + random.random()))  # backoff with jitter, outside the lock
+            time.sleep(delay * (0.5 + random.random()))  # outside the lock: other threads go on
             delay = min(delay * 2, 0.05)
+
+    def _retrying(self, begin: str, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn`` in one transaction; retried while another process holds the lock."""
+
+        def attempt() -> T:
+            with self._lock:
+                con = self._connection()
+                con.execute(begin)
+                try:
+                    out = fn(con)
+                    con.execute("COMMIT")
+                    return out
+                except BaseException:
+                    if con.in_transaction:
+                        con.execute("ROLLBACK")
+                    raise
+
+        return self._until_free(attempt)
 
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         return self._retrying("BEGIN IMMEDIATE", fn)

@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 import pickle
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
+from ..refs import WHOLE_REF
 from .redact import REDACTED_TEXT, Redactor, dump_json
 
 ValueKind = Literal["json", "pickle", "repr"]
@@ -157,7 +159,17 @@ def redact_args(args: dict[str, Any], redactor: Redactor) -> tuple[dict[str, Any
     if redacted is args:
         return args, []
     paths: list[Path] = []
-    return _mark(redacted, args, (), paths), paths
+    marked = _mark(redacted, args, (), paths)
+    # a secret is hidden by value too from now on (a ``$id`` reference is no secret: its
+    # result is, and that is the tool's own business)
+    redactor.learn(v for v in map(partial(_at, args), paths) if not (isinstance(v, str) and WHOLE_REF.match(v)))
+    return marked, paths
+
+
+def _at(value: Any, path: Path) -> Any:
+    for part in path:
+        value = value[part]
+    return value
 
 
 def _mark(redacted: Any, original: Any, path: Path, paths: list[Path]) -> Any:
