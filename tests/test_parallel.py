@@ -155,16 +155,12 @@ def test_results_do_not_depend_on_completion_order() -> None:
 
     spec = ("steps:\n" + "".join(f"  - {{id: p{i}, tool: part, args: {{i: {i}}}}}\n" for i in range(4))
             + "  - {id: all, tool: collect, args: {parts: [$p0, $p1, $p2, $p3]}}\n")
-    parallel = planbook.run(spec, tools=box, parallel=4)
-    for event in done.values():
-        event.clear()
-    done[4] = threading.Event()
-    done[4].set()  # serially, part 3 cannot wait for part 4 ... which is not in the plan: unblock it
-    serial = planbook.run(spec, tools=box, parallel=1)
-    assert [s.id for s in parallel.history] == ["p3", "p2", "p1", "p0", "all"]  # history: in finishing order
-    assert [s.id for s in serial.history] == ["p0", "p1", "p2", "p3", "all"] or serial.status == "failed"
-    assert parallel.outputs["all"] == "part0+part1+part2+part3"
-    assert parallel.outputs == {f"p{i}": f"part{i}" for i in range(4)} | {"all": "part0+part1+part2+part3"}
+    result = planbook.run(spec, tools=box, parallel=4)
+    assert result.ok, result.error
+    # history is in recording order (calls seen finished together are recorded in plan order)
+    assert sorted(s.id for s in result.history[:4]) == ["p0", "p1", "p2", "p3"] and result.history[4].id == "all"
+    assert [e.step for e in events_of(result, "step.started")][:4] == ["p0", "p1", "p2", "p3"]  # plan order
+    assert result.outputs == {f"p{i}": f"part{i}" for i in range(4)} | {"all": "part0+part1+part2+part3"}
 
 
 # ------------------------------------------------------------------ failures with steps in flight
@@ -428,9 +424,13 @@ def test_the_timeline_shows_overlaps_and_the_critical_path() -> None:
         assert sorted(by_step[b].overlaps) == sorted(by_step[o].execution for o in branches if o != b)
     assert by_step["root"].overlaps == [] and by_step["join"].overlaps == []
     assert len({by_step[b].worker for b in branches}) == 4
-    assert timeline.critical_path == [by_step["root"].execution, by_step["b-long"].execution,
+    assert by_step["b-long"].end == max(by_step[b].end for b in branches)
+    # the longest chain: root, then the branch that took longest (start-up time of the
+    # worker threads counts, so that is not necessarily b-long), then join
+    longest = max(branches, key=lambda b: by_step[b].duration)
+    assert timeline.critical_path == [by_step["root"].execution, by_step[longest].execution,
                                       by_step["join"].execution]
-    path_time = sum(by_step[s].duration for s in ("root", "b-long", "join"))
+    path_time = sum(by_step[s].duration for s in ("root", longest, "join"))
     assert timeline.critical == pytest.approx(path_time)
     assert 0 < timeline.critical <= timeline.wall + 1e-9
     text = str(timeline)
@@ -486,20 +486,114 @@ def dask_total(parts: list) -> int:
 def test_a_dask_executor_runs_a_fan_out() -> None:
     distributed = pytest.importorskip("distributed")
     box = Toolbox([dask_square, dask_total])
+    parts = {"parts": ["$sq0", "$sq1", "$sq2", "$sq3"]}
     plan = Plan(steps=[
         *[Step(id=f"sq{i}", tool="dask_square", args={"x": i}) for i in range(4)],
-        Step(id="same", tool="dask_square", args={"x": 3}),  # the same call again: pure=False runs it too
-        Step(id="sum", tool="dask_total", args={"parts": ["$sq0", "$sq1", "$sq2", "$sq3", "$same"]}),
+        Step(id="sum", tool="dask_total", args=parts),
+        Step(id="same", tool="dask_total", args=parts),  # the same call again: with pure=False it runs too
     ])
     DASK_CALLS.clear()
     DASK_BARRIER.reset()
     with distributed.Client(processes=False, dashboard_address=None, n_workers=1, threads_per_worker=4) as client:
         result = planbook.run(plan, tools=box, parallel=4, executor=client.get_executor(pure=False), max_steps=6)
-        # the barrier is left with one party (step "same" ran alone): let it go
     assert (result.status, result.reason) == ("completed", "goal_met"), result.error
-    assert result.outputs["sum"] == 0 + 1 + 4 + 9 + 9
-    assert len(DASK_CALLS) == 6  # identical calls were not merged
+    assert result.outputs["sum"] == result.outputs["same"] == 0 + 1 + 4 + 9
+    assert sorted(kind for kind, _ in DASK_CALLS) == ["square"] * 4 + ["total"] * 2  # identical calls not merged
     workers = [e.worker for e in result.timeline.executions]
     assert sorted(workers) == sorted(name for _, name in DASK_CALLS)
     assert all(w and w != "main" and not w.startswith("planbook-") for w in workers)
     assert result.executions == len(result.history) == 6
+
+
+def test_the_timeline_from_known_records() -> None:
+    """Overlaps and the critical path computed from fixed times (no clock involved)."""
+    from planbook.models import Execution
+    from planbook.timeline import build_timeline
+
+    def record(n: int, step: str, start: float, end: float, attempt: int = 1, ok: bool = True) -> Execution:
+        return Execution(execution=n, step=step, attempt=attempt, revision=1, worker=f"w{n}", start=start, end=end,
+                         ok=ok)
+
+    history = [Step(id="a", tool="ok"), Step(id="b", tool="ok", needs=["a"]), Step(id="c", tool="ok", needs=["a"]),
+               Step(id="c", tool="ok", needs=["a"]), Step(id="d", tool="ok", needs=["b", "c"])]
+    records = [record(1, "a", 0, 1), record(2, "b", 1, 5), record(3, "c", 1, 2, ok=False),
+               record(4, "c", 2, 4, attempt=2), record(5, "d", 5, 6)]
+    timeline = build_timeline(records, history)
+    overlaps = {e.execution: e.overlaps for e in timeline.executions}
+    assert overlaps == {1: [], 2: [3, 4], 3: [2], 4: [2], 5: []}  # touching ends do not overlap
+    assert timeline.critical_path == [1, 2, 5] and timeline.critical == 6 and timeline.wall == 6
+    # make the retried step the long way round: its two attempts come one after the other
+    records[3] = record(4, "c", 2, 5.5, attempt=2)
+    records[4] = record(5, "d", 5.5, 6)
+    timeline = build_timeline(records, history)
+    assert timeline.critical_path == [1, 3, 4, 5] and timeline.critical == pytest.approx(6.0)
+
+
+# ------------------------------------------------------------------ the CLI and the magic
+FAN_TOOLS = '''
+import threading
+import planbook
+
+box = planbook.Toolbox()
+meeting = threading.Barrier(4, timeout=30)
+
+@box.tool
+def piece(label: str) -> str:
+    """Meet the other three branches, then return the label."""
+    meeting.wait()
+    return label
+
+@box.tool
+def gather(parts: list) -> str:
+    """Join the parts."""
+    return "+".join(parts)
+'''
+
+FAN_SPEC = """\
+goal: four branches at once
+steps:
+  - {id: p0, tool: piece, args: {label: a}}
+  - {id: p1, tool: piece, args: {label: b}}
+  - {id: p2, tool: piece, args: {label: c}}
+  - {id: p3, tool: piece, args: {label: d}}
+  - {id: all, tool: gather, args: {parts: [$p0, $p1, $p2, $p3]}}
+"""
+
+
+def test_the_cli_runs_branches_in_parallel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    from planbook.cli import main
+
+    module = f"fan_tools_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(FAN_TOOLS)
+    (tmp_path / "fan.yaml").write_text(FAN_SPEC)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    code = main(["run", "fan.yaml", "--tools", f"{module}:box", "--parallel", "4"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "Run completed (goal_met): steps 5/12" in out
+    assert "Result of step all:\na+b+c+d" in out
+    assert main(["run", "fan.yaml", "--tools", f"{module}:box", "--parallel", "0"]) == 2
+    assert "parallel must be a whole number >= 1, got 0" in capsys.readouterr().err
+
+
+def test_the_magic_runs_branches_in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    from IPython.core.error import UsageError
+    from IPython.testing import globalipapp
+
+    ip = globalipapp.get_ipython()
+    ip.run_line_magic("load_ext", "planbook")
+    monkeypatch.setattr(ip.display_pub, "publish", lambda *args, **kwargs: None)  # the live view draws nowhere
+    namespace: dict[str, Any] = {}
+    exec(FAN_TOOLS, namespace)
+    ip.user_ns["fan_box"] = namespace["box"]
+    ip.run_cell_magic("plan", "fan --tools fan_box", FAN_SPEC)
+    result = ip.run_line_magic("run_plan", "fan --parallel 4")
+    assert (result.status, result.reason) == ("completed", "goal_met"), result.error
+    assert result.outputs["all"] == "a+b+c+d"
+    assert len({e.worker for e in result.timeline.executions[:4]}) == 4
+    with pytest.raises(UsageError, match="--parallel must be a whole number >= 1, got 0"):
+        ip.run_line_magic("run_plan", "fan --parallel 0 --restart")
