@@ -348,7 +348,7 @@ class Runner:
             self._stale = True
             self.emit("plan.created", steps=[st.id for st in s.plan.steps])
         if self._stale:
-            self.scheduler.rebuild(s.plan)
+            self.scheduler.rebuild(s.plan, s.pending_failures)
             self._stale = False
         return True
 
