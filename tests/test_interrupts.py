@@ -234,6 +234,58 @@ def test_a_failure_recorded_at_an_interrupt_gets_its_policy_when_the_run_continu
     assert second.executions == len(second.history) == 3
 
 
+@pytest.mark.parametrize("view", [False, True], ids=["inline", "view"])
+@pytest.mark.parametrize("loop", [False, True], ids=["plain", "in-a-running-loop"])
+def test_an_async_tool_stops_on_the_first_sigint(view: bool, loop: bool) -> None:
+    """A real SIGINT sent to the process (as a kernel interrupt is) while an async tool
+    awaits: the first one cancels the coroutine and interrupts the run. (On the main
+    thread the await was not interruptible at all; the OS may deliver the signal to any
+    thread, so an idle loop must wake up to see it.)"""
+    import asyncio
+    import os
+    import signal
+
+    started = threading.Event()
+    marks: list[str] = []
+    box = Toolbox()
+
+    @box.tool
+    async def wait_long() -> str:
+        """Await far longer than the test may take."""
+        started.set()
+        try:
+            await asyncio.sleep(20)
+        except asyncio.CancelledError:
+            marks.append("cancelled")
+            raise
+        marks.append("finished")
+        return "waited"
+
+    def interrupt_once_started() -> None:
+        if started.wait(60):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    runner = Runner("steps: [{id: a, tool: wait_long}]", tools=box)
+    if view:
+        runner.add_heartbeat(lambda: None, interval=0.05)
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
+    if loop:
+        async def inside() -> RunResult:  # a notebook's main thread runs a loop already
+            return runner.run()
+
+        event_loop = asyncio.new_event_loop()  # not asyncio.run: it installs a SIGINT handler of its own
+        try:
+            result = event_loop.run_until_complete(inside())
+        finally:
+            event_loop.close()
+    else:
+        result = runner.run()
+    assert result.status == "interrupted"
+    runner.settle()  # a call on a worker thread is cancelled there: wait for it to end
+    assert marks == ["cancelled"]
+    assert result.plan.step("a").status is Status.not_started and result.executions == len(result.history) == 0
+
+
 # ------------------------------------------------------------------ exceptions that misbehave
 class Unprintable(Exception):
     def __str__(self) -> str:
