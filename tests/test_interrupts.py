@@ -75,7 +75,7 @@ def ledger_plan(n: int, rng: random.Random, *, failures: bool) -> Plan:
         needs = [f"s{i - 3}"] if i >= 3 else []
         if i >= 6 and i % 5 == 0:
             needs.append(f"s{i - 4}")
-        args: dict[str, Any] = {"name": f"s{i}", "spin": rng.randrange(2_000, 20_000),
+        args: dict[str, Any] = {"name": f"s{i}", "spin": rng.randrange(10_000, 60_000),
                                 "parts": [f"${need}" for need in needs]}
         if failures and rng.random() < 0.25:
             args["fail_once"] = True
@@ -137,8 +137,8 @@ def test_random_interrupts_never_lose_or_repeat_a_call(mode: str, seed: int, fai
     if MODES[mode]["heartbeat"]:
         runner.add_heartbeat(lambda: beats.append(len(beats)), interval=0.002)  # a view stand-in
     interrupted = escaped = 0
-    for _ in range(60):  # bounded: each round makes progress unless Ctrl-C comes very early
-        result, escape = interrupted_run(runner, rng.uniform(0.0, 0.03))
+    for _ in range(200):  # bounded: each round makes progress unless Ctrl-C comes very early
+        result, escape = interrupted_run(runner, rng.uniform(0.0, 0.008))
         escaped += escape
         interrupted += result.status == "interrupted"
         assert result.executions == len(result.history), f"counters drifted after round {_}"
@@ -439,7 +439,7 @@ def test_generator_functions_are_refused_as_tools() -> None:
             yield i
 
     message = r"tool 'numbers' is a generator function \(it uses yield\)"
-    with pytest.raises(TypeError, match=message):
+    with pytest.raises(TypeError, match=message + r": its body would not run in its step. Return a list instead"):
         Toolbox().add(numbers)
     with pytest.raises(TypeError, match=message):
         Toolbox([numbers])
@@ -452,16 +452,6 @@ def test_generator_functions_are_refused_as_tools() -> None:
     assert "numbers" not in planbook.default_toolbox and "listing" not in planbook.default_toolbox
     with pytest.raises(TypeError, match=r"tool 'n' is a generator function"):
         planbook.run("steps: [{id: a, tool: n, args: {n: 3}}]", tools={"n": numbers})
-
-
-def test_the_generator_refusal_says_what_to_do() -> None:
-    def numbers(n: int):  # type: ignore[no-untyped-def]
-        """Count."""
-        yield from range(n)
-
-    with pytest.raises(TypeError) as info:
-        Toolbox().add(numbers)
-    assert "return a list" in str(info.value) or "list(" in str(info.value), str(info.value)
 
 
 # ------------------------------------------------------------------ references to non-ASCII ids
