@@ -524,7 +524,9 @@ def test_a_dask_executor_runs_a_fan_out() -> None:
     ])
     DASK_CALLS.clear()
     DASK_BARRIER.reset()
-    with distributed.Client(processes=False, dashboard_address=None, n_workers=1, threads_per_worker=4) as client:
+    # no dashboard; the scheduler's own HTTP endpoint on a free loopback port (8787 may be taken)
+    with distributed.Client(processes=False, dashboard_address=None, n_workers=1, threads_per_worker=4,
+                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as client:
         result = planbook.run(plan, tools=box, parallel=4, executor=client.get_executor(pure=False), max_steps=6)
     assert (result.status, result.reason) == ("completed", "goal_met"), result.error
     assert result.outputs["sum"] == result.outputs["same"] == 0 + 1 + 4 + 9
