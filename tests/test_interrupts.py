@@ -21,9 +21,20 @@ from helpers import Kernel, events_of
 import planbook
 from planbook import AgentReply, Plan, PlanError, Runner, RunResult, Status, Step, Toolbox
 
+
+@pytest.fixture(autouse=True)
+def python_handles_sigint() -> Any:
+    """Python's own SIGINT handler, as in a terminal or a kernel. A job started in the
+    background begins with SIGINT ignored; Python then installs no handler, a run holds
+    no interrupt gate and Ctrl-C (or ``_thread.interrupt_main``) does nothing at all."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 # ------------------------------------------------------------------ Ctrl-C at random moments
-
-
 class Ledger:
     """Tools whose only side effect is one ledger entry per call, numbered.
 
