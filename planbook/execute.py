@@ -23,7 +23,7 @@ from typing import Any
 
 from .agents import AgentContext, AgentReply
 from .executors import StepAbandoned
-from .interrupts import call_user, defer_interrupt
+from .interrupts import call_user, defer_interrupt, waiting
 from .models import Step
 from .refs import resolve
 from .tools import Tool
@@ -158,11 +158,27 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
+def _wake_every(loop: Any, seconds: float) -> None:
+    """Keep an idle loop waking up on the main thread.
+
+    Python runs signal handlers only when the main thread runs Python code; a SIGINT
+    that the OS delivers to another thread does not interrupt the loop's ``select()``,
+    so without a timer Ctrl-C would wait for the awaited sleep or I/O to end.
+    """
+
+    def tick() -> None:
+        loop.call_later(seconds, tick)
+
+    loop.call_later(seconds, tick)
+
+
 def _run_in_new_loop(awaitable: Any, handle: CallHandle | None) -> Any:
     """Await on a fresh event loop in this thread; cancellable through ``handle``."""
     import asyncio  # only async tools pay for it
 
     loop = asyncio.new_event_loop()
+    if threading.current_thread() is threading.main_thread():
+        _wake_every(loop, 0.1)
     try:
         task = loop.create_task(awaitable if asyncio.iscoroutine(awaitable) else _await(awaitable))
         if handle is not None:
@@ -171,7 +187,8 @@ def _run_in_new_loop(awaitable: Any, handle: CallHandle | None) -> Any:
                 if handle.cancelled:
                     task.cancel()
         try:
-            return loop.run_until_complete(task)
+            with waiting():  # on the main thread, Ctrl-C must reach the awaited coroutine at once
+                return loop.run_until_complete(task)
         except KeyboardInterrupt:  # Ctrl-C on this (the main) thread: stop the coroutine cleanly
             task.cancel()
             try:
@@ -226,8 +243,9 @@ def _run_coroutine(awaitable: Any, handle: CallHandle | None) -> Any:
 
     threading.Thread(target=helper, name="planbook-async", daemon=True).start()
     try:
-        while not done.wait(0.05):  # in slices: Ctrl-C reaches this thread at once
-            pass
+        with waiting():  # Ctrl-C raises here at once (outside, a run defers it)
+            while not done.wait(0.05):  # in slices: Ctrl-C reaches this thread at once
+                pass
     except KeyboardInterrupt:
         handle.cancel()
         done.wait()  # a cancelled coroutine ends at its next await; Ctrl-C again stops waiting

@@ -392,7 +392,7 @@ class Runner:
             if self.recorder is not None:
                 self.recorder.save(s)
         if self._stale:
-            self.scheduler.rebuild(s.plan)
+            self.scheduler.rebuild(s.plan, s.pending_failures)
             self._stale = False
         return True
 

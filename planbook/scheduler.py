@@ -16,7 +16,7 @@ finds them without recursion).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from .models import Plan, Status, Step
 
@@ -35,7 +35,10 @@ class Scheduler:
         self.on_blocked = on_blocked
         self.rebuild(plan)
 
-    def rebuild(self, plan: Plan) -> None:
+    def rebuild(self, plan: Plan, undecided: Collection[str] = ()) -> None:
+        """Index ``plan`` afresh. ``undecided``: failed steps whose policy is still to be
+        applied (an interrupt came first); a retry may yet run them, so what needs them
+        is not blocked."""
         self.plan = plan
         self.by_id: dict[str, Step] = {s.id: s for s in plan.steps}
         self.position = {s.id: i for i, s in enumerate(plan.steps)}
@@ -55,7 +58,7 @@ class Scheduler:
                 self.unmet[step.id] = unmet
                 if unmet == 0:
                     self._heap.append(self.position[step.id])
-            elif status in _DEAD and step.id not in self.released:
+            elif status in _DEAD and step.id not in self.released and step.id not in undecided:
                 dead.append(step)
         heapq.heapify(self._heap)
         for step in dead:

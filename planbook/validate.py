@@ -136,14 +136,14 @@ def find_cycle(steps: list[Step]) -> list[str] | None:
     except graphlib.CycleError as exc:
         cycle: list[str] = list(exc.args[1])  # each node is a need of the one after it
         cycle.reverse()
-        start = min(range(len(cycle) - 1), key=lambda i: _position(steps, cycle[i]))
+        position: dict[str, int] = {}
+        for i, s in enumerate(steps):
+            position.setdefault(s.id, i)
+        # the ring starts at its step listed first (one lookup per node: a long cycle stays linear)
+        start = min(range(len(cycle) - 1), key=lambda i: position[cycle[i]])
         ring = cycle[start:-1] + cycle[:start]
         return ring + [ring[0]]
     return None
-
-
-def _position(steps: list[Step], step_id: str) -> int:
-    return next(i for i, s in enumerate(steps) if s.id == step_id)
 
 
 def validate_plan(

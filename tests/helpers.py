@@ -100,3 +100,78 @@ def events_of(result: RunResult, kind: str) -> list[Event]:
 def step_trace(result: RunResult) -> list[tuple[str, str]]:
     """``[(step id, status)]`` of every execution, in order (from the history)."""
     return [(s.id, s.status.value) for s in result.history]
+
+
+class Kernel:
+    """A real ipykernel driven over ZMQ, as a notebook front end would.
+
+    Every reply is matched to its request by ``parent_header.msg_id``: a slow kernel
+    start leaves stale messages (extra ``kernel_info_reply``) on the shell channel, and
+    iopub carries messages of other requests.
+    """
+
+    def __init__(self) -> None:
+        import os
+
+        from jupyter_client.manager import start_new_kernel
+
+        env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+        self.km, self.kc = start_new_kernel(kernel_name="python3", env=env, startup_timeout=120)
+
+    def execute(
+        self,
+        code: str,
+        *,
+        interrupt_when: str | None = None,
+        interrupt_if: Any = None,
+        timeout: float = 60,
+    ) -> tuple[dict, list[dict]]:
+        """Run ``code``; return its reply's content and its iopub messages.
+
+        Sends one kernel interrupt once ``interrupt_when`` appears in the cell's streamed
+        text, or once ``interrupt_if()`` is true (checked as messages arrive and at least
+        every 0.2 s). Fails when the cell has not ended ``timeout`` s after it was sent.
+        """
+        import queue
+        import time
+
+        msg_id = self.kc.execute(code)
+        deadline = time.monotonic() + timeout
+        messages: list[dict] = []
+        interrupted = False
+
+        def left() -> float:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                kinds_seen = [m["msg_type"] for m in messages]
+                raise AssertionError(f"the cell did not end within {timeout} s (its iopub messages: {kinds_seen})")
+            return remaining
+
+        while True:
+            try:
+                msg = self.kc.get_iopub_msg(timeout=min(left(), 0.2))
+            except queue.Empty:
+                msg = None
+            if msg is not None and msg["parent_header"].get("msg_id") == msg_id:
+                messages.append(msg)
+                content = msg["content"]
+                if (interrupt_when and not interrupted and msg["msg_type"] == "stream"
+                        and interrupt_when in content["text"]):
+                    self.km.interrupt_kernel()
+                    interrupted = True
+                if msg["msg_type"] == "status" and content["execution_state"] == "idle":
+                    break
+            if interrupt_if is not None and not interrupted and interrupt_if():
+                self.km.interrupt_kernel()
+                interrupted = True
+        while True:
+            try:
+                reply = self.kc.get_shell_msg(timeout=left())
+            except queue.Empty:
+                continue  # left() raises once the time is up
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply["content"], messages
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)

@@ -9,6 +9,7 @@ import types
 from typing import Any
 
 import pytest
+from helpers import Kernel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
@@ -675,43 +676,6 @@ many = planbook.Plan(id="many", steps=[planbook.Step(id=str(i), tool="inc", args
 """
 
 
-class Kernel:
-    """A real ipykernel driven over ZMQ, as a notebook front end would."""
-
-    def __init__(self) -> None:
-        from jupyter_client.manager import start_new_kernel
-
-        import os
-
-        env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-        self.km, self.kc = start_new_kernel(kernel_name="python3", env=env)
-
-    def execute(self, code: str, *, interrupt_when: str | None = None, timeout: float = 60) -> tuple[dict, list[dict]]:
-        """Run ``code``; return the reply and the iopub messages. Interrupt once ``interrupt_when`` is printed."""
-        msg_id = self.kc.execute(code)
-        messages: list[dict] = []
-        interrupted = False
-        while True:
-            msg = self.kc.get_iopub_msg(timeout=timeout)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            messages.append(msg)
-            content = msg["content"]
-            if interrupt_when and not interrupted and msg["msg_type"] == "stream" and interrupt_when in content["text"]:
-                self.km.interrupt_kernel()
-                interrupted = True
-            if msg["msg_type"] == "status" and content["execution_state"] == "idle":
-                break
-        while True:  # a kernel that started slowly can leave extra kernel_info replies on the shell channel
-            reply = self.kc.get_shell_msg(timeout=timeout)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply["content"], messages
-
-    def close(self) -> None:
-        self.kc.stop_channels()
-        self.km.shutdown_kernel(now=True)
-
-
 @pytest.fixture(scope="module")
 def kernel() -> Any:
     k = Kernel()
@@ -759,6 +723,14 @@ def test_kernel_interrupt_stops_the_run_and_it_continues(kernel: Kernel) -> None
     assert reply["status"] == "ok", reply
     (result,) = [m for m in messages if m["msg_type"] == "execute_result"]
     assert result["content"]["data"]["text/plain"] == "('completed', 3, 'rested', 3)"
+
+
+def test_kernel_replies_are_matched_to_their_requests(kernel: Kernel) -> None:
+    kernel.kc.kernel_info()  # its reply is left on the shell channel, as after a slow kernel start
+    reply, messages = kernel.execute("40 + 2")
+    assert reply["status"] == "ok" and "execution_count" in reply, reply  # the execute_reply, not kernel_info's
+    (result,) = [m for m in messages if m["msg_type"] == "execute_result"]
+    assert result["content"]["data"]["text/plain"] == "42"
 
 
 def test_kernel_review_sends_a_set_next_input_payload(kernel: Kernel) -> None:
