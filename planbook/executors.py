@@ -10,7 +10,8 @@ The worker pool reuses its threads (a thread per step made a live view cost seve
 times the CPU of a run without one) and hands calls over through C-level queues
 rather than ``concurrent.futures`` (whose locks and waiters cost more than a fast
 step). It knows which thread runs which call, so a call that ran past its timeout can
-be stopped and its thread replaced.
+be stopped; that thread then retires (a stop still in flight must not hit the next
+call), and the pool starts another when needed.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class StepAbandoned(BaseException):
 class Call:
     """One submitted call: ``done()``, ``result()``, ``exception()`` like a Future, without its locks."""
 
-    __slots__ = ("fn", "finished", "value", "error", "thread", "future")
+    __slots__ = ("fn", "finished", "value", "error", "thread", "future", "stopped")
 
     def __init__(self, fn: Callable[[], Any] | None = None) -> None:
         self.fn = fn
@@ -41,6 +42,7 @@ class Call:
         self.error: BaseException | None = None
         self.thread: threading.Thread | None = None
         self.future: Any = None  # the concurrent.futures.Future behind it, for FuturesExecutor
+        self.stopped = False  # a timeout stopped it (planbook's pool retires the thread afterwards)
 
     @classmethod
     def done_with(cls, value: Any) -> "Call":
@@ -121,57 +123,51 @@ class ThreadPool:
 
     def _work(self) -> None:
         me = threading.current_thread()
-        while True:
-            item = self._queue.get()
-            if item is _STOP:
-                return
-            call, completions = item
-            try:
-                abandoned = self._run(call, me)
-            except StepAbandoned:  # the stop landed just after the call ended: it was given up anyway
-                abandoned = True
+        call: Call | None = None
+        try:
+            while True:
+                item = self._queue.get()
+                if item is _STOP:
+                    return
+                call, completions = item
+                stopped = self._run(call, me)
+                completions.put(call)
+                if stopped:
+                    return  # a stop may still be on its way to this thread: it takes no more calls
                 with self._lock:
-                    self._finish(call)
-                if not call.finished:
-                    call.error, call.finished = StepAbandoned(), True
-            completions.put(call)
-            if abandoned:
-                return  # this thread was given up on; the pool starts another when needed
-            with self._lock:
-                self._idle += 1
+                    self._idle += 1
+        except StepAbandoned:  # the stop landed after its call had ended: the call was given up anyway
+            if call is not None and not call.finished:
+                call.error, call.finished = StepAbandoned(), True
+                completions.put(call)
 
     def _run(self, call: Call, me: threading.Thread) -> bool:
-        """Run one call; True when it was abandoned."""
+        """Run one call; True when it was stopped (this thread then retires)."""
         call.thread = me
+        value: Any = None
+        error: BaseException | None = None
         try:
             value = call.fn()  # type: ignore[misc]
         except BaseException as exc:  # noqa: BLE001 - handed to the runner through the call
-            with self._lock:
-                self._finish(call)
-            call.error, call.finished = exc, True
-            return isinstance(exc, StepAbandoned)
-        with self._lock:
-            self._finish(call)
-        call.value, call.finished = value, True
-        return False
-
-    def _finish(self, call: Call) -> None:
-        """Under the lock: the call is over; a stop aimed at it must not hit the next one."""
-        thread, call.thread, call.fn = call.thread, None, None
-        if thread is not None and thread.ident is not None:
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), None)
+            error = exc
+        with self._lock:  # from here on no stop is aimed at this call
+            stopped = call.stopped
+            call.thread, call.fn = None, None
+        call.value, call.error, call.finished = value, error, True
+        return stopped
 
     def stop(self, call: Call) -> bool:
         """Best effort: raise :class:`StepAbandoned` in the thread running ``call``.
 
         A thread cannot be killed; this stops Python code (a loop, the next call of an
         agent) but not a blocking C call, which finishes first. False when the call is
-        not running.
+        not running. The thread takes no further call once this one ends.
         """
         with self._lock:
             thread = call.thread
             if call.finished or thread is None or thread.ident is None:
                 return False
+            call.stopped = True
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(StepAbandoned))
             return True
 

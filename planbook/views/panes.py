@@ -95,6 +95,8 @@ def result_html(value: Any, cap: int) -> tuple[str, bool]:
     """
     if isinstance(value, str) and "\n" in value:
         return _pre(value, cap)
+    if type(value) in _SCALARS:  # what IPython would show is the repr: skip its dozen formatter lookups
+        return _pre(repr(value), cap)
     data = _mimebundle(value)
     for mime in ("text/html", "image/svg+xml", "image/png", "image/jpeg"):
         body = data.get(mime)
@@ -113,6 +115,11 @@ def result_html(value: Any, cap: int) -> tuple[str, bool]:
         if len(rendered) <= cap:
             return rendered, False
     return _pre(str(data.get("text/plain", "")) or _short_repr(value, cap), cap)
+
+
+#: result types shown as their repr without asking the display formatter (a fast step's
+#: pane must not cost more than the step: a run sends one pane per finished step)
+_SCALARS = frozenset({int, float, bool, type(None), str, complex})
 
 
 def _pre(text: str, cap: int) -> tuple[str, bool]:
