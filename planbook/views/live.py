@@ -84,7 +84,7 @@ class LiveView:
         target: ViewTarget,
         *,
         rate: float = 10.0,
-        burst: int = 3,
+        burst: int = 1,
         clock: Callable[[], float] = time.monotonic,
         heartbeat: float = 0.1,
         handle: Any = None,
