@@ -10,33 +10,24 @@ up to N independent steps at once.
 
 from __future__ import annotations
 
-import queue
 import time
 import traceback as traceback_module
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .acceptance import accept_steps
-from .agents import AgentContext, AgentsLike, as_agents
+from .agents import AgentsLike, as_agents
 from .budget import Budget
 from .config import RunConfig
 from .diff import diff_plans
+from .dispatch import Dispatcher, Flight
 from .errors import PlanError, PlanningError, Problem
 from .eventbus import EventBus, EventHandler
-from .execute import (
-    CallHandle,
-    CallInterrupted,
-    Outcome,
-    call_step,
-    describe_exception,
-    prepare_tool_call,
-    stdout_routing,
-)
-from .executors import Call, FuturesExecutor, InlineExecutor, StepAbandoned, ThreadPool
-from .persistence import RunRecorder
+from .execute import describe_exception, stdout_routing
 from .gcwindow import FreezeWindow, collector_paused, freeze_window
-from .interrupts import call_user, checkpoint, interrupt_gate, waiting
+from .interrupts import call_user, checkpoint, interrupt_gate
 from .models import Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage
+from .persistence import RunRecorder
 from .planners import Planner, PlanningContext, make_plan, planner_steps, tell_planner
 from .policies import chain_for, handle_failure
 from .refs import resolve
@@ -48,29 +39,9 @@ from .validate import validate_plan
 
 __all__ = ["INTERRUPTED_NOTE", "RunState", "Runner", "run"]
 
-#: a tool call shorter than this runs on the runner's thread even while a view is shown
-FAST_CALL = 0.02
-
 #: ``after_step(goal, plan, step) -> steps | None``: None keeps the plan; steps replace
 #: every step after ``step`` that has not run (a revision with a diff, counted as a replan)
 AfterStep = Callable[[str, Plan, Step], Any]
-
-
-class _InFlight:
-    """A submitted call the runner has not recorded yet."""
-
-    __slots__ = ("step", "execution", "future", "token", "handle", "deadline", "began", "cache_key")
-
-    def __init__(self, step: Step, execution: int, future: Any, token: object | None, handle: CallHandle | None,
-                 deadline: float | None = None) -> None:
-        self.step, self.execution, self.future = step, execution, future
-        #: events of the call count while its token is live (agents emit; tools do not)
-        self.token = token
-        #: cancels an awaited coroutine (calls on worker threads)
-        self.handle = handle
-        self.deadline = deadline
-        self.began = time.perf_counter()
-        self.cache_key: str | None = None
 
 
 class Runner:
@@ -147,19 +118,14 @@ class Runner:
 
             self.recorder = RunRecorder(open_store(store), cache=cache)
         self.scheduler = Scheduler(initial, self._blocked)
+        #: where calls run and what is in flight
+        self.dispatch = Dispatcher(self.config, self.tools, self.agents, self.bus, clock, lambda: self.state.plan)
         self._stale = False  # the scheduler must be rebuilt before the next tick
-        self._inflight: list[_InFlight] = []
-        self._leftovers: list[_InFlight] = []
-        #: executors put each call here when it ends: the runner's thread waits on this one queue
-        self._completions: queue.SimpleQueue[Call] = queue.SimpleQueue()
-        self._pool: ThreadPool | None = None
         #: set while running steps are allowed to finish before the run ends or replans
         self._ending: tuple[RunStatus, RunReason, str] | None = None
         self._replan_for: Step | None = None
         self._pause_why: str | None = None
         self._gc = _NO_WINDOW
-        #: tools whose last call took under FAST_CALL seconds (run inline even with a view)
-        self._fast_tools: dict[str, bool] = {}
         #: cache keys of steps about to run (their result is cached when they succeed)
         self._cache_keys: dict[str, str] = {}
         for hook in attach:
@@ -316,7 +282,7 @@ class Runner:
                     self._interrupt()
         finally:
             self._gc = _NO_WINDOW
-            self._close_pool()
+            self.dispatch.close()
         return self.result()
 
     def advance(self) -> Step | None:
@@ -333,8 +299,8 @@ class Runner:
                     self._interrupt()
                     return None
         finally:
-            if not self._inflight:
-                self._close_pool()
+            if not self.dispatch.inflight:
+                self.dispatch.close()
 
     def _loop(self, until: str | None, max_executions: int | None) -> None:
         submitted_before = self.state.executions
@@ -342,7 +308,7 @@ class Runner:
             limit = None if max_executions is None else submitted_before + max_executions
             if self._pause_why is None and limit is not None and self.state.executions >= limit:
                 self._pause_why = f"paused after {max_executions} execution(s)"
-            if self._pause_why is not None and not self._inflight:
+            if self._pause_why is not None and not self.dispatch.inflight:
                 why, self._pause_why = self._pause_why, None
                 self._pause(why)
                 return
@@ -407,15 +373,15 @@ class Runner:
                 if failed is not None and failed.status is Status.failed and not self.finished:
                     self._apply_policy(failed)
             return None
-        if self._replan_for is not None and not self._inflight:
+        if self._replan_for is not None and not self.dispatch.inflight:
             failed, self._replan_for = self._replan_for, None
             self._replan(failed)
             return None
-        if self._ending is not None and not self._inflight:
+        if self._ending is not None and not self.dispatch.inflight:
             self._finish(*self._ending)
             return None
         self._submit_ready(limit)
-        if not self._inflight:
+        if not self.dispatch.inflight:
             if self._ending is not None:
                 self._finish(*self._ending)
             elif self._replan_for is None and self._pause_why is None:
@@ -425,7 +391,7 @@ class Runner:
 
     def _submit_ready(self, limit: int | None) -> None:
         s = self.state
-        while (len(self._inflight) < self.parallel and self._ending is None and self._replan_for is None
+        while (len(self.dispatch.inflight) < self.parallel and self._ending is None and self._replan_for is None
                and self._pause_why is None and (limit is None or s.executions < limit)):
             step = self.scheduler.peek()
             if step is None:
@@ -464,31 +430,8 @@ class Runner:
         self._changed(step)
         return True
 
-    def _executor_for(self, step: Step) -> Any:
-        """Where this step's call runs.
-
-        Pinned steps, and plain serial runs with no view, run on this thread. A given
-        executor runs tool calls; agent steps, which report events to the run as they
-        work, stay on planbook's worker threads. With a view attached, a step runs on a
-        worker so the view can redraw while it works — except a tool whose last call
-        took under :data:`FAST_CALL` seconds: handing a call to another thread costs
-        about as much CPU as a fast step itself, and the view cannot miss a redraw
-        during a call that short.
-        """
-        if self._pinned(step):
-            return _INLINE
-        if self.config.executor is not None and step.tool is not None:
-            return FuturesExecutor(self.config.executor)
-        threads = self.parallel > 1 or self.config.executor is not None or self.step_timeout is not None
-        if not threads and self.bus.heartbeats:
-            threads = step.tool is None or not self._fast_tools.get(step.tool, False)
-        if not threads:
-            return _INLINE
-        if self._pool is None:
-            self._pool = ThreadPool()
-        return self._pool
-
     def _submit(self, step: Step) -> None:
+        """Count the execution, mark the step in progress, record that, then start the call."""
         s = self.state
         s.executions += 1
         step.set_state(
@@ -496,169 +439,47 @@ class Runner:
             started_at=self.clock(), finished_at=None,
             **({"notes": ""} if step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE) else {}),
         )
-        executor = self._executor_for(step)
-        inline = executor is _INLINE
-        flight = _InFlight(step, s.executions, None, None, None if inline else CallHandle())
+        executor = self.dispatch.executor_for(step)
+        flight = Flight(step, s.executions)
         flight.cache_key = self._cache_keys.pop(step.id, None)
-        if step.agent is not None:
-            flight.token = object()
-            self.bus.live.add(flight.token)
-        if not inline and self.step_timeout is not None:
-            flight.deadline = time.monotonic() + self.step_timeout
+        self.dispatch.prepare(flight, executor)
         try:
             self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions,
-                      worker="main" if inline else executor.name)
+                      worker=executor.name)
         except KeyboardInterrupt:  # Ctrl-C in a view as the step starts: it has not started
             self._uncount(flight, "")
             raise
         if self.recorder is not None:
             self.recorder.before_call(step, s)
-        pinned = self._pinned(step) if self.step_timeout is not None else ""
-        if pinned:
-            flight.future = Call.done_with(Outcome(ok=False, error=f"step {step.id!r} uses {pinned}, which runs on the main "
-                                          "thread, so step_timeout cannot stop it: drop main_thread=True or the timeout"))
-            self._inflight.append(flight)
-            return
-        results = {n: self.scheduler.by_id[n].result for n in step.needs}
-        work: Callable[[], Outcome]
-        if isinstance(executor, FuturesExecutor):
-            prepared = prepare_tool_call(step, results, self.tools)
-            if isinstance(prepared, Outcome):
-                flight.future = Call.done_with(prepared)
-                self._inflight.append(flight)
-                return
-            work = prepared
-        else:
-            work = self._work(step, results, flight, None if inline else self.clock)
-        self._inflight.append(flight)
-        if inline:
-            try:
-                flight.future = Call.done_with(work())
-            except KeyboardInterrupt:  # Ctrl-C inside the call: it did not complete
-                self._inflight.remove(flight)
-                self._uncount(flight, INTERRUPTED_NOTE)
-                raise
-            return
         try:
-            flight.future = executor.submit(work, self._completions)
-        except Exception as exc:  # noqa: BLE001 - the executor refused the call (a closed Dask client)
-            flight.future = Call.done_with(Outcome(ok=False, error=f"the executor could not run the step: "
-                                                          f"{describe_exception(exc)}"))
-
-    def _work(self, step: Step, results: dict[str, Any], flight: _InFlight,
-              clock: Callable[[], float] | None) -> Callable[[], Outcome]:
-        tools, agents, handle = self.tools, self.agents, flight.handle
-        context = self._context_maker(step, flight.token, results) if step.agent is not None else _no_context
-
-        def work() -> Outcome:
-            return call_step(step, results=results, tools=tools, agents=agents, context=context,
-                             clock=clock, handle=handle)
-
-        return work
-
-    def _context_maker(self, step: Step, token: object, results: dict[str, Any]) -> Callable[[], AgentContext]:
-        plan = self.state.plan
-
-        def context() -> AgentContext:
-            return AgentContext(goal=plan.goal, plan_text=lambda: str(plan), step=step.snapshot(), needs=results,
-                                emit=self.bus.emitter(step.id, token))
-
-        return context
-
-    def _pinned(self, step: Step) -> str:
-        """What ties this step to the runner's thread ('' if nothing): a ``main_thread`` tool,
-        used directly or by the step's agent."""
-        if step.tool is not None:
-            return f"tool {step.tool!r}" if self.tools[step.tool].main_thread else ""
-        agent = self.agents.get(step.agent or "")
-        if getattr(agent, "main_thread", False):
-            return f"agent {step.agent!r}"
-        tools = getattr(agent, "tools", None)
-        if isinstance(tools, dict) or hasattr(tools, "items"):
-            try:
-                for name, tool in tools.items():  # type: ignore[union-attr]
-                    if getattr(tool, "main_thread", False):
-                        return f"agent {step.agent!r} (its tool {name!r})"
-            except Exception:  # noqa: BLE001 - an agent's odd tools attribute is not ours to judge
-                return ""
-        return ""
+            self.dispatch.start(flight, executor, {n: self.scheduler.by_id[n].result for n in step.needs})
+        except KeyboardInterrupt:  # Ctrl-C inside an inline call: it did not complete
+            self._uncount(flight, INTERRUPTED_NOTE)
+            raise
 
     # -------------------------------------------------------------- collecting
     def _collect(self) -> Step | None:
         """Wait for at least one call to end (redrawing views, enforcing timeouts); record it."""
-        while True:
-            done = [f for f in self._inflight if f.future.done()]
-            if done:
-                break
-            self._wait_slice()
-            self._expire()
+        done = self.dispatch.wait_for_one()
         self.bus.drain()
         last: Step | None = None
         order = self.scheduler.position
         for flight in sorted(done, key=lambda f: order.get(f.step.id, 0)):
-            self._inflight.remove(flight)
+            self.dispatch.inflight.remove(flight)
             self._record(flight)
             last = flight.step
         return last
 
-    def _wait_slice(self) -> None:
-        """Wait a little for any running call (Ctrl-C is taken at once here)."""
-        beating = bool(self.bus.heartbeats)
-        timeout: float | None = self.bus.interval if beating else None
-        deadlines = [f.deadline for f in self._inflight if f.deadline is not None]
-        if deadlines:
-            left = max(min(deadlines) - time.monotonic(), 0.0)
-            timeout = left if timeout is None else min(timeout, left)
-        with waiting():
-            # bounded slices so that Ctrl-C is seen promptly on every platform
-            try:
-                self._completions.get(timeout=0.25 if timeout is None else min(timeout, 0.25))
-            except queue.Empty:
-                pass
-        if beating:
-            self.bus.beat()
-        else:
-            self.bus.drain()  # events of a call about to time out still count
-
-    def _expire(self) -> None:
-        now = time.monotonic()
-        for flight in list(self._inflight):
-            if flight.deadline is None or flight.future.done() or now < flight.deadline:
-                continue
-            self.bus.live.discard(flight.token)
-            if not (flight.handle is not None and flight.handle.cancel()) and self._pool is not None:
-                self._pool.stop(flight.future)
-            flight.future = Call.done_with(Outcome(
-                ok=False,
-                error=f"TimeoutError: step {flight.step.id!r} did not finish within {self.step_timeout:g} s "
-                "(it was stopped; a call blocked in C code finishes in the background and is ignored)",
-            ))
-
-    def _outcome_of(self, flight: _InFlight) -> Outcome | None:
-        """The call's outcome, or None when it was interrupted before completing."""
-        error = flight.future.exception()
-        if error is None:
-            outcome: Outcome = flight.future.result()
-            return outcome
-        if isinstance(error, (KeyboardInterrupt, CallInterrupted)):
-            return None
-        if isinstance(error, StepAbandoned):
-            return Outcome(ok=False, error=f"StepAbandoned: step {flight.step.id!r} was stopped")
-        return Outcome(ok=False, error=f"the executor failed to run the step: {describe_exception(error)}")
-
-    def _record(self, flight: _InFlight) -> None:
+    def _record(self, flight: Flight) -> None:
         """Record a finished call and apply the policy to a failure."""
         s, step = self.state, flight.step
-        if flight.token is not None:
-            self.bus.live.discard(flight.token)
-        outcome = self._outcome_of(flight)
+        self.dispatch.ended(flight)
+        outcome = self.dispatch.outcome_of(flight)
         if outcome is None:
             self._uncount(flight, INTERRUPTED_NOTE)
             if isinstance(flight.future.exception(), KeyboardInterrupt):
                 raise KeyboardInterrupt  # the call itself was interrupted: so is the run
             return
-        if step.tool is not None:
-            self._fast_tools[step.tool] = time.perf_counter() - flight.began < FAST_CALL
         now = self.clock()
         if not outcome.ok and outcome.worker.startswith(("planbook-worker", "planbook-async")) \
                 and "thread" in (outcome.error or "").lower():
@@ -707,7 +528,7 @@ class Runner:
         else:
             s.pending_failures.remove(step.id)  # the run is ending: running steps only finish
 
-    def _uncount(self, flight: _InFlight, note: str) -> None:
+    def _uncount(self, flight: Flight, note: str) -> None:
         """An execution that did not complete did not happen: it runs again."""
         step = flight.step
         if flight.token is not None:
@@ -741,7 +562,7 @@ class Runner:
     def replan(self, step: Step) -> None:
         if self._replan_for is None:
             self._replan_for = step  # after the running steps finish; they are part of what happened
-        if not self._inflight:
+        if not self.dispatch.inflight:
             failed, self._replan_for = self._replan_for, None
             self._replan(failed)
 
@@ -752,7 +573,7 @@ class Runner:
 
     def abort(self, step: Step) -> None:
         self._ending = ("failed", "aborted", f"step {step.id} failed: {step.error}")
-        if not self._inflight:
+        if not self.dispatch.inflight:
             self._finish(*self._ending)
 
     def _blocked(self, step: Step, dead: list[str]) -> None:
@@ -833,7 +654,7 @@ class Runner:
                 self.emit("step.skipped", step=other.id, reason=why, by=step.id)
                 self._changed(other)
         self._ending = ("completed", "stopped", f"step {step.id} ended the run: {why}")
-        if not self._inflight:
+        if not self.dispatch.inflight:
             self._finish(*self._ending)
 
     def _review(self, step: Step) -> None:
@@ -894,16 +715,16 @@ class Runner:
     # ------------------------------------------------------------- interrupts
     def _interrupt(self) -> None:
         """Ctrl-C: keep every call that completed; leave running calls to finish in the background."""
-        for flight in list(self._inflight):
+        for flight in list(self.dispatch.inflight):
             if flight.future.done():
-                self._inflight.remove(flight)
+                self.dispatch.inflight.remove(flight)
                 self._record_kept(flight)
-        for flight in self._inflight:
+        for flight in self.dispatch.inflight:
             if flight.handle is not None:
                 flight.handle.cancel()  # an awaited coroutine stops at its next await
             self._uncount(flight, STILL_RUNNING_NOTE)
-            self._leftovers.append(flight)
-        self._inflight = []
+            self.dispatch.leftovers.append(flight)
+        self.dispatch.inflight = []
         self._ending = None if self.finished else self._ending
         if self.finished:  # Ctrl-C while the end was being reported: the run did end that way
             return
@@ -915,7 +736,7 @@ class Runner:
         if self.recorder is not None:
             self.recorder.save(s)
 
-    def _record_kept(self, flight: _InFlight) -> None:
+    def _record_kept(self, flight: Flight) -> None:
         """Record a call that completed around an interrupt, deferring its policy to the continue."""
         ending, self._ending = self._ending, ("interrupted", "interrupted", "")  # type: ignore[assignment]
         try:
@@ -931,19 +752,15 @@ class Runner:
         Waits on each call's own future (never on a thread's ``is_alive``), so a step
         never runs twice at the same time; a call that completed is kept, not run again.
         """
-        while self._leftovers:
-            flight = self._leftovers[0]
+        while self.dispatch.leftovers:
+            flight = self.dispatch.leftovers[0]
             if not flight.future.done():
                 print(f"planbook: waiting for the interrupted call of step {flight.step.id!r} to return "
                       "(interrupt again to stop waiting)", file=__import__("sys").stderr)
                 while not flight.future.done():
-                    with waiting():
-                        try:
-                            self._completions.get(timeout=0.25)
-                        except queue.Empty:
-                            pass
-            self._leftovers.pop(0)
-            if flight.step.status is not Status.not_started or self._outcome_of(flight) is None:
+                    self.dispatch.wait(0.25)
+            self.dispatch.leftovers.pop(0)
+            if flight.step.status is not Status.not_started or self.dispatch.outcome_of(flight) is None:
                 continue  # interrupted (it runs again), or the step was changed by hand meanwhile
             self.state.executions += 1
             flight.step.set_state(attempts=flight.step.attempts + 1, notes="")
@@ -961,19 +778,10 @@ class Runner:
         """Wait for calls still running from an interrupted run (``--restart`` does this first)."""
         self._settle_leftovers()
 
-    def _close_pool(self) -> None:
-        if self._pool is not None and not self._inflight and not self._leftovers:
-            self._pool.shutdown()
-            self._pool = None
 
 
-_INLINE = InlineExecutor()
 _NO_WINDOW = FreezeWindow()
 _NO_WINDOW.active = False
-
-
-def _no_context() -> AgentContext:
-    raise AssertionError("a tool step has no agent context")
 
 
 def _copy_step(step: Step) -> Step:

@@ -1,0 +1,249 @@
+"""Where each step's call runs, and what is in flight: the runner's "submit" and "collect".
+
+The runner decides *what* runs (the ready steps, the budget, the policies); the
+:class:`Dispatcher` decides *where* (this thread, planbook's worker threads, or a given
+``concurrent.futures.Executor``), starts the call, waits for calls to end while views
+redraw, and gives up on calls past their timeout. It knows nothing of policies,
+budgets or the store.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .agents import AgentContext
+from .config import RunConfig
+from .eventbus import EventBus
+from .execute import CallHandle, CallInterrupted, Outcome, call_step, describe_exception, prepare_tool_call
+from .executors import Call, FuturesExecutor, InlineExecutor, StepAbandoned, ThreadPool
+from .interrupts import waiting
+from .models import Plan, Step
+
+#: a tool call shorter than this runs on the runner's thread even while a view is shown
+FAST_CALL = 0.02
+
+INLINE = InlineExecutor()
+
+
+class Flight:
+    """A submitted call the runner has not recorded yet."""
+
+    __slots__ = ("step", "execution", "future", "token", "handle", "deadline", "began", "cache_key")
+
+    def __init__(self, step: Step, execution: int) -> None:
+        self.step, self.execution = step, execution
+        self.future: Any = None
+        #: events of the call count while its token is live (agents emit; tools do not)
+        self.token: object | None = None
+        #: cancels an awaited coroutine (calls on worker threads)
+        self.handle: CallHandle | None = None
+        self.deadline: float | None = None
+        self.began = time.perf_counter()
+        #: the step cache's key for this call: its result is cached when it succeeds
+        self.cache_key: str | None = None
+
+
+class Dispatcher:
+    """Starts calls on the right executor and hands back the ones that ended."""
+
+    def __init__(self, config: RunConfig, tools: Mapping[str, Any], agents: Mapping[str, Any], bus: EventBus,
+                 clock: Callable[[], float], plan: Callable[[], Plan]) -> None:
+        self.config, self.tools, self.agents, self.bus, self.clock = config, tools, agents, bus, clock
+        self._plan = plan
+        self.inflight: list[Flight] = []
+        #: calls still running in worker threads when the run was interrupted (kept if they complete)
+        self.leftovers: list[Flight] = []
+        #: executors put each call here when it ends: the runner's thread waits on this one queue
+        self.completions: queue.SimpleQueue[Call] = queue.SimpleQueue()
+        self.pool: ThreadPool | None = None
+        #: tools whose last call took under FAST_CALL seconds (run inline even with a view)
+        self.fast_tools: dict[str, bool] = {}
+
+    # ---------------------------------------------------------------- where
+    def executor_for(self, step: Step) -> Any:
+        """Where this step's call runs.
+
+        Pinned steps, and plain serial runs with no view, run on this thread. A given
+        executor runs tool calls; agent steps, which report events to the run as they
+        work, stay on planbook's worker threads. With a view attached, a step runs on a
+        worker so the view can redraw while it works — except a tool whose last call
+        took under :data:`FAST_CALL` seconds: handing a call to another thread costs
+        about as much CPU as a fast step itself, and the view cannot miss a redraw
+        during a call that short.
+        """
+        config = self.config
+        if self.pinned(step):
+            return INLINE
+        if config.executor is not None and step.tool is not None:
+            return FuturesExecutor(config.executor)
+        threads = config.parallel > 1 or config.executor is not None or config.step_timeout is not None
+        if not threads and self.bus.heartbeats:
+            threads = step.tool is None or not self.fast_tools.get(step.tool, False)
+        if not threads:
+            return INLINE
+        if self.pool is None:
+            self.pool = ThreadPool()
+        return self.pool
+
+    def pinned(self, step: Step) -> str:
+        """What ties this step to the runner's thread ('' if nothing): a ``main_thread`` tool,
+        used directly or by the step's agent."""
+        if step.tool is not None:
+            return f"tool {step.tool!r}" if self.tools[step.tool].main_thread else ""
+        agent = self.agents.get(step.agent or "")
+        if getattr(agent, "main_thread", False):
+            return f"agent {step.agent!r}"
+        tools = getattr(agent, "tools", None)
+        if isinstance(tools, dict) or hasattr(tools, "items"):
+            try:
+                for name, tool in tools.items():  # type: ignore[union-attr]
+                    if getattr(tool, "main_thread", False):
+                        return f"agent {step.agent!r} (its tool {name!r})"
+            except Exception:  # noqa: BLE001 - an agent's odd tools attribute is not ours to judge
+                return ""
+        return ""
+
+    # ---------------------------------------------------------------- start
+    def prepare(self, flight: Flight, executor: Any) -> None:
+        """Give the flight what its executor needs: a cancel handle, an events token, a deadline."""
+        if executor is not INLINE:
+            flight.handle = CallHandle()
+            if self.config.step_timeout is not None:
+                flight.deadline = time.monotonic() + self.config.step_timeout
+        if flight.step.agent is not None:
+            flight.token = object()
+            self.bus.live.add(flight.token)
+
+    def start(self, flight: Flight, executor: Any, results: dict[str, Any]) -> None:
+        """Start the call (an inline call runs to its end here; Ctrl-C inside it propagates)."""
+        step = flight.step
+        pinned = self.pinned(step) if self.config.step_timeout is not None else ""
+        if pinned:
+            flight.future = Call.done_with(Outcome(
+                ok=False, error=f"step {step.id!r} uses {pinned}, which runs on the main thread, so step_timeout "
+                "cannot stop it: drop main_thread=True or the timeout"))
+            self.inflight.append(flight)
+            return
+        work: Callable[[], Outcome]
+        if isinstance(executor, FuturesExecutor):
+            prepared = prepare_tool_call(step, results, self.tools)
+            if isinstance(prepared, Outcome):
+                flight.future = Call.done_with(prepared)
+                self.inflight.append(flight)
+                return
+            work = prepared
+        else:
+            work = self._work(flight, results, None if executor is INLINE else self.clock)
+        self.inflight.append(flight)
+        if executor is INLINE:
+            try:
+                flight.future = Call.done_with(work())
+            except KeyboardInterrupt:  # Ctrl-C inside the call: it did not complete
+                self.inflight.remove(flight)
+                raise
+            return
+        try:
+            flight.future = executor.submit(work, self.completions)
+        except Exception as exc:  # noqa: BLE001 - the executor refused the call (a closed Dask client)
+            flight.future = Call.done_with(Outcome(ok=False, error=f"the executor could not run the step: "
+                                                                    f"{describe_exception(exc)}"))
+
+    def _work(self, flight: Flight, results: dict[str, Any],
+              clock: Callable[[], float] | None) -> Callable[[], Outcome]:
+        step, tools, agents, handle = flight.step, self.tools, self.agents, flight.handle
+        context = self._context_maker(step, flight.token, results) if step.agent is not None else _no_context
+
+        def work() -> Outcome:
+            return call_step(step, results=results, tools=tools, agents=agents, context=context,
+                             clock=clock, handle=handle)
+
+        return work
+
+    def _context_maker(self, step: Step, token: object, results: dict[str, Any]) -> Callable[[], AgentContext]:
+        plan = self._plan()
+
+        def context() -> AgentContext:
+            # the plan text is formatted only if the agent reads it (it is the size of the plan)
+            return AgentContext(goal=plan.goal, plan_text=lambda: str(plan), step=step.snapshot(), needs=results,
+                                emit=self.bus.emitter(step.id, token))
+
+        return context
+
+    # -------------------------------------------------------------- collect
+    def wait_for_one(self) -> list[Flight]:
+        """The calls that ended, after waiting (in slices, views redrawing) for at least one."""
+        while True:
+            done = [f for f in self.inflight if f.future.done()]
+            if done:
+                return done
+            self._wait_slice()
+            self._expire()
+
+    def _wait_slice(self) -> None:
+        """Wait a little for any running call (Ctrl-C is taken at once here)."""
+        beating = bool(self.bus.heartbeats)
+        timeout: float | None = self.bus.interval if beating else None
+        deadlines = [f.deadline for f in self.inflight if f.deadline is not None]
+        if deadlines:
+            left = max(min(deadlines) - time.monotonic(), 0.0)
+            timeout = left if timeout is None else min(timeout, left)
+        self.wait(0.25 if timeout is None else min(timeout, 0.25))  # bounded: Ctrl-C is seen promptly anywhere
+        if beating:
+            self.bus.beat()
+        else:
+            self.bus.drain()  # events of a call about to time out still count
+
+    def wait(self, seconds: float) -> None:
+        """Wait until some call ends or ``seconds`` pass; Ctrl-C raises at once."""
+        with waiting():
+            try:
+                self.completions.get(timeout=seconds)
+            except queue.Empty:
+                pass
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for flight in list(self.inflight):
+            if flight.deadline is None or flight.future.done() or now < flight.deadline:
+                continue
+            self.bus.live.discard(flight.token)
+            if not (flight.handle is not None and flight.handle.cancel()) and self.pool is not None:
+                self.pool.stop(flight.future)
+            flight.future = Call.done_with(Outcome(
+                ok=False,
+                error=f"TimeoutError: step {flight.step.id!r} did not finish within {self.config.step_timeout:g} s "
+                "(it was stopped; a call blocked in C code finishes in the background and is ignored)",
+            ))
+
+    @staticmethod
+    def outcome_of(flight: Flight) -> Outcome | None:
+        """The call's outcome, or None when it was interrupted before completing."""
+        error = flight.future.exception()
+        if error is None:
+            outcome: Outcome = flight.future.result()
+            return outcome
+        if isinstance(error, (KeyboardInterrupt, CallInterrupted)):
+            return None
+        if isinstance(error, StepAbandoned):
+            return Outcome(ok=False, error=f"StepAbandoned: step {flight.step.id!r} was stopped")
+        return Outcome(ok=False, error=f"the executor failed to run the step: {describe_exception(error)}")
+
+    def ended(self, flight: Flight) -> None:
+        """A call's outcome is being recorded: learn how fast its tool is, drop its events token."""
+        if flight.token is not None:
+            self.bus.live.discard(flight.token)
+        if flight.step.tool is not None:
+            self.fast_tools[flight.step.tool] = time.perf_counter() - flight.began < FAST_CALL
+
+    def close(self) -> None:
+        """Let the worker threads go once nothing is running on them."""
+        if self.pool is not None and not self.inflight and not self.leftovers:
+            self.pool.shutdown()
+            self.pool = None
+
+
+def _no_context() -> AgentContext:
+    raise AssertionError("a tool step has no agent context")
