@@ -15,21 +15,20 @@ import traceback as traceback_module
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .acceptance import accept_steps
 from .agents import AgentsLike, as_agents
 from .budget import Budget
 from .config import RunConfig
-from .diff import diff_plans
 from .dispatch import Dispatcher, Flight
-from .errors import PlanError, PlanningError, Problem
+from .errors import PlanError, Problem
 from .eventbus import EventBus, EventHandler
-from .execute import describe_exception, stdout_routing
+from .execute import stdout_routing
 from .gcwindow import FreezeWindow, collector_paused, freeze_window
-from .interrupts import call_user, checkpoint, interrupt_gate
+from .interrupts import checkpoint, interrupt_gate
 from .models import Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage
 from .persistence import RunRecorder
-from .planners import Planner, PlanningContext, make_plan, planner_steps, tell_planner
+from .planners import Planner
 from .policies import chain_for, handle_failure
+from . import replanning
 from .refs import resolve
 from .scheduler import Scheduler
 from .spec import is_plan_spec, slug
@@ -351,7 +350,7 @@ class Runner:
         elif resumed and self.recorder is not None:
             self.recorder.save(s)
         if self.goal_only is not None and s.plan.revision == 0:  # no first plan yet (or it was interrupted)
-            if not self._first_plan():
+            if not replanning.first_plan(self):
                 return False
             self._stale = True
             self.emit("plan.created", steps=[st.id for st in s.plan.steps])
@@ -375,7 +374,7 @@ class Runner:
             return None
         if self._replan_for is not None and not self.dispatch.inflight:
             failed, self._replan_for = self._replan_for, None
-            self._replan(failed)
+            replanning.replan(self, failed)
             return None
         if self._ending is not None and not self.dispatch.inflight:
             self._finish(*self._ending)
@@ -511,9 +510,9 @@ class Runner:
             self.emit("step.finished", step=step.id, duration=step.duration, result=_short(step.result),
                       execution=flight.execution)
             if outcome.stop is not None and self._ending is None:
-                self._stop_after(step, outcome.stop)
+                replanning.stop_after(self, step, outcome.stop)
             elif self.after_step is not None and self._ending is None:
-                self._review(step)
+                replanning.review(self, step)
             return
         s.last_error = f"step {step.id} failed: {outcome.error}"
         s.pending_failures.append(step.id)  # until its policy is applied (Ctrl-C may come first)
@@ -524,7 +523,7 @@ class Runner:
             self._apply_policy(step)
             if self.after_step is not None and not self.finished and self._ending is None \
                     and step.status in (Status.failed, Status.skipped) and self._replan_for is None:
-                self._review(step)
+                replanning.review(self, step)
         else:
             s.pending_failures.remove(step.id)  # the run is ending: running steps only finish
 
@@ -564,7 +563,7 @@ class Runner:
             self._replan_for = step  # after the running steps finish; they are part of what happened
         if not self.dispatch.inflight:
             failed, self._replan_for = self._replan_for, None
-            self._replan(failed)
+            replanning.replan(self, failed)
 
     def keep_going(self, step: Step) -> None:
         step.notes = f"failed; its dependents run anyway (on_failure continue): {step.error}"
@@ -585,125 +584,6 @@ class Runner:
             self.recorder.changed(step)
 
     # -------------------------------------------------------------- planning
-    def _first_plan(self) -> bool:
-        assert self.planner is not None and self.goal_only is not None
-        try:
-            plan = make_plan(
-                self.goal_only, self.planner, tools=self.tools, agents=self.agents, plan_id=self.plan.id,
-                emit=lambda kind, **data: self.emit(kind, **data),
-            )
-        except (PlanningError, PlanError) as exc:
-            self._finish("failed", "no_plan", f"the planner could not make a plan: {exc}")
-            return False
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - SystemExit from a planner ends the run, not the process
-            self._finish("failed", "no_plan", f"the planner raised {describe_exception(exc)}", exc)
-            return False
-        self.state.plan = plan
-        return True
-
-    def _replan(self, failed: Step) -> None:
-        s = self.state
-        assert self.planner is not None
-        refused = self.budget.replan_refused(s.executions, s.replans, s.last_error)
-        if refused is not None:
-            self._finish("failed", refused[0], refused[1])  # type: ignore[arg-type]
-            return
-        kept = [st for st in self.plan.steps if st.status in (Status.completed, Status.skipped)]
-        context = PlanningContext(
-            tools=self.tools,
-            agents=self.agents,
-            plan=self.plan.copy_plan(),
-            kept_ids=[st.id for st in kept],
-            validate=lambda steps: accept_steps(self.plan, kept, list(steps), self.tools, self.agents)[2],
-            emit=lambda kind, **data: self.emit(kind, **data),  # type: ignore[arg-type]
-        )
-        tell_planner(self.planner, context)
-        s.replans += 1
-        try:
-            self.bus.beat()  # views draw the failure before a (possibly slow) planner runs
-            history = [_copy_step(st) for st in s.history]  # the planner must not rewrite the run's records
-            proposed = planner_steps(call_user(self.planner, self.plan.goal, history, s.last_error))
-        except KeyboardInterrupt:
-            s.replans -= 1  # the replan did not happen; the failure is handled again on continue
-            s.pending_failures.append(failed.id)
-            raise
-        except (PlanningError, PlanError) as exc:
-            self._finish("failed", "no_plan", f"replanning after step {failed.id} failed: {exc}")
-            return
-        except BaseException as exc:  # noqa: BLE001 - SystemExit from a planner ends the run, not the process
-            self._finish("failed", "no_plan", f"the planner raised {describe_exception(exc)}", exc)
-            return
-        candidate, new_steps, problems = accept_steps(self.plan, kept, proposed, self.tools, self.agents)
-        if not proposed or (not new_steps and not problems):
-            self._finish("failed", "no_plan", f"the planner had no new plan after: {s.last_error}")
-            return
-        if problems:
-            self._finish("failed", "no_plan",
-                         str(PlanError(problems)).replace("invalid plan", "the planner's new plan is invalid", 1))
-            return
-        self._apply_revision(candidate, new_steps, reason=s.last_error)
-
-    def _stop_after(self, step: Step, why: str) -> None:
-        """An agent said the goal is reached: skip what has not started and end the run."""
-        for other in self.plan.steps:
-            if other.status is Status.not_started:
-                other.status = Status.skipped
-                other.notes = f"not run: step {step.id} ended the run ({why})"
-                self.emit("step.skipped", step=other.id, reason=why, by=step.id)
-                self._changed(other)
-        self._ending = ("completed", "stopped", f"step {step.id} ended the run: {why}")
-        if not self.dispatch.inflight:
-            self._finish(*self._ending)
-
-    def _review(self, step: Step) -> None:
-        """Ask ``after_step`` whether the rest of the plan changes; apply its answer as a revision."""
-        s = self.state
-        assert self.after_step is not None
-        try:
-            answer = call_user(self.after_step, self.plan.goal, self.plan.copy_plan(), step.snapshot())
-            proposed = None if answer is None else planner_steps(answer)
-        except KeyboardInterrupt:
-            raise
-        except (PlanningError, PlanError) as exc:
-            self._finish("failed", "no_plan", f"the review after step {step.id} failed: {exc}")
-            return
-        except BaseException as exc:  # noqa: BLE001 - as for a planner
-            self._finish("failed", "no_plan", f"the review after step {step.id} raised {describe_exception(exc)}", exc)
-            return
-        if proposed is None:
-            return  # no change: costs no replan
-        refused = self.budget.replan_refused(s.executions, s.replans, f"the review after step {step.id}")
-        if refused is not None:
-            self._finish("failed", refused[0], refused[1])  # type: ignore[arg-type]
-            return
-        position = self.scheduler.position.get(step.id, -1)
-        kept = [st for i, st in enumerate(self.plan.steps)
-                if i <= position or st.status not in (Status.not_started, Status.blocked)]
-        candidate, new_steps, problems = accept_steps(self.plan, kept, proposed, self.tools, self.agents)
-        if problems:
-            self._finish("failed", "no_plan",
-                         str(PlanError(problems)).replace("invalid plan", f"the review after step {step.id} "
-                                                          "proposed an invalid plan", 1))
-            return
-        s.replans += 1
-        self._apply_revision(candidate, new_steps, reason=f"review after step {step.id}")
-
-    def _apply_revision(self, candidate: Plan, new_steps: list[Step], reason: str | None) -> None:
-        s = self.state
-        diff = diff_plans(self.plan, candidate, reason=reason)
-        s.plan = candidate
-        for new in new_steps:  # a step the planner (re)proposed is new work with its own retries
-            s.retries_used.pop(new.id, None)
-        s.revisions.append(diff)
-        self.scheduler.rebuild(candidate)
-        self.emit("plan.diff", removed=diff.removed, added=diff.added, revised=diff.revised,
-                  from_revision=diff.from_revision, to_revision=diff.to_revision, reason=diff.reason)
-        self.emit("plan.created", steps=[st.id for st in candidate.steps])
-        if self.recorder is not None:
-            self.recorder.save(s)
-
     def _complete(self) -> None:
         counts = self.plan.counts()
         if counts[Status.completed] == len(self.plan.steps):
@@ -782,12 +662,6 @@ class Runner:
 
 _NO_WINDOW = FreezeWindow()
 _NO_WINDOW.active = False
-
-
-def _copy_step(step: Step) -> Step:
-    from .models import _clone
-
-    return step.model_copy(update={"args": _clone(step.args), "needs": list(step.needs)})
 
 
 def _short(value: Any, limit: int = 200) -> str:

@@ -20,7 +20,7 @@ def test_import_planbook_loads_no_heavy_module() -> None:
 
 ENGINE = ["models", "spec", "refs", "validate", "tools", "agents", "planners", "policies", "execute", "executors",
           "interrupts", "eventbus", "scheduler", "budget", "config", "state", "acceptance", "timeline", "runner",
-          "diff", "errors"]
+          "dispatch", "replanning", "persistence", "resume", "gcwindow", "ids", "specload", "diff", "errors"]
 FRONT_ENDS = {"IPython", "ipywidgets", "anywidget", "openai", "rich"}
 VIEWS = {"textview", "htmlview", "liveview", "widget", "termview", "views", "magics", "cli", "demo", "llm"}
 
