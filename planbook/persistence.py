@@ -47,8 +47,16 @@ class RunRecorder:
         self.store.record_step(self.run_id, steps, state)
 
     def save(self, state: Any) -> None:
+        """Everything: after the plan itself changed (a replan, a first plan, a resumed run)."""
         self._changed.clear()
         self.store.save_state(self.run_id, state)
+
+    def flush(self, state: Any) -> None:
+        """What changed since the last write, and the counters (a pause, the end): rewriting
+        every step of a long plan at its end cost as much as a tenth of the run's writes."""
+        steps = list(self._changed.values())
+        self._changed.clear()
+        self.store.record_step(self.run_id, steps, state)
 
     # ------------------------------------------------------------------ cache
     def cache_key(self, tool: Any, args: dict[str, Any]) -> str | None:

@@ -239,7 +239,7 @@ class Runner:
         self.emit("run.finished", status=status, reason=reason, error=error, executions=self.state.executions,
                   replans=self.state.replans)
         if self.recorder is not None:
-            self.recorder.save(self.state)
+            self.recorder.flush(self.state)
 
     def result(self) -> RunResult:
         """A snapshot of the run so far (the runner may go on after a pause)."""
@@ -328,7 +328,7 @@ class Runner:
         self.state.status, self.state.reason = "paused", "paused"
         self.emit("run.paused", why=why)
         if self.recorder is not None:
-            self.recorder.save(self.state)
+            self.recorder.flush(self.state)
 
     def _start(self) -> bool:
         """Begin or continue the run; False when it ended here (no first plan)."""
@@ -535,6 +535,7 @@ class Runner:
         self.state.executions -= 1
         step.set_state(attempts=max(step.attempts - 1, 0), status=Status.not_started, notes=note)
         self.scheduler.again(step)
+        self._changed(step)
 
     # --------------------------------------------------------------- policies
     def _apply_policy(self, step: Step) -> None:
