@@ -108,7 +108,6 @@ def resume(
                 f"rerun=[{step_id!r}] (planbook resume --rerun {step_id}; %run_plan NAME --resume --rerun {step_id}) "
                 "to run it again"
             )
-        state.executions -= 1  # that execution did not finish: it did not happen
         step.set_state(status=Status.not_started, attempts=max(step.attempts - 1, 0), notes=INTERRUPTED_NOTE)
     for step_id in stored.steps_to_rerun():  # a result the store could not keep, and a later step needs it
         step = state.plan.step(step_id)
@@ -117,6 +116,9 @@ def resume(
     missing = stored.missing_args()
     if missing:
         _restore_args(state.plan, missing, plan, stored.run_id)
+    # an execution that never finished never happened: the count is what the history holds
+    # (derived, not decremented: a resume that is itself cut short must not count twice)
+    state.executions = len(state.history)
     state.records = [_record_from(i, st) for i, st in enumerate(state.history, start=1)]
     if state.status == "running":  # the process died mid-run
         state.status, state.reason = "interrupted", "interrupted"

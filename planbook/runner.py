@@ -125,6 +125,7 @@ class Runner:
         self._replan_for: Step | None = None
         self._pause_why: str | None = None
         self._gc = _NO_WINDOW
+        self._adopted = False
         #: cache keys of steps about to run (their result is cached when they succeed)
         self._cache_keys: dict[str, str] = {}
         for hook in attach:
@@ -347,8 +348,12 @@ class Runner:
                 self.emit("plan.created", steps=[st.id for st in s.plan.steps])
             if self.recorder is not None:
                 self.recorder.begin(s, self.config.model_dump(mode="json"))
-        elif resumed and self.recorder is not None:
-            self.recorder.save(s)
+        elif resumed and self.recorder is not None and not self._adopted:
+            self.recorder.save(s)  # a paused plan may have been edited by hand
+        # a run resumed from its store writes nothing before its first call: the steps a crash
+        # cut short stay "in progress" there until they run again, so a second crash still
+        # finds them (and asks again about idempotent=False tools)
+        self._adopted = False
         if self.goal_only is not None and s.plan.revision == 0:  # no first plan yet (or it was interrupted)
             if not replanning.first_plan(self):
                 return False
@@ -652,6 +657,7 @@ class Runner:
         """Continue a stored run: its state, written on under its id (see planbook.resume)."""
         self.state = state
         self._stale = True
+        self._adopted = True
         if self.recorder is not None:
             self.recorder.run_id = run_id
 

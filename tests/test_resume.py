@@ -338,6 +338,26 @@ def test_a_non_idempotent_step_in_progress_at_a_crash_is_not_rerun_without_askin
     assert resumed.executions == len(resumed.history) == 3
 
 
+def test_a_resume_cut_short_before_its_first_call_still_asks_about_the_step(tmp_path: Path) -> None:
+    """A resume writes nothing before its first call: the step a crash cut short stays in
+    progress in the store, so a second crash still stops at idempotent=False, and the
+    executions are not counted down twice."""
+    store, crashed, calls = tmp_path / "runs.sqlite", tmp_path / "crashed.sqlite", Calls()
+    plan = Plan(id="mail", goal="send the report", steps=[
+        Step(id="report", tool="add", args={"step": "report", "a": 1}),
+        Step(id="mail", tool="send", args={"step": "mail", "to": "boss"}, needs=["report"]),
+    ])
+    calls.during["mail"] = crash_copy(store, crashed)
+    planbook.run(plan, tools=calls.box, store=store)
+    runner = planbook.resume(store=crashed, tools=calls.box, rerun=["mail"], run=False)
+    assert runner.state.executions == len(runner.state.history) == 1
+    runner.advance()  # it starts, then "the process dies" before the call is recorded
+    with pytest.raises(ResumeError, match="rerun=\\['mail'\\]"):
+        planbook.resume(store=crashed, tools=calls.box)
+    again = planbook.resume(store=crashed, tools=calls.box, rerun=["mail"])
+    assert again.ok and again.executions == len(again.history) == 2
+
+
 def test_a_rerun_naming_no_step_is_refused(tmp_path: Path) -> None:
     store, crashed, calls = tmp_path / "runs.sqlite", tmp_path / "crashed.sqlite", Calls()
     calls.during["b"] = crash_copy(store, crashed)
