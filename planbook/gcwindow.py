@@ -50,10 +50,11 @@ def freeze_window() -> Iterator[FreezeWindow]:
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """No collections while planbook copies and checks a plan (no user code runs there).
+    """No collections while planbook reads, copies or checks a plan (no user code runs there).
 
-    Copying a 100,000-step plan makes half a million small objects; collecting while
-    they are made rescans all of them (and the caller's plan) several times over.
+    Reading a spec or copying a 100,000-step plan makes half a million small objects that
+    all live on; collecting while they are made rescans them (and the caller's heap)
+    several times over. The collector is switched back on, if it was on, however it ends.
     """
     was_enabled = gc.isenabled()
     gc.disable()

@@ -24,7 +24,8 @@ from pydantic import ValidationError
 from .errors import PlanError, Problem, closest
 from .ids import id_problem
 from .models import Plan, PolicyName, Step, StepSpec
-from .specload import MAX_DEPTH, gc_paused, load_spec
+from .gcwindow import collector_paused
+from .specload import MAX_DEPTH, load_spec
 from .specload import depth as _depth
 
 #: a step's fields, from the one definition in :class:`~planbook.models.StepSpec`
@@ -67,7 +68,7 @@ def parse_plan(text: str, *, plan_id: str | None = None, goal: str | None = None
     elif _looks_like_markdown(text):
         plan = _parse_markdown(text)
     else:
-        with gc_paused():
+        with collector_paused():  # no user code runs while a spec is read
             plan = _parse_mapping(text)
     if goal is not None:
         plan.goal = goal

@@ -19,12 +19,9 @@ said in words.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,24 +58,6 @@ def load_spec(text: str) -> LoadedSpec:
             if _looks_like_json(text):  # JSON with a mistake, not YAML: YAML would read `"tool": }` as null
                 raise PlanError([_json_words(exc)]) from None
     return _load_yaml(text)  # YAML, flow style included ({steps: [...]})
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a spec is read.
-
-    Reading builds many small containers that all live on (the plan), and each of the
-    collector's passes meanwhile walks all of them again: a quarter of the time of a large
-    spec. Nothing read here makes cycles worth collecting; the collector is switched back
-    on (if it was on) however the reading ends.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 # ---------------------------------------------------------------------------- JSON
