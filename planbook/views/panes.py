@@ -76,7 +76,7 @@ def call_line(step: Step, results: Mapping[str, Any]) -> str:
 
     parts = []
     for name, value in step.args.items():
-        refs = find_refs(value)
+        refs = find_refs(value) if not isinstance(value, (int, float)) else ()
         if refs and all(r in results for r in refs):
             try:
                 value = resolve(value, results)
@@ -171,20 +171,27 @@ class PaneBudget:
 
 
 def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget: PaneBudget) -> dict[str, Any]:
-    """The JSON of ``step``'s pane (see the module docstring). Times are seconds from ``origin``."""
+    """The JSON of ``step``'s pane (see the module docstring). Times are seconds from ``origin``.
+
+    Built for every step that finishes (a click may come at any time), so the common case
+    — a short call, a short result, nothing printed — takes no detour.
+    """
     cap = budget.cap()
+    call = call_line(step, results)
     data: dict[str, Any] = {
-        "status": step.status.value, "attempts": step.attempts, "call": call_line(step, results),
+        "status": step.status.value, "attempts": step.attempts, "call": call,
         "start": _rel(step.started_at, origin), "end": _rel(step.finished_at, origin),
         "duration": step.duration,
     }
+    used = len(call) + 60  # the numbers and the status
     for key in ("task", "expect", "notes", "error"):
         value = getattr(step, key)
         if value:
-            data[key] = value[:cap]
+            data[key] = value = value[:cap]
+            used += len(value)
     if step.needs:
         data["needs"] = list(step.needs)
-    used = sum(len(str(v)) for v in data.values())
+        used += sum(len(n) + 4 for n in step.needs)
     cut = False
     if step.traceback:
         tb = clean_traceback(step.traceback) or ""
