@@ -1,55 +1,79 @@
 """The timeline of a run: overlaps between executions and the critical path.
 
-Computed from the small :class:`~planbook.models.Execution` records the runner keeps,
-only when a result is asked for.
+One definition for the engine (``RunResult.timeline``, from the runner's records) and
+the views (the live Timeline tab, from events, with executions still open), so both
+highlight the same path. Records are anything with ``execution``, ``step``, ``start``
+and ``end`` (``None`` while running).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from .models import Execution, Step, Timeline, TimelineEntry
 
 
-def build_timeline(records: Sequence[Execution], history: Sequence[Step]) -> Timeline:
-    """``records[i]`` and ``history[i]`` describe the same execution (history has its needs)."""
-    if not records:
-        return Timeline()
-    overlaps: dict[int, list[int]] = {r.execution: [] for r in records}
-    active: list[tuple[float, int]] = []  # (end, execution) of executions started so far
+def overlaps_of(records: Sequence[Any], now: float | None = None) -> dict[int, list[int]]:
+    """For each execution, the executions that ran at the same time (a sweep by start time).
+
+    An execution still running counts as running until ``now`` (or for ever).
+    """
+    until = float("inf") if now is None else now
+    found: dict[int, list[int]] = {r.execution: [] for r in records}
+    active: list[tuple[float, int]] = []  # (end, execution) of the executions started so far
     for r in sorted(records, key=lambda r: (r.start, r.execution)):
         while active and active[0][0] <= r.start:
             heapq.heappop(active)
         for _, other in active:
-            overlaps[other].append(r.execution)
-            overlaps[r.execution].append(other)
-        heapq.heappush(active, (r.end, r.execution))
+            found[other].append(r.execution)
+            found[r.execution].append(other)
+        heapq.heappush(active, (r.end if r.end is not None else until, r.execution))
+    return {k: sorted(v) for k, v in found.items()}
 
-    # longest chain: an execution waits for the latest execution of each step it needs
-    # and for the previous attempt of its own step
-    latest: dict[str, int] = {}  # step id -> index of its latest execution so far
-    length: list[float] = []
-    previous: list[int | None] = []
+
+def critical_chain(records: Sequence[Any], needs_of: Callable[[int, Any], Iterable[str]]) -> tuple[list[int], float]:
+    """The longest chain of finished executions that had to run one after another, and its length.
+
+    An execution waits for the latest earlier execution of each step it needs and for the
+    previous attempt of its own step. ``records`` are in the order they were recorded;
+    ``needs_of(i, record)`` gives the steps record ``i`` needed.
+    """
+    latest: dict[str, int] = {}  # step id -> index of its latest finished execution so far
+    length: dict[int, float] = {}
+    previous: dict[int, int | None] = {}
     for i, r in enumerate(records):
-        needs = history[i].needs if i < len(history) else []
-        before = [latest[s] for s in (*needs, r.step) if s in latest]
+        if r.end is None:
+            continue
+        before = [latest[s] for s in (*needs_of(i, r), r.step) if s in latest]
         best = max(before, key=lambda j: length[j], default=None)
-        length.append(max(r.end - r.start, 0.0) + (length[best] if best is not None else 0.0))
-        previous.append(best)
+        length[i] = max(r.end - r.start, 0.0) + (length[best] if best is not None else 0.0)
+        previous[i] = best
         latest[r.step] = i
-    end = max(range(len(records)), key=lambda j: length[j])
+    if not length:
+        return [], 0.0
+    end = max(length, key=lambda j: length[j])
     path: list[int] = []
     at: int | None = end
     while at is not None:
         path.append(records[at].execution)
         at = previous[at]
     path.reverse()
+    return path, length[end]
+
+
+def build_timeline(records: Sequence[Execution], history: Sequence[Step]) -> Timeline:
+    """``records[i]`` and ``history[i]`` describe the same execution (history has its needs)."""
+    if not records:
+        return Timeline()
+    overlaps = overlaps_of(records)
+    path, critical = critical_chain(records, lambda i, r: history[i].needs if i < len(history) else ())
     entries = [
         TimelineEntry.model_construct(execution=r.execution, step=r.step, attempt=r.attempt, revision=r.revision,
                                       worker=r.worker, start=r.start, end=r.end, ok=r.ok,
-                                      overlaps=sorted(overlaps[r.execution]))
+                                      overlaps=overlaps[r.execution])
         for r in records
     ]
     wall = max(r.end for r in records) - min(r.start for r in records)
-    return Timeline.model_construct(executions=entries, critical_path=path, wall=wall, critical=length[end])
+    return Timeline.model_construct(executions=entries, critical_path=path, wall=wall, critical=critical)

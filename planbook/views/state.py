@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
+from ..timeline import critical_chain, overlaps_of
 
 #: how a run's verdict looks: ``ok`` (green), ``warn`` (amber), ``bad`` (red), ``info`` (blue)
 RUN_TONES = {"completed": "ok", "failed": "bad", "interrupted": "warn", "paused": "info", "running": "info"}
@@ -104,42 +105,18 @@ def _worker(value: Any) -> str | None:
 
 
 def with_overlaps(executions: Sequence[Execution], now: float | None = None) -> list[Execution]:
-    """Fill each execution's ``overlaps`` (the executions that ran at the same time), by a sweep."""
-    order = sorted(executions, key=lambda e: e.start)
-    active: list[Execution] = []
-    for ex in order:
-        ex.overlaps = []
-    for ex in order:
-        active = [a for a in active if (a.end if a.end is not None else (now or float("inf"))) > ex.start]
-        for other in active:
-            other.overlaps.append(ex.execution)
-            ex.overlaps.append(other.execution)
-        active.append(ex)
+    """Fill each execution's ``overlaps`` (the executions that ran at the same time)."""
+    found = overlaps_of(executions, now)
+    for ex in executions:
+        ex.overlaps = found[ex.execution]
     return list(executions)
 
 
 def critical_path(executions: Sequence[Execution], plan: Plan) -> list[int]:
-    """The chain of executions that decided when the run ended, first to last.
-
-    From the execution that ended last, step back to what it waited for: the latest
-    execution, ended before it started, of a step it needs or of its own earlier attempt.
-    """
-    done = [e for e in executions if e.end is not None]
-    if not done:
-        return []
-    needs = {s.id: set(s.needs) for s in plan.steps}
-    by_step: dict[str, list[Execution]] = {}
-    for ex in done:
-        by_step.setdefault(ex.step, []).append(ex)
-    path = [max(done, key=lambda e: (e.end, e.execution))]
-    while True:
-        current = path[-1]
-        candidates = [e for sid in needs.get(current.step, set()) | {current.step} for e in by_step.get(sid, [])
-                      if e is not current and e.end is not None and e.end <= current.start + 1e-9]
-        if not candidates:
-            break
-        path.append(max(candidates, key=lambda e: (e.end, e.execution)))
-    return [e.execution for e in reversed(path)]
+    """The chain of executions that had to run one after another — the same definition as
+    ``RunResult.timeline`` (:mod:`planbook.timeline`), with the plan's needs."""
+    needs = {s.id: s.needs for s in plan.steps}
+    return critical_chain(executions, lambda i, ex: needs.get(ex.step, ()))[0]
 
 
 @dataclass
