@@ -16,7 +16,6 @@ call), and the pool starts another when needed.
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import queue
 import threading
@@ -163,6 +162,8 @@ class ThreadPool:
         agent) but not a blocking C call, which finishes first. False when the call is
         not running. The thread takes no further call once this one ends.
         """
+        import ctypes  # only a timeout pays for it
+
         with self._lock:
             thread = call.thread
             if call.finished or thread is None or thread.ident is None:
