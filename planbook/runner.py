@@ -474,8 +474,12 @@ class Runner:
             last = flight.step
         return last
 
-    def _record(self, flight: Flight) -> None:
-        """Record a finished call and apply the policy to a failure."""
+    def _record(self, flight: Flight, *, kept: bool = False) -> None:
+        """Record a finished call and apply the policy to a failure.
+
+        ``kept``: a call that completed around an interrupt; what it decides (its failure's
+        policy, a review, an agent's stop) waits until the run continues.
+        """
         s, step = self.state, flight.step
         self.dispatch.ended(flight)
         outcome = self.dispatch.outcome_of(flight)
@@ -514,23 +518,26 @@ class Runner:
             self.scheduler.completed(step)
             self.emit("step.finished", step=step.id, duration=step.duration, result=_short(step.result),
                       execution=flight.execution)
-            if outcome.stop is not None and self._ending is None:
+            if kept or self._ending is not None:
+                return
+            if outcome.stop is not None:
                 replanning.stop_after(self, step, outcome.stop)
-            elif self.after_step is not None and self._ending is None:
+            elif self.after_step is not None:
                 replanning.review(self, step)
             return
         s.last_error = f"step {step.id} failed: {outcome.error}"
         s.pending_failures.append(step.id)  # until its policy is applied (Ctrl-C may come first)
         self.emit("step.failed", step=step.id, duration=step.duration, error=outcome.error,
                   execution=flight.execution)
-        if self._ending is None:
-            s.pending_failures.remove(step.id)
-            self._apply_policy(step)
-            if self.after_step is not None and not self.finished and self._ending is None \
-                    and step.status in (Status.failed, Status.skipped) and self._replan_for is None:
-                replanning.review(self, step)
-        else:
-            s.pending_failures.remove(step.id)  # the run is ending: running steps only finish
+        if kept:
+            return  # its policy is applied when the run continues
+        s.pending_failures.remove(step.id)
+        if self._ending is not None:
+            return  # the run is ending: running steps only finish
+        self._apply_policy(step)
+        if self.after_step is not None and not self.finished and self._ending is None \
+                and step.status in (Status.failed, Status.skipped) and self._replan_for is None:
+            replanning.review(self, step)
 
     def _uncount(self, flight: Flight, note: str) -> None:
         """An execution that did not complete did not happen: it runs again."""
@@ -604,7 +611,7 @@ class Runner:
         for flight in list(self.dispatch.inflight):
             if flight.future.done():
                 self.dispatch.inflight.remove(flight)
-                self._record_kept(flight)
+                self._record(flight, kept=True)
         for flight in self.dispatch.inflight:
             if flight.handle is not None:
                 flight.handle.cancel()  # an awaited coroutine stops at its next await
@@ -621,16 +628,6 @@ class Runner:
                   executions=s.executions, replans=s.replans)
         if self.recorder is not None:
             self.recorder.save(s)
-
-    def _record_kept(self, flight: Flight) -> None:
-        """Record a call that completed around an interrupt, deferring its policy to the continue."""
-        ending, self._ending = self._ending, ("interrupted", "interrupted", "")  # type: ignore[assignment]
-        try:
-            self._record(flight)
-        finally:
-            self._ending = ending
-        if flight.step.status is Status.failed:
-            self.state.pending_failures.append(flight.step.id)
 
     def _settle_leftovers(self) -> None:
         """Before a run continues, wait for calls still running from before the interrupt.
@@ -651,7 +648,7 @@ class Runner:
             self.state.executions += 1
             flight.step.set_state(attempts=flight.step.attempts + 1, notes="")
             self._stale = True
-            self._record_kept(flight)
+            self._record(flight, kept=True)
 
     def adopt(self, state: RunState, run_id: str) -> None:
         """Continue a stored run: its state, written on under its id (see planbook.resume)."""
