@@ -24,8 +24,8 @@ EVERY = 4096
 
 
 class FreezeWindow:
-    def __init__(self) -> None:
-        self.active = gc.isenabled() and gc.get_freeze_count() == 0
+    def __init__(self, *, active: bool = True) -> None:
+        self.active = active and gc.isenabled() and gc.get_freeze_count() == 0
         self.count = 0
         self.froze = False
 

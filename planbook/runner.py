@@ -664,8 +664,7 @@ class Runner:
 
 
 
-_NO_WINDOW = FreezeWindow()
-_NO_WINDOW.active = False
+_NO_WINDOW = FreezeWindow(active=False)  # outside run(): advance() keeps nothing frozen
 
 
 def _short(value: Any, limit: int = 200) -> str:
