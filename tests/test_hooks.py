@@ -104,3 +104,28 @@ def test_policies_are_one_class_each_looked_up_by_name() -> None:
     assert all(isinstance(p, Policy) for p in REGISTRY.values())
     with pytest.raises(ValueError, match="unknown failure policy 'retyr'"):
         planbook.run("steps: [{id: a, tool: echo}]", tools=tools(), on_failure="retyr")
+
+
+def test_a_long_run_hands_every_object_back_to_the_collector(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run freezes its records out of the collector's full scans while it goes (see
+    planbook/gcwindow.py) and unfreezes them when it returns, however it ends."""
+    import gc
+
+    from planbook import gcwindow
+
+    monkeypatch.setattr(gcwindow, "EVERY", 3)
+    frozen: list[int] = []
+
+    box = tools()
+
+    @box.tool
+    def look() -> int:
+        """How many objects are frozen while the run goes."""
+        frozen.append(gc.get_freeze_count())
+        return 0
+
+    spec = "steps:\n" + "".join(f"  - {{id: s{i}, tool: look}}\n" for i in range(10))
+    assert gc.get_freeze_count() == 0
+    result = run(spec, tools=box)
+    assert result.ok and max(frozen) > 0  # frozen while it went
+    assert gc.get_freeze_count() == 0  # all handed back
