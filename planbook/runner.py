@@ -20,7 +20,7 @@ from .budget import Budget
 from .config import RunConfig
 from .dispatch import Dispatcher, Flight
 from .errors import PlanError, Problem
-from .eventbus import EventBus, EventHandler
+from .eventbus import RUN_HOOKS, EventBus, EventHandler
 from .execute import stdout_routing
 from .gcwindow import FreezeWindow, collector_paused, freeze_window
 from .interrupts import checkpoint, interrupt_gate
@@ -128,7 +128,7 @@ class Runner:
         self._adopted = False
         #: cache keys of steps about to run (their result is cached when they succeed)
         self._cache_keys: dict[str, str] = {}
-        for hook in attach:
+        for hook in (*attach, *RUN_HOOKS.values()):
             hook(self)
 
     def _initial_plan(self, plan: Plan | str) -> Plan:
