@@ -424,3 +424,24 @@ def _pid_with_stderr(path: str) -> int | None:
 
 
 __all__ = ["MCPError", "MCPTool", "MCPToolbox", "close_all", "connect"]
+
+
+def with_servers(tools: Any, commands: Sequence[str]) -> tuple[Toolbox, list[MCPToolbox]]:
+    """``tools`` plus the tools of each server (a command line or an http(s) URL), for ``--mcp``.
+
+    Returns the combined toolbox and the servers to close when the run ends; a server that
+    fails to start closes the ones already started.
+    """
+    from ..tools import as_toolbox
+
+    servers: list[MCPToolbox] = []
+    try:
+        for command in commands:
+            is_url = command.startswith(("http://", "https://"))
+            servers.append(connect(url=command) if is_url else connect(command, replace=False))
+        boxes = ([as_toolbox(tools)] if tools is not None else []) + list(servers)
+        return Toolbox.merge(*boxes), servers
+    except BaseException:
+        for server in servers:
+            server.close()
+        raise
