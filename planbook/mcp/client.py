@@ -228,6 +228,7 @@ class MCPToolbox(Toolbox):
     def __init__(self, connection: _Connection) -> None:
         super().__init__()
         self._connection = connection
+        self._key: tuple[Any, ...] = ()
 
     @property
     def server(self) -> str:
@@ -251,9 +252,7 @@ class MCPToolbox(Toolbox):
     def close(self) -> None:
         """Stop the server and close the session; calls after this raise :class:`MCPError`."""
         self._connection.close()
-        for key, box in list(_LIVE.items()):
-            if box is self:
-                del _LIVE[key]
+        _LIVE[:] = [box for box in _LIVE if box is not self]  # by identity: a Mapping's == compares items
 
     def __enter__(self) -> MCPToolbox:
         return self
@@ -266,9 +265,9 @@ class MCPToolbox(Toolbox):
         return f"MCPToolbox({self.server!r}, {state}: {sorted(self)})"
 
 
-#: the open connections by what they connect to: connecting again to the same thing (a
-#: re-run notebook cell) closes the earlier one, so one server is left, not two
-_LIVE: dict[tuple[Any, ...], MCPToolbox] = {}
+#: the open connections: connecting again to the same thing (a re-run notebook cell)
+#: closes the earlier one, so one server is left, not two; all are closed at exit
+_LIVE: list[MCPToolbox] = []
 
 
 def connect(
@@ -310,8 +309,7 @@ def connect(
     if prefix and not prefix.isidentifier():
         raise ValueError(f"prefix {prefix!r} must make tool names Python identifiers (letters, digits, _)")
     key = (tuple(argv) if argv else url, tuple(sorted((env or {}).items())), cwd, prefix)
-    earlier = _LIVE.pop(key, None)
-    if earlier is not None and not earlier.closed and replace:
+    for earlier in [box for box in _LIVE if box._key == key] if replace else []:
         warnings.warn(f"closed the earlier connection to the same MCP server ({earlier!r}): connect(..., "
                       "replace=False) keeps both", stacklevel=2)
         earlier.close()
@@ -328,7 +326,8 @@ def connect(
     except BaseException:
         connection.close()
         raise
-    _LIVE[key] = box
+    box._key = key
+    _LIVE.append(box)
     return box
 
 
@@ -355,7 +354,7 @@ def _identifier(name: str) -> str:
 
 def close_all() -> None:
     """Stop every server this process connected to (run at interpreter exit)."""
-    for box in list(_LIVE.values()):
+    for box in list(_LIVE):
         try:
             box.close()
         except Exception:  # noqa: BLE001 - at exit, the others still close
@@ -426,7 +425,7 @@ def _pid_with_stderr(path: str) -> int | None:
 __all__ = ["MCPError", "MCPTool", "MCPToolbox", "close_all", "connect"]
 
 
-def with_servers(tools: Any, commands: Sequence[str]) -> tuple[Toolbox, list[MCPToolbox]]:
+def with_servers(tools: Any, commands: Sequence[str], *, cache: bool = False) -> tuple[Toolbox, list[MCPToolbox]]:
     """``tools`` plus the tools of each server (a command line or an http(s) URL), for ``--mcp``.
 
     Returns the combined toolbox and the servers to close when the run ends; a server that
@@ -438,7 +437,9 @@ def with_servers(tools: Any, commands: Sequence[str]) -> tuple[Toolbox, list[MCP
     try:
         for command in commands:
             is_url = command.startswith(("http://", "https://"))
-            servers.append(connect(url=command) if is_url else connect(command, replace=False))
+            servers.append(connect(url=command, cache=cache) if is_url else connect(command, cache=cache, replace=False))
+        if tools is None and len(servers) == 1:
+            return servers[0], servers  # the server's own box: server_log, close()
         boxes = ([as_toolbox(tools)] if tools is not None else []) + list(servers)
         return Toolbox.merge(*boxes), servers
     except BaseException:
