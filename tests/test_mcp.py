@@ -330,3 +330,20 @@ def test_no_server_is_left_after_a_real_kernel_shuts_down() -> None:
         kernel.kc.stop_channels()
         kernel.km.shutdown_kernel(now=False)  # a shutdown request, as Lab's "Shut Down Kernel" sends
     assert all(wait_gone(p) for p in pids), [p for p in pids if alive(p)]
+
+
+def test_neither_import_nor_load_ext_imports_mcp_or_opentelemetry_and_the_engine_never_does() -> None:
+    code = ("import sys, planbook\nfrom IPython.testing import globalipapp\n"
+            "globalipapp.get_ipython().run_line_magic('load_ext', 'planbook')\n"
+            "print(','.join(m for m in ('mcp', 'opentelemetry', 'anyio', 'planbook.mcp', 'planbook.otel') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(planbook.__file__).parent.parent)}).stdout.strip()
+    assert out.splitlines()[-1:] in ([], [""]), f"imported at import time: {out}"
+    from tests.test_imports import ENGINE, _imports
+
+    root = Path(planbook.__file__).parent
+    for name in ENGINE:
+        for mod in _imports(root / f"{name}.py"):
+            assert mod.split(".")[0] not in ("mcp", "opentelemetry"), f"planbook/{name}.py imports {mod}"
+            assert mod not in ("planbook.mcp", "planbook.otel"), f"planbook/{name}.py imports {mod}"
