@@ -127,6 +127,7 @@ class RunSpans:
         self._trace, self._status, self._code = trace, Status, StatusCode
         self.runner, self.tracer, self.ids, self.redactor = runner, tracer, ids, redactor
         self.workflow: Any = None
+        self._root_context: Any = None  # the context holding the workflow span (made once per run)
         self.steps: dict[str, Any] = {}
         self._started_at: float | None = None
         #: when the planner was last called (the start of the next plan span)
@@ -168,6 +169,7 @@ class RunSpans:
                 self.tracer, trace_id_of(run_id) if run_id else None, f"invoke_workflow {plan.id}",
                 context=self._trace.set_span_in_context(self._trace.INVALID_SPAN),
                 kind=self._trace.SpanKind.INTERNAL, attributes=attributes, start_time=_ns(start))
+            self._root_context = self._in(self.workflow)
         return self.workflow
 
     def _in(self, span: Any) -> Any:
@@ -228,28 +230,38 @@ class RunSpans:
     # --------------------------------------------------------------- steps
     def _step_started(self, event: Event) -> None:
         step_id = event.step or ""
-        root = self._root()
-        try:
-            step = self.runner.state.plan.step(step_id)
-        except KeyError:
-            step = None
-        attributes: dict[str, Any] = {"planbook.step.id": step_id, "planbook.step.attempt": event.data.get("attempt", 1),
-                                      "planbook.worker": str(event.data.get("worker", ""))}
+        if self.workflow is None:
+            self._root()
+        step = self._step(step_id)
+        data = event.data
+        attributes: dict[str, Any] = {"planbook.step.id": step_id}
+        if data.get("attempt", 1) != 1:
+            attributes["planbook.step.attempt"] = data["attempt"]
         if step is not None and step.agent:
             name = f"invoke_agent {step.agent}"
             attributes.update({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": step.agent})
         else:
             tool = step.tool if step is not None else "?"
             name = f"execute_tool {tool}"
-            attributes.update({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
-                               "gen_ai.tool.type": "function",
-                               "gen_ai.tool.call.id": f"{step_id}#{event.data.get('execution', '')}"})
+            attributes["gen_ai.operation.name"] = "execute_tool"
+            attributes["gen_ai.tool.name"] = tool
+            attributes["gen_ai.tool.call.id"] = f"{step_id}#{data.get('execution', '')}"
             if self.redactor is not None and step is not None:
                 attributes["gen_ai.tool.call.arguments"] = self._content(step.args)
         if step is not None and step.task:
             attributes["planbook.step.task"] = step.task[:CONTENT_LIMIT]
-        self.steps[step_id] = self.tracer.start_span(name, context=self._in(root), attributes=attributes,
+        self.steps[step_id] = self.tracer.start_span(name, context=self._root_context, attributes=attributes,
                                                      start_time=_ns(event.time))
+
+    def _step(self, step_id: str) -> Any:
+        """The step by id: the scheduler's index (a plan's own lookup is a scan of its steps)."""
+        by_id = getattr(getattr(self.runner, "scheduler", None), "by_id", None)
+        if by_id is not None and step_id in by_id:
+            return by_id[step_id]
+        try:
+            return self.runner.state.plan.step(step_id)
+        except KeyError:
+            return None
 
     def _step_ended(self, event: Event) -> None:
         span = self.steps.pop(event.step or "", None)
@@ -261,19 +273,15 @@ class RunSpans:
             span.set_attribute("error.type", match.group(1) if match else "StepFailed")
             span.set_status(self._status(self._code.ERROR, error[:CONTENT_LIMIT]))
         elif self.redactor is not None:
-            try:
-                result = self.runner.state.plan.step(event.step or "").result
-            except KeyError:
-                result = event.data.get("result")
+            step = self._step(event.step or "")
+            result = step.result if step is not None else event.data.get("result")
             span.set_attribute("gen_ai.tool.call.result", self._content(result))
         span.end(end_time=_ns(event.time))
         self._plan_from = event.time
 
     def _step_cached(self, event: Event) -> None:
-        try:
-            tool = self.runner.state.plan.step(event.step or "").tool or "?"
-        except KeyError:
-            tool = "?"
+        step = self._step(event.step or "")
+        tool = (step.tool if step is not None else None) or "?"
         attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
                       "planbook.step.id": event.step or "", "planbook.cached": True,
                       "planbook.cached.from_run": str(event.data.get("from_run")),
