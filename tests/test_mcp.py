@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -347,3 +348,122 @@ def test_neither_import_nor_load_ext_imports_mcp_or_opentelemetry_and_the_engine
         for mod in _imports(root / f"{name}.py"):
             assert mod.split(".")[0] not in ("mcp", "opentelemetry"), f"planbook/{name}.py imports {mod}"
             assert mod not in ("planbook.mcp", "planbook.otel"), f"planbook/{name}.py imports {mod}"
+
+
+# ---------------------------------------------------------------- a server of our own (the SDK's MCPServer)
+PROBE_SERVER = '''
+import sys, time
+from typing import Literal, Optional
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel
+
+server = MCPServer("probe")
+
+
+class Picked(BaseModel):
+    mode: str
+    note: Optional[str]
+    count: int
+
+
+@server.tool()
+def slow(seconds: float) -> str:
+    """Sleeps."""
+    print("sleeping", flush=True, file=sys.stderr)
+    time.sleep(seconds)
+    return "slept"
+
+
+@server.tool()
+def pick(mode: Literal["fast", "slow"], note: Optional[str] = None, count: int = 1) -> Picked:
+    """Echoes its arguments (as structured content)."""
+    return Picked(mode=mode, note=note, count=count)
+
+
+if sys.argv[1:2] == ["http"]:
+    server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+else:
+    server.run()
+'''
+
+
+@pytest.fixture(scope="module")
+def probe_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not HAVE_SERVERS:
+        pytest.skip("needs the test-mcp extra")
+    path = tmp_path_factory.mktemp("probe") / "probe_server.py"
+    path.write_text(PROBE_SERVER)
+    return path
+
+
+@needs_servers
+def test_enums_and_optional_arguments_are_checked_and_sent_as_given(probe_script: Path) -> None:
+    from planbook.mcp import connect
+
+    with connect([sys.executable, str(probe_script)]) as probe:
+        with pytest.raises(PlanError, match=r"argument 'mode' of tool 'pick' expects Literal\['fast', 'slow'\]"):
+            planbook.run("steps:\n  - {id: a, tool: pick, args: {mode: medium}}", tools=probe)
+        result = planbook.run("steps:\n  - {id: a, tool: pick, args: {mode: fast}}\n"
+                              "  - {id: b, tool: pick, args: {mode: slow, note: hi, count: 3}}\n"
+                              "  - {id: c, tool: slow, args: {seconds: 0}}", tools=probe)
+        assert result.outputs["a"] == {"mode": "fast", "note": None, "count": 1}  # structured content
+        assert result.outputs["b"] == {"mode": "slow", "note": "hi", "count": 3}
+        # the SDK's servers give a str result as structured content {"result": ...}: kept as the
+        # server declares it (its output schema), not unwrapped by guessing
+        assert result.outputs["c"] == {"result": "slept"}
+        assert (probe["pick"].cache, probe["pick"].destructive, probe["pick"].idempotent) == (False, True, False)
+
+
+@needs_servers
+def test_a_step_timeout_gives_up_on_a_slow_call_and_ctrl_c_stops_a_call(probe_script: Path) -> None:
+    from planbook.mcp import connect
+
+    with connect([sys.executable, str(probe_script)]) as probe:
+        result = planbook.run("steps:\n  - {id: a, tool: slow, args: {seconds: 60}}", tools=probe, step_timeout=1)
+        assert result.plan.step("a").status.value == "failed"
+        assert "did not finish within 1 s" in result.plan.step("a").error
+
+        def interrupt_once_sleeping() -> None:
+            deadline = time.monotonic() + 60
+            while probe.server_log.count("sleeping") < 2 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        threading.Thread(target=interrupt_once_sleeping, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            probe["slow"](seconds=60)
+        # the session is still good after both
+        assert probe["pick"](mode="fast")["mode"] == "fast"
+
+
+@needs_servers
+def test_a_streamable_http_server_by_url(probe_script: Path) -> None:
+    import socket
+    import urllib.error
+    import urllib.request
+
+    from planbook.mcp import connect
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, str(probe_script), "http", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until it answers on its port
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/mcp", timeout=1)
+                break
+            except urllib.error.HTTPError:
+                break  # it answered (a GET without a session is refused)
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "the HTTP server did not start"
+                time.sleep(0.05)
+        with connect(url=f"http://127.0.0.1:{port}/mcp") as remote:
+            assert sorted(remote) == ["pick", "slow"] and remote.pid is None
+            result = planbook.run("steps:\n  - {id: a, tool: pick, args: {mode: slow}}", tools=remote)
+            assert result.outputs["a"]["mode"] == "slow"
+    finally:
+        server.terminate()
+        server.wait(30)
