@@ -121,6 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file")
     check.add_argument("--tools", metavar="MODULE:OBJECT")
     check.add_argument("--agents", metavar="MODULE:OBJECT")
+    check.add_argument("--mcp", action="append", default=[], metavar='"CMD ARGS"', help="also the tools of this MCP server")
 
     demo = sub.add_parser("demo", help="run the bundled offline demo (a failure, a replan, a diff)")
     demo.add_argument("--plain", action="store_true", help="no live view; print the final result only")
@@ -307,7 +308,11 @@ def _main(argv: Sequence[str] | None) -> int:
             from .tools import as_toolbox
             from .validate import validate_plan
 
-            validate_plan(plan, as_toolbox(tools), as_agents(agents))
+            try:
+                validate_plan(plan, as_toolbox(tools), as_agents(agents))
+            finally:
+                for server in servers:
+                    server.close()
             print(f"{args.file}: valid plan with {len(plan.steps)} steps")
             return EXIT_OK
         planner = load_object(args.planner, "planner") if args.planner else None

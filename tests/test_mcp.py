@@ -312,6 +312,12 @@ def test_cli_run_with_mcp_servers(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "planbook.cli", "run", str(plan), "--mcp", "no-such-mcp-server",
                           "--plain", "--no-store"], capture_output=True, text=True, env=env, timeout=180)
     assert bad.returncode == 2 and "could not start the MCP server no-such-mcp-server" in bad.stderr
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("steps:\n  - {id: now, tool: get_current_time, args: {timezone: 5}}\n")
+    checked = subprocess.run([sys.executable, "-m", "planbook.cli", "check", str(wrong), "--mcp", " ".join(TIME)],
+                             capture_output=True, text=True, env=env, timeout=180)
+    assert checked.returncode == 2
+    assert "argument 'timezone' of tool 'get_current_time' expects str, got 5" in checked.stderr
 
 
 @needs_servers
