@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 import planbook  # noqa: E402
-from planbook import AgentReply, ScriptedPlanner, Step, Toolbox  # noqa: E402
+from planbook import AgentReply, Step, Toolbox  # noqa: E402
 from planbook import otel  # noqa: E402
 
 
@@ -116,10 +116,8 @@ def test_plan_agent_and_chat_spans_follow_the_genai_conventions(spans: Any) -> N
     exporter, provider = spans
     otel.instrument(provider)
 
-    calls = {"n": 0}
 
     def planner(goal: str, history: list[Step], last_error: str | None) -> list[Step]:
-        calls["n"] += 1
         if last_error is None:
             return [Step(id="w", agent="writer", task="write"), Step(id="x", tool="fail", args={})]
         return [Step(id="w", agent="writer", task="write"), Step(id="y", agent="writer", task="again")]
@@ -148,6 +146,34 @@ def test_plan_agent_and_chat_spans_follow_the_genai_conventions(spans: Any) -> N
         assert chat.attributes["gen_ai.request.model"] == "gpt-test"
         assert (chat.attributes["gen_ai.usage.input_tokens"], chat.attributes["gen_ai.usage.output_tokens"]) == (12, 5)
         assert abs(chat.end_time - chat.start_time - 250_000_000) < 1_000  # the latency it reported (float ns)
+
+
+class ModelPlanner:
+    """A planner that reports one model call per plan, as planbook.llm's planner does."""
+
+    def __init__(self) -> None:
+        self.context: Any = None
+
+    def set_context(self, context: Any) -> None:
+        self.context = context
+
+    def __call__(self, goal: str, history: list[Step], last_error: str | None) -> list[Step]:
+        self.context.emit("llm.call", model="planner-model", purpose="plan", prompt_tokens=100, completion_tokens=20,
+                          latency=0.5)
+        return [Step(id="w", agent="writer", task=goal)]
+
+
+def test_a_planners_model_calls_are_chat_spans_inside_its_plan_span(spans: Any) -> None:
+    exporter, provider = spans
+    otel.instrument(provider)
+    result = planbook.run("write a haiku", planner=ModelPlanner(), agents={"writer": Chatty()})
+    assert result.status == "completed", result
+    found = exporter.get_finished_spans()
+    plan = next(s for s in found if s.attributes["gen_ai.operation.name"] == "plan")
+    chat = next(s for s in found if s.name == "chat planner-model")
+    assert chat.parent.span_id == plan.context.span_id
+    assert chat.attributes["gen_ai.usage.input_tokens"] == 100 and chat.attributes["planbook.purpose"] == "plan"
+    assert plan.start_time <= chat.end_time <= plan.end_time
 
 
 def test_a_stored_run_is_one_trace_whose_id_comes_from_the_run_id(spans: Any, tmp_path: Path) -> None:
