@@ -7,6 +7,7 @@ to a model. The first docstring line is the description a model sees.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 import warnings
@@ -291,7 +292,10 @@ class Toolbox(Mapping[str, Tool]):
                                      f"and {index + 1}): merge them with prefixes=[...] (e.g. ['a_', 'b_']), "
                                      "or connect an MCP server with prefix=")
                 origin[new_name] = index
-                merged.add(fn, name=new_name) if prefix else merged.add(fn)
+                if prefix:  # a renamed copy keeps the tool's kind and options (an MCP tool stays one)
+                    fn = copy.copy(fn)
+                    fn.name = new_name
+                merged.add(fn)
         return merged
 
 

@@ -102,6 +102,7 @@ def test_merging_toolboxes_refuses_a_name_clash_and_prefixes_resolve_it() -> Non
         planbook.run("steps:\n  - {id: s, tool: status}", tools=[a, b])
     merged = Toolbox.merge(a, b, prefixes=["a_", "b_"])
     assert sorted(merged) == ["a_status", "b_status"]
+    assert merged["b_status"].name == "b_status" and a["status"].name == "status"  # the originals keep their names
     assert planbook.run("steps:\n  - {id: s, tool: b_status}", tools=merged).outputs["s"] == "b"
 
 
