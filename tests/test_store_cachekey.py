@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import enum
+import functools
 import os
 import pathlib
 import subprocess
@@ -19,6 +20,8 @@ from pydantic import BaseModel
 
 from planbook.refs import resolve
 from planbook.store import Unrestorable, step_cache_key
+from planbook.store.cachekey import code_fingerprint, fingerprint_problem, why_uncacheable
+from planbook.store.redact import Redactor
 from planbook.store.values import REDACTED
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -32,6 +35,12 @@ class Mode(enum.Enum):
 class Box:
     w: int
     items: list[int]
+
+
+@dataclass
+class Login:
+    user: str
+    password: str
 
 
 class Query(BaseModel):
@@ -135,3 +144,171 @@ def test_keys_are_stable_across_processes_and_hash_seeds() -> None:
                              check=True)
         keys.add(out.stdout.strip())
     assert len(keys) == 1 and keys.pop().startswith("v2:")
+
+
+# ------------------------------------------------------------ dict order and secrets
+
+def test_dict_order_is_part_of_the_key() -> None:
+    """A tool that iterates a dict answers differently for another order: a different call."""
+    assert key({"d": {"a": 1, "b": 2}}) != key({"d": {"b": 2, "a": 1}})
+    assert key({"a": 1, "b": 2}) != key({"b": 2, "a": 1})
+    assert key({"d": {"a": 1, "b": 2}}) == key({"d": {"a": 1, "b": 2}})
+
+
+@pytest.mark.parametrize("args", [
+    {"password": "4821"}, {"api_key": "k-1"}, {"opts": {"Authorization": "x"}}, {"login": Login("ada", "4821")},
+    {"rows": [{"user": "ada", "secret_token": 7}]},
+])
+def test_a_call_with_a_secret_argument_has_no_key(args: dict[str, Any]) -> None:
+    assert key(args) is None
+    assert "secret" in (why_uncacheable(args) or "")
+
+
+def test_a_string_the_store_would_hide_has_no_key() -> None:
+    hides = Redactor(["open-sesame-42"])
+    assert key({"note": "open-sesame-42"}) is not None  # without the store's redactor it is plain text
+    assert step_cache_key("t", {"note": "open-sesame-42"}, secret_text=lambda s: hides.text(s) != s) is None
+    assert step_cache_key("t", {"h": "Bearer abc.def"}, secret_text=lambda s: hides.text(s) != s) is None
+    assert step_cache_key("t", {"note": "plain"}, secret_text=lambda s: hides.text(s) != s) is not None
+
+
+# ------------------------------------------------------------ the code fingerprint
+
+def fp(fn: Any) -> str | None:
+    return code_fingerprint(fn)
+
+
+def test_an_edited_default_changes_the_fingerprint() -> None:
+    def f1(x: int, k: int = 1) -> int:
+        return x * k
+
+    def f2(x: int, k: int = 2) -> int:
+        return x * k
+
+    def g1(x: int, *, k: int = 1) -> int:
+        return x * k
+
+    def g2(x: int, *, k: int = 2) -> int:
+        return x * k
+
+    assert fp(f1) != fp(f2) and fp(g1) != fp(g2)
+    assert fp(f1) is not None and fp(f1) == fp(f1)
+
+
+def test_renamed_parameters_change_the_fingerprint() -> None:
+    def minus1(a: int, b: int) -> int:
+        return a - b
+
+    def minus2(b: int, a: int) -> int:  # the same bytecode: called by name, it answers the opposite
+        return b - a
+
+    assert minus1.__code__.co_code == minus2.__code__.co_code
+    assert fp(minus1) != fp(minus2)
+
+
+def _decorate(fn: Any) -> Any:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return wrapper.__wrapped__(*args, **kwargs)  # the wrapped function is not in the closure
+
+    return wrapper
+
+
+def test_a_decorated_tool_is_fingerprinted_through_wrapped() -> None:
+    def one(x: int) -> int:
+        return x + 1
+
+    def two(x: int) -> int:
+        return x + 2
+
+    wrapped_one, wrapped_two = _decorate(one), _decorate(two)
+    assert wrapped_one.__code__ is wrapped_two.__code__  # the wrapper's code alone cannot tell them apart
+    assert fp(wrapped_one) != fp(wrapped_two) and fp(wrapped_one) is not None
+
+
+def _mul(x: int, k: int) -> int:
+    return x * k
+
+
+def _add(x: int, k: int) -> int:
+    return x + k
+
+
+def test_a_partial_is_fingerprinted_with_its_function_and_bound_arguments() -> None:
+    assert fp(functools.partial(_mul, k=2)) != fp(functools.partial(_add, k=2))
+    assert fp(functools.partial(_mul, k=2)) != fp(functools.partial(_mul, k=3))
+    assert fp(functools.partial(_mul, 2)) != fp(functools.partial(_mul, 3))
+    assert fp(functools.partial(_mul, k=2)) == fp(functools.partial(_mul, k=2)) is not None
+
+
+def _scaler(factor: Any) -> Any:
+    def scale(x: int) -> Any:
+        return x * factor
+
+    return scale
+
+
+def test_closure_values_are_part_of_the_fingerprint() -> None:
+    assert fp(_scaler(2)) != fp(_scaler(3))
+    assert fp(_scaler(2)) == fp(_scaler(2)) is not None
+    assert fp(_scaler([1, 2])) != fp(_scaler([2, 1]))
+
+
+@pytest.mark.parametrize("captured", [object(), threading.Lock(), Unrestorable("<x>", "X")])
+def test_a_closure_without_a_content_form_cannot_be_fingerprinted(captured: Any) -> None:
+    assert fp(_scaler(captured)) is None
+    assert "factor" in (fingerprint_problem(_scaler(captured)) or "")
+
+
+def test_a_closure_holding_a_secret_cannot_be_fingerprinted() -> None:
+    def client(api_key: str) -> Any:
+        def fetch(q: str) -> str:
+            return f"{q}:{api_key}"
+
+        return fetch
+
+    assert fp(client("k-123")) is None and "api_key" in (fingerprint_problem(client("k-123")) or "")
+
+
+def test_a_nested_helper_function_in_the_closure_is_followed() -> None:
+    def make(helper: Any) -> Any:
+        def tool(x: int) -> int:
+            return helper(x)
+
+        return tool
+
+    assert fp(make(lambda x: x + 1)) != fp(make(lambda x: x + 2))
+
+
+def test_a_recursive_function_has_a_fingerprint() -> None:
+    def outer() -> Any:
+        def fact(n: int) -> int:
+            return 1 if n < 2 else n * fact(n - 1)
+
+        return fact
+
+    assert fp(outer()) is not None and fp(outer()) == fp(outer())
+
+
+FINGERPRINT_SCRIPT = """
+import functools
+from planbook.store.cachekey import code_fingerprint
+
+def make(rate):
+    def tool(word: str, scale: float = 1.5) -> bool:
+        return word in {"tea", "coffee", "cocoa", "mate"} and rate * scale > 0
+    return tool
+
+print(code_fingerprint(functools.partial(make({"b": 1, "a": frozenset({"x", "y", "z"})}), scale=2.0)))
+"""
+
+
+def test_fingerprints_are_stable_across_processes_and_hash_seeds() -> None:
+    """A set constant in the code (``x in {...}``) must not make the fingerprint depend on the hash seed."""
+    prints = set()
+    for seed in ("0", "1", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
+        out = subprocess.run([sys.executable, "-c", FINGERPRINT_SCRIPT], env=env, capture_output=True, text=True,
+                             timeout=60, check=True)
+        prints.add(out.stdout.strip())
+    assert len(prints) == 1 and prints.pop().startswith("code:")
