@@ -355,6 +355,12 @@ class PlanMagics(Magics):
         ``@planbook.tool(main_thread=True)``, or use ``--no-view``. ``--retries`` goes with
         ``--on-failure retry``; ``--timeout`` stops a step's Python code when it runs out
         (a call blocked in C finishes in the background and is ignored).
+
+        Running it again means running it again: a step is answered from an earlier run's
+        result of the same call only with ``--cache`` (or ``%plan_store PATH --cache``, or
+        for a tool registered with ``@planbook.tool(cache=True)``), since a tool that reads a
+        clock, a price or a file would otherwise give yesterday's answer. ``--no-cache``
+        turns even those off. ``--resume`` never runs a completed step again, cache or not.
         """
         args = _parse(self.run_plan, line)
         name = _check_name(args.name)
