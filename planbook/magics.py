@@ -279,9 +279,9 @@ class PlanMagics(Magics):
         from .store import default_store_path
 
         place = where.get(self.store_choice or "", str(self.store_choice or default_store_path()))
-        reuse = {None: "earlier runs' results are reused only for tools registered with cache=True",
-                 True: "earlier runs' results of the same tool calls are reused (the step cache is on)",
-                 False: "earlier runs' results are never reused (the step cache is off)"}[self.cache]
+        reuse = {None: "earlier results of the same tool calls are reused only for tools registered with cache=True",
+                 True: "earlier results of the same tool calls are reused",
+                 False: "earlier results of the same tool calls are not reused"}[self.cache]
         print(f"planbook keeps runs {place if self.store_choice in where else 'in ' + place}; {reuse}")
 
     def store(self) -> Any:

@@ -10,15 +10,16 @@ from planbook.magics import magics_of
 def test_plan_store_without_arguments_only_says_where_runs_go(ip: Any, capsys: Any) -> None:
     magics = magics_of(ip)
     ip.run_line_magic("plan_store", ":memory: --no-cache")
-    assert "in memory (until the kernel stops); earlier runs' results are never reused" in capsys.readouterr().out
+    assert "in memory (until the kernel stops); earlier results of the same tool calls are not reused" in (
+        capsys.readouterr().out)
     ip.run_line_magic("plan_store", "")  # a question, not a change: the cache stays off
     assert magics.cache is False and magics.store_choice == ":memory:"
-    assert "are never reused" in capsys.readouterr().out
+    assert "are not reused" in capsys.readouterr().out
     ip.run_line_magic("plan_store", ":memory:")  # choosing a store again: the default, only cache=True tools
     assert magics.cache is None and "reused only for tools registered with cache=True" in capsys.readouterr().out
     ip.run_line_magic("plan_store", "--cache")  # the cache alone, the store kept
     assert magics.cache is True and magics.store_choice == ":memory:"
-    assert "results of the same tool calls are reused (the step cache is on)" in capsys.readouterr().out
+    assert capsys.readouterr().out.endswith("earlier results of the same tool calls are reused\n")
     ip.run_line_magic("plan_store", "--no-cache")
     assert magics.cache is False and magics.store_choice == ":memory:"
 
