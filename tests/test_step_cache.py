@@ -337,3 +337,13 @@ def test_a_value_the_store_knows_as_secret_is_not_cached(tmp_path: Path) -> None
         result = planbook.run(one("echo", note="open-sesame-42"), tools=box, store=store)
     assert CALLS["echo"] == 2 and cached(result) == set()
     assert "secret" in result.plan.step("s").notes
+
+
+def test_planbook_run_help_says_the_rule(capsys: Any) -> None:
+    from planbook.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--cache" in text and "--no-cache" in text and "off by default" in text
+    assert "a clock, a price or a file would give yesterday's answer" in text

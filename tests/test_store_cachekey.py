@@ -312,3 +312,14 @@ def test_fingerprints_are_stable_across_processes_and_hash_seeds() -> None:
                              timeout=60, check=True)
         prints.add(out.stdout.strip())
     assert len(prints) == 1 and prints.pop().startswith("code:")
+
+
+def test_a_docstring_that_looks_like_a_secret_does_not_stop_caching() -> None:
+    def documented(q: str) -> str:
+        """Call the service as https://user:pw@example.org/?token=abc (an example, not a secret)."""
+        return q
+
+    redactor = Redactor()
+    assert code_fingerprint(documented, secret_text=lambda s: redactor.text(s) != s) is not None
+    hides = _scaler("Bearer abc.def")  # a captured value is a value: hidden by the store, so never keyed
+    assert code_fingerprint(hides, secret_text=lambda s: redactor.text(s) != s) is None

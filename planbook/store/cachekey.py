@@ -289,11 +289,17 @@ class _Encoder:
         self.out.append(str((code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount,
                              code.co_flags)).encode())
         self.out.append(str(len(code.co_code)).encode() + b":" + code.co_code)
-        self.value(code.co_names)
-        self.value(code.co_varnames)  # renamed parameters: the same bytecode reads other arguments
-        self.value(code.co_freevars)
-        self.value(code.co_cellvars)
-        self.value(code.co_consts)  # nested functions and comprehensions are code constants
+        # the source's own text (names, docstrings, literals) is not a value a run passed in:
+        # a docstring that says "token=..." must not make a tool uncacheable
+        secret_text, self.secret_text = self.secret_text, None
+        try:
+            self.value(code.co_names)
+            self.value(code.co_varnames)  # renamed parameters: the same bytecode reads other arguments
+            self.value(code.co_freevars)
+            self.value(code.co_cellvars)
+            self.value(code.co_consts)  # nested functions and comprehensions are code constants
+        finally:
+            self.secret_text = secret_text
 
 
 class _Empty:
