@@ -323,3 +323,16 @@ def test_a_docstring_that_looks_like_a_secret_does_not_stop_caching() -> None:
     assert code_fingerprint(documented, secret_text=lambda s: redactor.text(s) != s) is not None
     hides = _scaler("Bearer abc.def")  # a captured value is a value: hidden by the store, so never keyed
     assert code_fingerprint(hides, secret_text=lambda s: redactor.text(s) != s) is None
+
+
+def test_an_edited_helper_function_of_the_same_module_changes_the_fingerprint() -> None:
+    """A notebook's tool calling a helper defined in another cell: editing the helper changes the answer."""
+    scope: dict[str, Any] = {"__name__": "__main__"}
+    exec("def helper(x):\n    return x + 1\n\ndef tool(x):\n    return [helper(v) for v in x]\n", scope)
+    before = fp(scope["tool"])
+    exec("def helper(x):\n    return x + 2\n", scope)
+    assert before is not None and fp(scope["tool"]) != before
+    exec("def helper(x):\n    return x + 1\n", scope)
+    assert fp(scope["tool"]) == before
+    exec("def ping(n):\n    return n and pong(n - 1)\n\ndef pong(n):\n    return n and ping(n - 1)\n", scope)
+    assert fp(scope["ping"]) is not None  # helpers calling each other end

@@ -78,8 +78,10 @@ def code_fingerprint(fn: Any, *, secret_text: SecretText | None = None) -> str |
     functions nested in it; its defaults and keyword defaults; the values its closure
     captured; the function under a ``functools.wraps`` decorator (``__wrapped__``); a
     ``functools.partial``'s function and bound arguments; a bound method's function and
-    object. A captured value with no stable content form, or a secret one, gives ``None``.
-    The globals a function reads are not covered: give a tool a ``version`` when they matter.
+    object; the functions of its own module it calls by name (a helper defined in another
+    notebook cell), followed the same way. A captured value with no stable content form, or
+    a secret one, gives ``None``. Other globals a function reads (a constant, a client, a
+    data frame) are not covered: give a tool a ``version`` when they matter.
     """
     encoder = _Encoder(secret_text, functions=True)
     try:
@@ -255,6 +257,7 @@ class _Encoder:
             self.out.append(b"W")
             if wrapped is not None:
                 self.function(wrapped)
+            self._helpers(fn)
         elif isinstance(fn, type):
             self.text(b"C", _qualname(fn))
         elif isinstance(fn, (types.BuiltinFunctionType, types.BuiltinMethodType)):
@@ -272,6 +275,24 @@ class _Encoder:
             if state is None:
                 raise Uncacheable(f"{_qualname(type(fn))} keeps its state where it cannot be read")
             self.value(dict(state))
+
+    def _helpers(self, fn: types.FunctionType) -> None:
+        """The functions of the tool's own module that it calls by name (a notebook's helper,
+        edited in another cell): an edit to one changes the tool's answer too."""
+        module, scope = fn.__module__, fn.__globals__
+        names: set[str] = set()
+        todo = [fn.__code__]
+        while todo:
+            code = todo.pop()
+            names.update(code.co_names)
+            todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        helpers = sorted(n for n in names if isinstance(scope.get(n), types.FunctionType)
+                         and scope[n].__module__ == module)
+        self.out.append(b"G" + str(len(helpers)).encode() + b"(")
+        for name in helpers:
+            self.text(b"s", name)
+            self.function(scope[name])
+        self.out.append(b")")
 
     def _named(self, names: tuple[str, ...], values: tuple[Any, ...]) -> None:
         self.out.append(b"n" + str(len(values)).encode() + b"(")
