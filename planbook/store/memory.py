@@ -21,8 +21,8 @@ from .records import (
     config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json, plan_from_record,
     plan_json, step_from_record, step_json,
 )
-from .redact import Redactor, dump_json
-from .values import Unrestorable, clone, is_plain_json, redact_args, shown, type_name
+from .redact import Redactor
+from .values import Unrestorable, clone, plain_json_text, redact_args, shown, type_name
 
 LOCATION = ":memory:"
 
@@ -152,9 +152,10 @@ class MemoryStore:
 
     def _kept(self, value: Any) -> Any:
         """The result itself, unless it holds a known secret (then, as in any store, it is not kept)."""
-        if value is None or not self.redactor.has_secrets or not is_plain_json(value):
+        if value is None or not self.redactor.has_secrets:
             return value
-        if self.redactor.has_known_secret(dump_json(value)):
+        text = plain_json_text(value)
+        if text is not None and self.redactor.has_known_secret(text):
             return Unrestorable(self.redactor.text(shown(value)), type_name(value),
                                 "it held a secret, which is never written")
         return value

@@ -49,8 +49,6 @@ __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 WAL_AUTOCHECKPOINT = 4000
 #: the write-ahead log is cut back to this many bytes after a checkpoint
 WAL_SIZE_LIMIT = 32 * 1024 * 1024
-#: encoded args kept per run (a step's args are written two or three times while it runs)
-ARGS_KEPT = 256
 def _meta(enc: Encoded) -> str | None:
     if enc.kind == "json":
         return None
@@ -64,9 +62,10 @@ def _value(kind: str, payload: Any, meta: str | None) -> Any:
 
 class _RunCache:
     """What this process knows of a run it writes, so a step costs as little as possible:
-    how many history entries and events are stored (their next sequence numbers), the
-    counters last written, and args, results and records already encoded (by identity:
-    a history entry shares its args and result with the plan's step)."""
+    how many history entries and events are stored (their next sequence numbers) and the
+    counters last written. Args, results and records encoded in one write are shared by
+    identity *within that write* only (a history entry shares its args and result with the
+    plan's step): a plan edited in place between writes is encoded again, never served stale."""
 
     def __init__(self, history: int, events: int) -> None:
         self.history = self.next_history = history
@@ -76,11 +75,14 @@ class _RunCache:
         self.args: dict[int, tuple[Any, Encoded, list[Any]]] = {}
         #: step id -> (result object, (kind, payload, meta, history seq it is stored with))
         self.results: dict[str, tuple[Any, tuple[Any, ...]]] = {}
-        #: the last step record written: (the field values, by identity; its JSON)
+        #: the last step record written in this write: (the field values, by identity; its JSON)
         self._record: tuple[list[Any], str] | None = None
 
     def begin(self) -> None:
         self.next_history, self.next_events, self.next_counters = self.history, self.events, self.counters
+        self.args.clear()  # mutable values may have been edited in place since the last write
+        self.results.clear()
+        self._record = None
 
     def commit(self) -> None:
         self.history, self.events, self.counters = self.next_history, self.next_events, self.next_counters
@@ -90,8 +92,6 @@ class _RunCache:
         if hit is not None and hit[0] is args:
             return hit[1], hit[2]
         enc, paths = encode_args(args, redactor)
-        if len(self.args) >= ARGS_KEPT:  # only the steps in flight need it: keep memory per step flat
-            del self.args[next(iter(self.args))]
         self.args[id(args)] = (args, enc, paths)
         return enc, paths
 
