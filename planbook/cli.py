@@ -301,7 +301,7 @@ def _main(argv: Sequence[str] | None) -> int:
             parallel=args.parallel, strategy=args.strategy, faithful=args.faithful,
             store=None if args.no_store else cli_runs.store_path(args), cache=not args.no_cache,
         )
-    except (PlanError, UsageProblem, ValueError, TypeError) as exc:
+    except (PlanbookError, UsageProblem, ValueError, TypeError) as exc:  # a bad spec, option or --store
         print(f"planbook: {exc}", file=sys.stderr)
         if isinstance(exc, PlanError) and not (args.tools or args.agents):
             codes = set(exc.codes)

@@ -14,6 +14,11 @@
   naming the file, and the file is left byte for byte as it was.
 - **Thread-safe**: one connection per process, used under a lock (a connection is never
   carried across ``fork``: a child process opens its own).
+- **Reading never writes**: ``readonly=True`` (what ``planbook runs``, ``planbook show``,
+  ``planbook.runs()`` and ``planbook.load_run()`` open) creates nothing, migrates nothing,
+  refuses a path with no store, and reads a store on a read-only disk or folder.
+- **One writer per run**: a resume claims its run first (:meth:`SQLiteStore.claim_run`,
+  :mod:`planbook.store.claims`).
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from .records import (
     plan_from_record, plan_json, redacted_paths, step_from_record, step_json,
 )
 from .redact import Redactor
-from .schema import DAMAGED, SCHEMA_VERSION, check_file, create_schema, is_busy
+from .claims import RunClaimed, is_me, refuse_claim, this_host
+from .schema import DAMAGED, SCHEMA_VERSION, V1_COLUMNS, check_file, connect_readonly, create_schema, is_busy
 from .values import UNRESTORABLE_ARGS, Encoded, Unrestorable, decode, encode, encode_args, place_markers
 
 T = TypeVar("T")
@@ -121,9 +127,13 @@ class SQLiteStore:
         busy_timeout: float = 5.0,
         lock_timeout: float = 60.0,
         durable: bool = False,
+        readonly: bool = False,
     ) -> None:
-        self.path = Path(path)
+        self.path = Path(path).expanduser()
         self.location = str(self.path)
+        self.readonly = readonly
+        #: the file's schema version (a read-only reader of an older store reads it as it is)
+        self.version = SCHEMA_VERSION
         self.redactor = Redactor(secrets)
         self.busy_timeout = busy_timeout
         self.lock_timeout = lock_timeout
@@ -155,6 +165,17 @@ class SQLiteStore:
         if path.exists() and not path.is_file():
             raise StoreError(f"the run store {self.location} is a directory, not a file: pass a file path "
                              "(e.g. .planbook/runs.sqlite)")
+        if self.readonly:
+            if not path.exists():
+                raise StoreError(f"there is no run store at {self.location} (nothing was created there): pass the "
+                                 "file that holds your runs (--store PATH, store=PATH), or run a plan with a store first")
+            if path.stat().st_size == 0:
+                raise StoreError(f"the run store {self.location} is an empty file: it holds no runs yet")
+            version = self._until_free(lambda: check_file(path, self.location, self.busy_timeout))
+            if version is None:
+                raise StoreError(f"the run store {self.location} is an empty database: it holds no runs yet")
+            self.version = version
+            return
         if path.exists() and path.stat().st_size > 0:
             # another process may be creating the file right now (it holds the lock while it
             # turns on WAL and writes the schema): reading it waits like any other transaction
@@ -170,6 +191,11 @@ class SQLiteStore:
         """This process's connection (opened again after a fork)."""
         if self._con is not None and self._pid == os.getpid():
             return self._con
+        if self.readonly:
+            con = connect_readonly(self.path, self.location, self.busy_timeout)
+            con.isolation_level = None
+            self._con, self._pid = con, os.getpid()
+            return con
         con = sqlite3.connect(str(self.path), timeout=self.busy_timeout, isolation_level=None,
                               check_same_thread=False)
         try:
@@ -241,6 +267,9 @@ class SQLiteStore:
         return self._until_free(attempt)
 
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self.readonly:
+            raise StoreError(f"the run store {self.location} was opened read-only (to list or show runs): "
+                             "open it without readonly=True to write")
         return self._retrying("BEGIN IMMEDIATE", fn)
 
     def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -259,9 +288,10 @@ class SQLiteStore:
             try:
                 con.execute(
                     "INSERT INTO runs (id, goal, status, reason, created, updated, config, plan, counters, revisions,"
-                    " writer_pid) VALUES (?, ?, 'running', NULL, ?, ?, ?, ?, '{}', '[]', ?)",
+                    " writer_pid, plan_id, writer_host, writer_since)"
+                    " VALUES (?, ?, 'running', NULL, ?, ?, ?, ?, '{}', '[]', ?, ?, ?, ?)",
                     (run_id, self.redactor.text(goal if goal is not None else plan.goal), now, now, config_text,
-                     plan_json(plan, self.redactor), os.getpid()),
+                     plan_json(plan, self.redactor), os.getpid(), self.redactor.text(plan.id), this_host(), now),
                 )
             except sqlite3.IntegrityError:
                 raise StoreError(f"a run {run_id!r} is already in the run store {self.location}: "
@@ -285,9 +315,8 @@ class SQLiteStore:
             )
             con.executemany(_UPSERT_STEP, [self._step_row(cache, run_id, st, pos) for pos, st in enumerate(plan.steps)])
             self._update_run(con, cache, run_id, state, calls, force=True, extra=(
-                ", plan = ?, revisions = ?, writer_pid = ?",
-                (plan_json(plan, self.redactor),
-                 diffs_json(list(state.revisions), self.redactor), os.getpid()),
+                ", plan = ?, revisions = ?",
+                (plan_json(plan, self.redactor), diffs_json(list(state.revisions), self.redactor)),
             ))
             return calls
 
@@ -456,7 +485,8 @@ class SQLiteStore:
 
     def list_runs(self, *, limit: int | None = None) -> list[RunSummary]:
         query = (
-            "SELECT id, goal, status, reason, created, updated, executions, model_calls, writer_pid,"
+            f"SELECT id, goal, status, reason, created, updated, executions, model_calls, writer_pid,"
+            f" {self._column('plan_id')}, {self._column('writer_host')}, {self._column('writer_since')},"
             " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed'),"
             " (SELECT count(*) FROM steps s WHERE s.run_id = r.id)"
             " FROM runs r ORDER BY created DESC, rowid DESC"
@@ -466,13 +496,46 @@ class SQLiteStore:
         rows = self._read(lambda con: con.execute(query).fetchall())
         return [
             RunSummary(run_id=i, goal=g, status=s, reason=r, started=c, updated=u, executions=e, model_calls=m,
-                       writer_pid=p, steps_done=d, steps_total=t)
-            for i, g, s, r, c, u, e, m, p, d, t in rows
+                       writer_pid=p, plan_id=pi, writer_host=h, writer_since=ws, steps_done=d, steps_total=t)
+            for i, g, s, r, c, u, e, m, p, pi, h, ws, d, t in rows
         ]
 
-    def latest_run_id(self) -> str | None:
-        ids = self._read(lambda con: self._latest_ids(con, 1))
-        return ids[0] if ids else None
+    def _column(self, name: str) -> str:
+        """A column version 2 added, or how an older store (read as it is) spells it."""
+        return name if self.version >= 2 else V1_COLUMNS[name]
+
+    def latest_run_id(self, *, plan_id: str | None = None) -> str | None:
+        """The run created last (of the plan ``plan_id``, when given): one indexed query."""
+        if plan_id is None:
+            ids = self._read(lambda con: self._latest_ids(con, 1))
+            return ids[0] if ids else None
+        row = self._read(lambda con: con.execute(
+            f"SELECT id FROM runs WHERE {self._column('plan_id')} = ? ORDER BY created DESC, rowid DESC LIMIT 1",
+            (plan_id,)).fetchone())
+        return row[0] if row else None
+
+    def claim_run(self, run_id: str, *, force: bool = False, updated: float | None = None) -> None:
+        """Take the run to write it (a resume, a paused run continued), before anything runs:
+        :class:`~planbook.store.claims.RunClaimed` when another live process writes it, or
+        wrote it since it was loaded (``updated``: its time then), or ended it; a writer
+        that is gone is taken over (see :mod:`planbook.store.claims`)."""
+
+        def write(con: sqlite3.Connection) -> None:
+            row = con.execute("SELECT status, writer_pid, writer_host, writer_since, updated FROM runs WHERE id = ?",
+                              (run_id,)).fetchone()
+            if row is None:
+                raise not_found(run_id, self.location, self._latest_ids(con))
+            status, pid, host, since, last = row
+            refuse_claim(run_id, status, pid, host, since, force)
+            if status == "running" and is_me(pid, host):
+                return  # this process writes it already
+            if not force and (status in ("completed", "failed") or (updated is not None and last != updated)):
+                raise RunClaimed(run_id, pid, host, since, changed=status)
+            con.execute("UPDATE runs SET status = 'running', writer_pid = ?, writer_host = ?, writer_since = ?"
+                        " WHERE id = ?", (os.getpid(), this_host(), time.time(), run_id))
+
+        with self._lock:
+            self._write(write)
 
     def _latest_ids(self, con: sqlite3.Connection, n: int = 5) -> list[str]:
         return [r[0] for r in con.execute("SELECT id FROM runs ORDER BY created DESC, rowid DESC LIMIT ?", (n,))]
