@@ -322,7 +322,7 @@ def _resume(args: argparse.Namespace) -> int:
             tools=load_object(args.tools, "tools") if args.tools else None,
             agents=load_object(args.agents, "agents") if args.agents else None,
             planner=load_object(args.planner, "planner") if args.planner else None,
-            plan=_read_spec(args.plan) if args.plan else None, run=False,
+            plan=_read_spec(args.plan) if args.plan else None, run=False, force=args.force,
         )
     except RunEnded:  # a finished run: say so, show it
         result = cli_runs.show_run(args)
