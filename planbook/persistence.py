@@ -46,7 +46,7 @@ class RunRecorder:
             return
         claim = getattr(self.store, "claim_run", None)
         if claim is not None:
-            claim(self.run_id)
+            claim(self.run_id, mine=True)  # this process wrote it last: anyone else meanwhile makes its state stale
         self._claimed = True
 
     def _written(self, state: Any) -> None:

@@ -226,5 +226,29 @@ def test_a_resume_that_finds_the_run_changed_since_it_loaded_it_stops(tmp_path: 
     con.execute("UPDATE runs SET updated = updated + 1")  # another process wrote it since
     con.commit()
     con.close()
-    with pytest.raises(RunClaimed, match="while it was being loaded"):
+    with pytest.raises(RunClaimed, match="meanwhile .* out of date: resume it again"):
         opened.claim_run(loaded.run_id, updated=loaded.updated)
+
+
+def test_a_paused_run_resumed_elsewhere_meanwhile_is_not_continued_from_a_stale_state(tmp_path: Path) -> None:
+    store, seen = tmp_path / "runs.sqlite", []
+    plan = Plan(id="p", goal="g", steps=[Step(id="a", tool="note", args={"x": "a"}),
+                                         Step(id="b", tool="note", args={"x": "b"}),
+                                         Step(id="c", tool="note", args={"x": "c"})])
+    runner = planbook.Runner(plan, tools=_box(seen), store=store)
+    assert runner.run(until="a").status == "paused"
+    # another process resumed it, ran b, and was interrupted (its writer is gone now)
+    child = subprocess.run([sys.executable, "-c", (
+        "import planbook, sys\n"
+        "box = planbook.Toolbox()\n"
+        "@box.tool(cache=False)\n"
+        "def note(x: str) -> str:\n"
+        "    if x == 'c':\n"
+        "        raise KeyboardInterrupt\n"
+        "    return x\n"
+        f"print(planbook.resume(store={str(store)!r}, tools=box).status)\n")],
+        capture_output=True, text=True, timeout=PATIENCE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert child.stdout.strip() == "interrupted", child.stderr
+    with pytest.raises(RunClaimed, match=r"was written by process \d+ on host .* meanwhile \(it is interrupted now\)"):
+        runner.run()
+    assert seen == ["a"]

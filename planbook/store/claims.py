@@ -62,8 +62,8 @@ class RunClaimed(StoreError):
         elif changed in ("completed", "failed"):
             text = f"run {run_id} was {changed} meanwhile by {where}: nothing to continue (planbook show {run_id})"
         else:
-            text = (f"run {run_id} was written by {where} while it was being loaded (it is {changed} now): "
-                    "resume again to continue from where it is")
+            text = (f"run {run_id} was written by {where} meanwhile (it is {changed} now), so what this process "
+                    "holds of it is out of date: resume it again to continue from where it is")
         super().__init__(text)
         self.run_id, self.pid, self.host, self.since = run_id, pid, host, since
 

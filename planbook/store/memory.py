@@ -216,7 +216,8 @@ class MemoryStore:
                 ids = [r.run_id for r in self._ordered() if r.plan_id == plan_id][:1]
         return ids[0] if ids else None
 
-    def claim_run(self, run_id: str, *, force: bool = False, updated: float | None = None) -> None:
+    def claim_run(self, run_id: str, *, force: bool = False, updated: float | None = None,
+                  mine: bool = False) -> None:
         """Runs in memory are written by this process only: nothing to claim but the run's existence."""
         with self._lock:
             self._run(run_id)

@@ -514,11 +514,13 @@ class SQLiteStore:
             (plan_id,)).fetchone())
         return row[0] if row else None
 
-    def claim_run(self, run_id: str, *, force: bool = False, updated: float | None = None) -> None:
+    def claim_run(self, run_id: str, *, force: bool = False, updated: float | None = None,
+                  mine: bool = False) -> None:
         """Take the run to write it (a resume, a paused run continued), before anything runs:
         :class:`~planbook.store.claims.RunClaimed` when another live process writes it, or
-        wrote it since it was loaded (``updated``: its time then), or ended it; a writer
-        that is gone is taken over (see :mod:`planbook.store.claims`)."""
+        wrote it since it was loaded (``updated``: its time then), or ended it, or — with
+        ``mine``, for a process going on with a run it wrote last — took it over at all
+        meanwhile; a writer that is gone is taken over (see :mod:`planbook.store.claims`)."""
 
         def write(con: sqlite3.Connection) -> None:
             row = con.execute("SELECT status, writer_pid, writer_host, writer_since, updated FROM runs WHERE id = ?",
@@ -529,7 +531,8 @@ class SQLiteStore:
             refuse_claim(run_id, status, pid, host, since, force)
             if status == "running" and is_me(pid, host):
                 return  # this process writes it already
-            if not force and (status in ("completed", "failed") or (updated is not None and last != updated)):
+            if not force and (status in ("completed", "failed") or (updated is not None and last != updated)
+                              or (mine and not is_me(pid, host))):
                 raise RunClaimed(run_id, pid, host, since, changed=status)
             con.execute("UPDATE runs SET status = 'running', writer_pid = ?, writer_host = ?, writer_since = ?"
                         " WHERE id = ?", (os.getpid(), this_host(), time.time(), run_id))
