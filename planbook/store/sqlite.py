@@ -44,7 +44,9 @@ from .records import (
 from .redact import Redactor
 from .claims import RunClaimed, is_me, refuse_claim, this_host
 from .schema import DAMAGED, SCHEMA_VERSION, V1_COLUMNS, check_file, connect_readonly, create_schema, is_busy
-from .values import UNRESTORABLE_ARGS, Encoded, Unrestorable, decode, encode, encode_args, place_markers
+from .values import (
+    UNRESTORABLE_ARGS, Encoded, Unrestorable, clone, decode, encode, encode_args, place_markers, same_plain,
+)
 
 T = TypeVar("T")
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -55,6 +57,10 @@ __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 WAL_AUTOCHECKPOINT = 4000
 #: the write-ahead log is cut back to this many bytes after a checkpoint
 WAL_SIZE_LIMIT = 32 * 1024 * 1024
+#: encoded args kept per run (a step's args are written two or three times while it runs)
+ARGS_KEPT = 256
+
+
 def _meta(enc: Encoded) -> str | None:
     if enc.kind == "json":
         return None
@@ -69,16 +75,19 @@ def _value(kind: str, payload: Any, meta: str | None) -> Any:
 class _RunCache:
     """What this process knows of a run it writes, so a step costs as little as possible:
     how many history entries and events are stored (their next sequence numbers) and the
-    counters last written. Args, results and records encoded in one write are shared by
-    identity *within that write* only (a history entry shares its args and result with the
-    plan's step): a plan edited in place between writes is encoded again, never served stale."""
+    counters last written. Results and records encoded in one write are shared by identity
+    *within that write* only (a history entry shares its result with the plan's step); args
+    that are plain JSON are reused across writes only while a copy taken when they were
+    encoded is still equal to them, type for type: a plan edited in place between writes is
+    encoded again, never served stale."""
 
     def __init__(self, history: int, events: int) -> None:
         self.history = self.next_history = history
         self.events = self.next_events = events
         self.counters: dict[str, Any] | None = None
         self.next_counters: dict[str, Any] | None = None
-        self.args: dict[int, tuple[Any, Encoded, list[Any]]] = {}
+        #: id(args) -> (the args, a copy of them then, their encoding, redacted paths)
+        self.args: dict[int, tuple[Any, Any, Encoded, list[Any]]] = {}
         #: step id -> (result object, (kind, payload, meta, history seq it is stored with))
         self.results: dict[str, tuple[Any, tuple[Any, ...]]] = {}
         #: the last step record written in this write: (the field values, by identity; its JSON)
@@ -86,8 +95,7 @@ class _RunCache:
 
     def begin(self) -> None:
         self.next_history, self.next_events, self.next_counters = self.history, self.events, self.counters
-        self.args.clear()  # mutable values may have been edited in place since the last write
-        self.results.clear()
+        self.results.clear()  # mutable values may have been edited in place since the last write
         self._record = None
 
     def commit(self) -> None:
@@ -95,10 +103,13 @@ class _RunCache:
 
     def encode_args(self, args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list[Any]]:
         hit = self.args.get(id(args))
-        if hit is not None and hit[0] is args:
-            return hit[1], hit[2]
+        if hit is not None and hit[0] is args and same_plain(hit[1], args):
+            return hit[2], hit[3]
         enc, paths = encode_args(args, redactor)
-        self.args[id(args)] = (args, enc, paths)
+        if enc.kind == "json" and not paths:  # plain data: a copy tells whether they changed
+            if len(self.args) >= ARGS_KEPT:  # only the steps in flight need it: keep memory per step flat
+                del self.args[next(iter(self.args))]
+            self.args[id(args)] = (args, clone(args), enc, paths)
         return enc, paths
 
     def record(self, step: Step, redactor: Redactor, paths: list[Any]) -> str:

@@ -249,6 +249,18 @@ def clone(value: Any) -> Any:
     return value
 
 
+def same_plain(a: Any, b: Any) -> bool:
+    """``a == b`` for plain data, type for type (``1``, ``1.0`` and ``True`` differ; a tuple is
+    not a list): whether a copy of args still stands for them."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return len(a) == len(b) and all(k in b and same_plain(v, b[k]) for k, v in a.items())
+    if type(a) is list:
+        return len(a) == len(b) and all(same_plain(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
 def has_marker(value: Any, marker: type = Redacted) -> bool:
     """True when a marker (``Redacted`` or ``Unrestorable``) sits anywhere in plain data."""
     if isinstance(value, marker):
