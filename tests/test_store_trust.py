@@ -284,3 +284,37 @@ def test_run_plan_resume_finds_the_latest_run_of_its_plan_with_one_query(
         ip.run_line_magic("plan_store", "default")
     assert result.ok and seen == ["a", "b"]
     assert loaded == [wanted]  # only the run it resumes was loaded
+
+
+def test_an_event_holding_values_json_cannot_write_is_stored_as_text(tmp_path: Path) -> None:
+    from planbook.models import Event
+    from planbook.runner import RunState
+
+    store = SQLiteStore(tmp_path / "runs.sqlite")
+    plan = _two_step_plan()
+    state = RunState(plan=plan)
+    run_id = store.create_run(plan, config={})
+    state.events += [Event(kind="llm.call", time=1.0, data={"big": _big()}),
+                     Event(kind="llm.call", time=2.0, data={"loop": _self_containing()}),
+                     Event(kind="llm.call", time=3.0, data={"deep": _deep()})]
+    store.save_state(run_id, state)
+    events = store.load_run(run_id).events
+    assert [e.kind for e in events] == ["llm.call"] * 3 and "[...]" in str(events[1].data)
+
+
+def test_args_changed_in_place_to_an_equal_value_of_another_type_are_written_again(tmp_path: Path) -> None:
+    from planbook.models import Status
+    from planbook.runner import RunState
+
+    store = SQLiteStore(tmp_path / "runs.sqlite")
+    plan = _two_step_plan()
+    state = RunState(plan=plan)
+    run_id = store.create_run(plan, config={})
+    step = plan.step("a")
+    step.args["x"] = 1
+    step.set_state(status=Status.in_progress)
+    store.record_step(run_id, step, state)
+    step.args["x"] = True  # == 1, but another value
+    store.record_step(run_id, step, state)
+    assert store.load_run(run_id).plan.step("a").args == {"x": True}
+    assert type(store.load_run(run_id).plan.step("a").args["x"]) is bool
