@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -252,3 +253,25 @@ def test_a_paused_run_resumed_elsewhere_meanwhile_is_not_continued_from_a_stale_
     with pytest.raises(RunClaimed, match=r"was written by process \d+ on host .* meanwhile \(it is interrupted now\)"):
         runner.run()
     assert seen == ["a"]
+
+
+def test_run_plan_resume_is_refused_while_another_process_writes_and_force_takes_over(ip: Any, tmp_path: Path) -> None:
+    from IPython.core.error import UsageError
+
+    store, seen = tmp_path / "runs.sqlite", []
+    ip.user_ns["claim_box"] = _box(seen)
+    ip.run_cell_magic("plan", "claimed --tools claim_box", "steps:\n  - {id: a, tool: note, args: {x: a}}\n"
+                      "  - {id: b, tool: note, args: {x: b}}\n")
+    planbook.Runner(ip.user_ns["claimed"].copy_plan(), tools=_box(seen), store=store).run(until="a")
+    _written_elsewhere(store, this_host(), os.getppid())
+    try:
+        ip.run_line_magic("plan_store", str(store))
+        with pytest.raises(UsageError, match=rf"is being written by process {os.getppid()} .* pass --force"):
+            ip.run_line_magic("run_plan", "claimed --resume --no-view")
+        with pytest.raises(UsageError, match="--force goes with --resume"):
+            ip.run_line_magic("run_plan", "claimed --force --no-view")
+        assert seen == ["a"]
+        result = ip.run_line_magic("run_plan", "claimed --resume --force --no-view")
+    finally:
+        ip.run_line_magic("plan_store", "default")
+    assert result.ok and seen == ["a", "b"]
