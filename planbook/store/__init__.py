@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from .sqlite import SQLiteStore
 
 __all__ = [
-    "CacheHit", "MemoryStore", "REDACTED", "Redacted", "RunClaimed", "RunNotFound", "RunStore", "RunSummary", "SQLiteStore",
+    "CacheHit", "MemoryStore", "REDACTED", "Redacted", "RunClaimed", "RunNotFound", "RunStore", "RunSummary",
+    "SQLiteStore",
     "StoreError", "StoreFormatError", "StoredRun", "Unrestorable", "default_store_path", "open_store",
     "step_cache_key", "STORE_FILE", "HOME_ENV",
 ]

@@ -178,8 +178,9 @@ class SQLiteStore:
                              "(e.g. .planbook/runs.sqlite)")
         if self.readonly:
             if not path.exists():
-                raise StoreError(f"there is no run store at {self.location} (nothing was created there): pass the "
-                                 "file that holds your runs (--store PATH, store=PATH), or run a plan with a store first")
+                raise StoreError(f"there is no run store at {self.location} (nothing was created there): pass "
+                                 "the file that holds your runs (--store PATH, store=PATH), or run a plan with a "
+                                 "store first")
             if path.stat().st_size == 0:
                 raise StoreError(f"the run store {self.location} is an empty file: it holds no runs yet")
             version = self._until_free(lambda: check_file(path, self.location, self.busy_timeout))
