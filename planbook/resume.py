@@ -9,6 +9,7 @@ have taken effect, and the resume stops and asks (``rerun=[step]`` continues).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -39,6 +40,8 @@ def _open(store: Any, *, readonly: bool = False) -> Any:
                           "use .planbook/runs.sqlite under the current directory, or $PLANBOOK_HOME/runs.sqlite)")
     from .store import open_store
 
+    if not readonly and isinstance(store, (str, os.PathLike)) and os.fspath(store) != ":memory:":
+        open_store(store, readonly=True).close()  # a path with no store: say so, create nothing
     return open_store(store, readonly=readonly)
 
 

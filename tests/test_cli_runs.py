@@ -96,7 +96,7 @@ def test_store_errors_are_usage_errors_with_the_file_named(workdir: Path) -> Non
     assert missing.returncode == 2 and "no-such-run" in missing.stderr
 
 
-@pytest.mark.parametrize("command", [("runs",), ("show",), ("show", "some-run")])
+@pytest.mark.parametrize("command", [("runs",), ("show",), ("show", "some-run"), ("resume",)])
 def test_reading_a_store_that_is_not_there_says_so_and_creates_nothing(workdir: Path, command: tuple[str, ...]) -> None:
     gone = workdir / "nowhere" / "runs.sqlite"
     for args in ([*command, "--store", str(gone)], list(command)):  # a given path, and the default store
