@@ -319,3 +319,16 @@ def test_args_changed_in_place_to_an_equal_value_of_another_type_are_written_aga
     store.record_step(run_id, step, state)
     assert store.load_run(run_id).plan.step("a").args == {"x": True}
     assert type(store.load_run(run_id).plan.step("a").args["x"]) is bool
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_both_stores_find_a_plans_latest_run_and_name_its_plan(kind: str, tmp_path: Path) -> None:
+    store: Any = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "runs.sqlite")
+    first = planbook.run(_two_step_plan("alpha"), tools=_note_tools([]), store=store)
+    planbook.run(_two_step_plan("beta"), tools=_note_tools([]), store=store)
+    assert first.ok
+    listed = store.list_runs()
+    assert [r.plan_id for r in listed] == ["beta", "alpha"]
+    assert store.latest_run_id(plan_id="alpha") == listed[1].run_id
+    assert store.latest_run_id(plan_id="gamma") is None
+    assert store.latest_run_id() == listed[0].run_id
