@@ -44,13 +44,15 @@ class MCPTool(Tool):
     """A tool served by an MCP server: the server's schema is what a model is shown."""
 
     def __init__(self, fn: Any, *, name: str, mcp_name: str, description: str, input_schema: dict[str, Any],
-                 hints: Any, cache: bool) -> None:
+                 hints: Any, cache: bool, version: str | None = None) -> None:
         read_only = bool(getattr(hints, "read_only_hint", None))
         #: the MCP spec's defaults: a tool that is not read-only may be destructive
         self.destructive = not read_only and getattr(hints, "destructive_hint", None) is not False
-        idempotent = read_only or bool(getattr(hints, "idempotent_hint", None))
-        super().__init__(fn, name=name, description=description, cache=cache,
-                         idempotent=idempotent and not self.destructive)
+        idempotent = (read_only or bool(getattr(hints, "idempotent_hint", None))) and not self.destructive
+        # cache=True (asked for on connect) applies to the tools that may be called twice; the
+        # others are never cached (a cached call would skip its effect), as for any tool
+        super().__init__(fn, name=name, description=description, cache=cache and idempotent, idempotent=idempotent,
+                         version=version)
         #: the tool's name on the server (``name`` is the name in plans, with the prefix)
         self.mcp_name = mcp_name
         self.input_schema = input_schema
@@ -73,6 +75,7 @@ class _Connection:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name=f"planbook-mcp {label}", daemon=True)
         self.session: Any = None
+        self.version: str | None = None
         self.pid: int | None = None
         self.closed = False
         self._stop: asyncio.Event | None = None
@@ -108,7 +111,11 @@ class _Connection:
         self._stop = asyncio.Event()
         async with self._transport() as streams:
             async with ClientSession(streams[0], streams[1]) as session:
-                await session.initialize()
+                initialized = await session.initialize()
+                info = getattr(initialized, "server_info", None)
+                #: the server's name and version: part of a cached call's key (a new server version
+                #: may answer differently)
+                self.version = f"{getattr(info, 'name', '?')} {getattr(info, 'version', '?')}"
                 tools: list[Any] = []
                 cursor = None
                 while True:
@@ -344,7 +351,7 @@ def _make_tool(connection: _Connection, spec: Any, name: str, cache: bool, timeo
     call.__annotations__ = dict(annotations)
     description = (spec.description or spec.title or "").strip().splitlines()
     return MCPTool(call, name=name, mcp_name=mcp_name, description=description[0] if description else "",
-                   input_schema=schema, hints=spec.annotations, cache=cache)
+                   input_schema=schema, hints=spec.annotations, cache=cache, version=connection.version)
 
 
 def _identifier(name: str) -> str:
