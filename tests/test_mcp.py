@@ -249,8 +249,8 @@ def test_mcp_results_are_not_cached_unless_asked(tmp_path: Path) -> None:
     spec = 'steps:\n  - {id: a, tool: convert_time, args: {source_timezone: UTC, time: "10:00", target_timezone: UTC}}'
     store = tmp_path / "runs.sqlite"
     with connect(TIME, replace=False) as box:
-        for _ in range(2):
-            result = planbook.run(spec, tools=box, store=store)
+        for _ in range(2):  # not even when the run asks for the cache
+            result = planbook.run(spec, tools=box, store=store, cache=True)
             assert not [e for e in result.events if e.kind == "step.cached"]
     with connect(TIME, replace=False, cache=True) as box:
         planbook.run(spec, tools=box, store=store)
