@@ -220,7 +220,7 @@ class PlanningFlow:
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
         self.max_attempts = max_attempts
-        self.tool = planning_tool or PlanningTool(preserve="position" if faithful else "text")
+        self.tool = planning_tool or PlanningTool(faithful=faithful)
         self._id_base = plan_id or "plan"
         self.plan_id = plan_id or "plan_1"
         if agent_max_steps is None and faithful:
@@ -447,7 +447,7 @@ class _FlowAgent:
         index = tool.index_of(context.step.id, flow.plan_id)
         tool.execute(command="mark_step", plan_id=flow.plan_id, step_index=index, step_status="in_progress")
         plan_text = tool.execute(command="get", plan_id=flow.plan_id)
-        written = step_text(tool.plans[flow.plan_id].steps[index])
+        written = tool.text_of(tool.plans[flow.plan_id].steps[index], flow.plan_id)
         flow._prompts.append(STEP_PROMPT.format(plan_status=plan_text, index=index, step_text=written))
         inner = AgentContext(goal=context.goal, plan_text=plan_text, step=context.step, needs=context.needs,
                              emit=context.emit)
