@@ -14,10 +14,14 @@ pitfall                            faithful=True                               d
 tag routing                        unknown tag → first executor, silently      error naming the agents, before any step
 "completed" when run() returns     every step that returns is ✓                ✓ only when the agent says it succeeded
 failure reports                    ignored (only an exception fails a step)    the run's policy (abort/skip/retry/replan)
+an agent that raises               the step stays [→] and runs again, until    the run's policy; the step is [✗]
+                                   it stops raising or ``max_steps`` runs out
 no planning call                   3-step default plan                         ``no_plan`` failure with the model's words
 agent step budget                  carries over between steps (resets at max)  every step gets the whole budget
 agent says FINISHED                never noticed (state reset before check)    the run stops there (``AgentReply.stop``)
-blocked                            never written: policy ``continue``          written for steps that cannot run
+blocked                            never written                               written for steps that cannot run
+summary request                    "... completed" whatever happened           says how the run ended when it failed
+step prompt                        the source's indentation, kept              the same words, without it
 =================================  ==========================================  =====================================
 """
 
@@ -42,7 +46,7 @@ from .openmanus import TAG, PlanningTool, ToolError, step_text
 
 __all__ = [
     "AGENTS_NOTE", "DEFAULT_STEPS", "FlowResult", "OpenManusPlanner", "PLANNING_REQUEST", "PLANNING_SYSTEM",
-    "PlanningFlow", "STEP_PROMPT", "SUMMARY_REQUEST", "SUMMARY_SYSTEM", "ScriptedReActAgent",
+    "PlanningFlow", "RERUN_FOREVER", "SEED_STEP_PROMPT", "STEP_PROMPT", "SUMMARY_REQUEST", "SUMMARY_SYSTEM", "ScriptedReActAgent",
 ]
 
 # The seed's prompts, word for word (typos included: a ported prompt must be the same prompt).
@@ -67,9 +71,16 @@ You are now working on step {index}: "{step_text}"
 Please only execute this current step using the appropriate tools. When you're done, provide a summary of what you accomplished.
 """
 SUMMARY_SYSTEM = "You are a planning assistant. Your task is to summarize the completed plan."
+#: the seed's step prompt as it reaches the model: the source's indentation is part of the string
+SEED_STEP_PROMPT = (
+    "\n        CURRENT PLAN STATUS:\n        {plan_status}\n\n        YOUR CURRENT TASK:\n"
+    "        You are now working on step {index}: \"{step_text}\"\n\n"
+    "        Please only execute this current step using the appropriate tools. "
+    "When you're done, provide a summary of what you accomplished.\n        "
+)
 SUMMARY_REQUEST = (
     "The plan has been completed. Here is the final plan status:\n\n{plan_text}\n\n"
-    "Please provide a summary of what was accomplished."
+    "Please provide a summary of what was accomplished and any final thoughts."
 )
 #: planbook's words when the plan did not complete (the seed says "completed" whatever happened)
 SUMMARY_REQUEST_UNFINISHED = (
@@ -83,6 +94,9 @@ REPLAN_REQUEST = (
     "{request}. Steps whose text you keep unchanged keep their progress."
 )
 DEFAULT_STEPS = ["Analyze request", "Execute task", "Verify results"]
+#: faithful: a step whose agent raises runs again (the seed picks the first step not completed,
+#: and a raising step stays in progress): only the run's ``max_steps`` stops it
+RERUN_FOREVER = 10**9
 #: OpenManus's Manus agent takes at most 20 steps per run()
 SEED_AGENT_MAX_STEPS = 20
 
@@ -299,7 +313,8 @@ class PlanningFlow:
                 steps.append(step.fresh())
                 continue
             try:
-                agent = self.route(step_text(step), index)
+                agent = self.route(self.tool.text_of(step, self.plan_id) if plan.id == str(self.plan_id)
+                                   else step_text(step), index)
             except PlanError as exc:
                 problems += exc.problems
                 continue
@@ -333,8 +348,9 @@ class PlanningFlow:
     def runner_options(self, planner: Any, options: dict[str, Any]) -> dict[str, Any]:
         """``options`` for :class:`~planbook.Runner` with the flow's agents, ``planner`` and the tool's mirror.
 
-        With ``faithful`` a failure has the ``continue`` policy unless ``on_failure`` says
-        otherwise: the seed writes no ``blocked`` and goes on to the next step.
+        With ``faithful`` a failure (only an exception is one there) has the ``retry`` policy
+        with no limit of its own unless ``on_failure`` says otherwise: the seed leaves a
+        raising step in progress and picks it again, so only ``max_steps`` ends the run.
         """
         self._prompts, self._budgets = [], []
         handlers = options.get("on_event")
@@ -342,7 +358,7 @@ class PlanningFlow:
         merged = dict(options, planner=planner, on_event=[self._mirror, *handlers],
                       agents={key: _FlowAgent(self, key, agent) for key, agent in self.agents.items()})
         if self.faithful and merged.get("on_failure") is None:
-            merged["on_failure"] = "continue"
+            merged["on_failure"], merged["retries"] = "retry", RERUN_FOREVER
         return merged
 
     def execute(self, request: str, **options: Any) -> str:
@@ -391,10 +407,10 @@ class PlanningFlow:
             return
         if event.kind == "step.finished":
             step.status = Status.completed
+        elif self.faithful:  # a raising step stays in progress until it runs again  # the seed never writes blocked, nor anything about a failure
+            return
         elif event.kind == "step.retry":
             step.status = Status.not_started
-        elif self.faithful:  # the seed never writes blocked, nor anything about a failure
-            return
         elif event.kind == "step.failed":
             step.status, step.notes = Status.failed, str(event.data.get("error") or "failed")
         elif event.kind == "step.skipped":
@@ -448,7 +464,8 @@ class _FlowAgent:
         tool.execute(command="mark_step", plan_id=flow.plan_id, step_index=index, step_status="in_progress")
         plan_text = tool.execute(command="get", plan_id=flow.plan_id)
         written = tool.text_of(tool.plans[flow.plan_id].steps[index], flow.plan_id)
-        flow._prompts.append(STEP_PROMPT.format(plan_status=plan_text, index=index, step_text=written))
+        prompt = SEED_STEP_PROMPT if flow.faithful else STEP_PROMPT
+        flow._prompts.append(prompt.format(plan_status=plan_text, index=index, step_text=written))
         inner = AgentContext(goal=context.goal, plan_text=plan_text, step=context.step, needs=context.needs,
                              emit=context.emit)
         token = flow._give_budget(self.key, self.agent)

@@ -54,6 +54,7 @@ class Options:
     tools: Any = None
     agents: Any = None
     on_failure: Any = None
+    retries: int | None = None
     parallel: int = 1
     after_step: Any = None
     on_event: Any = None
@@ -244,6 +245,7 @@ def _openmanus(options: Options, faithful: bool) -> Options:
     adjusted = flow.runner_options(planner, {"on_failure": options.on_failure, "on_event": options.on_event})
     options.planner, options.agents = adjusted["planner"], adjusted["agents"]
     options.on_failure, options.on_event = adjusted["on_failure"], adjusted["on_event"]
+    options.retries = adjusted.get("retries", options.retries)
     return options
 
 
@@ -363,7 +365,8 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
         pitfalls=(
             "an unknown [TAG] goes silently to the first agent",
             "a step is completed whenever the agent returns, whatever it said (false ✓)",
-            "failures are not handled: policy continue, blocked is never written",
+            "a step whose agent raises stays in progress and runs again, until it stops raising or max_steps "
+            "runs out; blocked is never written",
             "an agent's step budget carries over from one step to the next",
             "an agent that says FINISHED is never noticed",
             "no planning call: a 3-step default plan",
