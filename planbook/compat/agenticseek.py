@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # Plan.parse reads answers through this module: it stays free
 
 __all__ = [
     "AGENTS", "NO_UPDATE", "RETRY_PROMPT", "AgenticSeekPlanner", "ParsedAnswer", "all_answers", "last_answer",
-    "looks_like_answer", "need_context", "need_prompt", "need_report", "parse_answer", "plan_from_answer",
+    "SeedTask", "json_blocks", "looks_like_answer", "need_context", "seed_task", "need_prompt", "need_report", "parse_answer", "plan_from_answer",
     "planner_prompt", "review_update", "update_prompt", "work_result",
 ]
 
@@ -420,6 +420,7 @@ def update_prompt(
     *,
     limit: int | None = 2000,
     with_plan: bool = True,
+    label: str | None = None,
 ) -> str:
     """The seed's review prompt after task ``current_id``, with its answer shortened to ``limit``
     characters (``None``: whole, as the seed) and the current plan included (``with_plan``), so
@@ -428,6 +429,7 @@ def update_prompt(
     ids = [s.id for s in steps]
     outcome = "success" if success else "failure"
     position = ids.index(current_id) if current_id in ids else len(ids) - 1
+    current_id = current_id if label is None else label  # the id as the model wrote it
     following = (f"Next task is: {steps[position + 1].task}." if position + 1 < len(steps)
                  else "No task follow, this was the last step. If it failed add a task to recover.")
     parts = [
@@ -534,13 +536,22 @@ class AgenticSeekPlanner:
         self.memory: list[dict[str, Any]] = []
         #: the titles of the last plan read (headlines, or the tasks)
         self.titles: list[str] = []
+        #: faithful: each step's id and need as the model wrote them, by planbook step id
+        self.seeds: dict[str, SeedTask] = {}
+        self._numbered = 0
         self.context: PlanningContext | None = None
 
     def set_context(self, context: PlanningContext) -> None:
         self.context = context
 
-    def ask(self, prompt: str, *, purpose: str = "plan", allow_no_update: bool = False, emit: Any = None) -> ParsedAnswer | None:
-        """One question with retries: a parsed answer, or ``None`` for ``NO_UPDATE`` when allowed."""
+    def ask(self, prompt: str, *, purpose: str = "plan", allow_no_update: bool = False, emit: Any = None,
+            keep_on_failure: bool = False) -> ParsedAnswer | None:
+        """One question with retries: a parsed answer, or ``None`` for ``NO_UPDATE`` when allowed.
+
+        With ``faithful``, as upstream's ``make_plan``: any answer containing ``NO_UPDATE``
+        ends the question (``None``, or "Failed to parse the tasks." for a first plan), and
+        ``keep_on_failure`` makes running out of attempts ``None`` (the plan is kept).
+        """
         attempts: list[dict[str, Any]] = []
         start = len(self.memory)
         text = prompt
@@ -551,10 +562,15 @@ class AgenticSeekPlanner:
                                      purpose=purpose, attempt=attempt, emit=emit)
             content = answer.content or ""
             self.memory.append({"role": "assistant", "content": content})
+            if self.faithful and NO_UPDATE in content:
+                if allow_no_update:
+                    return None
+                raise PlanningError(f"Failed to parse the tasks. (the answer says {NO_UPDATE}: upstream gives up)",
+                                    attempts=[*attempts, {"content": content, "problems": [f"says {NO_UPDATE}"]}])
             try:
                 if allow_no_update and NO_UPDATE in content and not looks_like_answer(content):
                     return None
-                parsed = parse_answer(content, agents=self.agents)
+                parsed = parse_answer(content, agents=self.agents, faithful=self.faithful)
             except PlanError as exc:
                 attempts.append({"content": content, "problems": [str(p) for p in exc.problems]})
                 text = RETRY_PROMPT if self.faithful else RETRY_PROMPT + "\nProblems:\n" + "\n".join(
@@ -562,9 +578,39 @@ class AgenticSeekPlanner:
                 continue
             self.titles = parsed.titles
             return parsed
+        if keep_on_failure:
+            return None
         raise PlanningError(
             f"the planner gave no valid plan in {len(attempts)} attempt(s); last problems: "
             + "; ".join(attempts[-1]["problems"]), attempts=attempts)
+
+    def adopt(self, steps: Sequence[Step], seeds: Sequence[SeedTask], taken: Iterable[str] = ()) -> list[Step]:
+        """Steps read with ``faithful``, each with a planbook id no other step of the plan has (the
+        id as written when it can be one: ``"3"`` then ``"3_2"`` for a repeat, ``t5`` for an id
+        such as ``" 1 "``), and its id and need as written kept in :attr:`seeds`."""
+        from ..ids import id_problem
+
+        used = set(taken)
+        adopted = []
+        for step, seed in zip(steps, seeds):
+            self._numbered += 1
+            written = seed.id if isinstance(seed.id, str) else json.dumps(seed.id) if isinstance(seed.id, int) else ""
+            base = written if written and id_problem(written) is None else f"t{self._numbered}"
+            new_id, copy = base, 1
+            while new_id in used:
+                copy += 1
+                new_id = f"{base}_{copy}"
+            used.add(new_id)
+            new = step.model_copy(update={"id": new_id})
+            self.seeds[new.id] = seed
+            adopted.append(new)
+        return adopted
+
+    def read(self, answer: str) -> list[Step]:
+        """The steps of a written answer, read as this planner reads the model's."""
+        parsed = parse_answer(answer, agents=self.agents, faithful=self.faithful)
+        self.titles = parsed.titles
+        return self.adopt(parsed.steps, parsed.seeds) if self.faithful else parsed.steps
 
     def __call__(self, goal: str, history: list[Step], last_error: str | None) -> list[Step]:
         context, self.context = self.context, None
@@ -572,7 +618,7 @@ class AgenticSeekPlanner:
         if last_error is None and (context is None or context.plan is None):
             parsed = self.ask(goal, purpose="plan", emit=emit)
             assert parsed is not None
-            return parsed.steps
+            return self.adopt(parsed.steps, parsed.seeds) if self.faithful else parsed.steps
         plan = context.plan if context is not None and context.plan is not None else Plan(steps=history)
         failed = history[-1] if history else None
         prompt = update_prompt(goal, plan, failed.id if failed else "", failed.error if failed else last_error, False,
@@ -584,7 +630,15 @@ class AgenticSeekPlanner:
 
     def review(self, goal: str, plan: Plan, current_id: str, answer: Any, success: bool, *, emit: Any = None) -> list[Step] | None:
         """After step ``current_id``: ``None`` to keep the plan (``NO_UPDATE``), else the steps
-        that replace those after it, checked by :func:`review_update` (retried like a plan)."""
+        that replace those after it, checked by :func:`review_update` (retried like a plan).
+
+        With ``faithful``, as upstream's ``update_plan``: a task whose id is not an integer is
+        never reviewed; an answer holding ``NO_UPDATE`` keeps the plan, even with a plan in it;
+        four answers that do not parse keep the plan too; otherwise the new plan's tasks after
+        the current position replace the rest, unchecked.
+        """
+        if self.faithful:
+            return self._seed_review(goal, plan, current_id, answer, success, emit=emit)
         prompt = update_prompt(goal, plan, current_id, answer, success,
                                limit=None if self.faithful else self.answer_limit, with_plan=not self.faithful)
         attempts: list[dict[str, Any]] = []
@@ -600,3 +654,19 @@ class AgenticSeekPlanner:
                 prompt = "Your plan was rejected:\n" + "\n".join(f"- {p}" for p in exc.problems) + "\n" + prompt
         raise PlanningError(f"the planner's updates broke the rules {len(attempts)} time(s); last problems: "
                             + "; ".join(attempts[-1]["problems"]), attempts=attempts)
+
+    def _seed_review(self, goal: str, plan: Plan, current_id: str, answer: Any, success: bool, *,
+                     emit: Any = None) -> list[Step] | None:
+        seed = self.seeds.get(current_id)
+        written = seed.id if seed is not None else current_id
+        try:
+            int(written)
+        except (TypeError, ValueError):
+            return None  # upstream: int(id) fails, the plan is returned as it is, the model is not asked
+        prompt = update_prompt(goal, plan, current_id, answer, success, limit=None, with_plan=False, label=str(written))
+        parsed = self.ask(prompt, purpose="review", allow_no_update=True, emit=emit, keep_on_failure=True)
+        if parsed is None:
+            return None
+        ids = [s.id for s in plan.steps]
+        cursor = ids.index(current_id)
+        return self.adopt(parsed.steps[cursor + 1:], parsed.seeds[cursor + 1:], taken=ids[:cursor + 1])
