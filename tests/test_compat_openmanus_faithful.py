@@ -124,3 +124,14 @@ def test_faithful_and_preserve_text_contradict() -> None:
     assert PlanningTool(preserve="position").faithful is False
     with pytest.raises(ValueError, match="faithful=True keeps progress only at the same index"):
         PlanningTool(faithful=True, preserve="text")
+
+
+def test_plan_parse_reads_a_pasted_get_text_through_the_registered_format() -> None:
+    from planbook import Plan
+
+    tool = PlanningTool()
+    tool.execute(command="create", plan_id="p", title="T", steps=["[WEB] find", "write"])
+    tool.execute(command="mark_step", step_index=0, step_status="completed", step_notes="found")
+    plan = Plan.parse(tool.execute(command="get"))
+    assert [(s.id, s.agent, s.task, s.status.value, s.notes) for s in plan.steps] == [
+        ("0", "web", "find", "completed", "found"), ("1", None, "write", "not_started", "")]

@@ -21,6 +21,10 @@ The replan-after-every-step rules are here as code the runner can call:
 :func:`review_update` (``NO_UPDATE`` keeps the plan; otherwise only the steps after the
 current one may change, and the plan may grow by one step at most — enforced, not only
 asked). :func:`all_answers` returns every step's answer, not only the last one's.
+
+``faithful=True`` (:func:`parse_answer`, :class:`AgenticSeekPlanner`) reads and runs answers
+as upstream does; every difference from the default is in the table of
+``planbook/compat/README.md``.
 """
 
 from __future__ import annotations

@@ -6,23 +6,10 @@ model offered only the planning tool), agent wrappers (routing, the seed's step 
 the per-agent step budget, the FINISHED check as ``AgentReply(stop=...)``) and an event handler that writes the run's statuses into
 the :class:`~planbook.compat.openmanus.PlanningTool`, so ``get`` shows the truth.
 
-By default planbook's fixes apply; ``faithful=True`` reproduces each pitfall of the seed:
-
-=================================  ==========================================  =====================================
-pitfall                            faithful=True                               default
-=================================  ==========================================  =====================================
-tag routing                        unknown tag → first executor, silently      error naming the agents, before any step
-"completed" when run() returns     every step that returns is ✓                ✓ only when the agent says it succeeded
-failure reports                    ignored (only an exception fails a step)    the run's policy (abort/skip/retry/replan)
-an agent that raises               the step stays [→] and runs again, until    the run's policy; the step is [✗]
-                                   it stops raising or ``max_steps`` runs out
-no planning call                   3-step default plan                         ``no_plan`` failure with the model's words
-agent step budget                  carries over between steps (resets at max)  every step gets the whole budget
-agent says FINISHED                never noticed (state reset before check)    the run stops there (``AgentReply.stop``)
-blocked                            never written                               written for steps that cannot run
-summary request                    "... completed" whatever happened           says how the run ended when it failed
-step prompt                        the source's indentation, kept              the same words, without it
-=================================  ==========================================  =====================================
+By default planbook's fixes apply; ``faithful=True`` behaves as the seed's flow, each
+pitfall included (a raising step runs again until ``max_steps`` ends the run, a step is
+completed whenever its agent returns, an unknown tag goes to the first agent...). Every
+difference is listed, once, in the table of ``planbook/compat/README.md``.
 """
 
 from __future__ import annotations

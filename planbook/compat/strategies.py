@@ -415,6 +415,8 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
         routing="the plan's agent field (matched without regard to case)",
         pitfalls=(
             "need is a soft constraint: a failed step's dependents run anyway (policy continue)",
+            "tasks run in array order, ids and needs as written: duplicate ids, a need \"12\" read by character",
+            "a review that never parses, or says NO_UPDATE next to a plan, keeps the plan",
             "the planner's memory only grows: every question resends the whole conversation",
             "the planner's example reuses an id",
             "only the last step's answer is returned",
