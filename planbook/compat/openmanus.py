@@ -1,9 +1,9 @@
 """OpenManus's planning tool and its plan text, over planbook plans.
 
 :class:`PlanningTool` takes the seven commands of OpenManus's ``planning`` function
-(``create update list get set_active mark_step delete``) with the same argument rules
-and answers with the same text, so a prompt or an agent ported from OpenManus finds what
-it expects; :meth:`PlanningTool.to_param` is the function definition the model is shown,
+(``create update list get set_active mark_step delete``) and answers with the same text,
+so a prompt or an agent ported from OpenManus finds what it expects (by default its
+arguments are checked against the schema; ``faithful=True`` takes them as OpenManus does); :meth:`PlanningTool.to_param` is the function definition the model is shown,
 exactly. Underneath, each plan is a planbook :class:`~planbook.Plan` (no parallel
 arrays): :meth:`~PlanningTool.read` and :meth:`~PlanningTool.write` move plans in and out.
 
