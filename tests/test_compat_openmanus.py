@@ -586,6 +586,7 @@ def test_faithful_a_step_that_stops_raising_completes_and_the_flow_goes_on():
     result = PlanningFlow(Flaky(), planner=ScriptedModel([planning(["a", "b", "c"])]), faithful=True).run("r")
     assert result.ok and [s for s, _ in result.answers] == ["0", "1", "1", "2"]
     assert result.plan_text.endswith("0. [✓] a\n1. [✓] b\n2. [✓] c\n")
+    assert result.text().startswith("a\nError executing step 1: flaky\nb\nc\nPlan completed:\n\n")
 
 
 def test_step_prompt_and_summary_request_are_upstreams():

@@ -151,6 +151,8 @@ class FlowResult:
     #: ``(step id, agent, budget given, steps spent)`` for agents that count steps
     budgets: list[tuple[str, str, int, int]] = field(default_factory=list)
     summary_call: dict[str, Any] | None = None
+    #: faithful: each step's index in the tool's plan, for the seed's "Error executing step N" lines
+    positions: dict[str, int] | None = None
 
     @property
     def ok(self) -> bool:
@@ -170,13 +172,29 @@ class FlowResult:
         return [(s.id, s.result) for s in self.run.history]
 
     def text(self) -> str:
-        """What the seed's ``execute()`` returns: each step's result, then ``Plan completed:`` and the summary."""
-        out = "".join(f"{answer}\n" for _, answer in self.answers)
+        """What the seed's ``execute()`` returns: each step's result, then ``Plan completed:`` and the summary.
+
+        With ``faithful`` an execution that raised is the seed's ``Error executing step N: message``.
+        """
+        out = ""
+        for step in self.run.history:
+            if self.positions is not None and step.status is Status.failed and step.error is not None:
+                out += f"Error executing step {self.positions.get(step.id, step.id)}: {_message(step.error)}\n"
+            else:
+                out += f"{step.result}\n"
         return out + (f"Plan completed:\n\n{self.summary}" if self.summary is not None else "")
 
     def __str__(self) -> str:
         tail = f"\nSummary: {self.summary}" if self.summary else ""
         return f"{self.plan_text}\nRun: {self.run.status} ({self.run.reason}){tail}"
+
+
+def _message(error: str) -> str:
+    """An exception's own message (``str(exc)``) from a step's error, which starts with its type."""
+    kind, sep, message = error.partition(": ")
+    if sep and re.fullmatch(r"[A-Za-z_][\w.]*", kind):
+        return message
+    return "" if re.fullmatch(r"[A-Za-z_][\w.]*", error) else error
 
 
 class PlanningFlow:
@@ -327,7 +345,10 @@ class PlanningFlow:
         runner = Runner(request, **self.runner_options(OpenManusPlanner(self), options))
         result = runner.run()
         plan_text = self.tool.execute(command="get", plan_id=self.plan_id) if self.plan_id in self.tool.plans else ""
-        flow = FlowResult(run=result, plan_text=plan_text, step_prompts=list(self._prompts), budgets=list(self._budgets))
+        positions = ({s.id: i for i, s in enumerate(self.tool.plans[self.plan_id].steps)}
+                     if self.faithful and self.plan_id in self.tool.plans else None)
+        flow = FlowResult(run=result, plan_text=plan_text, step_prompts=list(self._prompts), budgets=list(self._budgets),
+                          positions=positions)
         if plan_text:
             self._summarize(flow, request)
         return flow
