@@ -222,3 +222,19 @@ def test_a_faithful_review_replaces_the_rest_unchecked() -> None:
     new = block(task("web", "9", "rewritten"), task("web", "2", "b2"), task("web", "5", "more"))
     result, agents, _ = seek(task("web", "1", "a"), task("web", "2", "b"), reviews=[new, "NO_UPDATE", "NO_UPDATE"])
     assert result.ok and [p.split()[-1] for p in agents["web"].prompts] == ["a", "b2", "more"]
+
+
+def test_the_seeds_own_example_answer_runs_all_five_tasks() -> None:
+    """The example in upstream's planner prompt: five tasks, id "3" twice, the last needing "3"."""
+    example = block(task("Web", "1", "search weather APIs", need=[]), task("Web", "2", "obtain a key", need=["1"]),
+                    task("File", "3", "set up the folder", need=[]), task("Coder", "4", "write the app", need=["2", "3"]),
+                    task("Casual", "3", "sum up and conclude", need=["2", "3", "4"]))
+    for faithful in (True, False):
+        agents = {name: Recorder(name) for name in ("web", "file", "coder", "casual")}
+        model = ScriptedModel([example] + ["NO_UPDATE"] * 5)
+        result = run("make a weather app", agents=agents, planner=model, strategy="agenticseek", faithful=faithful)
+        if faithful:
+            assert result.ok and result.executions == 5
+            assert "According to agent 3:\nanswer of folder" in agents["casual"].prompts[0]
+        else:
+            assert result.reason == "no_plan" and "'3'" in result.error
