@@ -18,9 +18,9 @@ every way; by default these fixes apply (each is listed in ``planbook/compat/REA
   arguments and checks no types: ``mark_step(step_index=False)`` marks step 0);
 * ``update`` with ``steps=[]`` or steps that are not strings is refused before anything
   changes (OpenManus ignores an empty list, and changes the title before refusing);
-* a line break inside a step's text or notes is shown as ``⏎``, so every step line a
-  reader (or a model) sees is a real step (OpenManus prints it raw, which can forge a
-  ``1. [✓] ...`` line);
+* a line break inside a step's text or notes (or the plan's title) is shown as ``⏎``, so
+  every step line a reader (or a model) sees is a real step (OpenManus prints it raw,
+  which can forge a ``1. [✓] ...`` line);
 * an untagged step with no tool is shown as its text (planbook's plan text printed
   ``text (None)``), and notes are shown for every step, completed ones included;
 * the text reads back: :func:`parse_plan_text` turns ``get``'s output (or planbook's
@@ -151,7 +151,7 @@ def format_plan(plan: Plan, *, text_of: Callable[[Step], str] = step_text, raw: 
     (OpenManus prints them, so a step text can forge a step line).
     """
     shown = (lambda text: text) if raw else one_line
-    header = f"Plan: {plan.display_title} (ID: {plan.id})\n"
+    header = f"Plan: {shown(plan.display_title)} (ID: {shown(plan.id)})\n"
     output = header + "=" * len(header) + "\n\n"
     counts = plan.counts()
     total = len(plan.steps)
