@@ -22,13 +22,13 @@ from ..spec import register_format
 
 
 def _looks_like_answer(text: str) -> bool:
-    from .agenticseek import looks_like_answer
+    from .agenticseek_answers import looks_like_answer
 
     return looks_like_answer(text)
 
 
 def _read_answer(text: str) -> Plan:
-    from .agenticseek import plan_from_answer
+    from .agenticseek_answers import plan_from_answer
 
     return plan_from_answer(text)
 
