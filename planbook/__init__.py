@@ -19,6 +19,7 @@ from .runner import Runner, RunState, run
 from .textview import format_diff, format_plan, format_result
 from .tools import Tool, Toolbox, default_toolbox, tool
 from .validate import validate_plan
+from . import compat as _compat  # the seed designs register their plan formats and strategy= with the layers below
 
 
 def _version() -> str:

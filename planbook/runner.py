@@ -38,6 +38,23 @@ from .validate import validate_plan
 
 __all__ = ["INTERRUPTED_NOTE", "RunState", "Runner", "run"]
 
+#: ``resolver(strategy, faithful, **options) -> options``: turns ``strategy=`` into plain run options.
+#: The seed designs (:mod:`planbook.compat`) register it, so the engine never imports them.
+_strategy_resolvers: list[Callable[..., Any]] = []
+
+
+def register_strategies(resolver: Callable[..., Any]) -> None:
+    """Let ``strategy=`` and ``faithful=`` be resolved by ``resolver`` (the last one registered wins)."""
+    _strategy_resolvers.append(resolver)
+
+
+def resolve_strategy(strategy: str | None, faithful: bool, **options: Any) -> Any:
+    """The run options of ``strategy`` (an object with the options as attributes)."""
+    if not _strategy_resolvers:
+        raise ValueError(f"strategy={strategy!r} needs the seed designs: import planbook.compat first")
+    return _strategy_resolvers[-1](strategy, faithful, **options)
+
+
 #: ``after_step(goal, plan, step) -> steps | None``: None keeps the plan; steps replace
 #: every step after ``step`` that has not run (a revision with a diff, counted as a replan)
 AfterStep = Callable[[str, Plan, Step], Any]
@@ -73,13 +90,12 @@ class Runner:
         faithful: bool = False,
     ) -> None:
         attach: list[Callable[[Runner], None]] = []
-        if strategy is not None or faithful:  # a seed design's bundle of options (loaded only when asked for)
-            from .compat.strategies import adjust
-
-            o = adjust(strategy, faithful, plan=plan, planner=planner, tools=tools, agents=agents,
-                       on_failure=on_failure, parallel=parallel, after_step=after_step, on_event=on_event)
-            plan, planner, agents, on_failure, after_step, on_event, attach = (
-                o.plan, o.planner, o.agents, o.on_failure, o.after_step, o.on_event, o.attach)
+        if strategy is not None or faithful:  # a seed design's bundle of options, from the layer that knows them
+            o = resolve_strategy(strategy, faithful, plan=plan, planner=planner, tools=tools, agents=agents,
+                                 on_failure=on_failure, retries=retries, parallel=parallel, after_step=after_step,
+                                 on_event=on_event)
+            plan, planner, agents, on_failure, retries, after_step, on_event, attach = (
+                o.plan, o.planner, o.agents, o.on_failure, o.retries, o.after_step, o.on_event, o.attach)
         #: the design this run follows (:mod:`planbook.compat.strategies`) and whether its pitfalls are on
         self.strategy, self.faithful = strategy or "planbook", faithful
         if after_step is not None and parallel != 1:

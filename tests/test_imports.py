@@ -54,3 +54,26 @@ def test_engine_modules_never_import_front_ends_or_views() -> None:
             assert parts[0] not in FRONT_ENDS, f"planbook/{name}.py imports {mod}"
             if parts[0] == "planbook" and len(parts) > 1:
                 assert parts[1] not in VIEWS, f"planbook/{name}.py imports the view or surface {mod}"
+
+
+def test_nothing_below_compat_imports_the_seed_designs() -> None:
+    """The reader and the engine know no seed design: plan formats and ``strategy=`` register
+    themselves with them (spec.register_format, runner.register_strategies)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "planbook"
+    for name in ENGINE:
+        for mod in _imports(root / f"{name}.py"):
+            assert not mod.startswith("planbook.compat"), f"planbook/{name}.py imports {mod}"
+
+
+def test_the_seed_formats_and_strategies_are_registered_by_import_planbook() -> None:
+    code = (
+        "import sys, planbook\n"
+        "from planbook.spec import PLAN_FORMATS\n"
+        "print(sorted(PLAN_FORMATS), 'planbook.compat.strategies' in sys.modules)\n"
+        "r = planbook.run('1. [WRITER] hi', agents={'writer': planbook.ScriptedAgent('writer')}, strategy='openmanus')\n"
+        "print(r.status, 'planbook.compat.strategies' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:2] == ["['agenticseek', 'openmanus'] False", "completed True"]
