@@ -84,8 +84,8 @@ def memory(n: int = 2000) -> None:
 
 def live_view(n: int = 1000, repeats: int = 3) -> None:
     try:
-        from planbook.liveview import LiveView
-        from planbook.widget import PlanView
+        from planbook.views.live import LiveView
+        from planbook.views.widget import PlanView
     except ImportError as exc:  # pragma: no cover - ipywidgets is a dependency
         print(f"4. live view: skipped ({exc})")
         return

@@ -432,7 +432,7 @@ class PlanMagics(Magics):
                 )
         bridge = None
         if not args.no_view:
-            from .views.live import show_live
+            from .views.show import show_live
 
             bridge = show_live(runner)
         try:

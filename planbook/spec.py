@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from .errors import PlanError, Problem, closest
 from .ids import id_problem
-from .models import Plan, PolicyName, Step, StepSpec
+from .models import Plan, PolicyName, Step, StepSpec, register_plan_reader
 from .gcwindow import collector_paused
 from .specload import MAX_DEPTH, load_spec
 from .specload import depth as _depth
@@ -434,3 +434,6 @@ def _short(value: Any, limit: int = 80) -> str:
     """A value for an error message, cut to one readable line."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+register_plan_reader(parse_plan)  # Plan.parse reads through this module without the models importing it

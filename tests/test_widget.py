@@ -13,15 +13,17 @@ from helpers import fake_clock
 
 import planbook
 from planbook import Plan, Runner, ScriptedPlanner, Status, Toolbox
-from planbook.liveview import HtmlView, LiveView, Throttle, ViewState, show_live, watch, widgets_available
+from planbook.views.live import HtmlView, LiveView, Throttle
+from planbook.views.show import show_live, watch, widgets_available
+from planbook.views.state import ViewState
 from planbook.spec import plan_from_dict
-from planbook.textview import format_markdown, format_plan
+from planbook.views.text import format_markdown, format_plan
 
 widgets = pytest.importorskip("ipywidgets")
 pytest.importorskip("anywidget")
 from ipywidgets.widgets import widget as widget_module  # noqa: E402
 
-from planbook.widget import PlanView  # noqa: E402
+from planbook.views.widget import PlanView  # noqa: E402
 
 
 
@@ -443,7 +445,7 @@ def test_one_function_chooses_the_view(monkeypatch: pytest.MonkeyPatch) -> None:
     assert choose_view(Kernel()) == "widget"
     assert choose_view(Terminal(), stdout=Tty(True)) == "terminal"  # terminal IPython: the rich table, drawn once
     assert choose_view(Terminal(), stdout=Tty(False)) == "plain"  # piped: the result prints the final state
-    monkeypatch.setattr("planbook.views.live._shell", lambda: None)
+    monkeypatch.setattr("planbook.views.show._shell", lambda: None)
     assert choose_view(stdout=Tty(True)) == "plain"  # outside IPython
     monkeypatch.setitem(sys.modules, "anywidget", None)
     assert choose_view(Kernel()) == "html"
@@ -516,7 +518,7 @@ def test_the_widget_display_ends_with_the_final_state(ip: Any, monkeypatch: pyte
 
 
 def test_outside_ipython_there_is_no_live_view(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("planbook.views.live._shell", lambda: None)
+    monkeypatch.setattr("planbook.views.show._shell", lambda: None)
     runner = Runner(long_plan(2), tools=make_tools())
     assert show_live(runner) is None and runner.handlers == []
     with watch(runner) as bridge:
@@ -535,7 +537,7 @@ def test_view_state_of_a_runner_counts_model_calls() -> None:
 
 
 def test_a_view_that_fails_to_draw_says_so_once_and_the_run_goes_on() -> None:
-    from planbook.liveview import LiveView
+    from planbook.views.live import LiveView
 
     class Broken:
         def render(self, state: object) -> None:
