@@ -17,6 +17,7 @@ import keyword
 import math
 import re
 import shlex
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,6 +139,19 @@ class _Run:
     objects: list[Any] = field(default_factory=list)  # keeps looked-up objects alive for the identity key
 
 
+def _readable_help(func: Any) -> Any:
+    """``%run_plan?`` opens with the usage, not with the ``::`` that IPython's magic_arguments
+    writes for Sphinx; a cell magic's usage says ``%%``. Goes above ``@ma.magic_arguments()``."""
+    doc = func.__doc__ or ""
+    if doc.startswith("::\n\n"):
+        usage, _, rest = doc[4:].partition("\n\n")
+        usage = textwrap.dedent(usage)
+        if getattr(func, "magic_type", None) == "cell" or usage.startswith("%plan "):
+            usage = "%" + usage.replace("\n", "\n ")  # the continuation lines follow the longer name
+        func.__doc__ = usage + "\n\n" + rest
+    return func
+
+
 @magics_class
 class PlanMagics(Magics):
     """The planbook magics. One instance per shell keeps the runs that can continue."""
@@ -163,6 +177,7 @@ class PlanMagics(Magics):
 
     # ------------------------------------------------------------------ %%plan
     @no_var_expand
+    @_readable_help
     @ma.magic_arguments()
     @ma.argument("name", help="the variable the plan is stored in (also the plan's id)")
     @ma.argument("--planner", metavar="VAR|llm", help="a planner in the namespace, or 'llm' for planbook.llm.LLMPlanner: a body in words is the goal it plans for; a spec body is the plan, and the planner is kept for replans")
@@ -236,6 +251,7 @@ class PlanMagics(Magics):
 
     # ------------------------------------------------------------- %plan_store
     @no_var_expand
+    @_readable_help
     @ma.magic_arguments()
     @ma.argument("where", nargs="?", default=None, help="a file path, ':memory:' (this kernel only), 'default' or 'off'")
     @ma.argument("--no-cache", action="store_true", help="never reuse earlier results of the same tool calls")
@@ -296,6 +312,7 @@ class PlanMagics(Magics):
 
     # --------------------------------------------------------------- %run_plan
     @no_var_expand
+    @_readable_help
     @ma.magic_arguments()
     @ma.argument("name", help="a Plan (from %%%%plan) or a plan spec string in the namespace")
     @ma.argument("--on-failure", metavar="POLICY", help="abort, skip, retry or replan, or a chain such as retry,replan (default: replan with a planner, else abort)")
@@ -486,6 +503,7 @@ class PlanMagics(Magics):
                 "(goal, history, last_error) -> steps, or use --planner llm"
             )
         return planner
+
 
 
 def _parse(magic: Any, line: str) -> Any:
