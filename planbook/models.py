@@ -269,7 +269,11 @@ class Plan(BaseModel):
 
 
 class PlanDiff(BaseModel):
-    """What a replan changed, by step id. ``steps`` describes every id mentioned."""
+    """What a replan changed, by step id. ``steps`` describes every id mentioned.
+
+    ``rejected`` holds why the run refused a replacement (it is kept in the history so the
+    user sees what the planner proposed; the plan did not change, and no replan is counted).
+    """
 
     from_revision: int
     to_revision: int
@@ -278,6 +282,7 @@ class PlanDiff(BaseModel):
     revised: list[str] = Field(default_factory=list)
     reason: str | None = None
     steps: dict[str, str] = Field(default_factory=dict)
+    rejected: str | None = None
 
     @property
     def empty(self) -> bool:

@@ -62,7 +62,8 @@ def format_plan(plan: Plan) -> str:
 
 
 def format_diff(diff: PlanDiff) -> str:
-    """``Revision 1 → 2`` then ``- removed``, ``+ added``, ``~ revised`` lines."""
+    """``Revision 1 → 2`` then ``- removed``, ``+ added``, ``~ revised`` lines (and why a
+    rejected replacement was refused)."""
     lines = [f"Revision {diff.from_revision} → {diff.to_revision}"]
     if diff.reason:
         lines[0] += f" (after: {diff.reason})"
@@ -71,6 +72,9 @@ def format_diff(diff: PlanDiff) -> str:
             lines.append(f"  {mark} {sid}: {diff.steps.get(sid, '')}  ({label})")
     if diff.empty:
         lines.append("  (no change)")
+    if diff.rejected:
+        lines[0] += " — rejected, the plan did not change"
+        lines.extend("  " + line for line in f"Refused: {diff.rejected}".splitlines())
     return "\n".join(lines)
 
 

@@ -412,8 +412,10 @@ function render({ model, el }) {
       for (const id of d.added) items.push(h("li", { class: "planbook-added" }, "+ ", h("ins", { text: `${id}: ${d.steps[id] || ""}` }), " (added)"));
       for (const id of d.revised) items.push(h("li", { class: "planbook-revised", style: "color:#8a5300" }, `~ ${id}: ${d.steps[id] || ""} (revised)`));
       if (!items.length) items.push(h("li", { class: "pb-dim", text: "(no change)" }));
+      if (d.rejected) items.push(h("li", { class: "planbook-rejected", style: "white-space:pre-wrap", text: `Refused: ${d.rejected}` }));
       parts.push(h("div", { class: "planbook-diff" },
-        h("div", { text: `Revision ${d.from_revision} → ${d.to_revision}` + (d.reason ? ` (after: ${d.reason})` : "") }),
+        h("div", { text: `Revision ${d.from_revision} → ${d.to_revision}` + (d.reason ? ` (after: ${d.reason})` : "") +
+          (d.rejected ? " — rejected, the plan did not change" : "") }),
         h("ul", {}, ...items)));
     }
     revisions.replaceChildren(...parts);
