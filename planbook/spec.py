@@ -27,6 +27,7 @@ from .models import Plan, PolicyName, Step, StepSpec, register_plan_reader
 from .gcwindow import collector_paused
 from .specload import MAX_DEPTH, load_spec
 from .specload import depth as _depth
+from .wording import slug  # noqa: F401  (plan ids from a goal: planners and the runner use it from here)
 
 #: a step's fields, from the one definition in :class:`~planbook.models.StepSpec`
 STEP_FIELDS: tuple[str, ...] = tuple(StepSpec.model_fields)
@@ -100,11 +101,6 @@ def is_plan_spec(text: str) -> bool:
     if isinstance(data, Mapping):
         return "steps" in data
     return isinstance(data, list) and bool(data) and all(isinstance(item, Mapping) for item in data)
-
-
-def slug(text: str) -> str:
-    words = re.findall(r"[A-Za-z0-9]+", text.lower())
-    return "-".join(words)[:40].strip("-")
 
 
 def _looks_like_markdown(text: str) -> bool:

@@ -117,8 +117,7 @@ class LiveView:
             self.flush()
 
     def state(self) -> ViewState:
-        return ViewState.of_runner(self.runner, usage=self.usage, elapsed=self.clock() - self.started,
-                                   timeline=self.timeline)
+        return ViewState.of_runner(self.runner, usage=self.usage, timeline=self.timeline)
 
     def flush(self) -> None:
         """Draw now, if on the view's own thread (elsewhere: leave it pending for that thread)."""

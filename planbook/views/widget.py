@@ -31,7 +31,7 @@ import traitlets as t
 from ..models import Status, Step
 from .html import NO_MATH, esc, state_html
 from .panes import PaneBudget, pane
-from .state import ViewState, budget_line, verdict_line
+from .state import ELAPSED_MEANS, ViewState, budget_line, verdict_line
 from .text import format_state, state_markdown
 
 STATIC = Path(__file__).with_name("static")
@@ -155,7 +155,8 @@ class PlanView:
             "why": state.why or "", "error": state.error or "",
             "counts": {s.value: n for s, n in counts.items() if n}, "done": counts[Status.completed],
             "total": len(plan.steps),
-            "elapsed": round(state.elapsed, 1) if state.elapsed is not None else None,
+            "elapsed": round(state.elapsed, 4) if state.elapsed is not None else None,
+            "elapsed_means": ELAPSED_MEANS,
             "now": round(state.now - origin, 3) if state.now is not None and origin is not None else None,
             "critical": [] if running else state.critical_path(),
         }
@@ -188,7 +189,7 @@ class PlanView:
             if self._bars.get(ex.execution) != bar:
                 self._bars[ex.execution] = bar
                 changed[str(ex.execution)] = bar
-            if ex.end is not None and i == self._bars_final:
+            if ex.end is not None and not ex.interrupted and i == self._bars_final:  # a kept call may end it later
                 self._bars_final += 1
         return changed
 

@@ -116,6 +116,8 @@ function s(tag, attrs, text) {
   return el;
 }
 
+function plural(n, word) { return `${n} ${word}${n === 1 ? "" : "s"}`; }
+
 function duration(sec) {
   if (sec === null || sec === undefined) return "";
   return sec < 1 ? (sec * 1000).toFixed(1) + " ms" : sec.toFixed(2) + " s";
@@ -190,8 +192,12 @@ function render({ model, el }) {
     parts.push(bar);
     let line = `Progress: ${done}/${total} steps completed · ${counts}`;
     if (head.budgets) line += ` · ${head.budgets}`;
-    if (head.elapsed !== null && head.elapsed !== undefined) line += ` · elapsed ${duration(head.elapsed)}`;
-    parts.push(h("div", { class: "pb-counts", text: line }));
+    if (head.elapsed !== null && head.elapsed !== undefined) {
+      // while running, moved on by the browser's clock since the kernel's last update
+      const moved = head.status === "running" ? (performance.now() - headSeen) / 1000 : 0;
+      line += ` · elapsed ${duration(head.elapsed + moved)}`;
+    }
+    parts.push(h("div", { class: "pb-counts", text: line, title: head.elapsed_means || null }));
     if (head.status && head.status !== "running") {
       parts.push(h("div", { class: `pb-verdict planbook-verdict ${tone}`, text: head.verdict }));
       if (head.why) parts.push(h("div", { class: `pb-verdict ${tone}`, style: "font-weight:normal", text: head.why }));
@@ -264,7 +270,7 @@ function render({ model, el }) {
     const [status, mark] = STATUS[statuses[index] || "n"];
     const pane = store.panes[id] || {};
     const table = h("table", {},
-      paneRow("status", `${mark} ${status}`, `pb-${status}`),
+      paneRow("status", pane.status_text || `${mark} ${status}`, `pb-${status}`),
       paneRow("call", pane.call || `${executor} ${task}`, "mono"));
     if (pane.task) table.append(paneRow("task", pane.task));
     if (needs.length) table.append(paneRow("needs", needs.join(", ")));
@@ -317,7 +323,7 @@ function render({ model, el }) {
     const height = top + lanes.length * laneH + 24;
     const svg = s("svg", { class: "pb-gantt", width: W, height, viewBox: `0 0 ${W} ${height}` });
     svg.append(s("text", { x: 2, y: 12, "font-size": 11, fill: "#666" },
-      `${bars.length} executions in ${lanes.length} lane(s), ${duration(t1 - t0)}` + (hidden ? ` (the ${hidden} earliest not drawn)` : "")));
+      `${plural(bars.length, "execution")} in ${plural(lanes.length, "lane")}, ${duration(t1 - t0)}` + (hidden ? ` (the ${hidden} earliest not drawn)` : "")));
     let revision = bars[0].revision;
     for (const b of bars) {
       if (b.revision !== revision) { // a replan: a dashed line where the new revision starts
@@ -446,7 +452,11 @@ function render({ model, el }) {
   model.on(events, schedule);
   store.listeners.add(schedule);
   // while steps run, their times move on between the kernel's updates
-  const ticker = setInterval(() => { if (store.tab === "steps" && (model.get("statuses") || "").includes("r")) drawRows(); }, 500);
+  const ticker = setInterval(() => {
+    if (!(model.get("statuses") || "").includes("r")) return;
+    drawHeader();
+    if (store.tab === "steps") drawRows();
+  }, 500);
   draw();
   return () => {
     clearInterval(ticker);
