@@ -18,6 +18,7 @@ import math
 import re
 import shlex
 import textwrap
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,13 +27,14 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 
 from .errors import PlanError, Problem, RunFailed, closest
-from .models import Plan, RunResult, Status
+from .models import Event, Plan, RunResult, Status
 from .planners import make_plan
 from .policies import POLICIES
 from .runner import Runner
 from .spec import is_plan_spec
 from .tools import as_toolbox, default_toolbox
 from .validate import validate_plan
+from .views.text import format_planning
 
 LLM = "llm"
 
@@ -129,6 +131,8 @@ class _Origin:
     planner: str | None = None
     model: str | None = None
     planner_obj: Any = None
+    #: the model calls that made the plan, counted in the usage of its first run
+    planning: list[Event] = field(default_factory=list)
 
 
 @dataclass
@@ -201,6 +205,7 @@ class PlanMagics(Magics):
             raise UsageError("--model chooses the model of --planner llm; add --planner llm (or drop --model)")
         if args.review and not args.planner:
             raise UsageError("--review shows a planner's plan for you to edit: add --planner VAR or --planner llm")
+        planning: list[Event] = []  # the planner's llm.call events: the plan's first run counts them
         tools = self._lookup(args.tools, "--tools") if args.tools else default_toolbox
         agents = self._lookup(args.agents, "--agents") if args.agents else None
         toolbox, agent_map = _toolbox(tools), _agents(agents)
@@ -210,12 +215,18 @@ class PlanMagics(Magics):
             goal = cell.strip()
             if not goal:
                 raise UsageError(f"write the goal in the cell body: %%plan {name} --planner {args.planner}, then the goal")
+            before = len(getattr(planner, "calls", ()))
             try:
-                plan = make_plan(goal, planner, tools=toolbox, agents=agent_map, plan_id=name, title=args.title or "")
+                plan = make_plan(goal, planner, tools=toolbox, agents=agent_map, plan_id=name, title=args.title or "",
+                                 emit=lambda kind, **data: planning.append(Event.record(kind, time.time(), None, 0, data)))
             except CellPlanError:
                 raise
             except PlanError as exc:  # the planner's plan: no cell lines to point at
                 raise CellPlanError(_with_hints(exc, args)) from None
+            # each attempt, accepted or sent back (an LLMPlanner keeps them); else the calls' events
+            calls = list(getattr(planner, "calls", ()))[before:] or [e.data for e in planning if e.kind == "llm.call"]
+            if calls:
+                print(format_planning(calls))
         else:
             source = f"%%plan {line}\n{cell}"
             try:
@@ -227,7 +238,8 @@ class PlanMagics(Magics):
                 raise CellPlanError(_with_hints(exc, args), source=source, offset=1) from None
         self.ip.user_ns[name] = plan
         self.origins[name] = _Origin(
-            plan=plan, tools=args.tools, agents=args.agents, planner=args.planner, model=args.model, planner_obj=planner
+            plan=plan, tools=args.tools, agents=args.agents, planner=args.planner, model=args.model, planner_obj=planner,
+            planning=[e for e in planning if e.kind == "llm.call"],
         )
         if args.review:
             from .specwriter import plan_spec
@@ -435,6 +447,10 @@ class PlanMagics(Magics):
                 raise UsageError(magic_words(str(exc))) from None
             run = _Run(value=value, key=key, runner=runner, objects=[tools, agents, planner])
             self.runs[name] = run
+            origin = self.origins.get(name)
+            if origin is not None and origin.plan is value and origin.planning:
+                runner.state.events[:0] = origin.planning  # the run's usage counts the calls that planned it
+                origin.planning = []
         assert run is not None
         runner = run.runner
         if args.until is not None and runner.plan.steps:

@@ -75,7 +75,7 @@ class TimelineBuilder:
 
     def feed(self, event: Event) -> Execution | None:
         """Account for one event; returns the execution it started or ended, if any."""
-        if self.origin is None:
+        if self.origin is None and event.kind != "llm.call":  # the calls that planned a run come before it
             self.origin = event.time
         if event.kind == "run.started":
             self._ran = True

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
 from ..state import CACHED_NOTE
+from ..wording import plural
 from .state import ViewState, budget_line, verdict_line
 
 
@@ -155,3 +156,26 @@ def state_bundle(state: ViewState, *, max_rows: int | None = None) -> dict[str, 
 
     return {"text/plain": format_state(state), "text/markdown": state_markdown(state),
             "text/html": state_html(state, max_rows=max_rows)}
+
+
+def format_planning(calls: list[dict[str, Any]]) -> str:
+    """The model calls that made a plan, one line per attempt: accepted, or the problems sent
+    back to the model (what ``%%plan NAME --planner llm`` prints above the plan)."""
+    if not calls:
+        return ""
+    prompt = sum(int(c.get("prompt_tokens") or 0) for c in calls)
+    completion = sum(int(c.get("completion_tokens") or 0) for c in calls)
+    models = ", ".join(dict.fromkeys(str(c.get("model") or "the model") for c in calls))
+    lines = [f"Planned by {models} in {plural(len(calls), 'model call')} "
+             f"({prompt} prompt + {completion} completion tokens):"]
+    for i, call in enumerate(calls, 1):
+        if call.get("error"):
+            verdict = f"the call failed: {call['error']}"
+        elif call.get("accepted"):
+            verdict = "accepted"
+        elif call.get("problems"):
+            verdict = "sent back: " + "; ".join(str(p) for p in call["problems"])
+        else:
+            verdict = "answered"
+        lines.append(f"  attempt {call.get('attempt', i)}: {verdict}")
+    return "\n".join(lines)
