@@ -23,7 +23,7 @@ widgets = pytest.importorskip("ipywidgets")
 pytest.importorskip("anywidget")
 from ipywidgets.widgets import widget as widget_module  # noqa: E402
 
-from planbook.views.widget import PlanView  # noqa: E402
+from planbook.views.widget import EAGER_ROWS, PlanView  # noqa: E402
 
 
 
@@ -322,7 +322,28 @@ def test_a_1000_step_run_sends_a_bounded_number_of_updates_and_bytes(monkeypatch
     assert len(messages) <= bridge.updates  # one message per update (hold_sync)
     assert sum(messages) < 1_000_000
     assert active_widgets() == before  # running built no widgets
-    assert view.statuses == "c" * 1000 and len(view.panes) == 1000 and len(view._bars) == 1000
+    assert view.statuses == "c" * 1000 and len(view._bars) == 1000
+    # panes only for the steps near the running ones at each update: the others are built when asked for
+    assert len(view.panes) <= bridge.updates * EAGER_ROWS < 1000
+
+
+def test_a_pane_nobody_opened_is_built_when_asked_for() -> None:
+    """Panes are sent for the steps near the running ones, failed steps and the open one; a
+    click on any other step asks the kernel, which builds it from the plan (nothing is lost)."""
+    runner = Runner(long_plan(200), tools=make_tools(), max_steps=200)
+    view = PlanView(runner)
+    batches: list[dict] = []
+    view.widget.observe(lambda c: batches.append(c["new"]), names=["batch"])
+    bridge = LiveView(runner, view, clock=fake_clock(tick=0.001))
+    runner.run()
+    bridge.close()
+    assert "50" not in view.panes and "200" in view.panes  # far from the last running step: not built
+    view._on_front_end(view.widget, {"type": "pane", "step": "50"}, [])
+    assert batches[-1]["panes"]["50"]["call"] == "inc(x=50)" and batches[-1]["panes"]["50"]["status"] == "completed"
+    sent = len(batches)
+    view._on_front_end(view.widget, {"type": "pane", "step": "50"}, [])  # asked twice: sent once
+    assert len(batches) == sent
+    assert view.open("60")["call"] == "inc(x=60)" and batches[-1]["panes"].keys() == {"60"}
 
 
 def test_rows_are_sent_again_only_when_the_plan_changes(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -64,7 +64,8 @@ function storeOf(model) {
   const uid = model.get("uid");
   let store = stores.get(uid);
   if (!store) {
-    store = { panes: {}, bars: {}, seq: 0, asked: false, tab: "steps", follow: true, scroll: 0, listeners: new Set() };
+    store = { panes: {}, bars: {}, seq: 0, asked: false, tab: "steps", follow: true, scroll: 0, listeners: new Set(),
+      requested: new Set() };
     stores.set(uid, store);
   }
   return store;
@@ -293,7 +294,11 @@ function render({ model, el }) {
     if (pane.output) parts.push(h("div", { class: "pb-label", text: "printed" }), h("pre", { class: "pb-pre", text: pane.output }));
     if (pane.traceback) parts.push(h("div", { class: "pb-label", text: "traceback" }),
       h("pre", { class: "pb-pre pb-err", text: pane.traceback }));
-    if (!store.panes[id]) parts.push(h("div", { class: "pb-note", text: "not run yet" }));
+    if (!store.panes[id]) { // a step far from the running ones: its pane is built when asked for
+      const ran = (statuses[index] || "n") !== "n";
+      if (ran && !store.requested.has(id)) { store.requested.add(id); model.send({ type: "pane", step: id }); }
+      parts.push(h("div", { class: "pb-note", text: ran ? "loading… (the kernel sends this pane once the cell is not busy)" : "not run yet" }));
+    }
     if (pane.truncated) parts.push(h("div", { class: "pb-trunc", text: pane.truncated }));
     paneBox.replaceChildren(h("div", { class: "pb-pane", "data-pane": id }, ...parts));
   }
