@@ -193,3 +193,45 @@ def test_labels_are_cut_between_words_with_an_ellipsis() -> None:
     assert shorten("rate_backup_service", 16) == "rate_backup…"
     assert shorten("supercalifragilistic", 8) == "superca…"  # one long word: cut where the room ends
     assert shorten("short", 8) == "short"
+
+
+# ------------------------------------------------------------------ in a kernel, as the user sees it
+KERNEL_SETUP = """
+import planbook
+from ipywidgets.widgets.widget import _instances as widgets_alive
+from planbook.views.state import ViewState
+%load_ext planbook
+
+@planbook.tool
+def work(n: int) -> int:
+    "Add up a little."
+    return sum(range(n))
+"""
+
+
+def test_the_widget_header_shows_the_working_time_of_a_continued_run() -> None:
+    """In a kernel: a run paused with --step, then continued. The header read the second
+    view's own age rounded to 0.1 s ('0.0 ms'); it reads the run's working time now."""
+    pytest.importorskip("jupyter_client")
+    from helpers import Kernel
+
+    kernel = Kernel()
+    try:
+        for code in (KERNEL_SETUP, "%%plan twice\nsteps:\n  - {id: a, tool: work, args: {n: 1000}}\n"
+                                   "  - {id: b, tool: work, args: {n: 1000}}\n",
+                     "r1 = %run_plan twice --step"):
+            reply, messages = kernel.execute(code, timeout=120)
+            assert reply["status"] == "ok", (reply, [m["content"] for m in messages if m["msg_type"] == "error"])
+        reply, messages = kernel.execute(
+            "r2 = %run_plan twice\n"
+            "head = [w for w in list(widgets_alive.values()) if type(w).__name__ == 'PlanWidget'][-1].head\n"
+            "first = ViewState.of(r1).elapsed\n"
+            "print(r1.status, r2.status, head['elapsed'] == round(ViewState.of(r2).elapsed, 4),\n"
+            "      head['elapsed'] > first > 0, bool(head['elapsed_means']))",
+            timeout=120)
+        assert reply["status"] == "ok", (reply, [m["content"] for m in messages if m["msg_type"] == "error"])
+        out = "".join(m["content"]["text"] for m in messages
+                      if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+        assert out.split() == ["paused", "completed", "True", "True", "True"], out
+    finally:
+        kernel.close()
