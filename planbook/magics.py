@@ -17,6 +17,7 @@ import keyword
 import math
 import re
 import shlex
+import sys
 import textwrap
 import time
 from dataclasses import dataclass, field
@@ -215,7 +216,7 @@ class PlanMagics(Magics):
             goal = cell.strip()
             if not goal:
                 raise UsageError(f"write the goal in the cell body: %%plan {name} --planner {args.planner}, then the goal")
-            before = len(getattr(planner, "calls", ()))
+            before = len(_attempts_log(planner))
             try:
                 plan = make_plan(goal, planner, tools=toolbox, agents=agent_map, plan_id=name, title=args.title or "",
                                  emit=lambda kind, **data: planning.append(Event.record(kind, time.time(), None, 0, data)))
@@ -224,7 +225,7 @@ class PlanMagics(Magics):
             except PlanError as exc:  # the planner's plan: no cell lines to point at
                 raise CellPlanError(_with_hints(exc, args)) from None
             # each attempt, accepted or sent back (an LLMPlanner keeps them); else the calls' events
-            calls = list(getattr(planner, "calls", ()))[before:] or [e.data for e in planning if e.kind == "llm.call"]
+            calls = _attempts_log(planner)[before:] or [e.data for e in planning if e.kind == "llm.call"]
             if calls:
                 print(format_planning(calls))
         else:
@@ -520,6 +521,16 @@ class PlanMagics(Magics):
             )
         return planner
 
+
+
+def _attempts_log(planner: Any) -> list[dict[str, Any]]:
+    """An LLMPlanner's record of its calls (each marked accepted or with the problems sent
+    back); [] for other planners. Never imports the model layer: if it is not loaded, the
+    planner is not an LLMPlanner."""
+    llm = sys.modules.get("planbook.llm")
+    if llm is not None and isinstance(planner, getattr(llm, "LLMPlanner", ())):
+        return list(getattr(planner, "calls", ()))
+    return []
 
 
 def _parse(magic: Any, line: str) -> Any:

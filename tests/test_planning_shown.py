@@ -94,3 +94,22 @@ def test_an_agents_pane_lists_its_model_calls() -> None:
     assert f"{calls[0]['prompt_tokens']} prompt + {calls[0]['completion_tokens']} completion tokens" in notes[1]
     assert pane(step, {}, origin=None, budget=PaneBudget())["notes"] == step.notes
     json.dumps(pane(step, {}, origin=None, budget=PaneBudget()))
+
+
+def test_a_planner_of_its_own_with_a_calls_attribute_is_not_read_as_a_model(ip: Any, capsys: Any) -> None:
+    """Notebook 02's lesson planner keeps ``calls`` (tuples): only an LLMPlanner's log is read."""
+    from planbook import ScriptedPlanner
+
+    planner = ScriptedPlanner({None: [{"id": "1", "tool": "echo", "args": {"text": "hi"}}]})
+    planner.calls = [("goal", 0)]  # type: ignore[attr-defined]
+    tools = Toolbox()
+
+    @tools.tool
+    def echo(text: str) -> str:
+        """Return the text."""
+        return text
+
+    ip.run_line_magic("load_ext", "planbook")
+    ip.user_ns.update(own_planner=planner, own_tools=tools)
+    ip.run_cell_magic("plan", "own --planner own_planner --tools own_tools", "Say hi")
+    assert "Planned by" not in capsys.readouterr().out and ip.user_ns["own"].steps[0].id == "1"
