@@ -529,7 +529,7 @@ def _attempts_log(planner: Any) -> list[dict[str, Any]]:
     planner is not an LLMPlanner."""
     llm = sys.modules.get("planbook.llm")
     if llm is not None and isinstance(planner, getattr(llm, "LLMPlanner", ())):
-        return list(getattr(planner, "calls", ()))
+        return [c for c in getattr(planner, "calls", ()) if isinstance(c, dict)]
     return []
 
 
