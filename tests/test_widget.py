@@ -346,6 +346,23 @@ def test_a_pane_nobody_opened_is_built_when_asked_for() -> None:
     assert view.open("60")["call"] == "inc(x=60)" and batches[-1]["panes"].keys() == {"60"}
 
 
+def test_a_failed_steps_pane_is_sent_even_far_from_the_running_steps() -> None:
+    """Errors are what people click: a failed step's pane goes with the run, wherever the step is."""
+    tools = make_tools(fail={"down": 1})
+    plan = long_plan(120)
+    plan.steps[9] = plan.steps[9].model_copy(update={"tool": "fetch", "args": {"source": "down"}})
+    runner = Runner(plan, tools=tools, max_steps=200, on_failure="skip")
+    view = PlanView(runner)
+    sent: dict[str, Any] = {}
+    view.widget.observe(lambda c: sent.update(c["new"].get("panes", {})), names=["batch"])
+    bridge = LiveView(runner, view, clock=fake_clock(tick=0.001))
+    runner.run()
+    bridge.close()
+    assert runner.plan.step("10").status is Status.skipped  # its policy skipped it; its error stays
+    assert sent["10"]["status"] == "skipped" and "down is down" in sent["10"]["error"]
+    assert "60" not in sent  # a completed step far from the end: built only when asked for
+
+
 def test_rows_are_sent_again_only_when_the_plan_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     runner, view, _ = replanned_run()
     changes: list[str] = []

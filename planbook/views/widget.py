@@ -11,7 +11,7 @@ The kernel sends the view model as JSON in a few traits, and only what changed:
   once, during the run, without asking the kernel (which is busy running the cell). A
   browser that missed a batch asks for everything again (answered when the kernel is
   free); ``full`` batches replace what it kept. Panes are built only for the steps near
-  the running ones (:data:`EAGER_ROWS`), failed steps, the open one and those already
+  the running ones (:data:`EAGER_ROWS`), steps with an error, the open one and those already
   sent: a thousand fast steps do not cost a thousand panes. Any other step's pane is
   built when the browser asks for it (a click; answered once the kernel is free) or
   :meth:`PlanView.pane` is called: the plan keeps each step's result, so nothing is lost;
@@ -178,7 +178,7 @@ class PlanView:
         for i, step in enumerate(steps):
             if step.status is Status.not_started and not step.attempts and not step.notes:
                 continue
-            if not (start <= i < end or step.id in sent or step.status is Status.failed or step.id == selected):
+            if not (start <= i < end or step.id in sent or step.error or step.id == selected):
                 continue  # built on demand (self.pane), so a fast run does not pay for panes nobody opens
             key = _pane_key(step)
             if sent.get(step.id) == key:
