@@ -26,10 +26,11 @@ from pydantic import ValidationError
 
 from .errors import PlanError, Problem, closest
 from .ids import id_problem
-from .models import Plan, PolicyName, Step, StepSpec
+from .models import Plan, PolicyName, Step, StepSpec, register_plan_reader
 from .gcwindow import collector_paused
 from .specload import MAX_DEPTH, load_spec
 from .specload import depth as _depth
+from .wording import slug  # noqa: F401  (plan ids from a goal: planners and the runner use it from here)
 
 #: a step's fields, from the one definition in :class:`~planbook.models.StepSpec`
 STEP_FIELDS: tuple[str, ...] = tuple(StepSpec.model_fields)
@@ -124,11 +125,6 @@ def is_plan_spec(text: str) -> bool:
     if isinstance(data, Mapping):
         return "steps" in data
     return isinstance(data, list) and bool(data) and all(isinstance(item, Mapping) for item in data)
-
-
-def slug(text: str) -> str:
-    words = re.findall(r"[A-Za-z0-9]+", text.lower())
-    return "-".join(words)[:40].strip("-")
 
 
 def _looks_like_markdown(text: str) -> bool:
@@ -458,3 +454,6 @@ def _short(value: Any, limit: int = 80) -> str:
     """A value for an error message, cut to one readable line."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+register_plan_reader(parse_plan)  # Plan.parse reads through this module without the models importing it
