@@ -22,7 +22,7 @@ from .errors import PlanbookError, PlanError, closest
 from .models import Plan, RunResult
 from .policies import POLICIES
 from .runner import Runner
-from .textview import format_result, summary_line
+from .views.text import format_result, summary_line
 from .tools import Toolbox
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -163,7 +163,7 @@ def _execute(runner: Runner, plain: bool) -> RunResult:
         result = runner.run()
         print(format_result(result))
     else:
-        from .termview import TerminalView
+        from .views.terminal import TerminalView
 
         with TerminalView(runner):
             result = runner.run()
