@@ -21,7 +21,7 @@ from ..cli import final_outputs, load_object, printable
 from ..compat.openmanus import PlanningTool, ToolError
 from ..errors import PlanbookError
 from ..runner import Runner
-from ..textview import format_result
+from ..views.text import format_result
 
 RUN_PLAN_SCHEMA: dict[str, Any] = {
     "type": "object",
