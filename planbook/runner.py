@@ -22,6 +22,7 @@ from .dispatch import Dispatcher, Flight
 from .errors import PlanError, Problem
 from .eventbus import EventBus, EventHandler
 from .execute import stdout_routing
+from .executors import NotReached
 from .gcwindow import FreezeWindow, collector_paused, freeze_window
 from .interrupts import checkpoint, interrupt_gate
 from .models import Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage
@@ -394,20 +395,60 @@ class Runner:
         return self._collect()
 
     def _submit_ready(self, limit: int | None) -> None:
-        s = self.state
-        while (len(self.dispatch.inflight) < self.parallel and self._ending is None and self._replan_for is None
-               and self._pause_why is None and (limit is None or s.executions < limit)):
-            step = self.scheduler.peek()
+        dispatch = self.dispatch
+        while dispatch.lanes() < self.parallel:
+            step = self._next_ready(limit)
             if step is None:
                 return
+            executor = dispatch.executor_for(step)
+            size = dispatch.batch_size(step, executor, self.scheduler.ready_count() + 1,
+                                       self.parallel - dispatch.lanes())
+            if size > 1:
+                self._submit_batch(step, executor, size, limit)
+            else:
+                self._submit(step, executor)
+
+    def _next_ready(self, limit: int | None, *, batchable: bool = False) -> Step | None:
+        """Take the next step to start, if the run may start one (cached steps complete here).
+
+        ``batchable``: only a step that may join a batch (otherwise it waits for its own turn).
+        """
+        s = self.state
+        while (self._ending is None and self._replan_for is None and self._pause_why is None
+               and (limit is None or s.executions < limit)):
+            step = self.scheduler.peek()
+            if step is None or (batchable and not self.dispatch.batchable(step)):
+                return None
             if self.recorder is not None and step.tool is not None and self._from_cache(step):
                 continue
             refused = self.budget.execution_refused(s.executions, step.id, retry=bool(step.attempts))
             if refused is not None:
                 self._ending = ("failed", "step_budget", refused)
-                return
+                return None
             self.scheduler.take()
-            self._submit(step)
+            return step
+        return None
+
+    def _submit_batch(self, first: Step, executor: Any, size: int, limit: int | None) -> None:
+        """Start ``first`` and up to ``size - 1`` more ready tool steps as one task on the executor.
+
+        Each step is counted and marked started as it joins (so budgets hold exactly as
+        one at a time); the batch holds one lane and runs its calls one after another.
+        """
+        flights: list[Flight] = []
+        step: Step | None = first
+        try:
+            while step is not None:
+                flights.append(self._begin(step, executor))
+                if len(flights) >= size:
+                    break
+                step = self._next_ready(limit, batchable=True)
+        except KeyboardInterrupt:  # Ctrl-C as steps join: none of them has started
+            for flight in flights:
+                self._uncount(flight, "")
+            raise
+        by_id = self.scheduler.by_id
+        self.dispatch.start_batch(flights, [{n: by_id[n].result for n in f.step.needs} for f in flights])
 
     # ------------------------------------------------------------- submitting
     def _from_cache(self, step: Step) -> bool:
@@ -434,8 +475,18 @@ class Runner:
         self._changed(step)
         return True
 
-    def _submit(self, step: Step) -> None:
+    def _submit(self, step: Step, executor: Any) -> None:
         """Count the execution, mark the step in progress, record that, then start the call."""
+        flight = self._begin(step, executor)
+        try:
+            by_id = self.scheduler.by_id
+            self.dispatch.start(flight, executor, {n: by_id[n].result for n in step.needs})
+        except KeyboardInterrupt:  # Ctrl-C inside an inline call: it did not complete
+            self._uncount(flight, INTERRUPTED_NOTE)
+            raise
+
+    def _begin(self, step: Step, executor: Any) -> Flight:
+        """Count the execution, mark the step in progress and record that (the call is not started yet)."""
         s = self.state
         s.executions += 1
         step.set_state(
@@ -443,7 +494,6 @@ class Runner:
             started_at=self.clock(), finished_at=None,
             **({"notes": ""} if step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE) else {}),
         )
-        executor = self.dispatch.executor_for(step)
         flight = Flight(step, s.executions)
         flight.cache_key = self._cache_keys.pop(step.id, None)
         self.dispatch.prepare(flight, executor)
@@ -455,11 +505,7 @@ class Runner:
             raise
         if self.recorder is not None:
             self.recorder.before_call(step, s)
-        try:
-            self.dispatch.start(flight, executor, {n: self.scheduler.by_id[n].result for n in step.needs})
-        except KeyboardInterrupt:  # Ctrl-C inside an inline call: it did not complete
-            self._uncount(flight, INTERRUPTED_NOTE)
-            raise
+        return flight
 
     # -------------------------------------------------------------- collecting
     def _collect(self) -> Step | None:
@@ -484,7 +530,8 @@ class Runner:
         self.dispatch.ended(flight)
         outcome = self.dispatch.outcome_of(flight)
         if outcome is None:
-            self._uncount(flight, INTERRUPTED_NOTE)
+            # a batch's call after a failure never started: it is simply ready again
+            self._uncount(flight, "" if isinstance(flight.future.exception(), NotReached) else INTERRUPTED_NOTE)
             if isinstance(flight.future.exception(), KeyboardInterrupt):
                 raise KeyboardInterrupt  # the call itself was interrupted: so is the run
             return

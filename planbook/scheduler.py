@@ -77,6 +77,10 @@ class Scheduler:
             return None
         return self.plan.steps[heapq.heappop(self._heap)]
 
+    def ready_count(self) -> int:
+        """About how many steps are ready (an upper bound: stale entries are dropped lazily)."""
+        return len(self._heap)
+
     def _drop_stale(self) -> None:
         # a step can sit in the heap after its status changed (blocked, reset by a policy)
         heap, steps = self._heap, self.plan.steps
