@@ -284,6 +284,9 @@ class Runner:
         finally:
             self._gc = _NO_WINDOW
             self.dispatch.close()
+            if self.finished:  # nothing runs again: the indexes over the plan are not kept with it
+                self.scheduler.clear()
+                self._stale = True
         return self.result()
 
     def advance(self) -> Step | None:

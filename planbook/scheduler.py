@@ -64,6 +64,10 @@ class Scheduler:
         for step in dead:
             self._block_dependents(step)
 
+    def clear(self) -> None:
+        """Let go of the indexes (a finished run keeps no second view of its plan); rebuild to use again."""
+        self.by_id, self.position, self.dependents, self.unmet, self._heap = {}, {}, {}, {}, []
+
     # ----------------------------------------------------------- handing out
     def peek(self) -> Step | None:
         """The first ready step in plan order, without taking it."""
