@@ -119,19 +119,21 @@ class Step(StepSpec):
 
         A run copies every step of its plan and snapshots a step after each execution;
         pydantic gives each copy its own set of the field names that were set (728 bytes
-        for a step, more than the rest of a snapshot). Copies share one frozen set per
-        combination of names instead, made private again before the copy is changed.
+        for a step, more than the rest of a snapshot). Copies share one set per
+        combination of names instead, and get their own again before they are changed.
         """
         copied = object.__new__(type(self))
         values = self.__dict__.copy()
         values.update(update)
         object.__setattr__(copied, "__dict__", values)
         fields = self.__pydantic_fields_set__
-        if type(fields) is frozenset and update.keys() <= fields:
-            shared = fields  # already one of the shared sets
+        if type(fields) is _SharedFields and update.keys() <= fields:
+            shared = fields
         else:
             key = frozenset(fields).union(update)
-            shared = _SHARED_FIELD_SETS.setdefault(key, key)
+            shared = _SHARED_FIELD_SETS.get(key)
+            if shared is None:
+                shared = _SHARED_FIELD_SETS[key] = _SharedFields(key)
         object.__setattr__(copied, "__pydantic_fields_set__", shared)
         object.__setattr__(copied, "__pydantic_extra__", None)
         object.__setattr__(copied, "__pydantic_private__", None)
@@ -190,14 +192,25 @@ class Step(StepSpec):
 
 
 _STEP_FIELD_NAMES = frozenset(Step.model_fields)
+class _SharedFields(set):  # type: ignore[type-arg]
+    """A set of field names shared by many step copies: never changed in place."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("this set of field names is shared by several steps; give the step its own first")
+
+    add = update = discard = remove = pop = clear = _refuse  # type: ignore[assignment]
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse  # type: ignore[assignment]
+    difference_update = intersection_update = symmetric_difference_update = _refuse  # type: ignore[assignment]
+
+
 #: the field-name sets copies share (see Step._copy): a handful of distinct sets in practice
-_SHARED_FIELD_SETS: dict[frozenset[str], frozenset[str]] = {}
+_SHARED_FIELD_SETS: dict[frozenset[str], _SharedFields] = {}
 
 
 def _own_fields_set(step: Step) -> Step:
-    """Give ``step`` a set of its own before pydantic adds to it (a copy shares a frozen one)."""
-    fields = step.__dict__ and getattr(step, "__pydantic_fields_set__", None)
-    if type(fields) is frozenset:
+    """Give ``step`` a set of its own before pydantic adds to it (a copy shares one)."""
+    fields = getattr(step, "__pydantic_fields_set__", None)
+    if type(fields) is _SharedFields:
         object.__setattr__(step, "__pydantic_fields_set__", set(fields))
     return step
 _RUN_STATE_DEFAULTS: dict[str, Any] = {

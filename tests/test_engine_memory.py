@@ -57,3 +57,4 @@ def test_shared_copies_still_change_one_at_a_time() -> None:
     deep.task = "deep"
     assert second.task == "" and "task" not in second.model_fields_set
     assert result.plan.steps[2].model_dump(exclude_unset=True)["id"] == "s2"
+    assert result.history[2].model_dump(exclude_unset=True)["id"] == "s2"
