@@ -100,8 +100,9 @@ class Runner:
         self.bus = EventBus(self._record_event, self._make_event, on_event)
 
         self.goal_only: str | None = None
-        with collector_paused():
+        with collector_paused():  # nothing here makes garbage: collecting would only rescan the new plan
             initial = self._initial_plan(plan)
+            scheduler = Scheduler(initial, self._blocked)
         pinned = sorted({st.tool for st in initial.steps if st.tool and self.tools[st.tool].main_thread})
         if self.config.step_timeout is not None and pinned:
             raise ValueError(f"step_timeout cannot stop tools that run on the main thread ({', '.join(pinned)}): "
@@ -117,7 +118,7 @@ class Runner:
             from .store import open_store
 
             self.recorder = RunRecorder(open_store(store), cache=cache)
-        self.scheduler = Scheduler(initial, self._blocked)
+        self.scheduler = scheduler
         #: where calls run and what is in flight
         self.dispatch = Dispatcher(self.config, self.tools, self.agents, self.bus, clock, lambda: self.state.plan)
         self._stale = False  # the scheduler must be rebuilt before the next tick
