@@ -146,9 +146,8 @@ class Step(StepSpec):
         already typed; going through ``BaseModel.__setattr__`` for each one was a visible
         share of the per-step overhead (see benchmarks/engine_overhead.py).
         """
-        unknown = fields.keys() - _STEP_FIELD_NAMES
-        if unknown:
-            raise AttributeError(f"Step has no field(s) {sorted(unknown)}")
+        if not _STEP_FIELD_NAMES.issuperset(fields):  # no set is built on the common path
+            raise AttributeError(f"Step has no field(s) {sorted(fields.keys() - _STEP_FIELD_NAMES)}")
         self.__dict__.update(fields)
 
     @property

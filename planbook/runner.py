@@ -339,6 +339,9 @@ class Runner:
     def _start(self) -> bool:
         """Begin or continue the run; False when it ended here (no first plan)."""
         s = self.state
+        if s.started and s.status == "running" and not self._stale and not self._adopted \
+                and (self.goal_only is None or s.plan.revision != 0):
+            return True  # a tick in the middle of a run: nothing to begin
         resumed = s.status in ("paused", "interrupted")
         if resumed:
             self._settle_leftovers()
@@ -399,18 +402,19 @@ class Runner:
         return self._collect()
 
     def _submit_ready(self, limit: int | None) -> None:
-        dispatch = self.dispatch
-        while dispatch.lanes() < self.parallel:
+        dispatch, parallel = self.dispatch, self.config.parallel
+        while dispatch.lanes() < parallel:
             step = self._next_ready(limit)
             if step is None:
                 return
             executor = dispatch.executor_for(step)
-            size = dispatch.batch_size(step, executor, self.scheduler.ready_count() + 1,
-                                       self.parallel - dispatch.lanes())
-            if size > 1:
-                self._submit_batch(step, executor, size, limit)
-            else:
-                self._submit(step, executor)
+            if dispatch.batching:
+                size = dispatch.batch_size(step, executor, self.scheduler.ready_count() + 1,
+                                           parallel - dispatch.lanes())
+                if size > 1:
+                    self._submit_batch(step, executor, size, limit)
+                    continue
+            self._submit(step, executor)
 
     def _next_ready(self, limit: int | None, *, batchable: bool = False) -> Step | None:
         """Take the next step to start, if the run may start one (cached steps complete here).
@@ -429,8 +433,7 @@ class Runner:
             if refused is not None:
                 self._ending = ("failed", "step_budget", refused)
                 return None
-            self.scheduler.take()
-            return step
+            return self.scheduler.take_peeked()
         return None
 
     def _submit_batch(self, first: Step, executor: Any, size: int, limit: int | None) -> None:
@@ -499,11 +502,12 @@ class Runner:
             **({"notes": ""} if step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE) else {}),
         )
         flight = Flight(step, s.executions)
-        flight.cache_key = self._cache_keys.pop(step.id, None)
+        if self._cache_keys:
+            flight.cache_key = self._cache_keys.pop(step.id, None)
         self.dispatch.prepare(flight, executor)
         try:
-            self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions,
-                      worker=executor.name)
+            self.bus.publish("step.started", step.id, {"attempt": step.attempts, "execution": s.executions,
+                                                       "worker": executor.name})
         except KeyboardInterrupt:  # Ctrl-C in a view as the step starts: it has not started
             self._uncount(flight, "")
             raise
@@ -517,8 +521,10 @@ class Runner:
         done = self.dispatch.wait_for_one()
         self.bus.drain()
         last: Step | None = None
-        order = self.scheduler.position
-        for flight in sorted(done, key=lambda f: order.get(f.step.id, 0)):
+        if len(done) > 1:  # recorded in plan order, whatever order they ended in
+            order = self.scheduler.position
+            done.sort(key=lambda f: order.get(f.step.id, 0))
+        for flight in done:
             self.dispatch.inflight.remove(flight)
             self._record(flight)
             last = flight.step
@@ -560,15 +566,17 @@ class Runner:
             self.recorder.changed(step)
             if outcome.ok and flight.cache_key is not None:
                 self.recorder.remember(flight.cache_key, step.result, tool=step.tool or "", step_id=step.id)
-        s.records.append(Execution(
-            execution=flight.execution, step=step.id, attempt=step.attempts, revision=s.plan.revision,
-            worker=outcome.worker or "main", start=outcome.started if outcome.started is not None else step.started_at
-            or now, end=outcome.finished if outcome.finished is not None else now, ok=outcome.ok,
+        s.records.append(Execution(  # positional: this runs once per execution
+            flight.execution, step.id, step.attempts, s.plan.revision, outcome.worker or "main",
+            outcome.started if outcome.started is not None else step.started_at or now,
+            outcome.finished if outcome.finished is not None else now, outcome.ok,
         ))
         if outcome.ok:
             self.scheduler.completed(step)
-            self.emit("step.finished", step=step.id, duration=step.duration, result=_short(step.result),
-                      execution=flight.execution)
+            self.bus.publish("step.finished", step.id, {"duration": now - step.started_at  # type: ignore[operator]
+                                                        if step.started_at is not None else None,
+                                                        "result": _short(outcome.result),
+                                                        "execution": flight.execution})
             if kept or self._ending is not None:
                 return
             if outcome.stop is not None:

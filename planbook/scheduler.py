@@ -96,6 +96,10 @@ class Scheduler:
             return None
         return self.plan.steps[heapq.heappop(self._heap)]
 
+    def take_peeked(self) -> Step:
+        """Take the step :meth:`peek` just returned (nothing changed in between)."""
+        return self.plan.steps[heapq.heappop(self._heap)]
+
     def ready_count(self) -> int:
         """About how many steps are ready (an upper bound: stale entries are dropped lazily)."""
         return len(self._heap)
