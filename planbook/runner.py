@@ -130,6 +130,8 @@ class Runner:
         self._adopted = False
         #: cache keys of steps about to run (their result is cached when they succeed)
         self._cache_keys: dict[str, str] = {}
+        #: history entries that are the plan's step itself (id(step) -> index), copied before it changes
+        self._shared: dict[int, int] = {}
         for hook in attach:
             hook(self)
 
@@ -288,7 +290,22 @@ class Runner:
             if self.finished:  # nothing runs again: the indexes over the plan are not kept with it
                 self.scheduler.clear()
                 self._stale = True
+            else:  # the run may go on, and the plan may be edited by hand meanwhile: the past is copied
+                self._unshare_history()
         return self.result()
+
+    def _unshare(self, step: Step) -> None:
+        """``step`` is about to change: if the history holds it, the history gets a copy."""
+        if self._shared:
+            index = self._shared.pop(id(step), None)
+            if index is not None:
+                self.state.history[index] = step.snapshot()
+
+    def _unshare_history(self) -> None:
+        history = self.state.history
+        for index in self._shared.values():
+            history[index] = history[index].snapshot()
+        self._shared = {}
 
     def advance(self) -> Step | None:
         """One tick: plan if needed, submit what is ready, collect, decide.
@@ -474,6 +491,7 @@ class Runner:
             return False
         self.scheduler.take()
         now = self.clock()
+        self._unshare(step)
         step.set_state(status=Status.completed, result=hit.result, error=None, traceback=None, output="",
                        notes=f"{CACHED_NOTE}the result of step {hit.step_id} in run {hit.run_id}",
                        started_at=now, finished_at=now)
@@ -496,6 +514,7 @@ class Runner:
         """Count the execution, mark the step in progress and record that (the call is not started yet)."""
         s = self.state
         s.executions += 1
+        self._unshare(step)
         step.set_state(
             attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None,
             started_at=self.clock(), finished_at=None,
@@ -561,7 +580,14 @@ class Runner:
             **({"notes": outcome.notes} if outcome.notes else {}),
         )
         self._gc.tick()
-        s.history.append(step.snapshot())
+        if self._gc is _NO_WINDOW:  # a tick outside run() (advance): the caller may edit the plan next
+            s.history.append(step.snapshot())
+        else:
+            # during run() the history holds the step itself until the run changes it again
+            # (_unshare): a finished run keeps one object per execution, not two
+            self._unshare(step)
+            self._shared[id(step)] = len(s.history)
+            s.history.append(step)
         if self.recorder is not None:
             self.recorder.changed(step)
             if outcome.ok and flight.cache_key is not None:
@@ -603,6 +629,7 @@ class Runner:
         step = flight.step
         if flight.token is not None:
             self.bus.live.discard(flight.token)
+        self._unshare(step)
         self.state.executions -= 1
         step.set_state(attempts=max(step.attempts - 1, 0), status=Status.not_started, notes=note)
         self.scheduler.again(step)
@@ -617,6 +644,7 @@ class Runner:
 
     def retry(self, step: Step) -> None:
         used = self.state.retries_used[step.id] = self.retries_used(step) + 1
+        self._unshare(step)
         step.status = Status.not_started
         step.notes = f"retry {used}/{self.retries} after: {step.error}"
         self.scheduler.again(step)
@@ -624,6 +652,7 @@ class Runner:
         self._changed(step)
 
     def skip(self, step: Step) -> None:
+        self._unshare(step)
         step.status = Status.skipped
         step.notes = f"skipped after: {step.error}"
         self.emit("step.skipped", step=step.id, error=step.error)
@@ -638,6 +667,7 @@ class Runner:
             replanning.replan(self, failed)
 
     def keep_going(self, step: Step) -> None:
+        self._unshare(step)
         step.notes = f"failed; its dependents run anyway (on_failure continue): {step.error}"
         self.scheduler.release(step)
         self._changed(step)
@@ -705,6 +735,7 @@ class Runner:
             if flight.step.status is not Status.not_started or self.dispatch.outcome_of(flight) is None:
                 continue  # interrupted (it runs again), or the step was changed by hand meanwhile
             self.state.executions += 1
+            self._unshare(flight.step)
             flight.step.set_state(attempts=flight.step.attempts + 1, notes="")
             self._stale = True
             self._record(flight, kept=True)

@@ -58,3 +58,37 @@ def test_shared_copies_still_change_one_at_a_time() -> None:
     assert second.task == "" and "task" not in second.model_fields_set
     assert result.plan.steps[2].model_dump(exclude_unset=True)["id"] == "s2"
     assert result.history[2].model_dump(exclude_unset=True)["id"] == "s2"
+
+
+def test_a_finished_run_keeps_one_object_per_execution_not_a_copy_beside_the_plan() -> None:
+    result = planbook.run(linear(5), tools=Toolbox([noop]), max_steps=5)
+    assert all(h is p for h, p in zip(result.history, result.plan.steps))
+
+
+def test_the_past_is_not_rewritten_by_a_retry_or_by_edits_while_paused() -> None:
+    box = Toolbox()
+    tries = {"n": 0}
+
+    @box.tool
+    def flaky() -> str:
+        """Fail once, then work."""
+        tries["n"] += 1
+        if tries["n"] == 1:
+            raise RuntimeError("first try fails")
+        return "ok"
+
+    box.tool(noop)
+    plan = Plan(steps=[Step(id="f", tool="flaky"), Step(id="n", tool="noop", args={"x": 1}),
+                       Step(id="m", tool="noop", args={"x": 2})])
+    runner = Runner(plan, tools=box, on_failure=["retry", "abort"], max_steps=5)
+    paused = runner.run(until="n")
+    assert paused.status == "paused"
+    first, second = runner.state.history[0], runner.state.history[1]
+    assert (first.status, second.status) == (Status.failed, Status.completed) and first.error
+    assert all(h is not p for h in runner.state.history for p in runner.plan.steps)  # copies while paused
+    runner.plan.step("n").notes = "edited by hand while paused"
+    result = runner.run()
+    assert result.ok
+    assert [h.status for h in result.history] == [Status.failed, Status.completed, Status.completed, Status.completed]
+    assert result.history[0].error and "first try fails" in result.history[0].error
+    assert result.history[2].notes == ""  # the edit came after that execution
