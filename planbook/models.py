@@ -490,6 +490,8 @@ class RunResult(BaseModel):
     status: RunStatus
     reason: RunReason | None = None
     plan: Plan
+    #: each execution's step as it ended; in a finished run the entry of a step's last
+    #: execution is that step of ``plan`` itself (one object, not a copy beside it)
     history: list[Step] = Field(default_factory=list)
     revisions: list[PlanDiff] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)

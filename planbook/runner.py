@@ -290,6 +290,7 @@ class Runner:
             if self.finished:  # nothing runs again: the indexes over the plan are not kept with it
                 self.scheduler.clear()
                 self._stale = True
+                self._shared = {}  # nor changes a step: the history may keep sharing them
             else:  # the run may go on, and the plan may be edited by hand meanwhile: the past is copied
                 self._unshare_history()
         return self.result()
