@@ -37,28 +37,33 @@ def plan_problems(
         add("the plan has no steps: add at least one (a tool call or a task for an agent)", None, "empty")
         return problems
 
-    seen: set[str] = set()
+    first: dict[str, int] = {}  # each id's first position
     repeats: dict[str, int] = {}
-    for step in plan.steps:
+    for i, step in enumerate(plan.steps):
         if not step.id.strip():
             add("a step id must not be empty", step, "empty_id")
         elif _PLAIN_ID.match(step.id) is None and (bad := id_problem(step.id)) is not None:
             add(bad, step, "bad_id", "id")
-        if step.id in seen:
+        if step.id in first:
             add(f"duplicate step id {step.id!r}: every step needs its own id", step, "duplicate_id")
             n = repeats[step.id] = repeats.get(step.id, 0) + 1
             later = plan._duplicate_lines.get(step.id, [])
             if len(later) >= n:  # point at the repeat, not at the first use of the id
                 problems[-1] = replace(problems[-1], line=later[n - 1])
-        seen.add(step.id)
+        else:
+            first[step.id] = i
 
-    ids = seen | set(known_ids)
+    ids = first.keys() | set(known_ids)
     refs_of: list[list[str]] = []  # each step's references, found once (cycles use them too)
-    for step in plan.steps:
+    #: every need listed before its step (the usual order): then there is no cycle, and no graph to search
+    ordered = len(first) == len(plan.steps)
+    for i, step in enumerate(plan.steps):
         refs = find_refs(step.args)
         refs_of.append(refs)
         for need in dict.fromkeys(step.needs + refs):  # a reference is a need: one problem per mistake
             if need in ids and need != step.id:
+                if ordered and first.get(need, -1) >= i:
+                    ordered = False
                 continue
             # the line to quote: the arg holding the reference, else the need as written
             where = ("args", _arg_with_ref(step, need)) if need in refs else ("needs", need)
@@ -99,7 +104,7 @@ def plan_problems(
             if step.args:
                 add("an agent step takes no args (put what it needs in its task and needs)", step, "bad_args", "args")
 
-    cycle = find_cycle(plan.steps, refs_of)
+    cycle = None if ordered else find_cycle(plan.steps, refs_of)
     if cycle:
         first = next(s for s in plan.steps if s.id == cycle[0])
         add(f"dependency cycle: {' → '.join(cycle)} (→ reads 'needs'); remove one of these needs", first, "cycle")
