@@ -121,11 +121,15 @@ class Runner:
         self.scheduler = scheduler
         #: where calls run and what is in flight
         self.dispatch = Dispatcher(self.config, self.tools, self.agents, self.bus, clock, lambda: self.state.plan)
+        if self.after_step is not None:  # the review may rewrite what follows each step: nothing runs ahead of it
+            self.dispatch.batching = False
         self._stale = False  # the scheduler must be rebuilt before the next tick
         #: set while running steps are allowed to finish before the run ends or replans
         self._ending: tuple[RunStatus, RunReason, str] | None = None
         self._replan_for: Step | None = None
         self._pause_why: str | None = None
+        #: the step ``run(until=...)`` stops after: no batch reaches past it
+        self._until: str | None = None
         self._gc = _NO_WINDOW
         self._adopted = False
         #: cache keys of steps about to run (their result is cached when they succeed)
@@ -286,6 +290,7 @@ class Runner:
                     self._interrupt()
         finally:
             self._gc = _NO_WINDOW
+            self._until = None
             self.dispatch.close()
             if self.finished:  # nothing runs again: the indexes over the plan are not kept with it
                 self.scheduler.clear()
@@ -327,6 +332,7 @@ class Runner:
 
     def _loop(self, until: str | None, max_executions: int | None) -> None:
         submitted_before = self.state.executions
+        self._until = until
         while not self.finished:
             limit = None if max_executions is None else submitted_before + max_executions
             if self._pause_why is None and limit is not None and self.state.executions >= limit:
@@ -465,7 +471,7 @@ class Runner:
         try:
             while step is not None:
                 flights.append(self._begin(step, executor))
-                if len(flights) >= size:
+                if len(flights) >= size or step.id == self._until:
                     break
                 step = self._next_ready(limit, batchable=True)
         except KeyboardInterrupt:  # Ctrl-C as steps join: none of them has started

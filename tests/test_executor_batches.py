@@ -216,3 +216,27 @@ def test_a_worker_that_dies_mid_step_is_a_failed_step_not_a_hang(monkeypatch: py
     assert "no worker left" in step.error and "may have run in part" in step.error
     assert result.executions == len(result.history) == 1
     assert events_of(result, "step.failed")[0].step == "lost"
+
+
+def test_until_stops_a_batch_at_its_step() -> None:
+    calls: list[str] = []
+    with CountingPool(2) as pool:
+        runner = Runner(wide(10), tools=counted_tools(pool, calls), executor=pool, max_steps=10)
+        paused = runner.run(until="s3")
+        assert paused.status == "paused" and calls == ["s0", "s1", "s2", "s3"]
+        assert runner.run().ok and calls == [f"s{i}" for i in range(10)]
+
+
+def test_a_review_after_each_step_gets_steps_one_at_a_time_on_an_executor() -> None:
+    calls: list[str] = []
+    seen: list[tuple[str, list[str]]] = []
+
+    def review(goal: str, plan: Plan, step: Step) -> None:
+        seen.append((step.id, list(calls)))
+        return None
+
+    with CountingPool(2) as pool:
+        result = planbook.run(wide(5), tools=counted_tools(pool, calls), executor=pool, after_step=review,
+                              max_steps=5)
+    assert result.ok
+    assert seen == [(f"s{i}", [f"s{j}" for j in range(i + 1)]) for i in range(5)]  # nothing ran ahead of a review
