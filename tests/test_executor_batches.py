@@ -36,7 +36,7 @@ class CountingPool(ThreadPoolExecutor):
         return super().submit(fn, *args, **kwargs)
 
 
-def counted_tools(pool: CountingPool, calls: list[str], fail: set[str] = frozenset()) -> Toolbox:  # type: ignore[assignment]
+def counted_tools(pool: CountingPool, calls: list[str], fail: frozenset[str] | set[str] = frozenset()) -> Toolbox:
     box = Toolbox()
 
     @box.tool
@@ -158,19 +158,15 @@ def test_batched_results_flow_to_dependents_whatever_order_lanes_finish_in() -> 
     assert [st.id for st in result.history][-1] == "j"
 
 
-def test_a_slow_tool_is_sent_one_call_per_task() -> None:
+def test_a_slow_tool_is_sent_one_call_per_task(monkeypatch: pytest.MonkeyPatch) -> None:
     from planbook import dispatch
 
     calls: list[str] = []
+    monkeypatch.setattr(dispatch, "SLOW_CALL", 0.0, raising=False)  # every call counts as slow
     with CountingPool(2) as pool:
         runner = Runner(wide(10), tools=counted_tools(pool, calls), parallel=2, executor=pool, max_steps=10)
-        runner.dispatch.slow_tools.add("work")  # as if its last call took SLOW_CALL seconds or more
-        original = dispatch.SLOW_CALL
-        dispatch.SLOW_CALL = 0.0  # and every call stays slow
-        try:
-            result = runner.run()
-        finally:
-            dispatch.SLOW_CALL = original
+        runner.dispatch.slow_tools.add("work")  # as if its last call had been slow already
+        result = runner.run()
     assert result.ok and pool.tasks == 10
 
 
