@@ -22,6 +22,7 @@ from .dispatch import Dispatcher, Flight
 from .errors import PlanError, Problem
 from .eventbus import RUN_HOOKS, EventBus, EventHandler
 from .execute import stdout_routing
+from .executors import NotReached
 from .gcwindow import FreezeWindow, collector_paused, freeze_window
 from .interrupts import checkpoint, interrupt_gate
 from .models import Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage
@@ -116,8 +117,9 @@ class Runner:
         self.bus = EventBus(self._record_event, self._make_event, on_event)
 
         self.goal_only: str | None = None
-        with collector_paused():
+        with collector_paused():  # nothing here makes garbage: collecting would only rescan the new plan
             initial = self._initial_plan(plan)
+            scheduler = Scheduler(initial, self._blocked)
         pinned = sorted({st.tool for st in initial.steps if st.tool and self.tools[st.tool].main_thread})
         if self.config.step_timeout is not None and pinned:
             raise ValueError(f"step_timeout cannot stop tools that run on the main thread ({', '.join(pinned)}): "
@@ -136,18 +138,24 @@ class Runner:
             from .store import open_store
 
             self.recorder = RunRecorder(open_store(store), cache=self.config.cache)
-        self.scheduler = Scheduler(initial, self._blocked)
+        self.scheduler = scheduler
         #: where calls run and what is in flight
         self.dispatch = Dispatcher(self.config, self.tools, self.agents, self.bus, clock, lambda: self.state.plan)
+        if self.after_step is not None:  # the review may rewrite what follows each step: nothing runs ahead of it
+            self.dispatch.batching = False
         self._stale = False  # the scheduler must be rebuilt before the next tick
         #: set while running steps are allowed to finish before the run ends or replans
         self._ending: tuple[RunStatus, RunReason, str] | None = None
         self._replan_for: Step | None = None
         self._pause_why: str | None = None
+        #: the step ``run(until=...)`` stops after: no batch reaches past it
+        self._until: str | None = None
         self._gc = _NO_WINDOW
         self._adopted = False
         #: cache keys of steps about to run (their result is cached when they succeed)
         self._cache_keys: dict[str, str] = {}
+        #: history entries that are the plan's step itself (id(step) -> index), copied before it changes
+        self._shared: dict[int, int] = {}
         for hook in (*attach, *RUN_HOOKS.values()):
             hook(self)
 
@@ -302,8 +310,28 @@ class Runner:
                     self._interrupt()
         finally:
             self._gc = _NO_WINDOW
+            self._until = None
             self.dispatch.close()
+            if self.finished:  # nothing runs again: the indexes over the plan are not kept with it
+                self.scheduler.clear()
+                self._stale = True
+                self._shared = {}  # nor changes a step: the history may keep sharing them
+            else:  # the run may go on, and the plan may be edited by hand meanwhile: the past is copied
+                self._unshare_history()
         return self.result()
+
+    def _unshare(self, step: Step) -> None:
+        """``step`` is about to change: if the history holds it, the history gets a copy."""
+        if self._shared:
+            index = self._shared.pop(id(step), None)
+            if index is not None:
+                self.state.history[index] = step.snapshot()
+
+    def _unshare_history(self) -> None:
+        history = self.state.history
+        for index in self._shared.values():
+            history[index] = history[index].snapshot()
+        self._shared = {}
 
     def advance(self) -> Step | None:
         """One tick: plan if needed, submit what is ready, collect, decide.
@@ -324,6 +352,7 @@ class Runner:
 
     def _loop(self, until: str | None, max_executions: int | None) -> None:
         submitted_before = self.state.executions
+        self._until = until
         while not self.finished:
             limit = None if max_executions is None else submitted_before + max_executions
             if self._pause_why is None and limit is not None and self.state.executions >= limit:
@@ -354,6 +383,9 @@ class Runner:
     def _start(self) -> bool:
         """Begin or continue the run; False when it ended here (no first plan)."""
         s = self.state
+        if s.started and s.status == "running" and not self._stale and not self._adopted \
+                and (self.goal_only is None or s.plan.revision != 0):
+            return True  # a tick in the middle of a run: nothing to begin
         resumed = s.status in ("paused", "interrupted")
         if resumed:
             self._settle_leftovers()
@@ -414,20 +446,60 @@ class Runner:
         return self._collect()
 
     def _submit_ready(self, limit: int | None) -> None:
-        s = self.state
-        while (len(self.dispatch.inflight) < self.parallel and self._ending is None and self._replan_for is None
-               and self._pause_why is None and (limit is None or s.executions < limit)):
-            step = self.scheduler.peek()
+        dispatch, parallel = self.dispatch, self.config.parallel
+        while dispatch.lanes() < parallel:
+            step = self._next_ready(limit)
             if step is None:
                 return
+            executor = dispatch.executor_for(step)
+            if dispatch.batching:
+                size = dispatch.batch_size(step, executor, self.scheduler.ready_count() + 1,
+                                           parallel - dispatch.lanes())
+                if size > 1:
+                    self._submit_batch(step, executor, size, limit)
+                    continue
+            self._submit(step, executor)
+
+    def _next_ready(self, limit: int | None, *, batchable: bool = False) -> Step | None:
+        """Take the next step to start, if the run may start one (cached steps complete here).
+
+        ``batchable``: only a step that may join a batch (otherwise it waits for its own turn).
+        """
+        s = self.state
+        while (self._ending is None and self._replan_for is None and self._pause_why is None
+               and (limit is None or s.executions < limit)):
+            step = self.scheduler.peek()
+            if step is None or (batchable and not self.dispatch.batchable(step)):
+                return None
             if self.recorder is not None and step.tool is not None and self._from_cache(step):
                 continue
             refused = self.budget.execution_refused(s.executions, step.id, retry=bool(step.attempts))
             if refused is not None:
                 self._ending = ("failed", "step_budget", refused)
-                return
-            self.scheduler.take()
-            self._submit(step)
+                return None
+            return self.scheduler.take_peeked()
+        return None
+
+    def _submit_batch(self, first: Step, executor: Any, size: int, limit: int | None) -> None:
+        """Start ``first`` and up to ``size - 1`` more ready tool steps as one task on the executor.
+
+        Each step is counted and marked started as it joins (so budgets hold exactly as
+        one at a time); the batch holds one lane and runs its calls one after another.
+        """
+        flights: list[Flight] = []
+        step: Step | None = first
+        try:
+            while step is not None:
+                flights.append(self._begin(step, executor))
+                if len(flights) >= size or step.id == self._until:
+                    break
+                step = self._next_ready(limit, batchable=True)
+        except KeyboardInterrupt:  # Ctrl-C as steps join: none of them has started
+            for flight in flights:
+                self._uncount(flight, "")
+            raise
+        by_id = self.scheduler.by_id
+        self.dispatch.start_batch(flights, [{n: by_id[n].result for n in f.step.needs} for f in flights])
 
     # ------------------------------------------------------------- submitting
     def _from_cache(self, step: Step) -> bool:
@@ -448,6 +520,7 @@ class Runner:
             return False
         self.scheduler.take()
         now = self.clock()
+        self._unshare(step)
         step.set_state(status=Status.completed, result=hit.result, error=None, traceback=None, output="",
                        notes=f"{CACHED_NOTE}the result of step {hit.step_id} in run {hit.run_id}",
                        started_at=now, finished_at=now)
@@ -456,32 +529,39 @@ class Runner:
         self._changed(step)
         return True
 
-    def _submit(self, step: Step) -> None:
+    def _submit(self, step: Step, executor: Any) -> None:
         """Count the execution, mark the step in progress, record that, then start the call."""
+        flight = self._begin(step, executor)
+        try:
+            by_id = self.scheduler.by_id
+            self.dispatch.start(flight, executor, {n: by_id[n].result for n in step.needs})
+        except KeyboardInterrupt:  # Ctrl-C inside an inline call: it did not complete
+            self._uncount(flight, INTERRUPTED_NOTE)
+            raise
+
+    def _begin(self, step: Step, executor: Any) -> Flight:
+        """Count the execution, mark the step in progress and record that (the call is not started yet)."""
         s = self.state
         s.executions += 1
+        self._unshare(step)
         step.set_state(
             attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None,
             started_at=self.clock(), finished_at=None,
             **({"notes": ""} if step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE) else {}),
         )
-        executor = self.dispatch.executor_for(step)
         flight = Flight(step, s.executions)
-        flight.cache_key = self._cache_keys.pop(step.id, None)
+        if self._cache_keys:
+            flight.cache_key = self._cache_keys.pop(step.id, None)
         self.dispatch.prepare(flight, executor)
         try:
-            self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions,
-                      worker=executor.name)
+            self.bus.publish("step.started", step.id, {"attempt": step.attempts, "execution": s.executions,
+                                                       "worker": executor.name})
         except KeyboardInterrupt:  # Ctrl-C in a view as the step starts: it has not started
             self._uncount(flight, "")
             raise
         if self.recorder is not None:
             self.recorder.before_call(step, s)
-        try:
-            self.dispatch.start(flight, executor, {n: self.scheduler.by_id[n].result for n in step.needs})
-        except KeyboardInterrupt:  # Ctrl-C inside an inline call: it did not complete
-            self._uncount(flight, INTERRUPTED_NOTE)
-            raise
+        return flight
 
     # -------------------------------------------------------------- collecting
     def _collect(self) -> Step | None:
@@ -489,8 +569,10 @@ class Runner:
         done = self.dispatch.wait_for_one()
         self.bus.drain()
         last: Step | None = None
-        order = self.scheduler.position
-        for flight in sorted(done, key=lambda f: order.get(f.step.id, 0)):
+        if len(done) > 1:  # recorded in plan order, whatever order they ended in
+            order = self.scheduler.position
+            done.sort(key=lambda f: order.get(f.step.id, 0))
+        for flight in done:
             self.dispatch.inflight.remove(flight)
             self._record(flight)
             last = flight.step
@@ -506,7 +588,8 @@ class Runner:
         self.dispatch.ended(flight)
         outcome = self.dispatch.outcome_of(flight)
         if outcome is None:
-            self._uncount(flight, INTERRUPTED_NOTE)
+            # a batch's call after a failure never started: it is simply ready again
+            self._uncount(flight, "" if isinstance(flight.future.exception(), NotReached) else INTERRUPTED_NOTE)
             if isinstance(flight.future.exception(), KeyboardInterrupt):
                 raise KeyboardInterrupt  # the call itself was interrupted: so is the run
             return
@@ -532,20 +615,29 @@ class Runner:
             **({"notes": outcome.notes} if outcome.notes else {"notes": KEPT_NOTE} if kept else {}),
         )
         self._gc.tick()
-        s.history.append(step.snapshot())
+        if self._gc is _NO_WINDOW:  # a tick outside run() (advance): the caller may edit the plan next
+            s.history.append(step.snapshot())
+        else:
+            # during run() the history holds the step itself until the run changes it again
+            # (_unshare): a finished run keeps one object per execution, not two
+            self._unshare(step)
+            self._shared[id(step)] = len(s.history)
+            s.history.append(step)
         if self.recorder is not None:
             self.recorder.changed(step)
             if outcome.ok and flight.cache_key is not None:
                 self.recorder.remember(flight.cache_key, step.result, tool=step.tool or "", step_id=step.id)
-        s.records.append(Execution(
-            execution=flight.execution, step=step.id, attempt=step.attempts, revision=s.plan.revision,
-            worker=outcome.worker or "main", start=outcome.started if outcome.started is not None else step.started_at
-            or now, end=outcome.finished if outcome.finished is not None else now, ok=outcome.ok,
+        s.records.append(Execution(  # positional: this runs once per execution
+            flight.execution, step.id, step.attempts, s.plan.revision, outcome.worker or "main",
+            outcome.started if outcome.started is not None else step.started_at or now,
+            outcome.finished if outcome.finished is not None else now, outcome.ok,
         ))
         if outcome.ok:
             self.scheduler.completed(step)
-            self.emit("step.finished", step=step.id, duration=step.duration, result=_short(step.result),
-                      execution=flight.execution, **({"kept": True} if kept else {}))
+            finished = {"duration": step.duration, "result": _short(outcome.result), "execution": flight.execution}
+            if kept:
+                finished["kept"] = True
+            self.bus.publish("step.finished", step.id, finished)
             if kept or self._ending is not None:
                 return
             if outcome.stop is not None:
@@ -572,6 +664,7 @@ class Runner:
         step = flight.step
         if flight.token is not None:
             self.bus.live.discard(flight.token)
+        self._unshare(step)
         self.state.executions -= 1
         step.set_state(attempts=max(step.attempts - 1, 0), status=Status.not_started, notes=note)
         self.scheduler.again(step)
@@ -586,6 +679,7 @@ class Runner:
 
     def retry(self, step: Step) -> None:
         used = self.state.retries_used[step.id] = self.retries_used(step) + 1
+        self._unshare(step)
         step.status = Status.not_started
         step.notes = f"retry {used}/{self.retries} after: {step.error}"
         self.scheduler.again(step)
@@ -593,6 +687,7 @@ class Runner:
         self._changed(step)
 
     def skip(self, step: Step) -> None:
+        self._unshare(step)
         step.status = Status.skipped
         step.notes = f"skipped after: {step.error}"
         self.emit("step.skipped", step=step.id, error=step.error)
@@ -607,6 +702,7 @@ class Runner:
             replanning.replan(self, failed)
 
     def keep_going(self, step: Step) -> None:
+        self._unshare(step)
         step.notes = f"failed; its dependents run anyway (on_failure continue): {step.error}"
         self.scheduler.release(step)
         self._changed(step)
@@ -674,6 +770,7 @@ class Runner:
             if flight.step.status is not Status.not_started or self.dispatch.outcome_of(flight) is None:
                 continue  # interrupted (it runs again), or the step was changed by hand meanwhile
             self.state.executions += 1
+            self._unshare(flight.step)
             flight.step.set_state(attempts=flight.step.attempts + 1, notes="")
             self._stale = True
             self._record(flight, kept=True)
