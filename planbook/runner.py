@@ -10,6 +10,7 @@ up to N independent steps at once.
 
 from __future__ import annotations
 
+import os
 import time
 import traceback as traceback_module
 from collections.abc import Callable, Iterable, Sequence
@@ -843,4 +844,10 @@ def run(
         executor=executor, after_step=after_step, store=store, cache=cache, on_event=on_event, clock=clock,
         strategy=strategy, faithful=faithful,
     )
-    return runner.run()
+    try:
+        return runner.run()
+    finally:
+        if isinstance(store, (str, os.PathLike)) and runner.recorder is not None:
+            # a store this call opened from a path is closed with the run, not whenever the
+            # collector gets to it (an open connection keeps the write-ahead log beside the file)
+            runner.recorder.store.close()
