@@ -158,7 +158,9 @@ class LiveView:
         self.runner.remove_heartbeat(self.beat)
 
     def close(self) -> None:
-        """Stop listening; draw the last state if an update is pending; leave the final state in the display."""
+        """Stop listening; draw the last state if an update is pending; leave the final state in the
+        display: a widget's display becomes its static record (no widget mime type, so a saved
+        notebook never says "Error displaying widget")."""
         if self.closed:
             return
         self._detach()
@@ -167,7 +169,11 @@ class LiveView:
         self.closed = True
         if self.handle is not None:
             try:
-                self.handle.update(self.target)
+                record = getattr(self.target, "record", None)  # a widget leaves a static record behind
+                if record is not None:
+                    self.handle.update(record(), raw=True)
+                else:
+                    self.handle.update(self.target)
             except Exception as exc:  # the run's result is still returned
                 warnings.warn(f"the final state of the live view could not be shown ({type(exc).__name__}: {exc})",
                               stacklevel=2)

@@ -30,6 +30,7 @@ import traitlets as t
 
 from ..models import Status, Step
 from .html import NO_MATH, esc, state_html
+from .marks import CacheMark, MarkBuilder, cached_count_text
 from .panes import PaneBudget, pane
 from .state import ViewState, budget_line, verdict_line
 from .text import format_state, state_markdown
@@ -86,6 +87,8 @@ class PlanView:
         self._bars_final = 0  # leading executions that have ended and were sent
         self._seq = 0
         self._rows_key: tuple[Any, ...] | None = None
+        self._marks = MarkBuilder()
+        self._marks_of: int | None = None  # id() of the event list the marks were found in
         self.state = ViewState.of(source)
         self.widget.on_msg(self._on_front_end)
         self.render(self.state)
@@ -114,6 +117,13 @@ class PlanView:
         data["text/markdown"] = state_markdown(self.state)
         return data, metadata
 
+    def record(self) -> dict[str, str]:
+        """The display that replaces the widget when its run ends: the same text, and the static
+        record as HTML, without the widget's mime type (a saved notebook then shows the run
+        everywhere, with or without a kernel, widget state or JavaScript)."""
+        return {"text/plain": format_state(self.state), "text/html": state_html(self.state),
+                "text/markdown": state_markdown(self.state)}
+
     def __repr__(self) -> str:
         return f"<PlanView {self.state.plan.id!r}: {len(self.state.plan.steps)} steps>"
 
@@ -128,7 +138,8 @@ class PlanView:
             started = [s.started_at for s in plan.steps if s.started_at is not None]
             origin = min(started) if started else None
         key = (id(plan), plan.revision, len(plan.steps))
-        new_panes = self._changed_panes(plan.steps, origin)
+        marks = self._cache_marks(state)
+        new_panes = self._changed_panes(plan.steps, origin, marks)
         new_bars = self._changed_bars(state, origin)
         w = self.widget
         with w.hold_sync():
@@ -136,7 +147,7 @@ class PlanView:
                 self._rows_key = key
                 w.rows = [row_of(s) for s in plan.steps]
             w.statuses = "".join(STATUS_CODES[s.status] for s in plan.steps)
-            w.head = self._head(state, origin)
+            w.head = self._head(state, origin, marks)
             if new_panes or new_bars:
                 self._seq += 1
                 w.batch = {"seq": self._seq, "full": False, "panes": new_panes, "bars": new_bars}
@@ -144,7 +155,12 @@ class PlanView:
             if revisions != w.revisions:
                 w.revisions = revisions
 
-    def _head(self, state: ViewState, origin: float | None) -> dict[str, Any]:
+    def _cache_marks(self, state: ViewState) -> dict[str, CacheMark]:
+        if id(state.events) != self._marks_of:  # another run's events: start again
+            self._marks, self._marks_of = MarkBuilder(), id(state.events)
+        return self._marks.feed_new(state.events).of(state.plan)
+
+    def _head(self, state: ViewState, origin: float | None, marks: dict[str, CacheMark]) -> dict[str, Any]:
         plan = state.plan
         counts = plan.counts()
         running = state.status in (None, "running")
@@ -158,22 +174,29 @@ class PlanView:
             "elapsed": round(state.elapsed, 1) if state.elapsed is not None else None,
             "now": round(state.now - origin, 3) if state.now is not None and origin is not None else None,
             "critical": [] if running else state.critical_path(),
+            # steps that did not run here: [kind, why, when (seconds from the origin)]
+            "cached": {sid: [m.kind, m.describe(), _rel(m.at, origin)] for sid, m in marks.items()},
+            "cached_count": cached_count_text(marks),
         }
 
-    def _changed_panes(self, steps: list[Step], origin: float | None) -> dict[str, dict[str, Any]]:
+    def _changed_panes(self, steps: list[Step], origin: float | None,
+                       marks: dict[str, CacheMark]) -> dict[str, dict[str, Any]]:
         results: dict[str, Any] | None = None
         changed: dict[str, dict[str, Any]] = {}
         for step in steps:
             if step.status is Status.not_started and not step.attempts and not step.notes:
                 continue
             key = (step.status, step.attempts, step.started_at, step.finished_at, step.error, step.notes,
-                   id(step.result), len(step.output))
+                   id(step.result), len(step.output), step.id in marks)
             if self._pane_keys.get(step.id) == key:
                 continue
             if results is None:
                 results = {s.id: s.result for s in steps if s.status is Status.completed}
             self._pane_keys[step.id] = key
-            changed[step.id] = self.panes[step.id] = pane(step, results, origin=origin, budget=self._budget)
+            data = pane(step, results, origin=origin, budget=self._budget)
+            if step.id in marks:
+                data["cached"] = marks[step.id].describe(origin)
+            changed[step.id] = self.panes[step.id] = data
         return changed
 
     def _changed_bars(self, state: ViewState, origin: float | None) -> dict[str, list[Any]]:
@@ -217,3 +240,7 @@ class PlanView:
     def pane(self, step_id: str) -> dict[str, Any] | None:
         """The pane sent for ``step_id`` (None for a step that has not started)."""
         return self.panes.get(step_id)
+
+
+def _rel(t: float | None, origin: float | None) -> float | None:
+    return None if t is None or origin is None else round(t - origin, 4)
