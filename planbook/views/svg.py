@@ -11,7 +11,7 @@ same rules in ``static/planview.js``:
 - revision markers that stack on rows of their own instead of overlapping;
 - a log scale when one step dominates (``scale="auto"``), said in the caption;
 - steps answered from the cache or a resume as hollow dashed bars of their own style;
-- graph edges with arrowheads, from a step to the steps that need it.
+- graph edges with arrowheads (drawn shapes, not markers), from a step to the steps that need it.
 """
 
 from __future__ import annotations
@@ -247,16 +247,20 @@ def graph_svg(plan: Plan, *, marks: dict[str, CacheMark] | None = None) -> str:
         return 5 + pos[i][0] * (node_w + gap_x), 5 + pos[i][1] * (node_h + gap_y)
 
     edge_color = "var(--jp-content-font-color2,#666)"
-    parts = [f'<defs><marker id="pb-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-             f'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" style="fill:{edge_color}"/></marker></defs>']
+    parts: list[str] = []
     for i, step in enumerate(steps):
         for need in step.needs:
             if need not in index:
                 continue
             (x1, y1), (x2, y2) = at(index[need]), at(i)
+            ym = y2 + node_h / 2
             parts.append(f'<path class="pb-edge" d="M {x1 + node_w} {y1 + node_h / 2} C {x1 + node_w + gap_x / 2} '
-                         f'{y1 + node_h / 2}, {x2 - gap_x / 2} {y2 + node_h / 2}, {x2 - 1} {y2 + node_h / 2}" '
-                         f'marker-end="url(#pb-arrow)" style="fill:none;stroke:{edge_color};stroke-width:1.2"/>')
+                         f'{y1 + node_h / 2}, {x2 - gap_x / 2} {ym}, {x2 - 6} {ym}" '
+                         f'style="fill:none;stroke:{edge_color};stroke-width:1.2"/>')
+            # the arrowhead as its own shape: a <marker> needs an id, ids collide between records,
+            # and a marker inside a closed <details> draws nothing for the others
+            parts.append(f'<path class="pb-arrowhead" d="M {x2 - 8} {ym - 4} L {x2} {ym} L {x2 - 8} {ym + 4} z" '
+                         f'style="fill:{edge_color}"/>')
     for i, step in enumerate(steps):
         x0, y0 = at(i)
         status = step.status.value
