@@ -513,6 +513,39 @@ def test_the_widget_display_ends_with_the_final_state(ip: Any, monkeypatch: pyte
     assert last["update"] and last["id"] == first["id"]
     assert last["data"]["text/plain"] == str(result) and "Run completed (goal_met)" in last["data"]["text/html"]
     assert runner.handlers == [] and bridge.target.head["done"] == 5
+    # the widget is gone from the display: a saved notebook never says "Error displaying widget"
+    assert "application/vnd.jupyter.widget-view+json" in first["data"]
+    assert "application/vnd.jupyter.widget-view+json" not in last["data"]
+    assert last["data"]["text/html"].count('<details class="planbook-pane">') == 5
+
+
+@pytest.mark.parametrize("ending", ["completed", "failed", "interrupted", "paused"])
+def test_every_way_a_run_ends_leaves_a_static_record(ip: Any, monkeypatch: pytest.MonkeyPatch, ending: str) -> None:
+    published: list[dict[str, Any]] = []
+
+    def publish(data: Any, metadata: Any = None, source: Any = None, *, transient: Any = None, update: bool = False, **kw: Any) -> None:
+        published.append({"data": data, "update": update})
+
+    monkeypatch.setattr(ip.display_pub, "publish", publish)
+    tools = make_tools()
+
+    @tools.tool
+    def stop(x: int) -> int:
+        "Ends the run the way the test asks."
+        if ending == "failed":
+            raise ValueError("no")
+        if ending == "interrupted":
+            raise KeyboardInterrupt
+        return x
+
+    plan = Plan.parse("steps: [{id: a, tool: stop, args: {x: 1}}, {id: b, tool: stop, args: {x: 2}}]")
+    runner = Runner(plan, tools=tools)
+    with watch(runner, kind="widget"):
+        result = runner.run(until="a") if ending == "paused" else runner.run()
+    assert result.status == ending
+    last = published[-1]
+    assert last["update"] and "application/vnd.jupyter.widget-view+json" not in last["data"]
+    assert "planbook-record" in last["data"]["text/html"] and f"planbook-run-{ending}" in last["data"]["text/html"]
 
 
 def test_outside_ipython_there_is_no_live_view(monkeypatch: pytest.MonkeyPatch) -> None:
