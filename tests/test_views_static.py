@@ -4,33 +4,47 @@ the run's final state (text and HTML), and nbconvert's HTML shows it."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+import planbook
+from planbook.views.html import result_html, state_html
+from planbook.views.marks import CACHED_MARK, cache_marks
+from planbook.views.record import safe_markup
+from planbook.views.state import ViewState
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
 WIDGET = "application/vnd.jupyter.widget-view+json"
+#: markup an HTML sanitizer removes (or that reaches outside the page)
+UNSAFE = re.compile(r"<script|<style|<iframe|<link|<[^>]*\son\w+\s*=|javascript:|(src|href)\s*=\s*\"?(https?:|//)", re.I)
 
 
-def live_outputs(path: Path) -> list[dict]:
+def run_outputs(path: Path) -> list[dict]:
+    """The outputs that show a run (a live view's record, a result, a PlanView of a result)."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     return [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
-            if WIDGET in o.get("data", {})]
+            if "planbook-verdict" in "".join(o.get("data", {}).get("text/html", ""))]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_every_live_view_stored_its_final_state(path: Path) -> None:
+def test_every_run_is_stored_as_its_static_record(path: Path) -> None:
     nb = json.loads(path.read_text(encoding="utf-8"))
     assert "widgets" not in nb["metadata"]  # no widget state saved (GitHub refuses a state-less entry)
-    outputs = live_outputs(path)
+    widgets = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
+               if WIDGET in o.get("data", {})]
+    assert not widgets, f"{path.name} stores a widget: reopened without its kernel it says 'Error displaying widget'"
+    records = [o for o in run_outputs(path) if "planbook-record" in "".join(o["data"]["text/html"])]
     if path.name.startswith(("01-", "02-", "03-", "04-")):
-        assert outputs, f"{path.name} shows no live view"
-    for out in outputs:
+        assert records, f"{path.name} shows no run"
+    for out in records:
         text = "".join(out["data"]["text/plain"])
         html = "".join(out["data"]["text/html"])
-        assert "\nRun " in text, f"{path.name}: a live view's stored text is not a finished run:\n{text[:300]}"
-        assert "planbook-verdict" in html and "mathjax_ignore" in html
+        assert "\nRun " in text or text.startswith("Run "), f"{path.name}: a run's stored text is not a finished run"
+        assert "mathjax_ignore" in html and "<details" in html and not UNSAFE.search(html)
 
 
 def test_nbconvert_html_shows_each_runs_final_plan() -> None:
@@ -42,20 +56,7 @@ def test_nbconvert_html_shows_each_runs_final_plan() -> None:
     assert body.count("Run completed (goal_met): steps 3/12, replans 0/5") >= 1
     assert "3/3 steps completed" in body
 
-
-# ------------------------------------------------------------------ the static record of a run (issue: saved runs reopen)
-import re  # noqa: E402
-from typing import Any  # noqa: E402
-
-import planbook  # noqa: E402
-from planbook.views.html import result_html, state_html  # noqa: E402
-from planbook.views.marks import CACHED_MARK, cache_marks  # noqa: E402
-from planbook.views.record import safe_markup  # noqa: E402
-from planbook.views.state import ViewState  # noqa: E402
-
-#: markup an HTML sanitizer removes (or that reaches outside the page)
-UNSAFE = re.compile(r"<script|<style|<iframe|<link|\son\w+\s*=|javascript:|(src|href)\s*=\s*\"?(https?:|//)", re.I)
-
+# ------------------------------------------------------------------ the static record of a run
 
 def _tools(calls: list[str] | None = None) -> planbook.Toolbox:
     tools = planbook.Toolbox()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -257,12 +258,25 @@ def test_a_browser_that_missed_a_batch_gets_everything_again() -> None:
 
 # ------------------------------------------------------------------ mimebundle
 def test_mimebundle_has_the_widget_and_the_state_as_text_and_html() -> None:
-    runner, view, _ = replanned_run()
+    plan = Plan.parse(PLAN, id="p")
+    view = PlanView(plan)
     data, _ = view._repr_mimebundle_()
+    assert data["text/plain"] == format_plan(plan) and data["text/markdown"].startswith(format_markdown(plan))
+    assert "mathjax_ignore tex2jax_ignore" in data["text/html"]
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == view.widget.model_id
+
+
+def test_a_view_of_a_run_that_ended_displays_its_static_record_with_the_open_pane_open() -> None:
+    runner, view, _ = replanned_run()
+    view.open("load")
+    data, metadata = view._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" not in data and metadata == {}
     assert data["text/plain"] == str(runner.result())
     assert data["text/markdown"].startswith(format_markdown(runner.plan))
-    assert "Run completed (goal_met)" in data["text/html"] and "mathjax_ignore tex2jax_ignore" in data["text/html"]
-    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == view.widget.model_id
+    assert "Run completed (goal_met)" in data["text/html"] and "planbook-record" in data["text/html"]
+    opened = re.findall(r'<tr class="planbook-step [^"]*" data-step="([^"]+)"[^>]*>(?:(?!</tr>).)*?<details '
+                        r'class="planbook-pane" open>', data["text/html"], re.S)
+    assert opened == ["load"]
 
 
 def test_mimebundle_is_deterministic() -> None:

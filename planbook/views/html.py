@@ -143,8 +143,9 @@ def header_html(plan: Plan, *, extra: str = "", marks: dict[str, CacheMark] | No
     return "".join(lines)
 
 
-def step_row_html(step: Step, *, pane: str = "", mark: CacheMark | None = None) -> str:
-    """A step's row; ``pane``: the HTML of its pane, opened by a click on the task (a ``<details>``)."""
+def step_row_html(step: Step, *, pane: str = "", mark: CacheMark | None = None, opened: bool = False) -> str:
+    """A step's row; ``pane``: the HTML of its pane, opened by a click on the task (a ``<details>``,
+    open from the start when ``opened``)."""
     task = esc(step.task) if step.task else f'<span style="{_MONO}">{esc(step.describe())}</span>'
     needs = f'<div style="{_DIM};font-size:11px">needs {esc(", ".join(step.needs))}</div>' if step.needs else ""
     error = esc(step.error) if step.error and step.status in (Status.failed, Status.skipped) else ""
@@ -158,8 +159,8 @@ def step_row_html(step: Step, *, pane: str = "", mark: CacheMark | None = None) 
                         f'style="{fg(CACHED_COLOR)}">{CACHED_MARK}</span>')
         time = f'<span style="{fg(CACHED_COLOR)}">{mark.kind}</span>'
     if pane:
-        task = (f'<details class="planbook-pane"><summary style="cursor:pointer">{task}</summary>'
-                f'{pane}</details>')
+        task = (f'<details class="planbook-pane"{" open" if opened else ""}><summary style="cursor:pointer">'
+                f'{task}</summary>{pane}</details>')
     cached = " planbook-step-cached" if mark is not None else ""
     return (
         f'<tr class="planbook-step planbook-{step.status.value}{cached}" data-step="{esc(step.id)}" '
@@ -174,12 +175,13 @@ def step_row_html(step: Step, *, pane: str = "", mark: CacheMark | None = None) 
 
 
 def steps_table_html(steps: Iterable[Step], *, panes: dict[str, str] | None = None,
-                     marks: dict[str, CacheMark] | None = None) -> str:
+                     marks: dict[str, CacheMark] | None = None, opened: str = "") -> str:
     """One row per step: mark, id, tool/agent, task, duration, error; coloured by status."""
     panes, marks = panes or {}, marks or {}
     head = "".join(f'<th style="{_CELL};color:{TEXT}">{h}</th>' for h in ("", "id", "tool/agent", "task", "time", "error"))
     head = f'<tr style="{_ROW}">{head}</tr>'
-    rows = "".join(step_row_html(s, pane=panes.get(s.id, ""), mark=marks.get(s.id)) for s in steps)
+    rows = "".join(step_row_html(s, pane=panes.get(s.id, ""), mark=marks.get(s.id), opened=s.id == opened)
+                   for s in steps)
     return (f'<table class="planbook-steps" style="border-collapse:collapse;margin:4px 0;line-height:1.4">'
             f"<thead>{head}</thead><tbody>{rows}</tbody></table>")
 
@@ -243,19 +245,19 @@ def result_html(result: RunResult) -> str:
     return state_html(ViewState.of_result(result), kind="result")
 
 
-def state_html(state: ViewState, *, max_rows: int | None = None, kind: str | None = None) -> str:
+def state_html(state: ViewState, *, max_rows: int | None = None, kind: str | None = None, opened: str = "") -> str:
     """A plan, a run going on or a finished run: the plan, and the verdict once it has run.
 
     A run that has stopped (completed, failed, interrupted, paused) is a static record
     (:func:`planbook.views.record.record_html`): each step's pane opens from its row, the
     timeline and the graph are inline SVG. ``max_rows`` shows only a window of rows around
     the running steps (a live view of a long plan then re-sends a page, not the whole
-    table, at every update).
+    table, at every update). ``opened``: the step whose pane the record shows open.
     """
     if state.status not in (None, "running"):
         from .record import record_html
 
-        return record_html(state, max_rows=max_rows, kind=kind or "result")
+        return record_html(state, max_rows=max_rows, kind=kind or "result", opened=opened)
     extra = verdict_html(state) if state.status is not None else ""
     table, _ = windowed(state.plan.steps, max_rows, steps_table_html)
     kind = kind or ("plan" if state.status is None else "result")

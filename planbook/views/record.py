@@ -37,7 +37,7 @@ from .state import ViewState
 from .svg import Scale, graph_svg, timeline_svg
 
 #: markup a sanitizer removes, or that would reach outside the notebook: such a result is shown as text
-UNSAFE = re.compile(r"<\s*(script|iframe|object|embed|link|meta|base|form)\b|\son\w+\s*=|javascript:|"
+UNSAFE = re.compile(r"<\s*(script|iframe|object|embed|link|meta|base|form)\b|<[^>]*\son\w+\s*=|javascript:|"
                     r"(src|href|xlink:href)\s*=\s*[\"']?\s*(https?:|//)|url\(\s*[\"']?\s*(https?:|//)", re.I)
 
 _LABEL = "color:var(--jp-content-font-color2,#666);font-size:11px;margin-top:4px"
@@ -99,9 +99,10 @@ def pane_html(data: dict[str, Any], step: Step, mark: CacheMark | None, origin: 
 
 
 def record_html(state: ViewState, *, max_rows: int | None = None, kind: str = "result",
-                scale: Scale = "auto") -> str:
+                scale: Scale = "auto", opened: str = "") -> str:
     """The static record of a stopped run (see the module docstring). ``scale``: the timeline's
-    time scale (``auto`` switches to a log scale when one step dominates, and says so)."""
+    time scale (``auto`` switches to a log scale when one step dominates, and says so);
+    ``opened``: the step whose pane is open."""
     plan = state.plan
     marks = cache_marks(state.events, plan)
     origin = state.origin
@@ -115,7 +116,7 @@ def record_html(state: ViewState, *, max_rows: int | None = None, kind: str = "r
                 continue
             panes[step.id] = pane_html(pane(step, results, origin=origin, budget=budget), step,
                                        marks.get(step.id), origin)
-        return steps_table_html(steps, panes=panes, marks=marks)
+        return steps_table_html(steps, panes=panes, marks=marks, opened=opened)
 
     rows, _ = windowed(plan.steps, max_rows, table)
     parts = [header_html(plan, extra=verdict_html(state), marks=marks), rows]

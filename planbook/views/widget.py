@@ -103,6 +103,10 @@ class PlanView:
 
     # ------------------------------------------------------------------ display
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        if self.stopped and not self.note:
+            # a view of a run that has ended is its static record (with the open pane open): a widget
+            # saved in a notebook has no model without its kernel. ``display(view.widget)`` shows the widget.
+            return self.record(), {}
         data, metadata = self.widget._repr_mimebundle_()
         data = dict(data)
         data["text/plain"] = format_state(self.state)
@@ -117,11 +121,16 @@ class PlanView:
         data["text/markdown"] = state_markdown(self.state)
         return data, metadata
 
+    @property
+    def stopped(self) -> bool:
+        """True once the run shown has ended (completed, failed, interrupted or paused)."""
+        return self.state.status not in (None, "running")
+
     def record(self) -> dict[str, str]:
         """The display that replaces the widget when its run ends: the same text, and the static
         record as HTML, without the widget's mime type (a saved notebook then shows the run
         everywhere, with or without a kernel, widget state or JavaScript)."""
-        return {"text/plain": format_state(self.state), "text/html": state_html(self.state),
+        return {"text/plain": format_state(self.state), "text/html": state_html(self.state, opened=self.selected),
                 "text/markdown": state_markdown(self.state)}
 
     def __repr__(self) -> str:
