@@ -500,7 +500,7 @@ CACHE_CELLS = [
     "tools = planbook.Toolbox()\n\n@tools.tool\ndef quick(x: int) -> int:\n    'A fast step.'\n    return x + 1\n\n"
     "@tools.tool(cache=False)\ndef broken(x: int) -> int:\n    'Fails.'\n    raise ValueError('broken on purpose')\n\n"
     "@tools.tool(cache=False)\ndef gate(x: int) -> int:\n    'Waits for the test.'\n"
-    "    while not os.path.exists('release'):\n        time.sleep(0.02)\n    return x\n",
+    "    while not os.path.exists('release'):\n        time.sleep(0.02)\n    return x * 10\n",
     "spec = '''goal: cached steps, a failure, a wait\nsteps:\n"
     "  - {id: a_first_step_with_a_long_name, tool: quick, args: {x: 1}}\n"
     "  - {id: b, tool: quick, args: {x: $a_first_step_with_a_long_name}}\n"

@@ -25,6 +25,9 @@ NO_MATH = "mathjax_ignore tex2jax_ignore"
 #: the page's text and background, from JupyterLab's theme (light and dark), with fallbacks elsewhere
 TEXT = "var(--jp-content-font-color1,#222)"
 PAGE = "var(--jp-layout-color0,#fff)"
+#: secondary text: the text colour faded towards the page (Lab's own --jp-content-font-color2 is
+#: 4.5:1 on white and falls below it on a tinted row or a grey cell)
+DIM = "color-mix(in srgb,var(--jp-content-font-color1,#222) 72%,var(--jp-layout-color0,#fff))"
 
 
 def tone(color: str) -> str:
@@ -74,8 +77,7 @@ _BOX = "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px
 _CELL = "padding:1px 6px;text-align:left"
 _MONO = "font-family:monospace"
 _ROW = "vertical-align:top;border-bottom:1px solid var(--jp-border-color2,#e0e0e0)"
-# secondary text: the theme's second text colour (readable on the page background, light or dark)
-_DIM = "color:var(--jp-content-font-color2,#666)"
+_DIM = f"color:#555;color:{DIM}"
 
 
 def esc(value: Any) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from ..models import Status, Step
 from .html import (
     CACHED_COLOR,
+    DIM,
     NO_MATH,
     TEXT,
     box,
@@ -40,12 +41,12 @@ from .svg import Scale, graph_svg, timeline_svg
 UNSAFE = re.compile(r"<\s*(script|iframe|object|embed|link|meta|base|form)\b|<[^>]*\son\w+\s*=|javascript:|"
                     r"(src|href|xlink:href)\s*=\s*[\"']?\s*(https?:|//)|url\(\s*[\"']?\s*(https?:|//)", re.I)
 
-_LABEL = "color:var(--jp-content-font-color2,#666);font-size:11px;margin-top:4px"
+_LABEL = f"color:#555;color:{DIM};font-size:11px;margin-top:4px"
 _PRE = ("font-family:monospace;white-space:pre-wrap;margin:2px 0;max-height:320px;overflow:auto;padding:4px;"
         f"color:{TEXT};background:var(--jp-layout-color0,#fff);border:1px solid var(--jp-border-color2,#e0e0e0)")
 _PANE = ("margin:4px 0;padding:4px 8px;border-left:3px solid var(--jp-border-color1,#bbb);"
          f"color:{TEXT};background:var(--jp-layout-color0,#fff)")
-_TH = "text-align:left;padding:1px 8px 1px 0;vertical-align:top;font-weight:normal;color:var(--jp-content-font-color2,#666)"
+_TH = f"text-align:left;padding:1px 8px 1px 0;vertical-align:top;font-weight:normal;color:#555;color:{DIM}"
 
 
 def safe_markup(markup: str) -> bool:

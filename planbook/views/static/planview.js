@@ -18,7 +18,7 @@ const MAX_NODES = 400;   // graph nodes drawn
 const MIX = (c) => `color-mix(in srgb,${c} 60%,var(--pb-fg))`;   // a status colour readable on light and dark
 const TINT = (c) => `color-mix(in srgb,${c} 12%,var(--pb-bg))`;  // a faint status background
 const CSS = `
-.pb-root{--pb-fg:var(--jp-content-font-color1,#222);--pb-fg2:var(--jp-content-font-color2,#666);
+.pb-root{--pb-fg:var(--jp-content-font-color1,#222);--pb-fg2:color-mix(in srgb,var(--pb-fg) 72%,var(--pb-bg));
   --pb-bg:var(--jp-layout-color0,#fff);--pb-bg2:var(--jp-layout-color2,#eee);--pb-line:var(--jp-border-color2,#e0e0e0);
   font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.4;color:var(--pb-fg);max-width:100%}
 .pb-title{font-weight:600;font-size:14px}.pb-dim{color:var(--pb-fg2);font-weight:normal}
