@@ -38,7 +38,9 @@ from browser_support import (
     Lab,
     chromium_path,
     copy_notebooks,
+    execute_notebook,
     start_lab,
+    trust,
     write_notebook,
 )
 
@@ -448,9 +450,12 @@ def test_a_saved_trusted_notebook_reopens_with_every_run(
             assert page.get_by_text("Error displaying widget").count() == 0, f"{front_end} {target.name}"
             assert page.locator(".planbook-record").count() == expected
             done = page.locator(".planbook-record tr.planbook-completed")
-            assert done.count() > 0 and "[✓]" in done.first.inner_text()
-            done.first.scroll_into_view_if_needed()
-            assert done.first.is_visible()
+            assert done.count() > 0
+            done.first.scroll_into_view_if_needed()  # cells off screen are painted lazily
+            done.first.wait_for(state="visible")
+            # its mark is painted (a cell scrolled into view is rendered on a later frame)
+            page.wait_for_function("() => document.querySelector('.planbook-record tr.planbook-completed')"
+                                   ".innerText.includes('[✓]')", timeout=10_000)
             if name.startswith("02-"):  # failed steps and the revision history are there too
                 assert page.locator(".planbook-record tr.planbook-failed").count() > 0
                 assert page.locator(".planbook-record .planbook-added ins").count() > 0
