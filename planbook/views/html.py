@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
@@ -66,6 +67,7 @@ TONE_COLORS = {"ok": "#1b6e20", "warn": "#8a5300", "bad": "#b71c1c", "info": "#0
 CACHED_COLOR = "#5b3f99"
 
 
+@lru_cache(maxsize=None)
 def row_style(status: Status) -> str:
     """The colours of a step's row: status text over a faint status background."""
     color, base, light = STATUS_COLORS[status]
