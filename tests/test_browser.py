@@ -516,6 +516,7 @@ CACHE_CELLS = [
     "tools=tools, store='runs.sqlite', cache=True)\nfirst.status",
     "runner = Runner(planbook.Plan.parse(spec), tools=tools, store='runs.sqlite', cache=True, on_failure='skip')\n"
     "with watch(runner):\n    result = runner.run()",
+    "from planbook.views.live import shown_live\nshown_live(result)  # the one-line verdict %run_plan returns",
 ]
 
 # WCAG contrast of every rendered text against what is behind it, from computed styles
@@ -664,10 +665,12 @@ def test_cached_steps_timeline_and_contrast_in_light_and_dark(
         assert "cached: the result of step b in run" in page.locator(f"{record} [data-pane='b']").inner_text()
         _check_timeline(page, f"{record} svg.planbook-timeline", f"{front_end} record timeline")
         assert page.locator(f"{record} svg.planbook-graph .pb-arrowhead").count() == 3
-        checked["record dark"] = _contrast(page, record, f"{front_end} record, dark")
+        verdicts = f"{record}, div.planbook-verdict.mathjax_ignore"  # and the verdict line of the cell's value
+        assert page.locator("div.planbook-verdict.mathjax_ignore").count() == 1
+        checked["record dark"] = _contrast(page, verdicts, f"{front_end} record, dark")
         page.locator(record).first.screenshot(path=str(_artifacts() / f"browser-cache-{front_end}-record-dark.png"))
         _set_theme(page, "JupyterLab Light")
-        checked["record light"] = _contrast(page, record, f"{front_end} record, light")
+        checked["record light"] = _contrast(page, verdicts, f"{front_end} record, light")
         page.locator(record).first.screenshot(path=str(_artifacts() / f"browser-cache-{front_end}-record-light.png"))
         print(f"{front_end}: texts checked for contrast: {checked}")
     finally:

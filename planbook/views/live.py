@@ -220,12 +220,12 @@ class LiveRunResult(RunResult):
     ``str()`` still give the whole text; everything else is a :class:`RunResult`."""
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .html import TONE_COLORS, esc
+        from .html import TONE_COLORS, esc, fg
 
         state = ViewState.of_result(self)
         line = f"{verdict_line(state)} (the live view above shows the plan; print() the result for its text)"
         html = (f'<div class="planbook-verdict planbook-run-{esc(self.status)} {NO_MATH}" '
-                f'style="color:{TONE_COLORS[state.tone]};'
+                f'style="{fg(TONE_COLORS[state.tone])};'
                 f'font-family:monospace">{esc(line)}</div>')
         return {"text/plain": line, "text/html": html}
 
