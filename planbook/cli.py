@@ -22,7 +22,7 @@ from .errors import PlanbookError, PlanError, closest
 from .models import Plan, RunResult
 from .policies import POLICIES
 from .runner import Runner
-from .textview import format_result, summary_line
+from .views.text import format_result, summary_line
 from .tools import Toolbox
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -113,7 +113,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--plain", action="store_true", help="no live view; print the final result only")
     run.add_argument("--store", metavar="PATH", help=cli_runs.STORE_HELP)
     run.add_argument("--no-store", action="store_true", help="keep no record of the run (it cannot be resumed)")
-    run.add_argument("--no-cache", action="store_true", help="do not reuse earlier results of the same tool calls")
+    cache = run.add_mutually_exclusive_group()
+    cache.add_argument("--cache", dest="cache", action="store_const", const=True, default=None,
+                       help="answer a tool call made in an earlier stored run with the same arguments and code "
+                            "from that run's result (off by default: a tool that reads a clock, a price or a file "
+                            "would give yesterday's answer; tools registered with cache=True are cached anyway)")
+    cache.add_argument("--no-cache", dest="cache", action="store_const", const=False,
+                       help="reuse no earlier results, not even for tools registered with cache=True "
+                            "(without either flag, only those are)")
 
     check = sub.add_parser("check", help="validate a plan spec without running it")
     check.add_argument("file")
@@ -148,7 +155,7 @@ def _execute(runner: Runner, plain: bool) -> RunResult:
         result = runner.run()
         print(format_result(result))
     else:
-        from .termview import TerminalView
+        from .views.terminal import TerminalView
 
         with TerminalView(runner):
             result = runner.run()
@@ -295,13 +302,16 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"{args.file}: valid plan with {len(plan.steps)} steps")
             return EXIT_OK
         planner = load_object(args.planner, "planner") if args.planner else None
+        if args.cache and args.no_store:
+            raise UsageProblem("--cache reuses results stored by earlier runs, and --no-store keeps no store: "
+                               "drop one of them")
         runner = Runner(
             plan, planner=planner, tools=tools, agents=agents, on_failure=args.on_failure, retries=args.retries,
             max_steps=args.max_steps, max_replans=args.max_replans, step_timeout=args.timeout,
             parallel=args.parallel, strategy=args.strategy, faithful=args.faithful,
-            store=None if args.no_store else cli_runs.store_path(args), cache=not args.no_cache,
+            store=None if args.no_store else cli_runs.store_path(args), cache=args.cache,
         )
-    except (PlanError, UsageProblem, ValueError, TypeError) as exc:
+    except (PlanbookError, UsageProblem, ValueError, TypeError) as exc:  # a bad spec, option or --store
         print(f"planbook: {exc}", file=sys.stderr)
         if isinstance(exc, PlanError) and not (args.tools or args.agents):
             codes = set(exc.codes)
@@ -322,7 +332,7 @@ def _resume(args: argparse.Namespace) -> int:
             tools=load_object(args.tools, "tools") if args.tools else None,
             agents=load_object(args.agents, "agents") if args.agents else None,
             planner=load_object(args.planner, "planner") if args.planner else None,
-            plan=_read_spec(args.plan) if args.plan else None, run=False,
+            plan=_read_spec(args.plan) if args.plan else None, run=False, force=args.force,
         )
     except RunEnded:  # a finished run: say so, show it
         result = cli_runs.show_run(args)

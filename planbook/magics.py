@@ -15,8 +15,12 @@ from __future__ import annotations
 import builtins
 import keyword
 import math
+import os
 import re
 import shlex
+import sys
+import textwrap
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,15 +29,20 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 
 from .errors import PlanError, Problem, RunFailed, closest
-from .models import Plan, RunResult, Status
+from .models import Event, Plan, RunResult, Status
 from .planners import make_plan
 from .policies import POLICIES
 from .runner import Runner
 from .spec import is_plan_spec
 from .tools import as_toolbox, default_toolbox
 from .validate import validate_plan
+from .views.text import format_planning
 
 LLM = "llm"
+CACHE_HELP = ("answer a tool call from an earlier run's result of the same call (same tool code, same arguments): "
+              "off by default, since a tool that reads a clock, a price or a file would give yesterday's answer; "
+              "tools registered with cache=True are cached anyway, cache=False and idempotent=False never")
+NO_CACHE_HELP = "reuse no earlier run's results, not even for tools registered with cache=True"
 
 
 class CellPlanError(PlanError):
@@ -128,6 +137,8 @@ class _Origin:
     planner: str | None = None
     model: str | None = None
     planner_obj: Any = None
+    #: the model calls that made the plan, counted in the usage of its first run
+    planning: list[Event] = field(default_factory=list)
 
 
 @dataclass
@@ -136,6 +147,19 @@ class _Run:
     key: tuple[Any, ...]
     runner: Runner
     objects: list[Any] = field(default_factory=list)  # keeps looked-up objects alive for the identity key
+
+
+def _readable_help(func: Any) -> Any:
+    """``%run_plan?`` opens with the usage, not with the ``::`` that IPython's magic_arguments
+    writes for Sphinx; a cell magic's usage says ``%%``. Goes above ``@ma.magic_arguments()``."""
+    doc = func.__doc__ or ""
+    if doc.startswith("::\n\n"):
+        usage, _, rest = doc[4:].partition("\n\n")
+        usage = textwrap.dedent(usage)
+        if getattr(func, "magic_type", None) == "cell" or usage.startswith("%plan "):
+            usage = "%" + usage.replace("\n", "\n ")  # the continuation lines follow the longer name
+        func.__doc__ = usage + "\n\n" + rest
+    return func
 
 
 @magics_class
@@ -149,8 +173,9 @@ class PlanMagics(Magics):
         #: where runs persist: None is the default file (opened on the first run), "off" is nowhere
         self.store_choice: str | None = None
         self._store: Any = None
-        #: reuse a tool's earlier result for the same arguments (``%plan_store --no-cache`` turns it off)
-        self.cache = True
+        #: the cross-run step cache of this notebook's runs: None (only tools registered with
+        #: ``cache=True``), True (``%plan_store --cache``: every tool that allows it), False (none)
+        self.cache: bool | None = None
         #: the review cell inserted per NAME (a review cell run again inserts nothing more)
         self.reviewed: dict[str, str] = {}
 
@@ -163,6 +188,7 @@ class PlanMagics(Magics):
 
     # ------------------------------------------------------------------ %%plan
     @no_var_expand
+    @_readable_help
     @ma.magic_arguments()
     @ma.argument("name", help="the variable the plan is stored in (also the plan's id)")
     @ma.argument("--planner", metavar="VAR|llm", help="a planner in the namespace, or 'llm' for planbook.llm.LLMPlanner: a body in words is the goal it plans for; a spec body is the plan, and the planner is kept for replans")
@@ -186,6 +212,7 @@ class PlanMagics(Magics):
             raise UsageError("--model chooses the model of --planner llm; add --planner llm (or drop --model)")
         if args.review and not args.planner:
             raise UsageError("--review shows a planner's plan for you to edit: add --planner VAR or --planner llm")
+        planning: list[Event] = []  # the planner's llm.call events: the plan's first run counts them
         tools = self._lookup(args.tools, "--tools") if args.tools else default_toolbox
         agents = self._lookup(args.agents, "--agents") if args.agents else None
         toolbox, agent_map = _toolbox(tools), _agents(agents)
@@ -195,12 +222,18 @@ class PlanMagics(Magics):
             goal = cell.strip()
             if not goal:
                 raise UsageError(f"write the goal in the cell body: %%plan {name} --planner {args.planner}, then the goal")
+            before = len(_attempts_log(planner))
             try:
-                plan = make_plan(goal, planner, tools=toolbox, agents=agent_map, plan_id=name, title=args.title or "")
+                plan = make_plan(goal, planner, tools=toolbox, agents=agent_map, plan_id=name, title=args.title or "",
+                                 emit=lambda kind, **data: planning.append(Event.record(kind, time.time(), None, 0, data)))
             except CellPlanError:
                 raise
             except PlanError as exc:  # the planner's plan: no cell lines to point at
                 raise CellPlanError(_with_hints(exc, args)) from None
+            # each attempt, accepted or sent back (an LLMPlanner keeps them); else the calls' events
+            calls = _attempts_log(planner)[before:] or [e.data for e in planning if e.kind == "llm.call"]
+            if calls:
+                print(format_planning(calls))
         else:
             source = f"%%plan {line}\n{cell}"
             try:
@@ -212,7 +245,8 @@ class PlanMagics(Magics):
                 raise CellPlanError(_with_hints(exc, args), source=source, offset=1) from None
         self.ip.user_ns[name] = plan
         self.origins[name] = _Origin(
-            plan=plan, tools=args.tools, agents=args.agents, planner=args.planner, model=args.model, planner_obj=planner
+            plan=plan, tools=args.tools, agents=args.agents, planner=args.planner, model=args.model, planner_obj=planner,
+            planning=[e for e in planning if e.kind == "llm.call"],
         )
         if args.review:
             from .specwriter import plan_spec
@@ -236,31 +270,49 @@ class PlanMagics(Magics):
 
     # ------------------------------------------------------------- %plan_store
     @no_var_expand
+    @_readable_help
     @ma.magic_arguments()
     @ma.argument("where", nargs="?", default=None, help="a file path, ':memory:' (this kernel only), 'default' or 'off'")
-    @ma.argument("--no-cache", action="store_true", help="never reuse earlier results of the same tool calls")
+    @ma.argument("--cache", action="store_true", help=CACHE_HELP)
+    @ma.argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     @line_magic
     def plan_store(self, line: str) -> None:
-        """Choose where %run_plan keeps runs, and whether it reuses earlier results.
+        """Choose where %run_plan keeps runs, and whether it reuses earlier runs' results.
 
         By default runs are kept in ``$PLANBOOK_HOME/runs.sqlite``, else in
         ``.planbook/runs.sqlite`` under the current directory, so ``%run_plan NAME --resume``
-        finishes a run after a kernel restart, and a step whose tool was called before with
-        the same arguments reuses that result. With no argument, says where runs go (and
-        changes nothing); choosing a store turns the cache on unless ``--no-cache`` is given.
+        finishes a run after a kernel restart without running its completed steps again.
+
+        The step cache (answering a new run's step with an earlier run's result of the same
+        call) is off unless asked for: re-running a cell means "run it again", and a tool
+        that reads a clock, a price or a file would otherwise give yesterday's answer.
+        ``--cache`` turns it on for every tool (except those registered with ``cache=False``
+        or ``idempotent=False``); without it only tools registered with
+        ``@planbook.tool(cache=True)`` are cached; ``--no-cache`` turns even those off.
+        With no argument, says where runs go (and changes nothing); choosing a store without
+        ``--cache`` or ``--no-cache`` goes back to the default.
         """
         args = _parse(self.plan_store, line)
+        if args.cache and args.no_cache:
+            raise UsageError("--cache and --no-cache contradict each other: give one of them")
+        choice = self.store_choice if args.where is None else None if args.where == "default" else args.where
+        cache = self.cache
+        if args.where is not None or args.cache or args.no_cache:
+            cache = True if args.cache else False if args.no_cache else None
+        if cache and choice == "off":
+            raise UsageError("--cache reuses results kept in a run store, and %plan_store off keeps none: "
+                             "choose a store (%plan_store default --cache)")
         if args.where is not None:
-            self.store_choice = None if args.where == "default" else args.where
-            self._store = None
-        if args.where is not None or args.no_cache:
-            self.cache = not args.no_cache
+            self.store_choice, self._store = (os.path.expanduser(choice) if choice else choice), None  # ~: home
+        self.cache = cache
         where = {"off": "nowhere (runs are not kept)", ":memory:": "in memory (until the kernel stops)"}
         from .store import default_store_path
 
         place = where.get(self.store_choice or "", str(self.store_choice or default_store_path()))
-        print(f"planbook keeps runs {place if self.store_choice in where else 'in ' + place}; "
-              f"earlier results of the same tool calls are {'reused' if self.cache else 'not reused'}")
+        reuse = {None: "earlier results of the same tool calls are reused only for tools registered with cache=True",
+                 True: "earlier results of the same tool calls are reused",
+                 False: "earlier results of the same tool calls are not reused"}[self.cache]
+        print(f"planbook keeps runs {place if self.store_choice in where else 'in ' + place}; {reuse}")
 
     def store(self) -> Any:
         """The run store of this session (opened when first needed), or None when it is off."""
@@ -276,19 +328,20 @@ class PlanMagics(Magics):
         return self._store
 
     def _resumed(self, name: str, plan: Any, tools: Any, agents: Any, planner: Any, rerun: list[str],
-                 executor: Any) -> Any:
+                 executor: Any, force: bool = False) -> Any:
         """The latest stored run of plan NAME, ready to continue (or its result, if it ended)."""
         from .resume import ResumeError, RunEnded, resume
 
         store = self.store()
         if store is None:
             raise UsageError("--resume needs a run store, and %plan_store is off: %plan_store default turns it on")
-        run_id = next((r.run_id for r in store.list_runs() if store.load_run(r.run_id).plan.id == name), None)
+        run_id = store.latest_run_id(plan_id=name)  # one indexed query, whatever the store holds
         if run_id is None:
             raise UsageError(f"no stored run of plan {name!r} in {store.location}: %run_plan {name} starts one")
         try:
             return resume(run_id, store=store, tools=tools, agents=agents, planner=planner,
-                          plan=plan if isinstance(plan, Plan) else None, rerun=rerun, executor=executor, run=False)
+                          plan=plan if isinstance(plan, Plan) else None, rerun=rerun, executor=executor, run=False,
+                          force=force)
         except RunEnded:
             return store.load_run(run_id).result()
         except ResumeError as exc:
@@ -296,6 +349,7 @@ class PlanMagics(Magics):
 
     # --------------------------------------------------------------- %run_plan
     @no_var_expand
+    @_readable_help
     @ma.magic_arguments()
     @ma.argument("name", help="a Plan (from %%%%plan) or a plan spec string in the namespace")
     @ma.argument("--on-failure", metavar="POLICY", help="abort, skip, retry or replan, or a chain such as retry,replan (default: replan with a planner, else abort)")
@@ -313,7 +367,9 @@ class PlanMagics(Magics):
     @ma.argument("--executor", metavar="VAR", help="a concurrent.futures.Executor in the namespace that runs tool calls (e.g. a Dask client's get_executor(pure=False))")
     @ma.argument("--resume", action="store_true", help="continue this plan's latest stored run (after a kernel restart or a crash): completed steps are not run again")
     @ma.argument("--rerun", metavar="ID", action="append", default=[], help="with --resume: run step ID again although its tool is idempotent=False and it was in progress when the run stopped")
-    @ma.argument("--no-cache", action="store_true", help="do not reuse earlier results of the same tool calls")
+    @ma.argument("--force", action="store_true", help="with --resume: take the run over although the store says another process writes it (when that process is gone)")
+    @ma.argument("--cache", action="store_true", help=CACHE_HELP)
+    @ma.argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     @ma.argument("--strategy", metavar="NAME", help="run as a seed design: planbook (default), lesson, openmanus or agenticseek (planbook.compat.strategies)")
     @ma.argument("--faithful", action="store_true", help="with --strategy openmanus or agenticseek: reproduce that design's pitfalls, for teaching")
     @ma.argument("--check", action="store_true", help="raise planbook.RunFailed if the run ends failed (for pipelines)")
@@ -332,13 +388,22 @@ class PlanMagics(Magics):
         ``@planbook.tool(main_thread=True)``, or use ``--no-view``. ``--retries`` goes with
         ``--on-failure retry``; ``--timeout`` stops a step's Python code when it runs out
         (a call blocked in C finishes in the background and is ignored).
+
+        Running it again means running it again: a step is answered from an earlier run's
+        result of the same call only with ``--cache`` (or ``%plan_store PATH --cache``, or
+        for a tool registered with ``@planbook.tool(cache=True)``), since a tool that reads a
+        clock, a price or a file would otherwise give yesterday's answer. ``--no-cache``
+        turns even those off. ``--resume`` never runs a completed step again, cache or not.
         """
         args = _parse(self.run_plan, line)
         name = _check_name(args.name)
+        if args.force and not args.resume:
+            raise UsageError("--force goes with --resume (it takes over a stored run another process was writing)")
         if args.rerun and not args.resume:
             raise UsageError("--rerun goes with --resume (it names steps of the stored run to run again)")
         if args.resume and (args.restart or args.step or args.until):
             raise UsageError("--resume continues the stored run to its end: drop --restart, --step and --until")
+        cache = self._cache_choice(args)
         value = self._plan_value(name)
         origin = self.origins.get(name)
         if origin is not None and origin.plan is not value:
@@ -371,12 +436,12 @@ class PlanMagics(Magics):
         max_steps = 12 if args.max_steps is None else args.max_steps
         max_replans = 5 if args.max_replans is None else args.max_replans
         key = (on_failure, args.retries, max_steps, max_replans, args.timeout, parallel, _ident(executor),
-               _ident(tools), _ident(agents), _ident(planner_key), args.strategy, args.faithful)
+               _ident(tools), _ident(agents), _ident(planner_key), args.strategy, args.faithful, cache)
         options_given = args.faithful or any(
             v is not None for v in (args.on_failure, args.retries, args.max_steps, args.max_replans, args.timeout,
                                     args.parallel, args.executor, args.planner, args.model, args.tools, args.agents,
                                     args.strategy)
-        )
+        ) or args.cache or args.no_cache
         run = self.runs.get(name)
         unfinished = (
             run is not None
@@ -395,7 +460,7 @@ class PlanMagics(Magics):
         if args.resume:
             if run is not None:
                 run.runner.settle()
-            runner = self._resumed(name, value, tools, agents, planner, args.rerun, executor)
+            runner = self._resumed(name, value, tools, agents, planner, args.rerun, executor, args.force)
             if isinstance(runner, RunResult):  # the stored run had ended: say so, return it
                 print(f"plan {name!r}: its latest stored run already {runner.status} ({runner.reason}); "
                       f"%run_plan {name} starts a new run")
@@ -409,7 +474,7 @@ class PlanMagics(Magics):
                 runner = Runner(
                     value, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=args.retries,
                     max_steps=max_steps, max_replans=max_replans, step_timeout=args.timeout, parallel=parallel,
-                    executor=executor, store=self.store(), cache=self.cache and not args.no_cache,
+                    executor=executor, store=self.store(), cache=cache,
                     strategy=args.strategy, faithful=args.faithful,
                 )
             except PlanError as exc:
@@ -418,6 +483,10 @@ class PlanMagics(Magics):
                 raise UsageError(magic_words(str(exc))) from None
             run = _Run(value=value, key=key, runner=runner, objects=[tools, agents, planner])
             self.runs[name] = run
+            origin = self.origins.get(name)
+            if origin is not None and origin.plan is value and origin.planning:
+                runner.state.events[:0] = origin.planning  # the run's usage counts the calls that planned it
+                origin.planning = []
         assert run is not None
         runner = run.runner
         if args.until is not None and runner.plan.steps:
@@ -432,7 +501,7 @@ class PlanMagics(Magics):
                 )
         bridge = None
         if not args.no_view:
-            from .views.live import show_live
+            from .views.show import show_live
 
             bridge = show_live(runner)
         try:
@@ -451,6 +520,19 @@ class PlanMagics(Magics):
         return result
 
     # ------------------------------------------------------------------ helpers
+    def _cache_choice(self, args: Any) -> bool | None:
+        """The step cache of this run: its own flag, else the notebook's (``%plan_store``)."""
+        if args.cache and args.no_cache:
+            raise UsageError("--cache and --no-cache contradict each other: give one of them")
+        if args.resume and (args.cache or args.no_cache):
+            raise UsageError("--resume finishes the stored run with the cache choice it started with (its completed "
+                             "steps never run again): drop --cache/--no-cache")
+        cache = True if args.cache else False if args.no_cache else self.cache
+        if cache and self.store_choice == "off":
+            raise UsageError("--cache reuses results kept in a run store, and %plan_store off keeps none: "
+                             "%plan_store default turns it on")
+        return cache
+
     def _plan_value(self, name: str) -> Plan | str:
         ns = self.ip.user_ns
         if name not in ns:
@@ -486,6 +568,17 @@ class PlanMagics(Magics):
                 "(goal, history, last_error) -> steps, or use --planner llm"
             )
         return planner
+
+
+
+def _attempts_log(planner: Any) -> list[dict[str, Any]]:
+    """An LLMPlanner's record of its calls (each marked accepted or with the problems sent
+    back); [] for other planners. Never imports the model layer: if it is not loaded, the
+    planner is not an LLMPlanner."""
+    llm = sys.modules.get("planbook.llm")
+    if llm is not None and isinstance(planner, getattr(llm, "LLMPlanner", ())):
+        return [c for c in getattr(planner, "calls", ()) if isinstance(c, dict)]
+    return []
 
 
 def _parse(magic: Any, line: str) -> Any:

@@ -7,6 +7,7 @@ executes anything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from enum import Enum
@@ -190,6 +191,17 @@ def _freeze(value: Any) -> Any:
         return repr(value)
 
 
+#: reads a plan spec into a :class:`Plan`; :mod:`planbook.spec` registers it when imported
+_PLAN_READER: Callable[..., "Plan"] | None = None
+
+
+def register_plan_reader(reader: Callable[..., "Plan"]) -> None:
+    """Make ``reader(text, *, plan_id, goal)`` the one :meth:`Plan.parse` calls (the spec
+    layer sits above the models, so it registers itself here rather than being imported)."""
+    global _PLAN_READER
+    _PLAN_READER = reader
+
+
 class Plan(BaseModel):
     """An ordered list of steps with a goal, an id and a revision number."""
 
@@ -207,10 +219,12 @@ class Plan(BaseModel):
 
     @classmethod
     def parse(cls, text: str, *, id: str | None = None, goal: str | None = None) -> "Plan":
-        """Read a plan spec: a YAML/JSON mapping with ``steps`` or a Markdown list."""
-        from .spec import parse_plan
-
-        return parse_plan(text, plan_id=id, goal=goal)
+        """Read a plan spec: a YAML/JSON mapping with ``steps`` or a Markdown list (the reader
+        lives in :mod:`planbook.spec`, which registers itself here: the models import no reader)."""
+        if _PLAN_READER is None:
+            raise LookupError("no plan spec reader is registered: import planbook.spec (import planbook does) "
+                              "before Plan.parse")
+        return _PLAN_READER(text, plan_id=id, goal=goal)
 
     @property
     def display_title(self) -> str:
@@ -255,7 +269,11 @@ class Plan(BaseModel):
 
 
 class PlanDiff(BaseModel):
-    """What a replan changed, by step id. ``steps`` describes every id mentioned."""
+    """What a replan changed, by step id. ``steps`` describes every id mentioned.
+
+    ``rejected`` holds why the run refused a replacement (it is kept in the history so the
+    user sees what the planner proposed; the plan did not change, and no replan is counted).
+    """
 
     from_revision: int
     to_revision: int
@@ -264,6 +282,7 @@ class PlanDiff(BaseModel):
     revised: list[str] = Field(default_factory=list)
     reason: str | None = None
     steps: dict[str, str] = Field(default_factory=dict)
+    rejected: str | None = None
 
     @property
     def empty(self) -> bool:

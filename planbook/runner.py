@@ -25,18 +25,36 @@ from .execute import stdout_routing
 from .gcwindow import FreezeWindow, collector_paused, freeze_window
 from .interrupts import checkpoint, interrupt_gate
 from .models import Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage
-from .persistence import RunRecorder
+from .persistence import UNCACHED_NOTE, RunRecorder
 from .planners import Planner
 from .policies import chain_for, handle_failure
 from . import replanning
 from .refs import resolve
 from .scheduler import Scheduler
 from .spec import is_plan_spec, slug
-from .state import CACHED_NOTE, INTERRUPTED_NOTE, STILL_RUNNING_NOTE, RunState
+from .wording import plural
+from .state import CACHED_NOTE, INTERRUPTED_NOTE, KEPT_NOTE, STILL_RUNNING_NOTE, RunState
 from .tools import ToolsLike, as_toolbox
 from .validate import validate_plan
 
 __all__ = ["INTERRUPTED_NOTE", "RunState", "Runner", "run"]
+
+#: ``resolver(strategy, faithful, **options) -> options``: turns ``strategy=`` into plain run options.
+#: The seed designs (:mod:`planbook.compat`) register it, so the engine never imports them.
+_strategy_resolvers: list[Callable[..., Any]] = []
+
+
+def register_strategies(resolver: Callable[..., Any]) -> None:
+    """Let ``strategy=`` and ``faithful=`` be resolved by ``resolver`` (the last one registered wins)."""
+    _strategy_resolvers.append(resolver)
+
+
+def resolve_strategy(strategy: str | None, faithful: bool, **options: Any) -> Any:
+    """The run options of ``strategy`` (an object with the options as attributes)."""
+    if not _strategy_resolvers:
+        raise ValueError(f"strategy={strategy!r} needs the seed designs: import planbook.compat first")
+    return _strategy_resolvers[-1](strategy, faithful, **options)
+
 
 #: ``after_step(goal, plan, step) -> steps | None``: None keeps the plan; steps replace
 #: every step after ``step`` that has not run (a revision with a diff, counted as a replan)
@@ -66,20 +84,19 @@ class Runner:
         executor: Any = None,
         after_step: AfterStep | None = None,
         store: Any = None,
-        cache: bool = True,
+        cache: bool | None = None,
         on_event: EventHandler | Iterable[EventHandler] | None = None,
         clock: Callable[[], float] = time.time,
         strategy: str | None = None,
         faithful: bool = False,
     ) -> None:
         attach: list[Callable[[Runner], None]] = []
-        if strategy is not None or faithful:  # a seed design's bundle of options (loaded only when asked for)
-            from .compat.strategies import adjust
-
-            o = adjust(strategy, faithful, plan=plan, planner=planner, tools=tools, agents=agents,
-                       on_failure=on_failure, parallel=parallel, after_step=after_step, on_event=on_event)
-            plan, planner, agents, on_failure, after_step, on_event, attach = (
-                o.plan, o.planner, o.agents, o.on_failure, o.after_step, o.on_event, o.attach)
+        if strategy is not None or faithful:  # a seed design's bundle of options, from the layer that knows them
+            o = resolve_strategy(strategy, faithful, plan=plan, planner=planner, tools=tools, agents=agents,
+                                 on_failure=on_failure, retries=retries, parallel=parallel, after_step=after_step,
+                                 on_event=on_event)
+            plan, planner, agents, on_failure, retries, after_step, on_event, attach = (
+                o.plan, o.planner, o.agents, o.on_failure, o.retries, o.after_step, o.on_event, o.attach)
         #: the design this run follows (:mod:`planbook.compat.strategies`) and whether its pitfalls are on
         self.strategy, self.faithful = strategy or "planbook", faithful
         if after_step is not None and parallel != 1:
@@ -89,7 +106,7 @@ class Runner:
         self.after_step = after_step
         self.config = RunConfig.build(
             on_failure=on_failure, has_planner=planner is not None, retries=retries, max_steps=max_steps,
-            max_replans=max_replans, step_timeout=step_timeout, parallel=parallel, executor=executor,
+            max_replans=max_replans, step_timeout=step_timeout, parallel=parallel, executor=executor, cache=cache,
         )
         self.planner = planner
         self.tools = as_toolbox(tools)
@@ -112,10 +129,13 @@ class Runner:
         self.state = RunState(plan=initial)
         #: where the run persists (None: nowhere); see planbook.persistence
         self.recorder: RunRecorder | None = None
+        if self.config.cache and store is None:
+            raise ValueError("cache=True reuses results stored by earlier runs, and this run has no store: "
+                             "pass store='runs.sqlite' (or ':memory:'), or drop cache=True")
         if store is not None:
             from .store import open_store
 
-            self.recorder = RunRecorder(open_store(store), cache=cache)
+            self.recorder = RunRecorder(open_store(store), cache=self.config.cache)
         self.scheduler = Scheduler(initial, self._blocked)
         #: where calls run and what is in flight
         self.dispatch = Dispatcher(self.config, self.tools, self.agents, self.bus, clock, lambda: self.state.plan)
@@ -307,7 +327,7 @@ class Runner:
         while not self.finished:
             limit = None if max_executions is None else submitted_before + max_executions
             if self._pause_why is None and limit is not None and self.state.executions >= limit:
-                self._pause_why = f"paused after {max_executions} execution(s)"
+                self._pause_why = f"paused after {plural(max_executions, 'execution')}"
             if self._pause_why is not None and not self.dispatch.inflight:
                 why, self._pause_why = self._pause_why, None
                 self._pause(why)
@@ -419,6 +439,8 @@ class Runner:
             return False
         key = self.recorder.cache_key(self.tools[step.tool or ""], args)
         if key is None:
+            if self.recorder.uncached:  # the cache was asked for: say why this call does not use it
+                step.set_state(notes=f"{UNCACHED_NOTE}{self.recorder.uncached}")
             return False
         hit = self.recorder.cached(key)
         if hit is None:
@@ -489,6 +511,12 @@ class Runner:
                 raise KeyboardInterrupt  # the call itself was interrupted: so is the run
             return
         now = self.clock()
+        if not outcome.ok or outcome.output:  # an echoed secret (a secret arg, the model key) leaves no trace
+            from .store.redact import hide_secret_args
+
+            hide_secret_args(step.args, outcome, lambda sid: getattr(self.scheduler.by_id.get(sid), "result", None))
+        # a kept call ended when it returned, not when the run continued: the pause is no part of it
+        ended = outcome.finished if kept and outcome.finished is not None else now
         if not outcome.ok and outcome.worker.startswith(("planbook-worker", "planbook-async")) \
                 and "thread" in (outcome.error or "").lower():
             outcome.error = (f"{outcome.error} (this step ran in a worker thread, as it does while a live view is "
@@ -500,8 +528,8 @@ class Runner:
             error=outcome.error,
             traceback=outcome.traceback,
             output=outcome.output,
-            finished_at=now,
-            **({"notes": outcome.notes} if outcome.notes else {}),
+            finished_at=ended,
+            **({"notes": outcome.notes} if outcome.notes else {"notes": KEPT_NOTE} if kept else {}),
         )
         self._gc.tick()
         s.history.append(step.snapshot())
@@ -517,7 +545,7 @@ class Runner:
         if outcome.ok:
             self.scheduler.completed(step)
             self.emit("step.finished", step=step.id, duration=step.duration, result=_short(step.result),
-                      execution=flight.execution)
+                      execution=flight.execution, **({"kept": True} if kept else {}))
             if kept or self._ending is not None:
                 return
             if outcome.stop is not None:
@@ -528,7 +556,7 @@ class Runner:
         s.last_error = f"step {step.id} failed: {outcome.error}"
         s.pending_failures.append(step.id)  # until its policy is applied (Ctrl-C may come first)
         self.emit("step.failed", step=step.id, duration=step.duration, error=outcome.error,
-                  execution=flight.execution)
+                  execution=flight.execution, **({"kept": True} if kept else {}))
         if kept:
             return  # its policy is applied when the run continues
         s.pending_failures.remove(step.id)
@@ -690,7 +718,7 @@ def run(
     executor: Any = None,
     after_step: AfterStep | None = None,
     store: Any = None,
-    cache: bool = True,
+    cache: bool | None = None,
     on_event: EventHandler | Iterable[EventHandler] | None = None,
     clock: Callable[[], float] = time.time,
     strategy: str | None = None,
@@ -702,8 +730,10 @@ def run(
     or ``executor``: any ``concurrent.futures.Executor``, such as a Dask client's
     ``get_executor(pure=False)``). ``store``: a path, ``":memory:"`` or a store object
     where the run persists (default: none), so :func:`planbook.resume` can finish it after
-    a crash; with a store, a tool call made before with the same arguments reuses its
-    result unless ``cache=False`` (or the tool says ``cache=False``). ``after_step``: see
+    a crash. The cross-run step cache is off unless asked for: with a store, ``cache=True``
+    answers a tool call made in an earlier run with the same arguments and code from that
+    run's result (tools registered with ``cache=True`` are cached even without it;
+    ``cache=False`` caches nothing; ``idempotent=False`` tools never). ``after_step``: see
     :data:`AfterStep`. Raises :class:`PlanError` if the plan is invalid
     (nothing runs); every other outcome — failures, budgets, interrupts — is in the result.
     ``strategy`` runs the plan as one of the seed designs (``"lesson"``, ``"openmanus"``,

@@ -6,7 +6,7 @@ from helpers import Lab
 from test_runner_paths import GOAL, X, lesson_planner
 
 from planbook import Plan, PlanDiff, Step, format_diff, format_plan, format_result, run
-from planbook.textview import format_markdown, plan_mimebundle, step_line, summary_line
+from planbook.views.text import format_markdown, plan_mimebundle, step_line, summary_line
 
 
 def every_status_plan() -> Plan:
@@ -166,8 +166,8 @@ def test_a_step_completed_from_the_step_cache_says_so() -> None:
     store = MemoryStore()
     plan = "steps:\n  - {id: one, tool: add, args: {a: 1, b: 2}}\n  - {id: two, tool: add, args: {a: $one, b: 1}}"
     tools = [add]
-    first = run(plan, tools=tools, store=store)
-    again = run(plan.replace("b: 1}", "b: 5}"), tools=tools, store=store)
+    first = run(plan, tools=tools, store=store, cache=True)
+    again = run(plan.replace("b: 1}", "b: 5}"), tools=tools, store=store, cache=True)
     assert again.outputs == {"one": 3, "two": 8}
     text = format_plan(again.plan)
     first_id = store.list_runs()[1].run_id

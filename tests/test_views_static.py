@@ -58,27 +58,30 @@ def test_nbconvert_html_shows_each_runs_final_plan() -> None:
 
 # ------------------------------------------------------------------ the static record of a run
 
-def _tools(calls: list[str] | None = None) -> planbook.Toolbox:
+#: the tool calls made (module level: a tool's closure values are part of its cache key)
+CALLS: list[str] = []
+
+
+def _tools() -> planbook.Toolbox:
     tools = planbook.Toolbox()
-    calls = calls if calls is not None else []
 
     @tools.tool
     def fetch(city: str) -> list[float]:
         "Readings."
-        calls.append("fetch")
+        CALLS.append("fetch")
         print(f"fetching {city}")
         return [6.5, 7.0, 7.5]
 
     @tools.tool
     def mean(values: list[float]) -> float:
         "Their mean."
-        calls.append("mean")
+        CALLS.append("mean")
         return sum(values) / len(values)
 
     @tools.tool
     def report(value: float) -> str:
         "A line."
-        calls.append("report")
+        CALLS.append("report")
         if value > 100:
             raise ValueError("too hot <to> report")
         return f"mean {value:.1f}"
@@ -153,11 +156,12 @@ def test_paused_and_interrupted_runs_are_records_too() -> None:
 
 # ------------------------------------------------------------------ the cache is visible
 def test_a_step_answered_from_the_cache_is_marked_everywhere(tmp_path: Path) -> None:
-    calls: list[str] = []
+    CALLS.clear()
     store = tmp_path / "runs.sqlite"
-    first = planbook.run(SPEC, tools=_tools(calls), store=store, cache=True)
-    again = planbook.run(SPEC, tools=_tools(calls), store=store, cache=True)
-    assert calls == ["fetch", "mean", "report"]  # the second run ran nothing
+    tools = _tools()
+    first = planbook.run(SPEC, tools=tools, store=store, cache=True)
+    again = planbook.run(SPEC, tools=tools, store=store, cache=True)
+    assert CALLS == ["fetch", "mean", "report"]  # the second run ran nothing
     marks = cache_marks(again.events, again.plan)
     assert set(marks) == {"fetch", "mean", "report"} and {m.kind for m in marks.values()} == {"cached"}
     first_run = {m.from_run for m in marks.values()}
@@ -181,8 +185,7 @@ def test_a_step_answered_from_the_cache_is_marked_everywhere(tmp_path: Path) -> 
 
 
 def test_steps_completed_before_a_resume_are_marked_resumed(tmp_path: Path) -> None:
-    calls: list[str] = []
-    tools = _tools(calls)
+    tools = _tools()
     stop = {"mean"}
 
     @tools.tool(cache=False)
@@ -208,8 +211,9 @@ def test_the_widget_head_and_panes_carry_the_cache_marks(tmp_path: Path) -> None
     from planbook.views.widget import PlanView
 
     store = tmp_path / "runs.sqlite"
-    planbook.run(SPEC, tools=_tools(), store=store, cache=True)
-    again = planbook.run(SPEC, tools=_tools(), store=store, cache=True)
+    tools = _tools()
+    planbook.run(SPEC, tools=tools, store=store, cache=True)
+    again = planbook.run(SPEC, tools=tools, store=store, cache=True)
     view = PlanView(again)
     assert view.head["cached_count"] == "3 cached"
     assert set(view.head["cached"]) == {"fetch", "mean", "report"}

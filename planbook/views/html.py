@@ -206,6 +206,9 @@ def _diff_items(diff: PlanDiff) -> str:
                      f'{esc(sid)}: {esc(diff.steps.get(sid, ""))}</span> (revised)</li>')
     if diff.empty:
         items.append(f'<li style="{_DIM}">(no change)</li>')
+    if diff.rejected:
+        title += ' — <span class="planbook-rejected">rejected, the plan did not change</span>'
+        items.append(f'<li class="planbook-rejected" style="white-space:pre-wrap">Refused: {esc(diff.rejected)}</li>')
     return f'<div>{title}</div><ul style="margin:2px 0 6px 0;padding-left:20px;list-style:none">{"".join(items)}</ul>'
 
 

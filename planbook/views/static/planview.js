@@ -73,7 +73,7 @@ function storeOf(model) {
   let store = stores.get(uid);
   if (!store) {
     store = { panes: {}, bars: {}, seq: 0, asked: false, tab: "steps", follow: true, scroll: 0, scale: "auto",
-      listeners: new Set() };
+      listeners: new Set(), requested: new Set() };
     stores.set(uid, store);
   }
   return store;
@@ -124,6 +124,8 @@ function s(tag, attrs, text) {
   if (text !== undefined) el.textContent = text;
   return el;
 }
+
+function plural(n, word) { return `${n} ${word}${n === 1 ? "" : "s"}`; }
 
 function duration(sec) {
   if (sec === null || sec === undefined) return "";
@@ -232,8 +234,12 @@ function render({ model, el }) {
     parts.push(bar);
     let line = `Progress: ${done}/${total} steps completed · ${counts}`;
     if (head.budgets) line += ` · ${head.budgets}`;
-    if (head.elapsed !== null && head.elapsed !== undefined) line += ` · elapsed ${duration(head.elapsed)}`;
-    const countsLine = h("div", { class: "pb-counts", text: line });
+    if (head.elapsed !== null && head.elapsed !== undefined) {
+      // while running, moved on by the browser's clock since the kernel's last update
+      const moved = head.status === "running" ? (performance.now() - headSeen) / 1000 : 0;
+      line += ` · elapsed ${duration(head.elapsed + moved)}`;
+    }
+    const countsLine = h("div", { class: "pb-counts", text: line, title: head.elapsed_means || null });
     if (head.cached_count) countsLine.append(" · ", h("span", { class: "pb-cached-count planbook-cached-count",
       title: "steps answered from the step cache or a resumed run: their tools did not run here",
       text: `${CACHED_MARK} ${head.cached_count}` }));
@@ -315,7 +321,7 @@ function render({ model, el }) {
     const [status, mark] = STATUS[statuses[index] || "n"];
     const pane = store.panes[id] || {};
     const table = h("table", {},
-      paneRow("status", `${mark} ${status}`, `pb-${status}`),
+      paneRow("status", pane.status_text || `${mark} ${status}`, `pb-${status}`),
       paneRow("call", pane.call || `${executor} ${task}`, "mono"));
     if (pane.task) table.append(paneRow("task", pane.task));
     if (needs.length) table.append(paneRow("needs", needs.join(", ")));
@@ -339,7 +345,11 @@ function render({ model, el }) {
     if (pane.output) parts.push(h("div", { class: "pb-label", text: "printed" }), h("pre", { class: "pb-pre", text: pane.output }));
     if (pane.traceback) parts.push(h("div", { class: "pb-label", text: "traceback" }),
       h("pre", { class: "pb-pre pb-err", text: pane.traceback }));
-    if (!store.panes[id]) parts.push(h("div", { class: "pb-note", text: "not run yet" }));
+    if (!store.panes[id]) { // a step far from the running ones: its pane is built when asked for
+      const ran = (statuses[index] || "n") !== "n";
+      if (ran && !store.requested.has(id)) { store.requested.add(id); model.send({ type: "pane", step: id }); }
+      parts.push(h("div", { class: "pb-note", text: ran ? "loading… (the kernel sends this pane once the cell is not busy)" : "not run yet" }));
+    }
     if (pane.truncated) parts.push(h("div", { class: "pb-trunc", text: pane.truncated }));
     paneBox.replaceChildren(h("div", { class: "pb-pane", "data-pane": id }, ...parts));
   }
@@ -396,7 +406,7 @@ function render({ model, el }) {
     const height = markerTop + rowEnds.length * 12 + 6;
     const svg = s("svg", { class: "pb-gantt planbook-timeline", width: W, height, viewBox: `0 0 ${W} ${height}`,
       "data-scale": log ? "log" : "linear" });
-    let caption = `${bars.length} executions in ${lanes.length} lane(s), ${duration(span)}`;
+    let caption = `${plural(bars.length, "execution")} in ${plural(lanes.length, "lane")}, ${duration(span)}`;
     if (cached.length) caption += `, ${cached.length} answered without running (${CACHED_MARK}: dashed bars)`;
     if (hidden) caption += ` (the ${hidden} earliest not drawn)`;
     if (log) caption += " · log time scale" + (store.scale === "log" ? "" : " (one step dominates)");
@@ -526,8 +536,10 @@ function render({ model, el }) {
       for (const id of d.added) items.push(h("li", { class: "planbook-added" }, "+ ", h("ins", { text: `${id}: ${d.steps[id] || ""}` }), " (added)"));
       for (const id of d.revised) items.push(h("li", { class: "planbook-revised" }, `~ ${id}: ${d.steps[id] || ""} (revised)`));
       if (!items.length) items.push(h("li", { class: "pb-dim", text: "(no change)" }));
+      if (d.rejected) items.push(h("li", { class: "planbook-rejected", style: "white-space:pre-wrap", text: `Refused: ${d.rejected}` }));
       parts.push(h("div", { class: "planbook-diff" },
-        h("div", { text: `Revision ${d.from_revision} → ${d.to_revision}` + (d.reason ? ` (after: ${d.reason})` : "") }),
+        h("div", { text: `Revision ${d.from_revision} → ${d.to_revision}` + (d.reason ? ` (after: ${d.reason})` : "") +
+          (d.rejected ? " — rejected, the plan did not change" : "") }),
         h("ul", {}, ...items)));
     }
     revisions.replaceChildren(...parts);
@@ -558,7 +570,11 @@ function render({ model, el }) {
   model.on(events, schedule);
   store.listeners.add(schedule);
   // while steps run, their times move on between the kernel's updates
-  const ticker = setInterval(() => { if (store.tab === "steps" && (model.get("statuses") || "").includes("r")) drawRows(); }, 500);
+  const ticker = setInterval(() => {
+    if (!(model.get("statuses") || "").includes("r")) return;
+    drawHeader();
+    if (store.tab === "steps") drawRows();
+  }, 500);
   draw();
   return () => {
     clearInterval(ticker);
