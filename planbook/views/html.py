@@ -11,7 +11,7 @@ Everything is escaped and deterministic: the only times shown are step durations
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -63,6 +63,8 @@ STATUS_COLORS: dict[Status, tuple[str, str, str]] = {
 }
 #: colour of a verdict by its tone (see ViewState.tone)
 TONE_COLORS = {"ok": "#1b6e20", "warn": "#8a5300", "bad": "#b71c1c", "info": "#0b5394"}
+#: how a run that has stopped is drawn: :mod:`.record` registers itself here (it builds on this module)
+STOPPED: dict[str, Callable[..., str]] = {}
 #: colour of "something the run did not do itself" (a cached or resumed step)
 CACHED_COLOR = "#5b3f99"
 
@@ -93,6 +95,14 @@ def format_duration(seconds: float | None) -> str:
     if seconds < 1:
         return f"{seconds * 1000:.1f} ms"
     return f"{seconds:.2f} s"
+
+
+def cached_text(mark: CacheMark, origin: float | None) -> str:
+    """What a cached or resumed step's pane says: where its result came from, and when this run took it."""
+    text = mark.describe()
+    if mark.at is not None and origin is not None:
+        text += f" (taken at +{format_duration(max(0.0, mark.at - origin))})"
+    return text
 
 
 def box(kind: str, body: str) -> str:
@@ -261,10 +271,8 @@ def state_html(state: ViewState, *, max_rows: int | None = None, kind: str | Non
     the running steps (a live view of a long plan then re-sends a page, not the whole
     table, at every update). ``opened``: the step whose pane the record shows open.
     """
-    if state.status not in (None, "running"):
-        from .record import record_html
-
-        return record_html(state, max_rows=max_rows, kind=kind or "result", opened=opened)
+    if state.status not in (None, "running") and "record" in STOPPED:
+        return STOPPED["record"](state, max_rows=max_rows, kind=kind or "result", opened=opened)
     extra = verdict_html(state) if state.status is not None else ""
     table, _ = windowed(state.plan.steps, max_rows, steps_table_html)
     kind = kind or ("plan" if state.status is None else "result")

@@ -32,18 +32,15 @@ class CacheMark:
     #: when this run took the result (the event's time), if known
     at: float | None = None
 
-    def describe(self, origin: float | None = None) -> str:
-        """``cached: the result of step fetch in run R, taken at +1.2 ms`` (for a pane and a tooltip)."""
+    def describe(self) -> str:
+        """``cached: the result of step fetch in run R, not run again`` (for a row's tooltip; a pane
+        adds when, with :func:`planbook.views.html.cached_text`)."""
         if self.kind == "resumed":
             text = "resumed: completed before the run was resumed, not run again"
         elif self.from_run:
             text = f"cached: the result of step {self.from_step or self.step} in run {self.from_run}, not run again"
         else:
             text = "cached: a stored result, not run again"
-        if self.at is not None and origin is not None:
-            from .html import format_duration
-
-            text += f" (taken at +{format_duration(max(0.0, self.at - origin))})"
         return text
 
 

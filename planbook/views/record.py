@@ -22,7 +22,9 @@ from .html import (
     DIM,
     NO_MATH,
     TEXT,
+    STOPPED,
     box,
+    cached_text,
     esc,
     fg,
     format_duration,
@@ -64,7 +66,7 @@ def pane_html(data: dict[str, Any], step: Step, mark: CacheMark | None, origin: 
     if data.get("expect"):
         rows.append(("expect", data["expect"], ""))
     if mark is not None:
-        rows.append(("not run", mark.describe(origin), fg(CACHED_COLOR)))
+        rows.append(("not run", cached_text(mark, origin), fg(CACHED_COLOR)))
     elif data.get("start") is not None:
         when = f"started +{format_duration(data['start'])}"
         if data.get("end") is not None:
@@ -142,3 +144,6 @@ def _section(name: str, title: str, svg: str, legend: str) -> str:
             f'</summary><div style="overflow:auto;max-height:440px">{svg}</div>'
             f'<div style="{_LABEL}">{esc(legend)}</div></details>')
 
+
+
+STOPPED["record"] = record_html

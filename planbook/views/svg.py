@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ..models import Plan
-from .html import esc, format_duration, tone
+from .html import cached_text, esc, format_duration, tone
 from .marks import CACHED_MARK, CacheMark
 from .state import Execution
 
@@ -135,7 +135,7 @@ def timeline_svg(executions: Sequence[Execution], *, origin: float | None, now: 
     for lane, x0, width, item in placed:
         y = top + lane * LANE_H
         if isinstance(item, CacheMark):
-            title = f"{item.step} {CACHED_MARK} {item.describe(base)}"
+            title = f"{item.step} {CACHED_MARK} {cached_text(item, base)}"
             label = clip_label(item.step, width)
             parts.append(f'<g class="pb-bar-cached" data-step="{esc(item.step)}"><title>{esc(title)}</title>'
                          f'<rect x="{x0:.1f}" y="{y}" width="{width:.1f}" height="{LANE_H - 4}" rx="2" '

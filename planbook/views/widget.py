@@ -33,7 +33,7 @@ import anywidget
 import traitlets as t
 
 from ..models import Status, Step
-from .html import NO_MATH, esc, state_html
+from .html import NO_MATH, cached_text, esc, state_html
 from .marks import CacheMark, MarkBuilder, cached_count_text
 from .panes import PaneBudget, pane
 from .state import ELAPSED_MEANS, ViewState, budget_line, row_window, verdict_line
@@ -225,7 +225,7 @@ class PlanView:
             data = pane(step, results, origin=origin, budget=self._budget)
             mark = self._last_marks.get(step.id)
             if mark is not None:  # the step did not run here: the pane says where its result came from
-                data["cached"] = mark.describe(origin)
+                data["cached"] = cached_text(mark, origin)
             self.panes[step.id] = data
         return self.panes[step.id]
 
