@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -259,12 +260,25 @@ def test_a_browser_that_missed_a_batch_gets_everything_again() -> None:
 
 # ------------------------------------------------------------------ mimebundle
 def test_mimebundle_has_the_widget_and_the_state_as_text_and_html() -> None:
-    runner, view, _ = replanned_run()
+    plan = Plan.parse(PLAN, id="p")
+    view = PlanView(plan)
     data, _ = view._repr_mimebundle_()
+    assert data["text/plain"] == format_plan(plan) and data["text/markdown"].startswith(format_markdown(plan))
+    assert "mathjax_ignore tex2jax_ignore" in data["text/html"]
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == view.widget.model_id
+
+
+def test_a_view_of_a_run_that_ended_displays_its_static_record_with_the_open_pane_open() -> None:
+    runner, view, _ = replanned_run()
+    view.open("load")
+    data, metadata = view._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" not in data and metadata == {}
     assert data["text/plain"] == str(runner.result())
     assert data["text/markdown"].startswith(format_markdown(runner.plan))
-    assert "Run completed (goal_met)" in data["text/html"] and "mathjax_ignore tex2jax_ignore" in data["text/html"]
-    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == view.widget.model_id
+    assert "Run completed (goal_met)" in data["text/html"] and "planbook-record" in data["text/html"]
+    opened = re.findall(r'<tr class="planbook-step [^"]*" data-step="([^"]+)"[^>]*>(?:(?!</tr>).)*?<details '
+                        r'class="planbook-pane" open>', data["text/html"], re.S)
+    assert opened == ["load"]
 
 
 def test_mimebundle_is_deterministic() -> None:
@@ -553,6 +567,39 @@ def test_the_widget_display_ends_with_the_final_state(ip: Any, monkeypatch: pyte
     assert last["update"] and last["id"] == first["id"]
     assert last["data"]["text/plain"] == str(result) and "Run completed (goal_met)" in last["data"]["text/html"]
     assert runner.handlers == [] and bridge.target.head["done"] == 5
+    # the widget is gone from the display: a saved notebook never says "Error displaying widget"
+    assert "application/vnd.jupyter.widget-view+json" in first["data"]
+    assert "application/vnd.jupyter.widget-view+json" not in last["data"]
+    assert last["data"]["text/html"].count('<details class="planbook-pane">') == 5
+
+
+@pytest.mark.parametrize("ending", ["completed", "failed", "interrupted", "paused"])
+def test_every_way_a_run_ends_leaves_a_static_record(ip: Any, monkeypatch: pytest.MonkeyPatch, ending: str) -> None:
+    published: list[dict[str, Any]] = []
+
+    def publish(data: Any, metadata: Any = None, source: Any = None, *, transient: Any = None, update: bool = False, **kw: Any) -> None:
+        published.append({"data": data, "update": update})
+
+    monkeypatch.setattr(ip.display_pub, "publish", publish)
+    tools = make_tools()
+
+    @tools.tool
+    def stop(x: int) -> int:
+        "Ends the run the way the test asks."
+        if ending == "failed":
+            raise ValueError("no")
+        if ending == "interrupted":
+            raise KeyboardInterrupt
+        return x
+
+    plan = Plan.parse("steps: [{id: a, tool: stop, args: {x: 1}}, {id: b, tool: stop, args: {x: 2}}]")
+    runner = Runner(plan, tools=tools)
+    with watch(runner, kind="widget"):
+        result = runner.run(until="a") if ending == "paused" else runner.run()
+    assert result.status == ending
+    last = published[-1]
+    assert last["update"] and "application/vnd.jupyter.widget-view+json" not in last["data"]
+    assert "planbook-record" in last["data"]["text/html"] and f"planbook-run-{ending}" in last["data"]["text/html"]
 
 
 def test_outside_ipython_there_is_no_live_view(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 from .. import _render
 from ..models import PlanDiff
 from .html import diff_html, plan_html, result_html, state_html
+from .record import record_html  # registers the static record of a stopped run with .html
 from .state import Execution, TimelineBuilder, ViewState, budget_line, frontier, row_window, verdict_line
 from .text import (
     format_diff,
@@ -66,6 +67,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Execution", "TimelineBuilder", "ViewState", "budget_line", "diff_html", "format_diff", "format_markdown",
     "format_plan", "format_result", "format_state", "frontier", "plan_html", "plan_mimebundle", "progress_line",
-    "result_html", "result_mimebundle", "row_window", "state_bundle", "state_html", "summary_line", "verdict_line",
+    "record_html", "result_html", "result_mimebundle", "row_window", "state_bundle", "state_html", "summary_line",
+    "verdict_line",
     *_LAZY,
 ]

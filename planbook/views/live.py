@@ -146,7 +146,9 @@ class LiveView:
         self.runner.remove_heartbeat(self.beat)
 
     def close(self) -> None:
-        """Stop listening; draw the last state if an update is pending; leave the final state in the display."""
+        """Stop listening; draw the last state if an update is pending; leave the final state in the
+        display: a widget's display becomes its static record (no widget mime type, so a saved
+        notebook never says "Error displaying widget")."""
         if self.closed:
             return
         self._detach()
@@ -155,7 +157,11 @@ class LiveView:
         self.closed = True
         if self.handle is not None:
             try:
-                self.handle.update(self.target)
+                record = getattr(self.target, "record", None)  # a widget leaves a static record behind
+                if record is not None:
+                    self.handle.update(record(), raw=True)
+                else:
+                    self.handle.update(self.target)
             except Exception as exc:  # the run's result is still returned
                 warnings.warn(f"the final state of the live view could not be shown ({type(exc).__name__}: {exc})",
                               stacklevel=2)
@@ -202,12 +208,12 @@ class LiveRunResult(RunResult):
     ``str()`` still give the whole text; everything else is a :class:`RunResult`."""
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .html import TONE_COLORS, esc
+        from .html import TONE_COLORS, esc, fg
 
         state = ViewState.of_result(self)
         line = f"{verdict_line(state)} (the live view above shows the plan; print() the result for its text)"
         html = (f'<div class="planbook-verdict planbook-run-{esc(self.status)} {NO_MATH}" '
-                f'style="color:{TONE_COLORS[state.tone]};'
+                f'style="{fg(TONE_COLORS[state.tone])};'
                 f'font-family:monospace">{esc(line)}</div>')
         return {"text/plain": line, "text/html": html}
 

@@ -171,6 +171,8 @@ class ViewState:
     origin: float | None = None
     #: the run's clock when the state was taken (a running step's time so far)
     now: float | None = None
+    #: the run's events (what marks a step answered from the cache or a resume: :mod:`.marks`)
+    events: Sequence[Event] = ()
 
     @classmethod
     def of(cls, source: Any) -> "ViewState":
@@ -195,6 +197,7 @@ class ViewState:
             why=pause_reason(result.events) if result.status == "paused" else None,
             timeline=with_overlaps(builder.executions), origin=builder.origin,
             now=result.events[-1].time if result.events else None, elapsed=builder.working_time(),
+            events=result.events,
         )
 
     @classmethod
@@ -212,7 +215,7 @@ class ViewState:
             executions=s.executions, replans=s.replans, max_steps=runner.max_steps, max_replans=runner.max_replans,
             revisions=list(s.revisions), usage=usage if usage is not None else Usage.from_events(s.events),
             elapsed=elapsed, why=pause_reason(s.events) if s.status == "paused" else None,
-            timeline=list(timeline.executions), origin=timeline.origin, now=now,
+            timeline=list(timeline.executions), origin=timeline.origin, now=now, events=s.events,
         )
 
     # ------------------------------------------------------------------ derived

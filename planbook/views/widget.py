@@ -33,7 +33,8 @@ import anywidget
 import traitlets as t
 
 from ..models import Status, Step
-from .html import NO_MATH, esc, state_html
+from .html import NO_MATH, cached_text, esc, state_html
+from .marks import CacheMark, MarkBuilder, cached_count_text
 from .panes import PaneBudget, pane
 from .state import ELAPSED_MEANS, ViewState, budget_line, row_window, verdict_line
 from .text import format_state, state_markdown
@@ -94,6 +95,9 @@ class PlanView:
         self._bars_final = 0  # leading executions that have ended and were sent
         self._seq = 0
         self._rows_key: tuple[Any, ...] | None = None
+        self._marks = MarkBuilder()
+        self._marks_of: int | None = None  # id() of the event list the marks were found in
+        self._last_marks: dict[str, CacheMark] = {}  # the steps answered from the cache or a resume, now
         self.state = ViewState.of(source)
         self.widget.on_msg(self._on_front_end)
         self.render(self.state)
@@ -108,6 +112,10 @@ class PlanView:
 
     # ------------------------------------------------------------------ display
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        if self.stopped and not self.note:
+            # a view of a run that has ended is its static record (with the open pane open): a widget
+            # saved in a notebook has no model without its kernel. ``display(view.widget)`` shows the widget.
+            return self.record(), {}
         data, metadata = self.widget._repr_mimebundle_()
         data = dict(data)
         data["text/plain"] = format_state(self.state)
@@ -121,6 +129,18 @@ class PlanView:
         data["text/html"] = static
         data["text/markdown"] = state_markdown(self.state)
         return data, metadata
+
+    @property
+    def stopped(self) -> bool:
+        """True once the run shown has ended (completed, failed, interrupted or paused)."""
+        return self.state.status not in (None, "running")
+
+    def record(self) -> dict[str, str]:
+        """The display that replaces the widget when its run ends: the same text, and the static
+        record as HTML, without the widget's mime type (a saved notebook then shows the run
+        everywhere, with or without a kernel, widget state or JavaScript)."""
+        return {"text/plain": format_state(self.state), "text/html": state_html(self.state, opened=self.selected),
+                "text/markdown": state_markdown(self.state)}
 
     def __repr__(self) -> str:
         return f"<PlanView {self.state.plan.id!r}: {len(self.state.plan.steps)} steps>"
@@ -136,6 +156,7 @@ class PlanView:
             started = [s.started_at for s in plan.steps if s.started_at is not None]
             origin = min(started) if started else None
         key = (id(plan), plan.revision, len(plan.steps))
+        marks = self._cache_marks(state)
         new_panes = self._changed_panes(plan.steps, origin, self.widget.selected)
         new_bars = self._changed_bars(state, origin)
         w = self.widget
@@ -144,7 +165,7 @@ class PlanView:
                 self._rows_key = key
                 w.rows = [row_of(s) for s in plan.steps]
             w.statuses = "".join(STATUS_CODES[s.status] for s in plan.steps)
-            w.head = self._head(state, origin)
+            w.head = self._head(state, origin, marks)
             if new_panes or new_bars:
                 self._seq += 1
                 w.batch = {"seq": self._seq, "full": False, "panes": new_panes, "bars": new_bars}
@@ -152,7 +173,13 @@ class PlanView:
             if revisions != w.revisions:
                 w.revisions = revisions
 
-    def _head(self, state: ViewState, origin: float | None) -> dict[str, Any]:
+    def _cache_marks(self, state: ViewState) -> dict[str, CacheMark]:
+        if id(state.events) != self._marks_of:  # another run's events: start again
+            self._marks, self._marks_of = MarkBuilder(), id(state.events)
+        self._last_marks = self._marks.feed_new(state.events).of(state.plan)
+        return self._last_marks
+
+    def _head(self, state: ViewState, origin: float | None, marks: dict[str, CacheMark]) -> dict[str, Any]:
         plan = state.plan
         counts = plan.counts()
         running = state.status in (None, "running")
@@ -167,6 +194,9 @@ class PlanView:
             "elapsed_means": ELAPSED_MEANS,
             "now": round(state.now - origin, 3) if state.now is not None and origin is not None else None,
             "critical": [] if running else state.critical_path(),
+            # steps that did not run here: [kind, why, when (seconds from the origin)]
+            "cached": {sid: [m.kind, m.describe(), _rel(m.at, origin)] for sid, m in marks.items()},
+            "cached_count": cached_count_text(marks),
         }
 
     def _changed_panes(self, steps: list[Step], origin: float | None, selected: str = "") -> dict[str, dict[str, Any]]:
@@ -180,7 +210,7 @@ class PlanView:
                 continue
             if not (start <= i < end or step.id in sent or step.error or step.id == selected):
                 continue  # built on demand (self.pane), so a fast run does not pay for panes nobody opens
-            key = _pane_key(step)
+            key = self._key(step)
             if sent.get(step.id) == key:
                 continue
             if results is None:
@@ -192,8 +222,15 @@ class PlanView:
     def _build(self, step: Step, key: tuple[Any, ...], results: dict[str, Any], origin: float | None) -> dict[str, Any]:
         if self._built.get(step.id) != key:
             self._built[step.id] = key
-            self.panes[step.id] = pane(step, results, origin=origin, budget=self._budget)
+            data = pane(step, results, origin=origin, budget=self._budget)
+            mark = self._last_marks.get(step.id)
+            if mark is not None:  # the step did not run here: the pane says where its result came from
+                data["cached"] = cached_text(mark, origin)
+            self.panes[step.id] = data
         return self.panes[step.id]
+
+    def _key(self, step: Step) -> tuple[Any, ...]:
+        return (*_pane_key(step), step.id in self._last_marks)
 
     def _changed_bars(self, state: ViewState, origin: float | None) -> dict[str, list[Any]]:
         if origin is None:
@@ -251,7 +288,7 @@ class PlanView:
         step = next((s for s in self.state.plan.steps if s.id == step_id), None)
         if step is None or (step.status is Status.not_started and not step.attempts and not step.notes):
             return self.panes.get(step_id)
-        key = _pane_key(step)
+        key = self._key(step)
         if self._built.get(step_id) == key:
             return self.panes[step_id]
         results = {s.id: s.result for s in self.state.plan.steps if s.status is Status.completed}
@@ -268,3 +305,7 @@ def _pane_key(step: Step) -> tuple[Any, ...]:
     """What a pane shows changes only when one of these does."""
     return (step.status, step.attempts, step.started_at, step.finished_at, step.error, step.notes,
             id(step.result), len(step.output))
+
+
+def _rel(t: float | None, origin: float | None) -> float | None:
+    return None if t is None or origin is None else round(t - origin, 4)
