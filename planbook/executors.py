@@ -29,6 +29,16 @@ class StepAbandoned(BaseException):
     """Raised inside a worker whose call timed out, so its Python code stops."""
 
 
+class InterruptedInCall(Exception):
+    """A call run by another executor raised ``KeyboardInterrupt``.
+
+    Carried back as an ordinary exception, because a ``BaseException`` escaping a Dask
+    worker's task stops the cluster's event loop (and the run never returns);
+    :class:`FuturesExecutor` turns it into ``KeyboardInterrupt`` again, so the run is
+    interrupted as it is when the call runs on planbook's own threads.
+    """
+
+
 class Call:
     """One submitted call: ``done()``, ``result()``, ``exception()`` like a Future, without its locks."""
 
@@ -196,6 +206,8 @@ class FuturesExecutor:
         def settle(future: Any) -> None:
             try:
                 call.value = future.result()
+            except InterruptedInCall:
+                call.error = KeyboardInterrupt()
             except BaseException as exc:  # noqa: BLE001 - cancelled or failed: handed to the runner
                 call.error = exc
             call.finished = True
