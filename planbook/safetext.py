@@ -66,21 +66,24 @@ def indent_lines(text: str, indent: str) -> str:
 
 
 # ------------------------------------------------------------------ Markdown
-#: characters that mean something inline wherever they stand (``_`` is handled apart)
-_MD_SPECIAL = re.compile(r"([\\`*\[\]$~|])")
+#: characters that mean something inline wherever they stand (``_`` is handled apart), and
+#: the ``]`` of ``](``: with no line of its own, text cannot define a link reference, so the
+#: inline form is the only link (or image) it could make, and ``[RESEARCHER]`` stays as written
+_MD_SPECIAL = re.compile(r"[\\`*$~|]|\](?=\()")
 _MD_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # not between two letters/digits
 
 
 def md_text(text: str) -> str:
     """``text`` as inert Markdown: shown as written, on one line.
 
-    HTML is escaped (``<img onerror=...>`` is text), ``*`` ``_`` ``[`` ``]`` `````
-    ``~`` ``|`` ``\\`` and ``$`` (maths in Jupyter) are backslash-escaped, and a line break
-    is ``<br>``, so no text can start a list item or heading of its own. An ``_``
-    between two letters (``load_csv``) is left alone: it cannot start emphasis.
+    HTML is escaped (``<img onerror=...>`` is text); ``*`` ``_`` ````` ``~`` ``|`` ``\\``,
+    ``$`` (maths in Jupyter) and the ``]`` of ``](`` (a link) are backslash-escaped; a line
+    break is ``<br>``, so no text can start a list item, a heading or a link reference of
+    its own. What cannot mean anything is left as written, so the Markdown stays readable:
+    an ``_`` between two letters (``load_csv``) and a bracket that makes no link (``[WRITER]``).
     """
     text = html.escape(neutralise(_LINE_BREAK.sub("\n", text)), quote=False)
-    text = _MD_SPECIAL.sub(r"\\\1", text)
+    text = _MD_SPECIAL.sub(r"\\\g<0>", text)
     if "_" in text:
         text = _MD_UNDERSCORE.sub(r"\\_", text)
     return text.replace("\n", "<br>")

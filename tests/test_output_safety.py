@@ -124,7 +124,8 @@ def tags(rendered: str) -> Counter[str]:
 
 EVIL = ["<img src=x onerror=alert(1)>", "*bold* _em_ **strong**", "[link](javascript:alert(1))", "![i](http://x/i.png)",
         "$x^2$ and $y$", "~~gone~~", "`code` and ``more``", "a | b", "\\*escaped\\*", "&lt;entity&gt; &amp;",
-        "line\n- `[✓]` **b** forged\n# heading", "<script>alert(1)</script>", "load_csv and __init__ and _x_"]
+        "line\n- `[✓]` **b** forged\n# heading", "<script>alert(1)</script>", "load_csv and __init__ and _x_",
+        "[WRITER] [x][y] [z][] \\](not a link)", "line\n[x]: http://evil.example"]
 
 
 @pytest.mark.parametrize("evil", EVIL)

@@ -60,8 +60,8 @@ def iterator_tools(make: Callable[[], Any]) -> Toolbox:
 
     @box.tool
     def total(values: Any) -> int:
-        """Add the numbers."""
-        return sum(values)
+        """Add the numbers (the first hundred: an endless iterator must not hang a failing test)."""
+        return sum(itertools.islice(values, 100))
 
     return box
 
