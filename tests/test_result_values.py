@@ -217,6 +217,30 @@ def test_a_tool_raising_keyboardinterrupt_on_a_worker_thread_interrupts_the_run_
     assert result.error == "interrupted: the call of step 'a' raised KeyboardInterrupt"
 
 
+def test_two_calls_raising_keyboardinterrupt_at_once_end_in_one_interrupted_run() -> None:
+    both = threading.Barrier(2, timeout=WAIT)
+    box = Toolbox()
+
+    @box.tool
+    def boom(n: int) -> int:
+        """Raise KeyboardInterrupt once both calls run."""
+        both.wait()
+        raise KeyboardInterrupt
+
+    plan = Plan(steps=[Step(id="a", tool="boom", args={"n": 1}), Step(id="b", tool="boom", args={"n": 2})])
+    runner = planbook.Runner(plan, tools=box, parallel=2)
+    try:
+        result = runner.run()
+    except KeyboardInterrupt:
+        pytest.fail("the second call's KeyboardInterrupt escaped the run")
+    assert (result.status, result.reason) == ("interrupted", "interrupted")
+    assert result.error in ("interrupted: the call of step 'a' raised KeyboardInterrupt",
+                            "interrupted: the call of step 'b' raised KeyboardInterrupt")
+    runner.settle()  # a call still running at the interrupt ends; it did not complete either
+    assert [s.status.value for s in runner.plan.steps] == ["not_started", "not_started"]
+    assert runner.state.executions == len(runner.state.history) == 0
+
+
 DASK_SCRIPT = '''
 import json, sys
 import distributed
