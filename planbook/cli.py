@@ -116,7 +116,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--plain", action="store_true", help="no live view; print the final result only")
     run.add_argument("--store", metavar="PATH", help=cli_runs.STORE_HELP)
     run.add_argument("--no-store", action="store_true", help="keep no record of the run (it cannot be resumed)")
-    run.add_argument("--no-cache", action="store_true", help="do not reuse earlier results of the same tool calls")
+    cache = run.add_mutually_exclusive_group()
+    cache.add_argument("--cache", dest="cache", action="store_const", const=True, default=None,
+                       help="answer a tool call made in an earlier stored run with the same arguments and code "
+                            "from that run's result (off by default: a tool that reads a clock, a price or a file "
+                            "would give yesterday's answer; tools registered with cache=True are cached anyway)")
+    cache.add_argument("--no-cache", dest="cache", action="store_const", const=False,
+                       help="reuse no earlier results, not even for tools registered with cache=True "
+                            "(without either flag, only those are)")
 
     check = sub.add_parser("check", help="validate a plan spec without running it")
     check.add_argument("file")
@@ -298,11 +305,14 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"{args.file}: valid plan with {len(plan.steps)} steps")
             return EXIT_OK
         planner = load_object(args.planner, "planner") if args.planner else None
+        if args.cache and args.no_store:
+            raise UsageProblem("--cache reuses results stored by earlier runs, and --no-store keeps no store: "
+                               "drop one of them")
         runner = Runner(
             plan, planner=planner, tools=tools, agents=agents, on_failure=args.on_failure, retries=args.retries,
             max_steps=args.max_steps, max_replans=args.max_replans, step_timeout=args.timeout,
             parallel=args.parallel, strategy=args.strategy, faithful=args.faithful,
-            store=None if args.no_store else cli_runs.store_path(args), cache=not args.no_cache,
+            store=None if args.no_store else cli_runs.store_path(args), cache=args.cache,
         )
     except (PlanError, UsageProblem, ValueError, TypeError) as exc:
         print(neutralise(f"planbook: {exc}"), file=sys.stderr)

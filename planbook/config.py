@@ -50,6 +50,10 @@ class RunConfig(BaseModel):
     executor: Any = Field(default=None, exclude=True)
     #: a description of the executor for stores and views (``"threads"``, ``"ClientExecutor"``)
     executor_name: str = "inline"
+    #: the cross-run step cache (with a store): None answers only tools registered with
+    #: ``cache=True`` from earlier runs, True every tool that does not say ``cache=False``,
+    #: False none. Off by default: a tool that reads the world would give a stale answer.
+    cache: bool | None = None
 
     @classmethod
     def build(
@@ -63,6 +67,7 @@ class RunConfig(BaseModel):
         step_timeout: float | None = None,
         parallel: int = 1,
         executor: Any = None,
+        cache: bool | None = None,
     ) -> "RunConfig":
         """Check and combine the options a caller passed (``run()``, ``Runner``, magics, CLI)."""
         _whole("max_steps", max_steps, minimum=0)
@@ -75,6 +80,9 @@ class RunConfig(BaseModel):
         if retries == 0 and "retry" in policy:
             raise ValueError("on_failure includes 'retry' but retries=0, so nothing would be retried: "
                              "pass retries=N (N >= 1), or leave retries out for one retry")
+        if cache not in (None, True, False):
+            raise TypeError(f"cache must be True (reuse earlier runs' results of the same tool calls), False "
+                            f"(never) or None (only tools registered with cache=True), got {cache!r}")
         if executor is not None and not callable(getattr(executor, "submit", None)):
             raise TypeError(f"executor must be a concurrent.futures.Executor (something with .submit), "
                             f"got {type(executor).__name__}")
@@ -86,4 +94,4 @@ class RunConfig(BaseModel):
             name = "inline"
         return cls(policy=policy, retries=1 if retries is None else retries, max_steps=max_steps,
                    max_replans=max_replans, step_timeout=timeout, parallel=parallel, executor=executor,
-                   executor_name=name)
+                   executor_name=name, cache=cache)

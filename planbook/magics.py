@@ -34,6 +34,10 @@ from .tools import as_toolbox, default_toolbox
 from .validate import validate_plan
 
 LLM = "llm"
+CACHE_HELP = ("answer a tool call from an earlier run's result of the same call (same tool code, same arguments): "
+              "off by default, since a tool that reads a clock, a price or a file would give yesterday's answer; "
+              "tools registered with cache=True are cached anyway, cache=False and idempotent=False never")
+NO_CACHE_HELP = "reuse no earlier run's results, not even for tools registered with cache=True"
 
 
 class CellPlanError(PlanError):
@@ -149,8 +153,9 @@ class PlanMagics(Magics):
         #: where runs persist: None is the default file (opened on the first run), "off" is nowhere
         self.store_choice: str | None = None
         self._store: Any = None
-        #: reuse a tool's earlier result for the same arguments (``%plan_store --no-cache`` turns it off)
-        self.cache = True
+        #: the cross-run step cache of this notebook's runs: None (only tools registered with
+        #: ``cache=True``), True (``%plan_store --cache``: every tool that allows it), False (none)
+        self.cache: bool | None = None
         #: the review cell inserted per NAME (a review cell run again inserts nothing more)
         self.reviewed: dict[str, str] = {}
 
@@ -238,29 +243,46 @@ class PlanMagics(Magics):
     @no_var_expand
     @ma.magic_arguments()
     @ma.argument("where", nargs="?", default=None, help="a file path, ':memory:' (this kernel only), 'default' or 'off'")
-    @ma.argument("--no-cache", action="store_true", help="never reuse earlier results of the same tool calls")
+    @ma.argument("--cache", action="store_true", help=CACHE_HELP)
+    @ma.argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     @line_magic
     def plan_store(self, line: str) -> None:
-        """Choose where %run_plan keeps runs, and whether it reuses earlier results.
+        """Choose where %run_plan keeps runs, and whether it reuses earlier runs' results.
 
         By default runs are kept in ``$PLANBOOK_HOME/runs.sqlite``, else in
         ``.planbook/runs.sqlite`` under the current directory, so ``%run_plan NAME --resume``
-        finishes a run after a kernel restart, and a step whose tool was called before with
-        the same arguments reuses that result. With no argument, says where runs go (and
-        changes nothing); choosing a store turns the cache on unless ``--no-cache`` is given.
+        finishes a run after a kernel restart without running its completed steps again.
+
+        The step cache (answering a new run's step with an earlier run's result of the same
+        call) is off unless asked for: re-running a cell means "run it again", and a tool
+        that reads a clock, a price or a file would otherwise give yesterday's answer.
+        ``--cache`` turns it on for every tool (except those registered with ``cache=False``
+        or ``idempotent=False``); without it only tools registered with
+        ``@planbook.tool(cache=True)`` are cached; ``--no-cache`` turns even those off.
+        With no argument, says where runs go (and changes nothing); choosing a store without
+        ``--cache`` or ``--no-cache`` goes back to the default.
         """
         args = _parse(self.plan_store, line)
+        if args.cache and args.no_cache:
+            raise UsageError("--cache and --no-cache contradict each other: give one of them")
+        choice = self.store_choice if args.where is None else None if args.where == "default" else args.where
+        cache = self.cache
+        if args.where is not None or args.cache or args.no_cache:
+            cache = True if args.cache else False if args.no_cache else None
+        if cache and choice == "off":
+            raise UsageError("--cache reuses results kept in a run store, and %plan_store off keeps none: "
+                             "choose a store (%plan_store default --cache)")
         if args.where is not None:
-            self.store_choice = None if args.where == "default" else args.where
-            self._store = None
-        if args.where is not None or args.no_cache:
-            self.cache = not args.no_cache
+            self.store_choice, self._store = choice, None
+        self.cache = cache
         where = {"off": "nowhere (runs are not kept)", ":memory:": "in memory (until the kernel stops)"}
         from .store import default_store_path
 
         place = where.get(self.store_choice or "", str(self.store_choice or default_store_path()))
-        print(f"planbook keeps runs {place if self.store_choice in where else 'in ' + place}; "
-              f"earlier results of the same tool calls are {'reused' if self.cache else 'not reused'}")
+        reuse = {None: "earlier results of the same tool calls are reused only for tools registered with cache=True",
+                 True: "earlier results of the same tool calls are reused",
+                 False: "earlier results of the same tool calls are not reused"}[self.cache]
+        print(f"planbook keeps runs {place if self.store_choice in where else 'in ' + place}; {reuse}")
 
     def store(self) -> Any:
         """The run store of this session (opened when first needed), or None when it is off."""
@@ -313,7 +335,8 @@ class PlanMagics(Magics):
     @ma.argument("--executor", metavar="VAR", help="a concurrent.futures.Executor in the namespace that runs tool calls (e.g. a Dask client's get_executor(pure=False))")
     @ma.argument("--resume", action="store_true", help="continue this plan's latest stored run (after a kernel restart or a crash): completed steps are not run again")
     @ma.argument("--rerun", metavar="ID", action="append", default=[], help="with --resume: run step ID again although its tool is idempotent=False and it was in progress when the run stopped")
-    @ma.argument("--no-cache", action="store_true", help="do not reuse earlier results of the same tool calls")
+    @ma.argument("--cache", action="store_true", help=CACHE_HELP)
+    @ma.argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     @ma.argument("--strategy", metavar="NAME", help="run as a seed design: planbook (default), lesson, openmanus or agenticseek (planbook.compat.strategies)")
     @ma.argument("--faithful", action="store_true", help="with --strategy openmanus or agenticseek: reproduce that design's pitfalls, for teaching")
     @ma.argument("--check", action="store_true", help="raise planbook.RunFailed if the run ends failed (for pipelines)")
@@ -332,6 +355,12 @@ class PlanMagics(Magics):
         ``@planbook.tool(main_thread=True)``, or use ``--no-view``. ``--retries`` goes with
         ``--on-failure retry``; ``--timeout`` stops a step's Python code when it runs out
         (a call blocked in C finishes in the background and is ignored).
+
+        Running it again means running it again: a step is answered from an earlier run's
+        result of the same call only with ``--cache`` (or ``%plan_store PATH --cache``, or
+        for a tool registered with ``@planbook.tool(cache=True)``), since a tool that reads a
+        clock, a price or a file would otherwise give yesterday's answer. ``--no-cache``
+        turns even those off. ``--resume`` never runs a completed step again, cache or not.
         """
         args = _parse(self.run_plan, line)
         name = _check_name(args.name)
@@ -339,6 +368,7 @@ class PlanMagics(Magics):
             raise UsageError("--rerun goes with --resume (it names steps of the stored run to run again)")
         if args.resume and (args.restart or args.step or args.until):
             raise UsageError("--resume continues the stored run to its end: drop --restart, --step and --until")
+        cache = self._cache_choice(args)
         value = self._plan_value(name)
         origin = self.origins.get(name)
         if origin is not None and origin.plan is not value:
@@ -371,12 +401,12 @@ class PlanMagics(Magics):
         max_steps = 12 if args.max_steps is None else args.max_steps
         max_replans = 5 if args.max_replans is None else args.max_replans
         key = (on_failure, args.retries, max_steps, max_replans, args.timeout, parallel, _ident(executor),
-               _ident(tools), _ident(agents), _ident(planner_key), args.strategy, args.faithful)
+               _ident(tools), _ident(agents), _ident(planner_key), args.strategy, args.faithful, cache)
         options_given = args.faithful or any(
             v is not None for v in (args.on_failure, args.retries, args.max_steps, args.max_replans, args.timeout,
                                     args.parallel, args.executor, args.planner, args.model, args.tools, args.agents,
                                     args.strategy)
-        )
+        ) or args.cache or args.no_cache
         run = self.runs.get(name)
         unfinished = (
             run is not None
@@ -409,7 +439,7 @@ class PlanMagics(Magics):
                 runner = Runner(
                     value, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=args.retries,
                     max_steps=max_steps, max_replans=max_replans, step_timeout=args.timeout, parallel=parallel,
-                    executor=executor, store=self.store(), cache=self.cache and not args.no_cache,
+                    executor=executor, store=self.store(), cache=cache,
                     strategy=args.strategy, faithful=args.faithful,
                 )
             except PlanError as exc:
@@ -451,6 +481,19 @@ class PlanMagics(Magics):
         return result
 
     # ------------------------------------------------------------------ helpers
+    def _cache_choice(self, args: Any) -> bool | None:
+        """The step cache of this run: its own flag, else the notebook's (``%plan_store``)."""
+        if args.cache and args.no_cache:
+            raise UsageError("--cache and --no-cache contradict each other: give one of them")
+        if args.resume and (args.cache or args.no_cache):
+            raise UsageError("--resume finishes the stored run with the cache choice it started with (its completed "
+                             "steps never run again): drop --cache/--no-cache")
+        cache = True if args.cache else False if args.no_cache else self.cache
+        if cache and self.store_choice == "off":
+            raise UsageError("--cache reuses results kept in a run store, and %plan_store off keeps none: "
+                             "%plan_store default turns it on")
+        return cache
+
     def _plan_value(self, name: str) -> Plan | str:
         ns = self.ip.user_ns
         if name not in ns:

@@ -14,13 +14,20 @@ from typing import Any
 
 from .models import Step
 
+#: how the note on a step begins when the cache was asked for and this call could not use it
+UNCACHED_NOTE = "not cached: "
+
 
 class RunRecorder:
     """Writes one run to one store; owns the step cache lookups of that run."""
 
-    def __init__(self, store: Any, *, cache: bool, run_id: str | None = None) -> None:
+    def __init__(self, store: Any, *, cache: bool | None, run_id: str | None = None) -> None:
         self.store = store
+        #: the run's cache choice: True (every tool that allows it), False (none), None (only
+        #: tools registered with ``cache=True``); see :func:`uses_cache`
         self.cache = cache
+        #: why the last call :meth:`cache_key` was asked about is not cached although it was asked to be
+        self.uncached: str | None = None
         self.run_id = run_id
         self._changed: dict[str, Step] = {}
 
@@ -60,18 +67,37 @@ class RunRecorder:
 
     # ------------------------------------------------------------------ cache
     def cache_key(self, tool: Any, args: dict[str, Any]) -> str | None:
-        """The key of this call, or None when it must not be cached.
+        """The key of this call, or None when it must not come from (or go to) the cache.
 
-        Besides the tool's name and arguments, the key holds the tool's ``version`` or,
-        when it gives none, a fingerprint of its code: two notebooks' different ``add``
-        tools, or a tool edited since, never share a result.
+        Only calls :func:`uses_cache` allows are keyed. Besides the tool's name and
+        arguments, the key holds the tool's ``version`` or, when it gives none, a
+        fingerprint of its code (defaults, closure and wrapped function included): two
+        notebooks' different ``add`` tools, or a tool edited since, never share a result.
+        A call with a secret in it is never keyed (see :mod:`planbook.store.cachekey`);
+        :attr:`uncached` then says why.
         """
-        if not (self.cache and getattr(tool, "cache", True)):
+        self.uncached = None
+        if not uses_cache(tool, self.cache):
             return None
-        from .store import step_cache_key
+        from .store.cachekey import code_fingerprint, fingerprint_problem, step_cache_key, why_uncacheable
 
+        secret = self._secret_text()
         version = getattr(tool, "version", None)
-        return step_cache_key(tool.name, args, version=version if version is not None else code_fingerprint(tool.fn))
+        if version is None:
+            version = code_fingerprint(tool.fn, secret_text=secret)
+            if version is None:
+                self.uncached = f"tool {tool.name!r} cannot be fingerprinted: {fingerprint_problem(tool.fn, secret_text=secret)}"
+                return None
+        key = step_cache_key(tool.name, args, version=version, secret_text=secret)
+        if key is None:
+            self.uncached = f"its arguments cannot be keyed: {why_uncacheable(args, secret_text=secret)}"
+        return key
+
+    def _secret_text(self) -> Any:
+        redactor = getattr(self.store, "redactor", None)
+        if redactor is None:
+            return None
+        return lambda text: redactor.text(text) != text
 
     def cached(self, key: str) -> Any:
         return self.store.cache_get(key)
@@ -80,22 +106,17 @@ class RunRecorder:
         self.store.cache_put(key, result, tool=tool, run_id=self.run_id, step_id=step_id)
 
 
-def code_fingerprint(fn: Any) -> str:
-    """A digest of what a function does (its bytecode, constants and names), stable across processes."""
-    import hashlib
+def uses_cache(tool: Any, run_cache: bool | None) -> bool:
+    """Whether a step of ``tool`` may be answered from, and stored in, the cross-run step cache.
 
-    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
-    if code is None:  # a builtin or a callable object without Python code: its qualified name
-        return f"{type(fn).__module__}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
-    digest = hashlib.sha256()
-    todo = [code]
-    while todo:  # nested functions and comprehensions are constants of their parent
-        current = todo.pop()
-        digest.update(current.co_code)
-        digest.update(repr(current.co_names).encode())
-        for const in current.co_consts:
-            if hasattr(const, "co_code"):
-                todo.append(const)
-            else:
-                digest.update(repr(const).encode())
-    return "code:" + digest.hexdigest()[:16]
+    Off unless asked for: a tool that reads the world (a clock, a price, a file) would
+    otherwise serve an earlier run's answer. ``idempotent=False`` is never cached (its
+    side effect would be skipped); ``cache=False`` on the tool or on the run (``--no-cache``)
+    turns it off; ``@planbook.tool(cache=True)`` or a run's ``cache=True`` turns it on.
+    Agent steps never reach here. A resumed run's completed steps are not affected: they
+    are never run again, cache or not.
+    """
+    if tool is None or not getattr(tool, "idempotent", True) or run_cache is False:
+        return False
+    wanted = getattr(tool, "cache", None)
+    return bool(wanted) if wanted is not None else run_cache is True

@@ -129,7 +129,7 @@ def resume(
         on_failure=policy, retries=config.get("retries") if retrying else None,
         max_steps=config.get("max_steps", 12), max_replans=config.get("max_replans", 5),
         step_timeout=config.get("step_timeout"), parallel=config.get("parallel", 1), executor=executor,
-        store=opened, on_event=on_event,
+        store=opened, on_event=on_event, cache=config.get("cache"),
     )
     runner.adopt(state, stored.run_id)
     return runner.run() if run else runner

@@ -25,7 +25,7 @@ from .execute import stdout_routing, summarize
 from .gcwindow import FreezeWindow, collector_paused, freeze_window
 from .interrupts import checkpoint, interrupt_gate
 from .models import Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage
-from .persistence import RunRecorder
+from .persistence import UNCACHED_NOTE, RunRecorder
 from .planners import Planner
 from .policies import chain_for, handle_failure
 from . import replanning
@@ -66,7 +66,7 @@ class Runner:
         executor: Any = None,
         after_step: AfterStep | None = None,
         store: Any = None,
-        cache: bool = True,
+        cache: bool | None = None,
         on_event: EventHandler | Iterable[EventHandler] | None = None,
         clock: Callable[[], float] = time.time,
         strategy: str | None = None,
@@ -89,7 +89,7 @@ class Runner:
         self.after_step = after_step
         self.config = RunConfig.build(
             on_failure=on_failure, has_planner=planner is not None, retries=retries, max_steps=max_steps,
-            max_replans=max_replans, step_timeout=step_timeout, parallel=parallel, executor=executor,
+            max_replans=max_replans, step_timeout=step_timeout, parallel=parallel, executor=executor, cache=cache,
         )
         self.planner = planner
         self.tools = as_toolbox(tools)
@@ -112,10 +112,13 @@ class Runner:
         self.state = RunState(plan=initial)
         #: where the run persists (None: nowhere); see planbook.persistence
         self.recorder: RunRecorder | None = None
+        if self.config.cache and store is None:
+            raise ValueError("cache=True reuses results stored by earlier runs, and this run has no store: "
+                             "pass store='runs.sqlite' (or ':memory:'), or drop cache=True")
         if store is not None:
             from .store import open_store
 
-            self.recorder = RunRecorder(open_store(store), cache=cache)
+            self.recorder = RunRecorder(open_store(store), cache=self.config.cache)
         self.scheduler = Scheduler(initial, self._blocked)
         #: where calls run and what is in flight
         self.dispatch = Dispatcher(self.config, self.tools, self.agents, self.bus, clock, lambda: self.state.plan)
@@ -419,6 +422,8 @@ class Runner:
             return False
         key = self.recorder.cache_key(self.tools[step.tool or ""], args)
         if key is None:
+            if self.recorder.uncached:  # the cache was asked for: say why this call does not use it
+                step.set_state(notes=f"{UNCACHED_NOTE}{self.recorder.uncached}")
             return False
         hit = self.recorder.cached(key)
         if hit is None:
@@ -688,7 +693,7 @@ def run(
     executor: Any = None,
     after_step: AfterStep | None = None,
     store: Any = None,
-    cache: bool = True,
+    cache: bool | None = None,
     on_event: EventHandler | Iterable[EventHandler] | None = None,
     clock: Callable[[], float] = time.time,
     strategy: str | None = None,
@@ -700,8 +705,10 @@ def run(
     or ``executor``: any ``concurrent.futures.Executor``, such as a Dask client's
     ``get_executor(pure=False)``). ``store``: a path, ``":memory:"`` or a store object
     where the run persists (default: none), so :func:`planbook.resume` can finish it after
-    a crash; with a store, a tool call made before with the same arguments reuses its
-    result unless ``cache=False`` (or the tool says ``cache=False``). ``after_step``: see
+    a crash. The cross-run step cache is off unless asked for: with a store, ``cache=True``
+    answers a tool call made in an earlier run with the same arguments and code from that
+    run's result (tools registered with ``cache=True`` are cached even without it;
+    ``cache=False`` caches nothing; ``idempotent=False`` tools never). ``after_step``: see
     :data:`AfterStep`. Raises :class:`PlanError` if the plan is invalid
     (nothing runs); every other outcome — failures, budgets, interrupts — is in the result.
     ``strategy`` runs the plan as one of the seed designs (``"lesson"``, ``"openmanus"``,

@@ -25,7 +25,7 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         main_thread: bool = False,
-        cache: bool = True,
+        cache: bool | None = None,
         idempotent: bool = True,
         version: str | None = None,
     ) -> None:
@@ -49,8 +49,15 @@ class Tool:
         #: always run on the runner's thread, even when a live view runs steps in a worker
         #: thread (for objects bound to a thread: a sqlite3 connection, signal handlers, GUI calls)
         self.main_thread = main_thread
-        #: a run with a store reuses this tool's earlier result for the same arguments
-        #: (False for tools with side effects: sending mail, writing files)
+        #: the cross-run step cache: True reuses an earlier run's result of the same call (for a
+        #: tool whose answer depends only on its arguments), False never does, None follows the
+        #: run's ``cache=`` (off by default); see :func:`planbook.persistence.uses_cache`
+        if cache not in (None, True, False):
+            raise TypeError(f"tool {self.name!r}: cache must be True, False or None, got {cache!r}")
+        if cache and not idempotent:
+            raise ValueError(f"tool {self.name!r}: cache=True and idempotent=False contradict each other (a cached "
+                             "step would skip its side effect); a tool declared idempotent=False is never cached: "
+                             "drop cache=True")
         self.cache = cache
         #: False: calling it twice may do the work twice, so a resume after a crash stops
         #: and asks before running again a call that may already have taken effect
@@ -225,7 +232,7 @@ class Toolbox(Mapping[str, Tool]):
 
             tool_obj = Tool(fn.fn if isinstance(fn, Tool) else fn, name=name or getattr(fn, "name", None),
                             description=description, main_thread=bool(option(main_thread, "main_thread", False)),
-                            cache=bool(option(cache, "cache", True)),
+                            cache=option(cache, "cache", None),
                             idempotent=bool(option(idempotent, "idempotent", True)),
                             version=option(version, "version", None))
         self._tools[tool_obj.name] = tool_obj
@@ -238,11 +245,11 @@ class Toolbox(Mapping[str, Tool]):
         name: str | None = None,
         description: str | None = None,
         main_thread: bool = False,
-        cache: bool = True,
+        cache: bool | None = None,
         idempotent: bool = True,
         version: str | None = None,
     ) -> Any:
-        """Decorator: ``@box.tool`` or ``@box.tool(name="x", main_thread=True, cache=False)``.
+        """Decorator: ``@box.tool`` or ``@box.tool(name="x", main_thread=True, cache=True)``.
 
         Returns the function unchanged.
         """
@@ -279,12 +286,16 @@ default_toolbox = Toolbox()
 
 def tool(
     fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None,
-    main_thread: bool = False, cache: bool = True, idempotent: bool = True, version: str | None = None,
+    main_thread: bool = False, cache: bool | None = None, idempotent: bool = True, version: str | None = None,
 ) -> Any:
     """Register a function in the default toolbox (used when a run is given no ``tools``).
 
-    ``cache=False``: never reuse an earlier result (side effects); ``idempotent=False``:
-    a resume after a crash asks before calling it again; ``version``: part of the cache key.
+    ``cache=True``: a run with a store may answer a call with an earlier run's result of the
+    same call (only for a tool whose answer depends on nothing but its arguments: not a
+    clock, a price, a file); ``cache=False``: never, even when a run asks for ``cache=True``;
+    the default follows the run, whose cache is off unless asked for. ``idempotent=False``:
+    a resume after a crash asks before calling it again, and it is never cached.
+    ``version``: part of the cache key, instead of the code's fingerprint.
     """
     return default_toolbox.tool(fn, name=name, description=description, main_thread=main_thread, cache=cache,
                                 idempotent=idempotent, version=version)

@@ -32,8 +32,8 @@ def server(fake_openai: Any) -> Any:
 def own_run_store(tmp_path_factory: Any, monkeypatch: Any) -> Any:
     """Each test keeps runs in a store of its own: no result is reused from another test.
 
-    The magics' step cache starts off: the run-control tests re-run plans and count
-    executions; the cache tests (tests/test_store_magics.py) turn it on.
+    The magics' step cache starts as a new kernel's does (only tools registered with
+    ``cache=True``); the cache tests (tests/test_cache_magics.py) turn it on.
     """
     home = tmp_path_factory.mktemp("planbook-home")
     monkeypatch.setenv("PLANBOOK_HOME", str(home))
@@ -42,5 +42,5 @@ def own_run_store(tmp_path_factory: Any, monkeypatch: Any) -> Any:
     shell = getattr(builtins, "_ip", None)  # the session's shell, once the ip fixture started it
     magics = shell.magics_manager.registry.get("PlanMagics") if shell is not None else None
     if magics is not None:
-        magics.store_choice, magics._store, magics.cache = None, None, False
+        magics.store_choice, magics._store, magics.cache = None, None, None
     return home

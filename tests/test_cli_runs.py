@@ -1,4 +1,4 @@
-"""``planbook runs``, ``show`` and ``resume`` over the run store, and ``run --store/--no-store/--no-cache``."""
+"""``planbook runs``, ``show`` and ``resume`` over the run store, and ``run --store/--no-store/--cache/--no-cache``."""
 
 from __future__ import annotations
 
@@ -61,15 +61,24 @@ def test_runs_are_kept_listed_and_shown(workdir: Path) -> None:
     assert shown.returncode == 0 and "y. [✓] add(" in shown.stdout and "Run completed (goal_met)" in shown.stdout
 
 
-def test_the_same_calls_are_reused_from_the_store_unless_told_not_to(workdir: Path) -> None:
-    assert cli(workdir, "run", "plan.yaml", "--tools", "sum_tools:box", "--plain").returncode == 0
-    assert cli(workdir, "run", "plan.yaml", "--tools", "sum_tools:box", "--plain").returncode == 0
-    assert calls(workdir) == ["add 1 2", "add 3 3"]  # the second run reused both results
-    assert cli(workdir, "run", "plan.yaml", "--tools", "sum_tools:box", "--plain", "--no-cache").returncode == 0
-    assert calls(workdir) == ["add 1 2", "add 3 3", "add 1 2", "add 3 3"]
-    assert cli(workdir, "run", "plan.yaml", "--tools", "sum_tools:box", "--plain", "--no-store").returncode == 0
-    assert len(calls(workdir)) == 6
-    assert cli(workdir, "runs").stdout.count("completed (goal_met)") == 3  # --no-store kept no record
+def test_the_same_calls_are_reused_from_the_store_only_with_cache(workdir: Path) -> None:
+    run = ("run", "plan.yaml", "--tools", "sum_tools:box", "--plain")
+    assert cli(workdir, *run).returncode == 0
+    assert cli(workdir, *run).returncode == 0
+    assert calls(workdir) == ["add 1 2", "add 3 3"] * 2  # the cache is off by default: both runs ran
+    assert cli(workdir, *run, "--cache").returncode == 0  # only a run that uses the cache fills it
+    cached = cli(workdir, *run, "--cache")
+    assert cached.returncode == 0 and calls(workdir) == ["add 1 2", "add 3 3"] * 3  # reused both results
+    assert "cached: the result of step" in cached.stdout
+    assert cli(workdir, *run, "--no-cache").returncode == 0  # accepted: the default
+    assert len(calls(workdir)) == 8
+    assert cli(workdir, *run, "--no-store").returncode == 0
+    assert len(calls(workdir)) == 10
+    assert cli(workdir, "runs").stdout.count("completed (goal_met)") == 5  # --no-store kept no record
+    both = cli(workdir, *run, "--cache", "--no-cache")
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
+    nowhere = cli(workdir, *run, "--cache", "--no-store")
+    assert nowhere.returncode == 2 and "--cache reuses results stored by earlier runs" in nowhere.stderr
 
 
 def test_an_interrupted_run_is_resumed_without_repeating_what_completed(workdir: Path) -> None:

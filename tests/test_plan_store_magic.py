@@ -15,9 +15,12 @@ def test_plan_store_without_arguments_only_says_where_runs_go(ip: Any, capsys: A
     ip.run_line_magic("plan_store", "")  # a question, not a change: the cache stays off
     assert magics.cache is False and magics.store_choice == ":memory:"
     assert "are not reused" in capsys.readouterr().out
-    ip.run_line_magic("plan_store", ":memory:")  # choosing a store again says both things again
-    assert magics.cache is True and "are reused" in capsys.readouterr().out
-    ip.run_line_magic("plan_store", "--no-cache")  # the cache alone, the store kept
+    ip.run_line_magic("plan_store", ":memory:")  # choosing a store again: the default, only cache=True tools
+    assert magics.cache is None and "reused only for tools registered with cache=True" in capsys.readouterr().out
+    ip.run_line_magic("plan_store", "--cache")  # the cache alone, the store kept
+    assert magics.cache is True and magics.store_choice == ":memory:"
+    assert capsys.readouterr().out.endswith("earlier results of the same tool calls are reused\n")
+    ip.run_line_magic("plan_store", "--no-cache")
     assert magics.cache is False and magics.store_choice == ":memory:"
 
 

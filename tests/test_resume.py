@@ -212,7 +212,7 @@ class Calls:
             if step in calls.raise_once:
                 raise calls.raise_once.pop(step)
 
-        @self.box.tool
+        @self.box.tool(version="1")  # it captures `calls` (no content form): keyed by its version
         def add(step: str, a: int = 0, b: int = 0) -> int:
             """a + b."""
             note(step)
@@ -230,13 +230,13 @@ class Calls:
             note(step)
             return f"sent to {to}"
 
-        @self.box.tool
+        @self.box.tool(version="1")  # it captures `calls` (no content form): keyed by its version
         def make(step: str, kind: str) -> Any:
             """A value that is neither JSON nor picklable."""
             note(step)
             return threading.Lock() if kind == "lock" else (lambda: 3)  # a local function: no pickle either
 
-        @self.box.tool
+        @self.box.tool(version="1")  # it captures `calls` (no content form): keyed by its version
         def kind_of(step: str, value: Any) -> str:
             """The type of a value (a string stand-in would be 'str')."""
             note(step)
@@ -397,9 +397,9 @@ def test_a_secret_argument_of_an_unfinished_step_is_taken_from_the_plan(tmp_path
 
 def test_the_same_plan_again_reuses_every_step_and_names_the_run(tmp_path: Path) -> None:
     store, calls = tmp_path / "runs.sqlite", Calls()
-    first = planbook.run(chain(), tools=calls.box, store=store)
+    first = planbook.run(chain(), tools=calls.box, store=store, cache=True)
     first_id = planbook.runs(store)[0].run_id
-    second = planbook.run(chain(), tools=calls.box, store=store)
+    second = planbook.run(chain(), tools=calls.box, store=store, cache=True)
     assert calls.made == ["a", "b", "c"]
     assert second.status == "completed" and second.outputs == first.outputs
     assert cached(second) == {"a": first_id, "b": first_id, "c": first_id}
@@ -409,12 +409,12 @@ def test_the_same_plan_again_reuses_every_step_and_names_the_run(tmp_path: Path)
 
 def test_a_changed_argument_misses_and_so_do_the_steps_after_it(tmp_path: Path) -> None:
     store, calls = tmp_path / "runs.sqlite", Calls()
-    planbook.run(chain(), tools=calls.box, store=store)
-    edited = planbook.run(chain(b={"b": 20}), tools=calls.box, store=store)  # step b edited
+    planbook.run(chain(), tools=calls.box, store=store, cache=True)
+    edited = planbook.run(chain(b={"b": 20}), tools=calls.box, store=store, cache=True)  # step b edited
     assert set(cached(edited)) == {"a"}
     assert edited.outputs == {"a": 3, "b": 23, "c": 123}
     assert calls.made == ["a", "b", "c", "b", "c"]
-    same_result = planbook.run(chain(a={"a": 2, "b": 1}), tools=calls.box, store=store)  # a changed, same sum
+    same_result = planbook.run(chain(a={"a": 2, "b": 1}), tools=calls.box, store=store, cache=True)  # a changed, same sum
     assert set(cached(same_result)) == {"b", "c"}  # keys are made of the resolved args
     assert calls.made[-1] == "a" and same_result.outputs == {"a": 3, "b": 13, "c": 113}
 
@@ -423,23 +423,23 @@ def test_a_changed_upstream_result_misses_for_the_dependent_step(tmp_path: Path)
     store, calls = tmp_path / "runs.sqlite", Calls()
     plan = Plan(id="p", steps=[Step(id="s", tool="source", args={"step": "s"}),
                                Step(id="d", tool="add", args={"step": "d", "a": "$s", "b": 1})])
-    planbook.run(plan, tools=calls.box, store=store)
-    unchanged = planbook.run(plan, tools=calls.box, store=store)
+    planbook.run(plan, tools=calls.box, store=store, cache=True)
+    unchanged = planbook.run(plan, tools=calls.box, store=store, cache=True)
     assert set(cached(unchanged)) == {"d"}  # the source ran again (cache=False) and said the same
     calls.source_value = 5
-    changed = planbook.run(plan, tools=calls.box, store=store)
+    changed = planbook.run(plan, tools=calls.box, store=store, cache=True)
     assert cached(changed) == {} and changed.outputs == {"s": 5, "d": 6}
     assert calls.made == ["s", "d", "s", "s", "d"]
 
 
 def test_cache_false_for_a_run_or_a_tool_reuses_nothing(tmp_path: Path) -> None:
     store, calls = tmp_path / "runs.sqlite", Calls()
-    planbook.run(chain(), tools=calls.box, store=store)
+    planbook.run(chain(), tools=calls.box, store=store, cache=True)
     fresh = planbook.run(chain(), tools=calls.box, store=store, cache=False)
     assert cached(fresh) == {} and calls.made == ["a", "b", "c"] * 2
     plan = Plan(id="m", steps=[Step(id="m", tool="send", args={"step": "m", "to": "x"})])
-    planbook.run(plan, tools=calls.box, store=store)
-    again = planbook.run(plan, tools=calls.box, store=store)
+    planbook.run(plan, tools=calls.box, store=store, cache=True)
+    again = planbook.run(plan, tools=calls.box, store=store, cache=True)
     assert cached(again) == {} and calls.count("m") == 2
 
 
@@ -457,9 +457,9 @@ def test_a_new_tool_version_misses(tmp_path: Path) -> None:
         return tools
 
     plan = Plan(id="v", steps=[Step(id="m", tool="measure", args={"x": 4})])
-    planbook.run(plan, tools=box("1"), store=store)
-    assert set(cached(planbook.run(plan, tools=box("1"), store=store))) == {"m"}
-    assert cached(planbook.run(plan, tools=box("2"), store=store)) == {}
+    planbook.run(plan, tools=box("1"), store=store, cache=True)
+    assert set(cached(planbook.run(plan, tools=box("1"), store=store, cache=True))) == {"m"}
+    assert cached(planbook.run(plan, tools=box("2"), store=store, cache=True)) == {}
     assert made == ["1", "2"]
 
 
@@ -474,7 +474,7 @@ def test_a_result_that_cannot_be_stored_is_made_again_when_a_resumed_step_needs_
         Step(id="use", tool="kind_of", args={"step": "use", "value": "$make"}, needs=["other"]),
     ])
     calls.during["use"] = crash_copy(store, crashed)
-    whole = planbook.run(plan, tools=calls.box, store=store)
+    whole = planbook.run(plan, tools=calls.box, store=store, cache=True)
     expected = "lock" if kind == "lock" else "function"
     assert whole.status == "completed" and whole.outputs["use"] == expected
 
@@ -485,7 +485,7 @@ def test_a_result_that_cannot_be_stored_is_made_again_when_a_resumed_step_needs_
     assert calls.made == ["make", "other", "use", "make", "use"]  # "other" was kept
     assert resumed.executions == len(resumed.history)
 
-    again = planbook.run(plan, tools=calls.box, store=store)  # never cached: it could not be given back
+    again = planbook.run(plan, tools=calls.box, store=store, cache=True)  # never cached: it could not be given back
     assert set(cached(again)) == {"other"} and again.outputs["use"] == expected
 
 

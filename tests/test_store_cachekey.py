@@ -1,10 +1,11 @@
-"""Step cache keys: equal only for the same call, stable across processes, None when unsure."""
+"""Step cache keys: equal only for the same call, stable across processes, None when unsure or secret."""
 
 from __future__ import annotations
 
 import datetime
 import decimal
 import enum
+import functools
 import os
 import pathlib
 import subprocess
@@ -19,6 +20,8 @@ from pydantic import BaseModel
 
 from planbook.refs import resolve
 from planbook.store import Unrestorable, step_cache_key
+from planbook.store.cachekey import code_fingerprint, fingerprint_problem, why_uncacheable
+from planbook.store.redact import Redactor
 from planbook.store.values import REDACTED
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -34,6 +37,12 @@ class Box:
     items: list[int]
 
 
+@dataclass
+class Login:
+    user: str
+    password: str
+
+
 class Query(BaseModel):
     text: str
     limit: int = 3
@@ -45,7 +54,7 @@ def key(args: dict[str, Any], tool: str = "search", version: str | None = None) 
 
 def test_the_same_call_has_the_same_key() -> None:
     assert key({"q": "tea", "n": 3}) == key({"q": "tea", "n": 3})
-    assert key({"q": "tea"}).startswith("v1:")
+    assert key({"q": "tea"}).startswith("v2:")
 
 
 def test_a_changed_argument_changes_the_key() -> None:
@@ -70,8 +79,7 @@ def test_a_changed_upstream_result_changes_the_key_after_resolution() -> None:
     assert key(resolve(nested, {"s1": [1], "s2": {"a": 1}})) != key(resolve(nested, {"s1": [1], "s2": {"a": 2}}))
 
 
-def test_dict_and_set_order_do_not_matter() -> None:
-    assert key({"a": 1, "b": {"x": 1, "y": [1, 2]}}) == key({"b": {"y": [1, 2], "x": 1}, "a": 1})
+def test_set_order_does_not_matter() -> None:
     assert key({"s": {"pear", "apple", "fig"}}) == key({"s": {"fig", "pear", "apple"}})
     assert key({"s": frozenset({3, 1})}) == key({"s": frozenset({1, 3})})
 
@@ -135,4 +143,196 @@ def test_keys_are_stable_across_processes_and_hash_seeds() -> None:
         out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=60,
                              check=True)
         keys.add(out.stdout.strip())
-    assert len(keys) == 1 and keys.pop().startswith("v1:")
+    assert len(keys) == 1 and keys.pop().startswith("v2:")
+
+
+# ------------------------------------------------------------ dict order and secrets
+
+def test_dict_order_is_part_of_the_key() -> None:
+    """A tool that iterates a dict answers differently for another order: a different call."""
+    assert key({"d": {"a": 1, "b": 2}}) != key({"d": {"b": 2, "a": 1}})
+    assert key({"a": 1, "b": 2}) != key({"b": 2, "a": 1})
+    assert key({"d": {"a": 1, "b": 2}}) == key({"d": {"a": 1, "b": 2}})
+
+
+@pytest.mark.parametrize("args", [
+    {"password": "4821"}, {"api_key": "k-1"}, {"opts": {"Authorization": "x"}}, {"login": Login("ada", "4821")},
+    {"rows": [{"user": "ada", "secret_token": 7}]},
+])
+def test_a_call_with_a_secret_argument_has_no_key(args: dict[str, Any]) -> None:
+    assert key(args) is None
+    assert "secret" in (why_uncacheable(args) or "")
+
+
+def test_a_string_the_store_would_hide_has_no_key() -> None:
+    hides = Redactor(["open-sesame-42"])
+    assert key({"note": "open-sesame-42"}) is not None  # without the store's redactor it is plain text
+    assert step_cache_key("t", {"note": "open-sesame-42"}, secret_text=lambda s: hides.text(s) != s) is None
+    assert step_cache_key("t", {"h": "Bearer abc.def"}, secret_text=lambda s: hides.text(s) != s) is None
+    assert step_cache_key("t", {"note": "plain"}, secret_text=lambda s: hides.text(s) != s) is not None
+
+
+# ------------------------------------------------------------ the code fingerprint
+
+def fp(fn: Any) -> str | None:
+    return code_fingerprint(fn)
+
+
+def test_an_edited_default_changes_the_fingerprint() -> None:
+    def f1(x: int, k: int = 1) -> int:
+        return x * k
+
+    def f2(x: int, k: int = 2) -> int:
+        return x * k
+
+    def g1(x: int, *, k: int = 1) -> int:
+        return x * k
+
+    def g2(x: int, *, k: int = 2) -> int:
+        return x * k
+
+    assert fp(f1) != fp(f2) and fp(g1) != fp(g2)
+    assert fp(f1) is not None and fp(f1) == fp(f1)
+
+
+def test_renamed_parameters_change_the_fingerprint() -> None:
+    def minus1(a: int, b: int) -> int:
+        return a - b
+
+    def minus2(b: int, a: int) -> int:  # the same bytecode: called by name, it answers the opposite
+        return b - a
+
+    assert minus1.__code__.co_code == minus2.__code__.co_code
+    assert fp(minus1) != fp(minus2)
+
+
+def _decorate(fn: Any) -> Any:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return wrapper.__wrapped__(*args, **kwargs)  # the wrapped function is not in the closure
+
+    return wrapper
+
+
+def test_a_decorated_tool_is_fingerprinted_through_wrapped() -> None:
+    def one(x: int) -> int:
+        return x + 1
+
+    def two(x: int) -> int:
+        return x + 2
+
+    wrapped_one, wrapped_two = _decorate(one), _decorate(two)
+    assert wrapped_one.__code__ is wrapped_two.__code__  # the wrapper's code alone cannot tell them apart
+    assert fp(wrapped_one) != fp(wrapped_two) and fp(wrapped_one) is not None
+
+
+def _mul(x: int, k: int) -> int:
+    return x * k
+
+
+def _add(x: int, k: int) -> int:
+    return x + k
+
+
+def test_a_partial_is_fingerprinted_with_its_function_and_bound_arguments() -> None:
+    assert fp(functools.partial(_mul, k=2)) != fp(functools.partial(_add, k=2))
+    assert fp(functools.partial(_mul, k=2)) != fp(functools.partial(_mul, k=3))
+    assert fp(functools.partial(_mul, 2)) != fp(functools.partial(_mul, 3))
+    assert fp(functools.partial(_mul, k=2)) == fp(functools.partial(_mul, k=2)) is not None
+
+
+def _scaler(factor: Any) -> Any:
+    def scale(x: int) -> Any:
+        return x * factor
+
+    return scale
+
+
+def test_closure_values_are_part_of_the_fingerprint() -> None:
+    assert fp(_scaler(2)) != fp(_scaler(3))
+    assert fp(_scaler(2)) == fp(_scaler(2)) is not None
+    assert fp(_scaler([1, 2])) != fp(_scaler([2, 1]))
+
+
+@pytest.mark.parametrize("captured", [object(), threading.Lock(), Unrestorable("<x>", "X")])
+def test_a_closure_without_a_content_form_cannot_be_fingerprinted(captured: Any) -> None:
+    assert fp(_scaler(captured)) is None
+    assert "factor" in (fingerprint_problem(_scaler(captured)) or "")
+
+
+def test_a_closure_holding_a_secret_cannot_be_fingerprinted() -> None:
+    def client(api_key: str) -> Any:
+        def fetch(q: str) -> str:
+            return f"{q}:{api_key}"
+
+        return fetch
+
+    assert fp(client("k-123")) is None and "api_key" in (fingerprint_problem(client("k-123")) or "")
+
+
+def test_a_nested_helper_function_in_the_closure_is_followed() -> None:
+    def make(helper: Any) -> Any:
+        def tool(x: int) -> int:
+            return helper(x)
+
+        return tool
+
+    assert fp(make(lambda x: x + 1)) != fp(make(lambda x: x + 2))
+
+
+def test_a_recursive_function_has_a_fingerprint() -> None:
+    def outer() -> Any:
+        def fact(n: int) -> int:
+            return 1 if n < 2 else n * fact(n - 1)
+
+        return fact
+
+    assert fp(outer()) is not None and fp(outer()) == fp(outer())
+
+
+FINGERPRINT_SCRIPT = """
+import functools
+from planbook.store.cachekey import code_fingerprint
+
+def make(rate):
+    def tool(word: str, scale: float = 1.5) -> bool:
+        return word in {"tea", "coffee", "cocoa", "mate"} and rate * scale > 0
+    return tool
+
+print(code_fingerprint(functools.partial(make({"b": 1, "a": frozenset({"x", "y", "z"})}), scale=2.0)))
+"""
+
+
+def test_fingerprints_are_stable_across_processes_and_hash_seeds() -> None:
+    """A set constant in the code (``x in {...}``) must not make the fingerprint depend on the hash seed."""
+    prints = set()
+    for seed in ("0", "1", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
+        out = subprocess.run([sys.executable, "-c", FINGERPRINT_SCRIPT], env=env, capture_output=True, text=True,
+                             timeout=60, check=True)
+        prints.add(out.stdout.strip())
+    assert len(prints) == 1 and prints.pop().startswith("code:")
+
+
+def test_a_docstring_that_looks_like_a_secret_does_not_stop_caching() -> None:
+    def documented(q: str) -> str:
+        """Call the service as https://user:pw@example.org/?token=abc (an example, not a secret)."""
+        return q
+
+    redactor = Redactor()
+    assert code_fingerprint(documented, secret_text=lambda s: redactor.text(s) != s) is not None
+    hides = _scaler("Bearer abc.def")  # a captured value is a value: hidden by the store, so never keyed
+    assert code_fingerprint(hides, secret_text=lambda s: redactor.text(s) != s) is None
+
+
+def test_an_edited_helper_function_of_the_same_module_changes_the_fingerprint() -> None:
+    """A notebook's tool calling a helper defined in another cell: editing the helper changes the answer."""
+    scope: dict[str, Any] = {"__name__": "__main__"}
+    exec("def helper(x):\n    return x + 1\n\ndef tool(x):\n    return [helper(v) for v in x]\n", scope)
+    before = fp(scope["tool"])
+    exec("def helper(x):\n    return x + 2\n", scope)
+    assert before is not None and fp(scope["tool"]) != before
+    exec("def helper(x):\n    return x + 1\n", scope)
+    assert fp(scope["tool"]) == before
+    exec("def ping(n):\n    return n and pong(n - 1)\n\ndef pong(n):\n    return n and ping(n - 1)\n", scope)
+    assert fp(scope["ping"]) is not None  # helpers calling each other end

@@ -166,8 +166,8 @@ def test_a_step_completed_from_the_step_cache_says_so() -> None:
     store = MemoryStore()
     plan = "steps:\n  - {id: one, tool: add, args: {a: 1, b: 2}}\n  - {id: two, tool: add, args: {a: $one, b: 1}}"
     tools = [add]
-    first = run(plan, tools=tools, store=store)
-    again = run(plan.replace("b: 1}", "b: 5}"), tools=tools, store=store)
+    first = run(plan, tools=tools, store=store, cache=True)
+    again = run(plan.replace("b: 1}", "b: 5}"), tools=tools, store=store, cache=True)
     assert again.outputs == {"one": 3, "two": 8}
     text = format_plan(again.plan)
     first_id = store.list_runs()[1].run_id
