@@ -244,7 +244,7 @@ def test_the_command_line_prints_stored_text_with_control_characters_neutralised
     assert "sums ⏎ run-forged" in listed
 
 
-def test_the_rich_terminal_view_neutralises_stored_text(project: Path) -> None:
+def test_the_rich_terminal_view_neutralises_stored_text() -> None:
     from rich.console import Console
 
     from planbook.spec import plan_from_dict
