@@ -16,9 +16,10 @@ from .planners import Planner, PlanningContext, ScriptedPlanner
 from .planners import make_plan
 from .resume import ResumeError, load_run, resume, runs
 from .runner import Runner, RunState, run
-from .textview import format_diff, format_plan, format_result
+from .views.text import format_diff, format_plan, format_result
 from .tools import Tool, Toolbox, default_toolbox, tool
 from .validate import validate_plan
+from . import compat as _compat  # the seed designs register their plan formats and strategy= with the layers below
 
 
 def _version() -> str:
@@ -48,7 +49,7 @@ _LAZY = {
     "LLMPlanner": ("planbook.llm", "LLMPlanner"),
     "LLMAgent": ("planbook.llm", "LLMAgent"),
     "PlanView": ("planbook.views.widget", "PlanView"),
-    "watch": ("planbook.views.live", "watch"),
+    "watch": ("planbook.views.show", "watch"),
     "compare": ("planbook.compat.compare", "compare"),
 }
 

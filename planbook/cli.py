@@ -25,7 +25,7 @@ from .models import Plan, RunResult
 from .policies import POLICIES
 from .runner import Runner
 from .safetext import neutralise
-from .textview import format_result, summary_line
+from .views.text import format_result, summary_line
 from .tools import Toolbox
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -158,7 +158,7 @@ def _execute(runner: Runner, plain: bool) -> RunResult:
         result = runner.run()
         print(neutralise(format_result(result)))
     else:
-        from .termview import TerminalView
+        from .views.terminal import TerminalView
 
         with TerminalView(runner):
             result = runner.run()
@@ -314,7 +314,7 @@ def _main(argv: Sequence[str] | None) -> int:
             parallel=args.parallel, strategy=args.strategy, faithful=args.faithful,
             store=None if args.no_store else cli_runs.store_path(args), cache=args.cache,
         )
-    except (PlanError, UsageProblem, ValueError, TypeError) as exc:
+    except (PlanbookError, UsageProblem, ValueError, TypeError) as exc:  # a bad spec, option or --store
         print(neutralise(f"planbook: {exc}"), file=sys.stderr)
         if isinstance(exc, PlanError) and not (args.tools or args.agents):
             codes = set(exc.codes)
@@ -335,7 +335,7 @@ def _resume(args: argparse.Namespace) -> int:
             tools=load_object(args.tools, "tools") if args.tools else None,
             agents=load_object(args.agents, "agents") if args.agents else None,
             planner=load_object(args.planner, "planner") if args.planner else None,
-            plan=_read_spec(args.plan) if args.plan else None, run=False,
+            plan=_read_spec(args.plan) if args.plan else None, run=False, force=args.force,
         )
     except RunEnded:  # a finished run: say so, show it
         result = cli_runs.show_run(args)

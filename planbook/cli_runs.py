@@ -33,13 +33,19 @@ def add_commands(sub: Any, load_help: dict[str, str]) -> None:
                         help="the plan spec the run was made from: args the store does not keep (secrets) are taken from it")
     resume.add_argument("--rerun", metavar="ID", action="append", default=[],
                         help="run step ID again although its tool is idempotent=False and it was in progress")
+    resume.add_argument("--force", action="store_true",
+                        help="take the run over although the store says another process writes it (when that process "
+                             "is gone, e.g. on another host)")
     resume.add_argument("--plain", action="store_true", help="no live view; print the final result only")
 
 
 def store_path(args: argparse.Namespace) -> Any:
+    """``--store`` (``~`` is the home folder), else the default store."""
+    from pathlib import Path
+
     from .store import default_store_path
 
-    return args.store or default_store_path()
+    return Path(args.store).expanduser() if args.store else default_store_path()
 
 
 def list_runs(args: argparse.Namespace) -> str:
@@ -52,6 +58,8 @@ def list_runs(args: argparse.Namespace) -> str:
     lines = [f"{'run':<24} {'status':<22} {'steps':>9} {'model calls':>11}  {'started':<16}  goal"]
     for r in listed:
         verdict = f"{r.status} ({r.reason})" if r.reason and r.reason != r.status else r.status
+        if r.writer_gone:  # "running", but its process died: it was cut short, and a resume takes it over
+            verdict = "stopped (writer gone)"
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))
         goal = one_line(r.goal)  # a line break in a goal must not forge a row
         goal = goal if len(goal) <= 48 else goal[:47] + "…"

@@ -38,8 +38,14 @@ class EventBus:
         self.live: set[object] = set()
 
     def emit(self, kind: EventKind, step: str | None = None, **data: Any) -> Event:
+        return self.publish(kind, step, data)
+
+    def publish(self, kind: EventKind, step: str | None, data: dict[str, Any]) -> Event:
+        """Record and deliver an event whose data the caller built (and hands over)."""
         event = self._make_event(kind, step, data)
         self._record(event)
+        if not self.handlers:  # nobody listens: the event is only recorded
+            return event
         for handler in list(self.handlers):
             try:
                 handler(event)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .agents import AgentContext, AgentReply
-from .executors import InterruptedInCall, StepAbandoned
+from .executors import StepAbandoned
 from .interrupts import call_user, defer_interrupt, waiting
 from .models import Step
 from .refs import resolve
@@ -54,6 +54,8 @@ class Outcome:
     finished: float | None = None
     #: a bounded repr of ``result`` (see :func:`summarize`), made where the call ran
     summary: str | None = None
+    #: a shipped call whose tool raised KeyboardInterrupt (the executor makes it one again)
+    interrupted: bool = False
 
 
 #: the longest summary of a result an event carries
@@ -391,8 +393,8 @@ class ToolCall:
                                      out.getvalue())
             except KeyboardInterrupt:
                 # a BaseException would stop the executor's own loop (a Dask worker's): carry it back
-                # as an ordinary exception; FuturesExecutor makes it a KeyboardInterrupt again
-                raise InterruptedInCall(self.step_id) from None
+                # as an outcome; FuturesExecutor makes it a KeyboardInterrupt again
+                outcome = Outcome(ok=False, error="KeyboardInterrupt", output=out.getvalue(), interrupted=True)
             except (StepAbandoned, CallInterrupted):
                 raise
             except BaseException as exc:  # noqa: BLE001 - as in call_step

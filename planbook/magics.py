@@ -15,8 +15,12 @@ from __future__ import annotations
 import builtins
 import keyword
 import math
+import os
 import re
 import shlex
+import sys
+import textwrap
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,13 +29,14 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 
 from .errors import PlanError, Problem, RunFailed, closest
-from .models import Plan, RunResult, Status
+from .models import Event, Plan, RunResult, Status
 from .planners import make_plan
 from .policies import POLICIES
 from .runner import Runner
 from .spec import is_plan_spec
 from .tools import as_toolbox, default_toolbox
 from .validate import validate_plan
+from .views.text import format_planning
 
 LLM = "llm"
 CACHE_HELP = ("answer a tool call from an earlier run's result of the same call (same tool code, same arguments): "
@@ -132,6 +137,8 @@ class _Origin:
     planner: str | None = None
     model: str | None = None
     planner_obj: Any = None
+    #: the model calls that made the plan, counted in the usage of its first run
+    planning: list[Event] = field(default_factory=list)
 
 
 @dataclass
@@ -140,6 +147,19 @@ class _Run:
     key: tuple[Any, ...]
     runner: Runner
     objects: list[Any] = field(default_factory=list)  # keeps looked-up objects alive for the identity key
+
+
+def _readable_help(func: Any) -> Any:
+    """``%run_plan?`` opens with the usage, not with the ``::`` that IPython's magic_arguments
+    writes for Sphinx; a cell magic's usage says ``%%``. Goes above ``@ma.magic_arguments()``."""
+    doc = func.__doc__ or ""
+    if doc.startswith("::\n\n"):
+        usage, _, rest = doc[4:].partition("\n\n")
+        usage = textwrap.dedent(usage)
+        if getattr(func, "magic_type", None) == "cell" or usage.startswith("%plan "):
+            usage = "%" + usage.replace("\n", "\n ")  # the continuation lines follow the longer name
+        func.__doc__ = usage + "\n\n" + rest
+    return func
 
 
 @magics_class
@@ -168,6 +188,7 @@ class PlanMagics(Magics):
 
     # ------------------------------------------------------------------ %%plan
     @no_var_expand
+    @_readable_help
     @ma.magic_arguments()
     @ma.argument("name", help="the variable the plan is stored in (also the plan's id)")
     @ma.argument("--planner", metavar="VAR|llm", help="a planner in the namespace, or 'llm' for planbook.llm.LLMPlanner: a body in words is the goal it plans for; a spec body is the plan, and the planner is kept for replans")
@@ -191,6 +212,7 @@ class PlanMagics(Magics):
             raise UsageError("--model chooses the model of --planner llm; add --planner llm (or drop --model)")
         if args.review and not args.planner:
             raise UsageError("--review shows a planner's plan for you to edit: add --planner VAR or --planner llm")
+        planning: list[Event] = []  # the planner's llm.call events: the plan's first run counts them
         tools = self._lookup(args.tools, "--tools") if args.tools else default_toolbox
         agents = self._lookup(args.agents, "--agents") if args.agents else None
         toolbox, agent_map = _toolbox(tools), _agents(agents)
@@ -200,12 +222,18 @@ class PlanMagics(Magics):
             goal = cell.strip()
             if not goal:
                 raise UsageError(f"write the goal in the cell body: %%plan {name} --planner {args.planner}, then the goal")
+            before = len(_attempts_log(planner))
             try:
-                plan = make_plan(goal, planner, tools=toolbox, agents=agent_map, plan_id=name, title=args.title or "")
+                plan = make_plan(goal, planner, tools=toolbox, agents=agent_map, plan_id=name, title=args.title or "",
+                                 emit=lambda kind, **data: planning.append(Event.record(kind, time.time(), None, 0, data)))
             except CellPlanError:
                 raise
             except PlanError as exc:  # the planner's plan: no cell lines to point at
                 raise CellPlanError(_with_hints(exc, args)) from None
+            # each attempt, accepted or sent back (an LLMPlanner keeps them); else the calls' events
+            calls = _attempts_log(planner)[before:] or [e.data for e in planning if e.kind == "llm.call"]
+            if calls:
+                print(format_planning(calls))
         else:
             source = f"%%plan {line}\n{cell}"
             try:
@@ -217,7 +245,8 @@ class PlanMagics(Magics):
                 raise CellPlanError(_with_hints(exc, args), source=source, offset=1) from None
         self.ip.user_ns[name] = plan
         self.origins[name] = _Origin(
-            plan=plan, tools=args.tools, agents=args.agents, planner=args.planner, model=args.model, planner_obj=planner
+            plan=plan, tools=args.tools, agents=args.agents, planner=args.planner, model=args.model, planner_obj=planner,
+            planning=[e for e in planning if e.kind == "llm.call"],
         )
         if args.review:
             from .specwriter import plan_spec
@@ -241,6 +270,7 @@ class PlanMagics(Magics):
 
     # ------------------------------------------------------------- %plan_store
     @no_var_expand
+    @_readable_help
     @ma.magic_arguments()
     @ma.argument("where", nargs="?", default=None, help="a file path, ':memory:' (this kernel only), 'default' or 'off'")
     @ma.argument("--cache", action="store_true", help=CACHE_HELP)
@@ -273,7 +303,7 @@ class PlanMagics(Magics):
             raise UsageError("--cache reuses results kept in a run store, and %plan_store off keeps none: "
                              "choose a store (%plan_store default --cache)")
         if args.where is not None:
-            self.store_choice, self._store = choice, None
+            self.store_choice, self._store = (os.path.expanduser(choice) if choice else choice), None  # ~: home
         self.cache = cache
         where = {"off": "nowhere (runs are not kept)", ":memory:": "in memory (until the kernel stops)"}
         from .store import default_store_path
@@ -298,19 +328,20 @@ class PlanMagics(Magics):
         return self._store
 
     def _resumed(self, name: str, plan: Any, tools: Any, agents: Any, planner: Any, rerun: list[str],
-                 executor: Any) -> Any:
+                 executor: Any, force: bool = False) -> Any:
         """The latest stored run of plan NAME, ready to continue (or its result, if it ended)."""
         from .resume import ResumeError, RunEnded, resume
 
         store = self.store()
         if store is None:
             raise UsageError("--resume needs a run store, and %plan_store is off: %plan_store default turns it on")
-        run_id = next((r.run_id for r in store.list_runs() if store.load_run(r.run_id).plan.id == name), None)
+        run_id = store.latest_run_id(plan_id=name)  # one indexed query, whatever the store holds
         if run_id is None:
             raise UsageError(f"no stored run of plan {name!r} in {store.location}: %run_plan {name} starts one")
         try:
             return resume(run_id, store=store, tools=tools, agents=agents, planner=planner,
-                          plan=plan if isinstance(plan, Plan) else None, rerun=rerun, executor=executor, run=False)
+                          plan=plan if isinstance(plan, Plan) else None, rerun=rerun, executor=executor, run=False,
+                          force=force)
         except RunEnded:
             return store.load_run(run_id).result()
         except ResumeError as exc:
@@ -318,6 +349,7 @@ class PlanMagics(Magics):
 
     # --------------------------------------------------------------- %run_plan
     @no_var_expand
+    @_readable_help
     @ma.magic_arguments()
     @ma.argument("name", help="a Plan (from %%%%plan) or a plan spec string in the namespace")
     @ma.argument("--on-failure", metavar="POLICY", help="abort, skip, retry or replan, or a chain such as retry,replan (default: replan with a planner, else abort)")
@@ -335,6 +367,7 @@ class PlanMagics(Magics):
     @ma.argument("--executor", metavar="VAR", help="a concurrent.futures.Executor in the namespace that runs tool calls (e.g. a Dask client's get_executor(pure=False))")
     @ma.argument("--resume", action="store_true", help="continue this plan's latest stored run (after a kernel restart or a crash): completed steps are not run again")
     @ma.argument("--rerun", metavar="ID", action="append", default=[], help="with --resume: run step ID again although its tool is idempotent=False and it was in progress when the run stopped")
+    @ma.argument("--force", action="store_true", help="with --resume: take the run over although the store says another process writes it (when that process is gone)")
     @ma.argument("--cache", action="store_true", help=CACHE_HELP)
     @ma.argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     @ma.argument("--strategy", metavar="NAME", help="run as a seed design: planbook (default), lesson, openmanus or agenticseek (planbook.compat.strategies)")
@@ -364,6 +397,8 @@ class PlanMagics(Magics):
         """
         args = _parse(self.run_plan, line)
         name = _check_name(args.name)
+        if args.force and not args.resume:
+            raise UsageError("--force goes with --resume (it takes over a stored run another process was writing)")
         if args.rerun and not args.resume:
             raise UsageError("--rerun goes with --resume (it names steps of the stored run to run again)")
         if args.resume and (args.restart or args.step or args.until):
@@ -425,7 +460,7 @@ class PlanMagics(Magics):
         if args.resume:
             if run is not None:
                 run.runner.settle()
-            runner = self._resumed(name, value, tools, agents, planner, args.rerun, executor)
+            runner = self._resumed(name, value, tools, agents, planner, args.rerun, executor, args.force)
             if isinstance(runner, RunResult):  # the stored run had ended: say so, return it
                 print(f"plan {name!r}: its latest stored run already {runner.status} ({runner.reason}); "
                       f"%run_plan {name} starts a new run")
@@ -448,6 +483,10 @@ class PlanMagics(Magics):
                 raise UsageError(magic_words(str(exc))) from None
             run = _Run(value=value, key=key, runner=runner, objects=[tools, agents, planner])
             self.runs[name] = run
+            origin = self.origins.get(name)
+            if origin is not None and origin.plan is value and origin.planning:
+                runner.state.events[:0] = origin.planning  # the run's usage counts the calls that planned it
+                origin.planning = []
         assert run is not None
         runner = run.runner
         if args.until is not None and runner.plan.steps:
@@ -462,7 +501,7 @@ class PlanMagics(Magics):
                 )
         bridge = None
         if not args.no_view:
-            from .views.live import show_live
+            from .views.show import show_live
 
             bridge = show_live(runner)
         try:
@@ -529,6 +568,17 @@ class PlanMagics(Magics):
                 "(goal, history, last_error) -> steps, or use --planner llm"
             )
         return planner
+
+
+
+def _attempts_log(planner: Any) -> list[dict[str, Any]]:
+    """An LLMPlanner's record of its calls (each marked accepted or with the problems sent
+    back); [] for other planners. Never imports the model layer: if it is not loaded, the
+    planner is not an LLMPlanner."""
+    llm = sys.modules.get("planbook.llm")
+    if llm is not None and isinstance(planner, getattr(llm, "LLMPlanner", ())):
+        return [c for c in getattr(planner, "calls", ()) if isinstance(c, dict)]
+    return []
 
 
 def _parse(magic: Any, line: str) -> Any:

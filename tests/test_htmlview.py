@@ -9,8 +9,8 @@ from pathlib import Path
 
 import planbook
 from planbook import Plan, PlanDiff, RunResult, ScriptedPlanner, Status, Toolbox, Usage
-from planbook.htmlview import diff_html, format_duration, plan_html, result_html, revisions_html
-from planbook.textview import format_diff
+from planbook.views.html import diff_html, format_duration, plan_html, result_html, revisions_html
+from planbook.views.text import format_diff
 
 EVIL = "<script>alert('x')</script> & \"quotes\""
 
@@ -155,8 +155,9 @@ def test_result_of_an_unstarted_budget() -> None:
 
 
 def test_live_html_of_a_long_plan_shows_a_window_around_the_running_step() -> None:
-    from planbook.htmlview import frontier, state_html
-    from planbook.liveview import ViewState
+    from planbook.views.html import state_html
+    from planbook.views.state import frontier
+    from planbook.views.state import ViewState
 
     plan = Plan(id="long", steps=[planbook.Step(id=str(i), tool="fetch", args={"source": "s"}) for i in range(120)])
     for step in plan.steps[:60]:

@@ -6,8 +6,8 @@
 - :mod:`.html` — the static HTML (``text/html``: GitHub, nbviewer, nbconvert);
 - :mod:`.widget` — the live anywidget view (a hand-written ES module in ``static/``);
 - :mod:`.terminal` — the live ``rich`` table of the command line;
-- :mod:`.live` — the throttled bridge from a runner's events to a view, and the one
-  function that chooses which view to show (:func:`choose_view`).
+- :mod:`.live` — the throttled bridge from a runner's events to a view;
+- :mod:`.show` — the one place that chooses which live view to show (:func:`choose_view`).
 
 Importing this package is light (no IPython, anywidget or rich): the models reach the
 text and HTML renderers through :mod:`planbook._render`, which this module fills in.
@@ -47,9 +47,9 @@ _LAZY = {
     "PlanView": ("planbook.views.widget", "PlanView"),
     "TerminalView": ("planbook.views.terminal", "TerminalView"),
     "LiveView": ("planbook.views.live", "LiveView"),
-    "choose_view": ("planbook.views.live", "choose_view"),
-    "show_live": ("planbook.views.live", "show_live"),
-    "watch": ("planbook.views.live", "watch"),
+    "choose_view": ("planbook.views.show", "choose_view"),
+    "show_live": ("planbook.views.show", "show_live"),
+    "watch": ("planbook.views.show", "watch"),
 }
 
 

@@ -141,6 +141,9 @@ def _diff_items(diff: PlanDiff) -> str:
         items.append(f'<li class="planbook-revised" style="color:#8a5300">~ <span style="background:#fff4e0">{esc(sid)}: {esc(diff.steps.get(sid, ""))}</span> (revised)</li>')
     if diff.empty:
         items.append('<li style="color:#666">(no change)</li>')
+    if diff.rejected:
+        title += ' — <span class="planbook-rejected">rejected, the plan did not change</span>'
+        items.append(f'<li class="planbook-rejected" style="white-space:pre-wrap">Refused: {esc(diff.rejected)}</li>')
     return f'<div>{title}</div><ul style="margin:2px 0 6px 0;padding-left:20px;list-style:none">{"".join(items)}</ul>'
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
 from ..safetext import indent_lines, md_code, md_text, one_line
 from ..state import CACHED_NOTE
+from ..wording import plural
 from .state import ViewState, budget_line, verdict_line
 
 #: the indent of a continuation line: deeper than every line the plan text starts itself
@@ -33,7 +34,9 @@ def step_body(step: Step) -> str:
 
 
 def _args(step: Step) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in step.args.items())
+    from ..store.redact import shown_arg  # a secret-named arg shows as *** (a printed plan, a prompt)
+
+    return ", ".join(f"{k}={shown_arg(k, v, repr)}" for k, v in step.args.items())
 
 
 def format_plan(plan: Plan) -> str:
@@ -69,7 +72,8 @@ def format_plan(plan: Plan) -> str:
 
 
 def format_diff(diff: PlanDiff) -> str:
-    """``Revision 1 → 2`` then ``- removed``, ``+ added``, ``~ revised`` lines."""
+    """``Revision 1 → 2`` then ``- removed``, ``+ added``, ``~ revised`` lines (and why a
+    rejected replacement was refused)."""
     lines = [f"Revision {diff.from_revision} → {diff.to_revision}"]
     if diff.reason:
         lines[0] += f" (after: {one_line(diff.reason)})"
@@ -78,6 +82,9 @@ def format_diff(diff: PlanDiff) -> str:
             lines.append(f"  {mark} {one_line(sid)}: {one_line(diff.steps.get(sid, ''))}  ({label})")
     if diff.empty:
         lines.append("  (no change)")
+    if diff.rejected:
+        lines[0] += " — rejected, the plan did not change"
+        lines.extend("  " + line for line in f"Refused: {diff.rejected}".splitlines())
     return "\n".join(lines)
 
 
@@ -162,3 +169,26 @@ def state_bundle(state: ViewState, *, max_rows: int | None = None) -> dict[str, 
 
     return {"text/plain": format_state(state), "text/markdown": state_markdown(state),
             "text/html": state_html(state, max_rows=max_rows)}
+
+
+def format_planning(calls: list[dict[str, Any]]) -> str:
+    """The model calls that made a plan, one line per attempt: accepted, or the problems sent
+    back to the model (what ``%%plan NAME --planner llm`` prints above the plan)."""
+    if not calls:
+        return ""
+    prompt = sum(int(c.get("prompt_tokens") or 0) for c in calls)
+    completion = sum(int(c.get("completion_tokens") or 0) for c in calls)
+    models = ", ".join(dict.fromkeys(str(c.get("model") or "the model") for c in calls))
+    lines = [f"Planned by {models} in {plural(len(calls), 'model call')} "
+             f"({prompt} prompt + {completion} completion tokens):"]
+    for i, call in enumerate(calls, 1):
+        if call.get("error"):
+            verdict = f"the call failed: {call['error']}"
+        elif call.get("accepted"):
+            verdict = "accepted"
+        elif call.get("problems"):
+            verdict = "sent back: " + "; ".join(str(p) for p in call["problems"])
+        else:
+            verdict = "answered"
+        lines.append(f"  attempt {call.get('attempt', i)}: {verdict}")
+    return "\n".join(lines)

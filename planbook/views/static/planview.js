@@ -64,7 +64,8 @@ function storeOf(model) {
   const uid = model.get("uid");
   let store = stores.get(uid);
   if (!store) {
-    store = { panes: {}, bars: {}, seq: 0, asked: false, tab: "steps", follow: true, scroll: 0, listeners: new Set() };
+    store = { panes: {}, bars: {}, seq: 0, asked: false, tab: "steps", follow: true, scroll: 0, listeners: new Set(),
+      requested: new Set() };
     stores.set(uid, store);
   }
   return store;
@@ -115,6 +116,8 @@ function s(tag, attrs, text) {
   if (text !== undefined) el.textContent = text;
   return el;
 }
+
+function plural(n, word) { return `${n} ${word}${n === 1 ? "" : "s"}`; }
 
 function duration(sec) {
   if (sec === null || sec === undefined) return "";
@@ -190,8 +193,12 @@ function render({ model, el }) {
     parts.push(bar);
     let line = `Progress: ${done}/${total} steps completed · ${counts}`;
     if (head.budgets) line += ` · ${head.budgets}`;
-    if (head.elapsed !== null && head.elapsed !== undefined) line += ` · elapsed ${duration(head.elapsed)}`;
-    parts.push(h("div", { class: "pb-counts", text: line }));
+    if (head.elapsed !== null && head.elapsed !== undefined) {
+      // while running, moved on by the browser's clock since the kernel's last update
+      const moved = head.status === "running" ? (performance.now() - headSeen) / 1000 : 0;
+      line += ` · elapsed ${duration(head.elapsed + moved)}`;
+    }
+    parts.push(h("div", { class: "pb-counts", text: line, title: head.elapsed_means || null }));
     if (head.status && head.status !== "running") {
       parts.push(h("div", { class: `pb-verdict planbook-verdict ${tone}`, text: head.verdict }));
       if (head.why) parts.push(h("div", { class: `pb-verdict ${tone}`, style: "font-weight:normal", text: head.why }));
@@ -264,7 +271,7 @@ function render({ model, el }) {
     const [status, mark] = STATUS[statuses[index] || "n"];
     const pane = store.panes[id] || {};
     const table = h("table", {},
-      paneRow("status", `${mark} ${status}`, `pb-${status}`),
+      paneRow("status", pane.status_text || `${mark} ${status}`, `pb-${status}`),
       paneRow("call", pane.call || `${executor} ${task}`, "mono"));
     if (pane.task) table.append(paneRow("task", pane.task));
     if (needs.length) table.append(paneRow("needs", needs.join(", ")));
@@ -287,7 +294,11 @@ function render({ model, el }) {
     if (pane.output) parts.push(h("div", { class: "pb-label", text: "printed" }), h("pre", { class: "pb-pre", text: pane.output }));
     if (pane.traceback) parts.push(h("div", { class: "pb-label", text: "traceback" }),
       h("pre", { class: "pb-pre pb-err", text: pane.traceback }));
-    if (!store.panes[id]) parts.push(h("div", { class: "pb-note", text: "not run yet" }));
+    if (!store.panes[id]) { // a step far from the running ones: its pane is built when asked for
+      const ran = (statuses[index] || "n") !== "n";
+      if (ran && !store.requested.has(id)) { store.requested.add(id); model.send({ type: "pane", step: id }); }
+      parts.push(h("div", { class: "pb-note", text: ran ? "loading… (the kernel sends this pane once the cell is not busy)" : "not run yet" }));
+    }
     if (pane.truncated) parts.push(h("div", { class: "pb-trunc", text: pane.truncated }));
     paneBox.replaceChildren(h("div", { class: "pb-pane", "data-pane": id }, ...parts));
   }
@@ -317,7 +328,7 @@ function render({ model, el }) {
     const height = top + lanes.length * laneH + 24;
     const svg = s("svg", { class: "pb-gantt", width: W, height, viewBox: `0 0 ${W} ${height}` });
     svg.append(s("text", { x: 2, y: 12, "font-size": 11, fill: "#666" },
-      `${bars.length} executions in ${lanes.length} lane(s), ${duration(t1 - t0)}` + (hidden ? ` (the ${hidden} earliest not drawn)` : "")));
+      `${plural(bars.length, "execution")} in ${plural(lanes.length, "lane")}, ${duration(t1 - t0)}` + (hidden ? ` (the ${hidden} earliest not drawn)` : "")));
     let revision = bars[0].revision;
     for (const b of bars) {
       if (b.revision !== revision) { // a replan: a dashed line where the new revision starts
@@ -412,8 +423,10 @@ function render({ model, el }) {
       for (const id of d.added) items.push(h("li", { class: "planbook-added" }, "+ ", h("ins", { text: `${id}: ${d.steps[id] || ""}` }), " (added)"));
       for (const id of d.revised) items.push(h("li", { class: "planbook-revised", style: "color:#8a5300" }, `~ ${id}: ${d.steps[id] || ""} (revised)`));
       if (!items.length) items.push(h("li", { class: "pb-dim", text: "(no change)" }));
+      if (d.rejected) items.push(h("li", { class: "planbook-rejected", style: "white-space:pre-wrap", text: `Refused: ${d.rejected}` }));
       parts.push(h("div", { class: "planbook-diff" },
-        h("div", { text: `Revision ${d.from_revision} → ${d.to_revision}` + (d.reason ? ` (after: ${d.reason})` : "") }),
+        h("div", { text: `Revision ${d.from_revision} → ${d.to_revision}` + (d.reason ? ` (after: ${d.reason})` : "") +
+          (d.rejected ? " — rejected, the plan did not change" : "") }),
         h("ul", {}, ...items)));
     }
     revisions.replaceChildren(...parts);
@@ -444,7 +457,11 @@ function render({ model, el }) {
   model.on(events, schedule);
   store.listeners.add(schedule);
   // while steps run, their times move on between the kernel's updates
-  const ticker = setInterval(() => { if (store.tab === "steps" && (model.get("statuses") || "").includes("r")) drawRows(); }, 500);
+  const ticker = setInterval(() => {
+    if (!(model.get("statuses") || "").includes("r")) return;
+    drawHeader();
+    if (store.tab === "steps") drawRows();
+  }, 500);
   draw();
   return () => {
     clearInterval(ticker);
