@@ -268,6 +268,11 @@ with distributed.Client(processes=False, dashboard_address=None, n_workers=1, th
     second = planbook.run(Plan(steps=[Step(id="c", tool="ok", args={"x": 2}), Step(id="d", tool="lazy")]),
                           tools=box, parallel=2, executor=executor, on_failure="skip")
     report["second"] = [second.status, second.outputs.get("c"), second.plan.step("d").error]
+    # one lane, four small calls: handed over as one batch, which stops at the interrupt
+    batch = Plan(steps=[Step(id="e", tool="ok", args={"x": 1}), Step(id="f", tool="boom"),
+                        Step(id="g", tool="ok", args={"x": 3}), Step(id="h", tool="ok", args={"x": 4})])
+    third = planbook.run(batch, tools=box, parallel=1, executor=executor)
+    report["batch"] = [third.status, third.error, [s.status.value for s in third.plan.steps], third.outputs]
 print(json.dumps(report))
 '''
 
@@ -288,3 +293,6 @@ def test_a_tool_raising_keyboardinterrupt_on_dask_interrupts_the_run_and_the_clu
     status, output, error = report["second"]
     assert status == "completed" and output == 2  # and runs plans
     assert "tool 'lazy' returned an iterator (map)" in error
+    status, error, statuses, outputs = report["batch"]
+    assert (status, error) == ("interrupted", "interrupted: the call of step 'f' raised KeyboardInterrupt")
+    assert statuses == ["completed", "not_started", "not_started", "not_started"] and outputs == {"e": 1}
