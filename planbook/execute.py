@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import io
+import itertools
 import reprlib
 import sys
 import threading
@@ -75,6 +76,23 @@ class _Summary(reprlib.Repr):
         if x.bit_length() > 4 * SUMMARY_LIMIT:  # its decimal digits would be cut anyway (and may not be allowed)
             return f"<int of {x.bit_length()} bits>"
         return super().repr_int(x, level)
+
+    # reprlib sorts a dict's keys and a set's items first: O(n log n) for a summary of ten,
+    # and a dict would not read in its own order
+    def repr_dict(self, x: dict[Any, Any], level: int) -> str:
+        if not x:
+            return "{}"
+        if level <= 0:
+            return "{...}"
+        items = itertools.islice(x.items(), self.maxdict)
+        pieces = [f"{self.repr1(k, level - 1)}: {self.repr1(v, level - 1)}" for k, v in items]
+        return "{" + ", ".join(pieces + (["..."] if len(x) > self.maxdict else [])) + "}"
+
+    def repr_set(self, x: set[Any], level: int) -> str:
+        return self._repr_iterable(x, level, "{", "}", self.maxset) if x else "set()"
+
+    def repr_frozenset(self, x: frozenset[Any], level: int) -> str:
+        return self._repr_iterable(x, level, "frozenset({", "})", self.maxfrozenset) if x else "frozenset()"
 
     def repr_instance(self, x: Any, level: int) -> str:
         try:  # reprlib's own fallback shows a memory address: not deterministic

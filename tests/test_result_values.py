@@ -173,6 +173,9 @@ def test_summaries_of_awkward_values() -> None:
         deep = [deep]
     assert len(summarize(deep)) <= SUMMARY_LIMIT
     assert len(summarize("x" * 1_000_000)) == SUMMARY_LIMIT
+    assert summarize({"b": 1, "a": [2]}) == "{'b': 1, 'a': [2]}"  # in its own order, as repr shows it
+    assert summarize({n: n for n in range(100_000)}).endswith(", 9: 9, ...}")  # ten keys, none sorted
+    assert summarize({3}) == "{3}" and summarize(frozenset()) == "frozenset()" and summarize(set()) == "set()"
 
     class Broken:
         def __repr__(self) -> str:
