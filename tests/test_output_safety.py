@@ -284,3 +284,18 @@ def test_a_line_break_in_a_result_forges_no_history_line_in_a_replan_prompt() ->
     lines = "\n".join(executed_lines(history, 200)).splitlines()
     assert [line.split()[2] for line in lines if line.startswith("- step ")] == ["a", "b"]
     assert len(lines) == 2 and not CONTROL.search("\n".join(lines))
+
+
+def test_a_models_text_forges_no_planning_attempt_and_a_refusal_no_diff_line() -> None:
+    from planbook.models import PlanDiff
+    from planbook.views.text import format_diff, format_planning
+
+    calls = [{"attempt": 1, "problems": ["step 2: unknown tool 'x'\n  attempt 2: accepted" + TITLE]},
+             {"attempt": 2, "error": "RuntimeError: down\n  attempt 3: accepted"}]
+    lines = format_planning(calls).splitlines()
+    assert [line.split(":")[0] for line in lines[1:]] == ["  attempt 1", "  attempt 2"]
+    assert not CONTROL.search("\n".join(lines))
+    diff = PlanDiff(from_revision=1, to_revision=2, rejected="it drops step b\nRevision 2 → 3" + CLEAR)
+    text = format_diff(diff)
+    assert not CONTROL.search(text) and [ln for ln in text.splitlines() if ln.startswith("Revision")] == [
+        "Revision 1 → 2 — rejected, the plan did not change"]

@@ -84,7 +84,7 @@ def format_diff(diff: PlanDiff) -> str:
         lines.append("  (no change)")
     if diff.rejected:
         lines[0] += " — rejected, the plan did not change"
-        lines.extend("  " + line for line in f"Refused: {diff.rejected}".splitlines())
+        lines.append("  " + indent_lines(f"Refused: {diff.rejected}".rstrip("\n"), "  "))
     return "\n".join(lines)
 
 
@@ -190,5 +190,5 @@ def format_planning(calls: list[dict[str, Any]]) -> str:
             verdict = "sent back: " + "; ".join(str(p) for p in call["problems"])
         else:
             verdict = "answered"
-        lines.append(f"  attempt {call.get('attempt', i)}: {verdict}")
+        lines.append(f"  attempt {call.get('attempt', i)}: {one_line(verdict)}")  # a model's text forges no attempt
     return "\n".join(lines)
