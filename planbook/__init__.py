@@ -68,6 +68,29 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
+def _otel_from_environment(runner: Any) -> None:
+    """``PLANBOOK_OTEL=1``: trace runs; OpenTelemetry is imported at the first run, not here."""
+    from .eventbus import RUN_HOOKS
+    from .otel import instrument_from_environment
+
+    RUN_HOOKS.pop("otel-environment", None)
+    instrument_from_environment()
+    if "otel" in RUN_HOOKS:
+        RUN_HOOKS["otel"](runner)
+
+
+def _watch_environment() -> None:
+    import os
+
+    if os.environ.get("PLANBOOK_OTEL", "").strip().lower() not in ("", "0", "false", "no", "off"):
+        from .eventbus import RUN_HOOKS
+
+        RUN_HOOKS["otel-environment"] = _otel_from_environment
+
+
+_watch_environment()
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext planbook``: register the ``%%plan`` and ``%run_plan`` magics."""
     from .magics import register

@@ -124,11 +124,14 @@ def _parser() -> argparse.ArgumentParser:
     cache.add_argument("--no-cache", dest="cache", action="store_const", const=False,
                        help="reuse no earlier results, not even for tools registered with cache=True "
                             "(without either flag, only those are)")
+    run.add_argument("--mcp", action="append", default=[], metavar='"CMD ARGS"',
+                     help="also use the tools of this MCP server (a stdio command line, or an http(s) URL); repeatable")
 
     check = sub.add_parser("check", help="validate a plan spec without running it")
     check.add_argument("file")
     check.add_argument("--tools", metavar="MODULE:OBJECT")
     check.add_argument("--agents", metavar="MODULE:OBJECT")
+    check.add_argument("--mcp", action="append", default=[], metavar='"CMD ARGS"', help="also the tools of this MCP server")
 
     demo = sub.add_parser("demo", help="run the bundled offline demo (a failure, a replan, a diff)")
     demo.add_argument("--plain", action="store_true", help="no live view; print the final result only")
@@ -136,6 +139,11 @@ def _parser() -> argparse.ArgumentParser:
                       help="make each step take SECONDS longer, so the live view can be followed (for presenting)")
 
     sub.add_parser("schema", help="print the JSON Schema of plan files (for editors: see the README)")
+    mcp = sub.add_parser("mcp", help="planbook as an MCP server (needs planbook[mcp])")
+    serve = mcp.add_subparsers(dest="mcp_command", required=True).add_parser(
+        "serve", help="serve planning, run_plan, list_runs and show_run over stdio")
+    serve.add_argument("--tools", metavar="MODULE:OBJECT", help="the tools run_plan's steps may call")
+    serve.add_argument("--store", metavar="PATH", help=cli_runs.STORE_HELP)
     cli_runs.add_commands(sub, {"tools": "the tools the run used", "agents": "the agents the run used",
                                 "planner": "the planner the run used, for replans"})
     return parser
@@ -286,14 +294,23 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_OK
     if args.command == "resume":
         return _resume(args)
+    if args.command == "mcp":
+        from .mcp.server import serve
+
+        return serve(tools=args.tools, store=args.store)
     if args.command == "demo":  # the demo's plan is known good: an error in its run is not a usage error
         from .demo import demo_plan, demo_planner, demo_tools
 
         tools = paced(demo_tools, args.pace) if args.pace else demo_tools
         result = _execute(Runner(demo_plan(), planner=demo_planner, tools=tools), args.plain)
         return EXIT_OK if result.ok else EXIT_FAILED
+    servers: list[Any] = []  # MCP servers started for --mcp: stopped when the run ends
     try:
         tools = load_object(args.tools, "tools") if args.tools else None
+        if getattr(args, "mcp", None):
+            from .mcp.client import with_servers
+
+            tools, servers = with_servers(tools, args.mcp)
         agents = load_object(args.agents, "agents") if args.agents else None
         plan = _read_spec(args.file)
         if args.command == "check":
@@ -301,7 +318,11 @@ def _main(argv: Sequence[str] | None) -> int:
             from .tools import as_toolbox
             from .validate import validate_plan
 
-            validate_plan(plan, as_toolbox(tools), as_agents(agents))
+            try:
+                validate_plan(plan, as_toolbox(tools), as_agents(agents))
+            finally:
+                for server in servers:
+                    server.close()
             print(f"{args.file}: valid plan with {len(plan.steps)} steps")
             return EXIT_OK
         planner = load_object(args.planner, "planner") if args.planner else None
@@ -315,14 +336,20 @@ def _main(argv: Sequence[str] | None) -> int:
             store=None if args.no_store else cli_runs.store_path(args), cache=args.cache,
         )
     except (PlanbookError, UsageProblem, ValueError, TypeError) as exc:  # a bad spec, option or --store
+        for server in servers:
+            server.close()
         print(neutralise(f"planbook: {exc}"), file=sys.stderr)
-        if isinstance(exc, PlanError) and not (args.tools or args.agents):
+        if isinstance(exc, PlanError) and not (args.tools or args.agents or getattr(args, "mcp", None)):
             codes = set(exc.codes)
             if "unknown_tool" in codes or "unknown_agent" in codes:
                 print("planbook: hint: name the tools with --tools module:object (and agents with --agents module:object)",
                       file=sys.stderr)
         return EXIT_USAGE
-    result = _execute(runner, args.plain)
+    try:
+        result = _execute(runner, args.plain)
+    finally:
+        for server in servers:
+            server.close()
     return EXIT_OK if result.ok else EXIT_FAILED
 
 

@@ -18,6 +18,11 @@ from .models import Event, EventKind
 
 EventHandler = Callable[[Event], None]
 
+#: Integrations that watch every run register here by name (``planbook.otel`` adds its
+#: spans); each is called with the new Runner, and subscribes to its events itself.
+#: The engine imports none of them: they register with it.
+RUN_HOOKS: dict[str, Callable[[Any], None]] = {}
+
 
 class EventBus:
     """Handlers, heartbeats and the inbox of events from worker threads."""

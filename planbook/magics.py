@@ -178,6 +178,8 @@ class PlanMagics(Magics):
         self.cache: bool | None = None
         #: the review cell inserted per NAME (a review cell run again inserts nothing more)
         self.reviewed: dict[str, str] = {}
+        #: the MCP servers each %plan_tools NAME started (closed when the cell runs again)
+        self.tool_servers: dict[str, list[Any]] = {}
 
     @property
     def ip(self) -> Any:
@@ -313,6 +315,35 @@ class PlanMagics(Magics):
                  True: "earlier results of the same tool calls are reused",
                  False: "earlier results of the same tool calls are not reused"}[self.cache]
         print(f"planbook keeps runs {place if self.store_choice in where else 'in ' + place}; {reuse}")
+
+    # ------------------------------------------------------------- %plan_tools
+    @no_var_expand
+    @ma.magic_arguments()
+    @ma.argument("name", help="the variable the toolbox is stored in (then: --tools NAME in %%%%plan and %%run_plan)")
+    @ma.argument("--mcp", metavar='"CMD ARGS"', action="append", default=[], help="an MCP server's command line (stdio) or http(s) URL; repeatable")
+    @ma.argument("--cache", action="store_true", help="let runs with a store reuse these tools' earlier results (off by default: a server's answers may change)")
+    @line_magic
+    def plan_tools(self, line: str) -> None:
+        """Register the tools of MCP servers as NAME, for ``%%plan ... --tools NAME``.
+
+        Run again, it stops the servers NAME held before starting new ones (one server per
+        cell, not one per run of the cell); the servers stop when the kernel does.
+        """
+        args = _parse(self.plan_tools, line)
+        name = _check_name(args.name)
+        if not args.mcp:
+            raise UsageError(f'%plan_tools {name}: name a server with --mcp "CMD ARGS" (e.g. --mcp "mcp-server-time")')
+        from .mcp.client import with_servers
+
+        for server in self.tool_servers.pop(name, []):
+            server.close()
+        try:
+            box, servers = with_servers(None, args.mcp, cache=args.cache)
+        except ValueError as exc:
+            raise UsageError(f"%plan_tools {name}: {exc}") from None
+        self.tool_servers[name] = servers
+        self.ip.user_ns[name] = box
+        print(f"{name}: {len(box)} tools from {', '.join(s.server for s in servers)}: {', '.join(box)}")
 
     def store(self) -> Any:
         """The run store of this session (opened when first needed), or None when it is off."""
@@ -658,7 +689,7 @@ def register(ipython: Any) -> PlanMagics:
 def unregister(ipython: Any) -> None:
     """Remove the magics (``%unload_ext planbook``)."""
     manager = ipython.magics_manager
-    for kind, names in (("cell", ("plan",)), ("line", ("run_plan", "plan_store"))):
+    for kind, names in (("cell", ("plan",)), ("line", ("run_plan", "plan_store", "plan_tools"))):
         for magic_name in names:
             fn = manager.magics[kind].get(magic_name)
             if fn is not None and isinstance(getattr(fn, "__self__", None), PlanMagics):

@@ -20,7 +20,7 @@ from .budget import Budget
 from .config import RunConfig
 from .dispatch import Dispatcher, Flight
 from .errors import PlanError, Problem
-from .eventbus import EventBus, EventHandler
+from .eventbus import RUN_HOOKS, EventBus, EventHandler
 from .execute import stdout_routing, summarize
 from .executors import NotReached
 from .gcwindow import FreezeWindow, collector_paused, freeze_window
@@ -156,7 +156,7 @@ class Runner:
         self._cache_keys: dict[str, str] = {}
         #: history entries that are the plan's step itself (id(step) -> index), copied before it changes
         self._shared: dict[int, int] = {}
-        for hook in attach:
+        for hook in (*attach, *RUN_HOOKS.values()):
             hook(self)
 
     def _initial_plan(self, plan: Plan | str) -> Plan:

@@ -244,12 +244,14 @@ def test_a_version_1_store_is_read_as_it_is_and_migrated_when_written(tmp_path: 
     _as_version_1(store)
     before = _files(tmp_path)
     listed = planbook.runs(store)  # read-only: read as it is, nothing changed
-    assert [(r.plan_id, r.status) for r in listed] == [("paused", "paused"), ("old", "completed")]
+    # both runs may start within the same second: their listed order is not what is tested here
+    by_plan = {r.plan_id: r for r in listed}
+    assert sorted((r.plan_id, r.status) for r in listed) == [("old", "completed"), ("paused", "paused")]
     assert _files(tmp_path) == before
     opened = SQLiteStore(store)  # for writing: migrated in one transaction
     assert sqlite3.connect(store).execute("SELECT version FROM schema_version").fetchall() == [(2,)]
-    assert opened.latest_run_id(plan_id="old") == listed[1].run_id
-    resumed = planbook.resume(listed[0].run_id, store=opened, tools=_note_tools(seen))
+    assert opened.latest_run_id(plan_id="old") == by_plan["old"].run_id
+    resumed = planbook.resume(by_plan["paused"].run_id, store=opened, tools=_note_tools(seen))
     assert resumed.ok and seen == ["a", "b", "a", "b"]
 
 
