@@ -1,6 +1,8 @@
 """``planbook`` on the command line: run a plan spec with a live terminal view, or the demo.
 
 Exit codes: 0 the run completed, 1 it failed or was interrupted, 2 a bad spec or usage.
+Everything it prints from a run or a store (results, printed output, errors, run lists)
+goes through :func:`~planbook.safetext.neutralise`: stored text cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .errors import PlanbookError, PlanError, closest
 from .models import Plan, RunResult
 from .policies import POLICIES
 from .runner import Runner
+from .safetext import neutralise
 from .views.text import format_result, summary_line
 from .tools import Toolbox
 
@@ -161,37 +164,37 @@ def _read_spec(path: str) -> Plan:
 def _execute(runner: Runner, plain: bool) -> RunResult:
     if plain or not sys.stdout.isatty():
         result = runner.run()
-        print(format_result(result))
+        print(neutralise(format_result(result)))
     else:
         from .views.terminal import TerminalView
 
         with TerminalView(runner):
             result = runner.run()
-        print(summary_line(result))
+        print(neutralise(summary_line(result)))
         if result.error:
-            print(("Error: " if not result.ok else "Note: ") + result.error)
+            print(neutralise(("Error: " if not result.ok else "Note: ") + result.error))
     for step in result.plan.steps:
         if step.output:
             lines = step.output.rstrip("\n").splitlines()
             shown = "\n".join(lines[:MAX_OUTPUT_LINES])
             more = f"\n… {len(lines) - MAX_OUTPUT_LINES} more lines" if len(lines) > MAX_OUTPUT_LINES else ""
-            print(f"\nStep {step.id} printed:\n{shown}{more}")
+            print(neutralise(f"\nStep {step.id} printed:\n{shown}{more}"))
     for step_id, value in final_outputs(result).items():
-        print(f"\nResult of step {step_id}:\n{printable(value)}")
+        print(neutralise(f"\nResult of step {step_id}:\n{printable(value)}"))
     return result
 
 
 def printable(value: Any) -> str:
-    """``str(value)``; a result whose ``__str__`` raises is described instead (the run is done:
-    printing its answers must not turn it into a crash)."""
+    """``str(value)`` with its control characters shown as escapes; a result whose ``__str__``
+    raises is described instead (the run is done: printing its answers must not turn it into a crash)."""
     try:
-        return str(value)
+        return neutralise(str(value))
     except Exception as exc:
         try:
             text = repr(value)
         except Exception:
             text = f"a {type(value).__name__} object"
-        return f"{text} (printing it failed: {type(exc).__name__}: {exc})"
+        return neutralise(f"{text} (printing it failed: {type(exc).__name__}: {exc})")
 
 
 #: the marks and signs planbook prints, as ASCII, for a stream whose encoding lacks them
@@ -282,11 +285,11 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command in ("runs", "show"):
         try:
             if args.command == "runs":
-                print(cli_runs.list_runs(args))
+                print(neutralise(cli_runs.list_runs(args)))
             else:
                 print(printable(cli_runs.show_run(args)))
         except PlanbookError as exc:
-            print(f"planbook: {exc}", file=sys.stderr)
+            print(neutralise(f"planbook: {exc}"), file=sys.stderr)
             return EXIT_USAGE
         return EXIT_OK
     if args.command == "resume":
@@ -335,7 +338,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except (PlanbookError, UsageProblem, ValueError, TypeError) as exc:  # a bad spec, option or --store
         for server in servers:
             server.close()
-        print(f"planbook: {exc}", file=sys.stderr)
+        print(neutralise(f"planbook: {exc}"), file=sys.stderr)
         if isinstance(exc, PlanError) and not (args.tools or args.agents or getattr(args, "mcp", None)):
             codes = set(exc.codes)
             if "unknown_tool" in codes or "unknown_agent" in codes:
@@ -366,10 +369,10 @@ def _resume(args: argparse.Namespace) -> int:
         print(f"run {args.run_id or 'latest'} already ended; nothing to resume\n{printable(result)}")
         return EXIT_OK if result.ok else EXIT_FAILED
     except PlanbookError as exc:
-        print(f"planbook: {exc}", file=sys.stderr)
+        print(neutralise(f"planbook: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     except (UsageProblem, ValueError, TypeError) as exc:
-        print(f"planbook: {exc}", file=sys.stderr)
+        print(neutralise(f"planbook: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     result = _execute(runner, args.plain)
     return EXIT_OK if result.ok else EXIT_FAILED

@@ -215,7 +215,7 @@ class FuturesExecutor:
 
         def settle(future: Any) -> None:
             try:
-                call.value = future.result()
+                _settle(call, future.result())
             except BaseException as exc:  # noqa: BLE001 - cancelled or failed: handed to the runner
                 call.error = exc
             call.finished = True
@@ -244,7 +244,7 @@ class FuturesExecutor:
                 if error is not None:
                     call.error = error
                 elif i < len(outcomes):
-                    call.value = outcomes[i]
+                    _settle(call, outcomes[i])
                 else:
                     call.error = NotReached()
             for call in calls:
@@ -282,3 +282,14 @@ class FuturesExecutor:
 
     def shutdown(self) -> None:
         pass  # the caller owns it
+
+
+def _settle(call: Call, outcome: Any) -> None:
+    """Hand a shipped call's outcome to ``call``. A call whose tool raised ``KeyboardInterrupt``
+    comes back as an outcome marked ``interrupted`` (a ``BaseException`` escaping a Dask task
+    stops the cluster's event loop, and the run would never return): it becomes the
+    ``KeyboardInterrupt`` it was, so the run is interrupted as on planbook's own threads."""
+    if getattr(outcome, "interrupted", False):
+        call.error = KeyboardInterrupt()
+    else:
+        call.value = outcome

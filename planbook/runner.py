@@ -22,7 +22,7 @@ from .config import RunConfig
 from .dispatch import Dispatcher, Flight
 from .errors import PlanError, Problem
 from .eventbus import RUN_HOOKS, EventBus, EventHandler
-from .execute import stdout_routing
+from .execute import stdout_routing, summarize
 from .executors import NotReached
 from .gcwindow import FreezeWindow, collector_paused, freeze_window
 from .interrupts import checkpoint, interrupt_gate
@@ -307,8 +307,8 @@ class Runner:
             with interrupt_gate(), stdout_routing(), freeze_window() as self._gc:
                 try:
                     self._loop(until, max_executions)
-                except KeyboardInterrupt:
-                    self._interrupt()
+                except KeyboardInterrupt as exc:
+                    self._interrupt(str(exc))
         finally:
             self._gc = _NO_WINDOW
             self._until = None
@@ -344,8 +344,8 @@ class Runner:
             with interrupt_gate(), stdout_routing():
                 try:
                     return self._tick(limit=None)
-                except KeyboardInterrupt:
-                    self._interrupt()
+                except KeyboardInterrupt as exc:
+                    self._interrupt(str(exc))
                     return None
         finally:
             if not self.dispatch.inflight:
@@ -526,7 +526,7 @@ class Runner:
                        notes=f"{CACHED_NOTE}the result of step {hit.step_id} in run {hit.run_id}",
                        started_at=now, finished_at=now)
         self.scheduler.completed(step)
-        self.emit("step.cached", step=step.id, from_run=hit.run_id, from_step=hit.step_id, result=_short(hit.result))
+        self.emit("step.cached", step=step.id, from_run=hit.run_id, from_step=hit.step_id, result=summarize(hit.result))
         self._changed(step)
         return True
 
@@ -592,7 +592,8 @@ class Runner:
             # a batch's call after a failure never started: it is simply ready again
             self._uncount(flight, "" if isinstance(flight.future.exception(), NotReached) else INTERRUPTED_NOTE)
             if isinstance(flight.future.exception(), KeyboardInterrupt):
-                raise KeyboardInterrupt  # the call itself was interrupted: so is the run
+                # the call itself was interrupted (a tool raised it, on any thread or executor): so is the run
+                raise KeyboardInterrupt(f"the call of step {step.id!r} raised KeyboardInterrupt")
             return
         now = self.clock()
         if not outcome.ok or outcome.output:  # an echoed secret (a secret arg, the model key) leaves no trace
@@ -635,7 +636,8 @@ class Runner:
         ))
         if outcome.ok:
             self.scheduler.completed(step)
-            finished = {"duration": step.duration, "result": _short(outcome.result), "execution": flight.execution}
+            finished = {"duration": step.duration, "execution": flight.execution,
+                        "result": outcome.summary if outcome.summary is not None else summarize(outcome.result)}
             if kept:
                 finished["kept"] = True
             self.bus.publish("step.finished", step.id, finished)
@@ -731,12 +733,16 @@ class Runner:
             self._finish("completed", "steps_skipped", f"the run reached the end without steps {', '.join(undone)}")
 
     # ------------------------------------------------------------- interrupts
-    def _interrupt(self) -> None:
-        """Ctrl-C: keep every call that completed; leave running calls to finish in the background."""
+    def _interrupt(self, why: str = "") -> None:
+        """Ctrl-C (or a call that raised KeyboardInterrupt: ``why``): keep every call that completed;
+        leave running calls to finish in the background."""
         for flight in list(self.dispatch.inflight):
             if flight.future.done():
                 self.dispatch.inflight.remove(flight)
-                self._record(flight, kept=True)
+                try:
+                    self._record(flight, kept=True)
+                except KeyboardInterrupt as exc:  # that call raised it too: it runs again, like the rest
+                    why = why or str(exc)
         for flight in self.dispatch.inflight:
             if flight.handle is not None:
                 flight.handle.cancel()  # an awaited coroutine stops at its next await
@@ -748,7 +754,7 @@ class Runner:
             return
         self._pause_why = None
         s = self.state
-        s.status, s.reason, s.error = "interrupted", "interrupted", "interrupted by the user"
+        s.status, s.reason, s.error = "interrupted", "interrupted", f"interrupted: {why}" if why else "interrupted by the user"
         self.emit("run.finished", status="interrupted", reason="interrupted", error=s.error,
                   executions=s.executions, replans=s.replans)
         if self.recorder is not None:
@@ -791,14 +797,6 @@ class Runner:
 
 
 _NO_WINDOW = FreezeWindow(active=False)  # outside run(): advance() keeps nothing frozen
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    try:
-        text = repr(value)
-    except Exception as exc:  # a result whose repr is broken is still a result
-        text = f"<{type(value).__name__} (repr failed: {type(exc).__name__})>"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def run(
