@@ -474,3 +474,26 @@ def test_a_streamable_http_server_by_url(probe_script: Path) -> None:
     finally:
         server.terminate()
         server.wait(30)
+
+
+@needs_servers
+def test_a_server_in_the_kernels_environment_is_found_without_an_activated_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A virtualenv's Jupyter started without activating the env has the env's bin off PATH."""
+    import os
+    import shutil
+
+    from planbook.mcp.client import _program
+
+    if shutil.which("mcp-server-time", path=os.path.dirname(sys.executable)) is None:
+        pytest.skip("mcp-server-time is not installed beside this interpreter")
+    monkeypatch.setenv("PATH", os.defpath)
+    assert shutil.which("mcp-server-time") is None or os.path.dirname(shutil.which("mcp-server-time")) != os.path.dirname(sys.executable)
+    found = _program("mcp-server-time")
+    assert os.path.dirname(found) == os.path.dirname(sys.executable)
+    from planbook.mcp import connect
+
+    with connect("mcp-server-time --local-timezone UTC") as tools:
+        assert "get_current_time" in tools
+    assert _program("no-such-mcp-server-xyz") == "no-such-mcp-server-xyz"  # left for the OS to report

@@ -277,6 +277,19 @@ class MCPToolbox(Toolbox):
 _LIVE: list[MCPToolbox] = []
 
 
+
+def _program(name: str) -> str:
+    """A server installed in the kernel's own environment (``pip install mcp-server-time`` in a
+    virtualenv whose ``bin`` is not on PATH, as when Jupyter was started without activating it)
+    is found beside the interpreter; anything else is left for the OS to find, or to report."""
+    import shutil
+    import sys
+
+    if os.sep in name or (os.altsep and os.altsep in name) or shutil.which(name):
+        return name
+    beside = shutil.which(name, path=os.path.dirname(sys.executable))
+    return beside or name
+
 def connect(
     command: str | Sequence[str] | None = None,
     *,
@@ -309,6 +322,7 @@ def connect(
             raise ValueError("connect(): the command is empty; give the server's command line, "
                              "e.g. connect('mcp-server-time --local-timezone UTC')")
         label = shlex.join(argv)
+        argv[0] = _program(argv[0])
     else:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"connect(url=...): {url!r} is not an http(s) URL of a streamable-HTTP MCP endpoint")
