@@ -195,7 +195,8 @@ def test_an_id_made_from_a_goal_is_cut_between_words() -> None:
 # ------------------------------------------------------------------ in a kernel, as the user sees it
 KERNEL_SETUP = """
 import planbook
-from ipywidgets.widgets.widget import _instances as widgets_alive
+from ipywidgets.widgets import widget as _widget_module
+widgets_alive = getattr(_widget_module, "_instances", None) or _widget_module.Widget._active_widgets  # 8.0 kept them on the class
 from planbook.views.state import ViewState
 %load_ext planbook
 
