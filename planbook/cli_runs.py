@@ -50,6 +50,8 @@ def list_runs(args: argparse.Namespace) -> str:
     lines = [f"{'run':<24} {'status':<22} {'steps':>9} {'model calls':>11}  {'started':<16}  goal"]
     for r in listed:
         verdict = f"{r.status} ({r.reason})" if r.reason and r.reason != r.status else r.status
+        if (r.status, r.reason) == ("running", "waiting"):
+            verdict = "waiting for approval"  # a step waits for a person's decision (planbook.steering)
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))
         goal = r.goal if len(r.goal) <= 48 else r.goal[:47] + "…"
         lines.append(f"{r.run_id:<24} {verdict:<22} {f'{r.steps_done}/{r.steps_total}':>9} {r.model_calls:>11}  "

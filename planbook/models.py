@@ -293,6 +293,9 @@ EventKind = Literal[
     "llm.call",
     "run.paused",
     "run.finished",
+    "step.waiting",
+    "step.decided",
+    "run.steered",
 ]
 
 
@@ -401,6 +404,7 @@ RunReason = Literal[
     "interrupted",
     "paused",
     "stopped",
+    "waiting",
 ]
 
 

@@ -76,13 +76,15 @@ def resume(
     on_event: Any = None,
     executor: Any = None,
     run: bool = True,
+    approve: Any = None,
 ) -> RunResult | Runner:
     """Continue a stored run (the latest by default) and return its result.
 
     ``plan``: the plan the run was made from, to take again the args a store does not
     keep (secrets). ``rerun``: steps that were in progress at the crash and whose tool is
     not idempotent, to run again anyway. ``run=False`` returns the ready :class:`Runner`
-    (the magics attach a view first).
+    (the magics attach a view first). ``approve``: as for :func:`planbook.run`; a step that was
+    waiting for a decision when the run stopped asks again.
     """
     opened = _open(store)
     stored = opened.load_run(run_id or _latest(opened))
@@ -129,7 +131,7 @@ def resume(
         on_failure=policy, retries=config.get("retries") if retrying else None,
         max_steps=config.get("max_steps", 12), max_replans=config.get("max_replans", 5),
         step_timeout=config.get("step_timeout"), parallel=config.get("parallel", 1), executor=executor,
-        store=opened, on_event=on_event, cache=config.get("cache"),
+        store=opened, on_event=on_event, cache=config.get("cache"), approve=approve,
     )
     runner.adopt(state, stored.run_id)
     return runner.run() if run else runner

@@ -1,0 +1,240 @@
+"""Background runs: :func:`start` runs a plan on a thread of its own and returns a :class:`RunHandle`.
+
+The cell that starts a run returns at once, so the notebook stays usable: other cells
+run, the live view's buttons reach the kernel (a click is not delivered while a cell
+blocks), and decisions steer the run through the engine's decide step
+(:mod:`planbook.steering`). The thread runs in a copy of the starting cell's context,
+so under ipykernel 7 what it displays belongs to that cell (its parent header), and a
+step's printed output goes to its pane only (captured per thread by the runner).
+A kernel interrupt (SIGINT) reaches only the main thread: it never stops a background
+run, which has its own :meth:`RunHandle.stop`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import threading
+from collections.abc import Generator, Mapping
+from typing import Any
+
+from .approvals import Decision, Who, check_edit
+from .models import Plan, RunResult, Status
+from .runner import Runner
+
+__all__ = ["RunHandle", "start"]
+
+
+class RunHandle:
+    """A run going on in the background: ask it how it stands, wait for it, steer it.
+
+    ``status``: ``running``, ``waiting`` (a step waits for your decision), ``paused``,
+    then ``completed``/``failed``. ``result`` once it ended; ``wait(timeout)`` or ``await
+    handle`` for it. ``pause()`` finishes the running steps and starts nothing new,
+    ``resume()`` goes on, ``stop()`` ends it like the ``abort`` policy (running steps finish;
+    the result is ``failed (aborted)``). ``approve(id)``, ``skip(id, why)``, ``edit(id,
+    **args)`` decide for a step that waits — or will: a decision given before the step asks
+    is kept for it, so a notebook can decide in code and run the same way every time.
+    """
+
+    def __init__(self, runner: Runner, *, view: Any = None) -> None:
+        self.runner = runner
+        self.steering = runner.steer()
+        self.steering.remote = True
+        self._future: concurrent.futures.Future[RunResult] = concurrent.futures.Future()
+        self._resume = threading.Event()
+        self._stop_while_paused: Who | None = None
+        self._resumed_by: Who = "api"
+        #: the live view's bridge (planbook.views.live.LiveView) when one is shown
+        self.view = view
+        context = contextvars.copy_context()  # the cell's parent header travels with the thread
+        self._thread = threading.Thread(target=context.run, args=(self._main,), daemon=True,
+                                        name=f"planbook-run-{runner.plan.id}")
+
+    def _begin(self) -> "RunHandle":
+        self.steering.check_askers(self.runner)
+        self._thread.start()
+        return self
+
+    # ------------------------------------------------------------------ the thread
+    def _main(self) -> None:
+        runner = self.runner
+        if self.view is not None:
+            self.view.thread = threading.get_ident()  # the view draws on the run's thread from now on
+        try:
+            result = runner.run()
+            while result.status == "paused":
+                self._resume.wait()
+                self._resume.clear()
+                if self._stop_while_paused is not None:
+                    who = self._stop_while_paused
+                    runner.emit("run.steered", action="stop", who=who)
+                    runner._finish("failed", "aborted", f"stopped by you ({who}) while paused")
+                    result = runner.result()
+                    break
+                runner.emit("run.steered", action="resume", who=self._resumed_by)
+                result = runner.run()
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits, never lost in a thread
+            self._close_view()
+            self._future.set_exception(exc)
+            return
+        self._close_view()
+        self._future.set_result(result)
+
+    def _close_view(self) -> None:
+        if self.view is not None:
+            self.view.close()
+
+    # ------------------------------------------------------------------ state
+    @property
+    def status(self) -> str:
+        """``running``, ``waiting``, ``paused``, ``completed``, ``failed`` (or ``interrupted``)."""
+        state = self.runner.state.status
+        if state == "running" and self.steering.waiting:
+            return "waiting"
+        return state
+
+    @property
+    def waiting(self) -> list[str]:
+        """The steps waiting for your decision, in plan order."""
+        waiting = set(self.steering.waiting)
+        return [s.id for s in self.runner.plan.steps if s.id in waiting]
+
+    @property
+    def done(self) -> bool:
+        return self._future.done()
+
+    @property
+    def result(self) -> RunResult:
+        """The run's result (only once it ended: ``wait()`` or ``await handle`` for it)."""
+        if not self._future.done():
+            raise RuntimeError(f"the run of plan {self.runner.plan.id!r} is still {self.status}: "
+                               "call handle.wait() (or `await handle`) for its result")
+        return self._future.result()
+
+    def wait(self, timeout: float | None = None) -> RunResult:
+        """Block until the run ends and return its result; TimeoutError after ``timeout`` s
+        (the run goes on). A kernel interrupt stops the waiting, not the run."""
+        try:
+            return self._future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"the run of plan {self.runner.plan.id!r} is still {self.status} after {timeout:g} s "
+                               f"(it goes on{'; waiting for you: ' + ', '.join(self.waiting) if self.waiting else ''})"
+                               ) from None
+
+    def __await__(self) -> Generator[Any, None, RunResult]:
+        return asyncio.wrap_future(self._future).__await__()
+
+    # ------------------------------------------------------------------ controls
+    def pause(self, *, who: Who = "api") -> None:
+        """Finish the running steps and start nothing new (``resume()`` goes on)."""
+        self._running_or_raise("pause")
+        self.steering.control("pause", who)
+
+    def resume(self, *, who: Who = "api") -> None:
+        """Go on after a pause."""
+        if self.runner.state.status != "paused":
+            raise RuntimeError(f"the run of plan {self.runner.plan.id!r} is {self.status}, not paused: "
+                               "nothing to resume")
+        self._resumed_by = who
+        self._resume.set()
+
+    def stop(self, *, who: Who = "api") -> None:
+        """End the run like the ``abort`` policy: running steps finish, nothing new starts."""
+        if self.done:
+            return
+        if self.runner.state.status == "paused":
+            self._stop_while_paused = who
+            self._resume.set()
+            return
+        self.steering.control("stop", who)
+
+    def _running_or_raise(self, what: str) -> None:
+        if self.done or self.runner.finished:
+            raise RuntimeError(f"the run of plan {self.runner.plan.id!r} has ended ({self.status}): nothing to {what}")
+
+    # ------------------------------------------------------------------ decisions
+    def approve(self, step_id: str | None = None, *, who: Who = "api") -> None:
+        """Let ``step_id`` run (without an id: the one step that waits)."""
+        self.decide(self._which(step_id, "approve"), Decision.approve(who=who))
+
+    def skip(self, step_id: str | None = None, reason: str = "", *, who: Who = "api") -> None:
+        """Do not run ``step_id``: it is ``skipped`` (with your reason), and what needs it is blocked."""
+        self.decide(self._which(step_id, "skip"), Decision.skip(reason, who=who))
+
+    def edit(self, step_id: str, args: Mapping[str, Any] | None = None, *, who: Who = "api",
+             **kwargs: Any) -> None:
+        """Run ``step_id`` with new arguments (``args`` replaces them; keywords change some of them).
+
+        They are checked against the tool's signature now (ValueError names each problem);
+        the edit is a new revision with a ``revised`` diff."""
+        step = self._step(step_id)
+        new = dict(args) if args is not None else {**step.args, **kwargs}
+        if args is not None and kwargs:
+            new.update(kwargs)
+        self.decide(step_id, Decision.edit(check_edit(step, new, self.runner.tools), who=who))
+
+    def decide(self, step_id: str, decision: Decision) -> None:
+        """Give a :class:`Decision` about ``step_id`` (now, or kept until it asks)."""
+        if not isinstance(decision, Decision):
+            raise TypeError(f"decide() takes a planbook Decision, got {type(decision).__name__}")
+        self._running_or_raise(decision.action)
+        step = self._step(step_id)
+        if not self.steering.rule.asks(step):
+            raise ValueError(f"step {step_id!r} does not wait for approval (its tool was not registered with "
+                             "approve=True and approve= does not name it): there is nothing to decide")
+        if step.status is not Status.not_started:
+            raise ValueError(f"step {step_id!r} is {step.status.value}: it can no longer be decided about")
+        if decision.action == "edit":
+            check_edit(step, decision.args or {}, self.runner.tools)
+        self.steering.give(step_id, decision)
+
+    def _step(self, step_id: str) -> Any:
+        return self.runner.plan.step(step_id)  # KeyError names the known ids
+
+    def _which(self, step_id: str | None, what: str) -> str:
+        if step_id is not None:
+            return step_id
+        waiting = self.waiting
+        if len(waiting) != 1:
+            raise ValueError(f"say which step to {what}: "
+                             + (f"{len(waiting)} steps wait ({', '.join(waiting)})" if waiting
+                                else "no step waits yet (a decision given early needs the step's id)"))
+        return waiting[0]
+
+    # ------------------------------------------------------------------ display
+    def __repr__(self) -> str:
+        return f"<RunHandle plan {self.runner.plan.id!r}: {self.status}>"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        """The live view (its widget where widgets run); ``text/plain`` is one line that does
+        not depend on how far the run got (notebooks compare it)."""
+        line = (f"background run of plan {self.runner.plan.id!r} ({len(self.runner.plan.steps)} steps): "
+                "the live view shows it; handle.status, handle.wait()")
+        target = getattr(self.view, "target", None)
+        if target is None or not hasattr(target, "_repr_mimebundle_"):
+            return {"text/plain": line}
+        bundle = target._repr_mimebundle_(include, exclude)
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        return {**data, "text/plain": line}, metadata
+
+
+def start(plan: Plan | str, *, view: bool | None = None, **options: Any) -> RunHandle:
+    """Start a run in the background and return its :class:`RunHandle` at once.
+
+    Takes the options of :func:`planbook.run` (``approve=``, ``approve_timeout=``, ``parallel=``,
+    ``store=``, ...). ``view``: show the live view when the handle is displayed (default: in a
+    notebook kernel). Steps that ask for approval wait for ``handle.approve(id)`` (or the view's
+    buttons) instead of needing a callable.
+    """
+    runner = Runner(plan, **options)
+    bridge = None
+    if view or view is None:
+        from .views.steer import background_view  # the views layer, loaded only when a view is wanted
+
+        bridge = background_view(runner, required=bool(view))
+    handle = RunHandle(runner, view=bridge)
+    if bridge is not None and hasattr(bridge.target, "attach_handle"):
+        bridge.target.attach_handle(handle)
+    return handle._begin()
