@@ -23,7 +23,7 @@ from .approvals import Decision, Who, check_edit
 from .models import Plan, RunResult, Status
 from .runner import Runner
 
-__all__ = ["RunHandle", "start"]
+__all__ = ["RunHandle", "start", "start_runner"]
 
 
 class RunHandle:
@@ -228,7 +228,11 @@ def start(plan: Plan | str, *, view: bool | None = None, **options: Any) -> RunH
     notebook kernel). Steps that ask for approval wait for ``handle.approve(id)`` (or the view's
     buttons) instead of needing a callable.
     """
-    runner = Runner(plan, **options)
+    return start_runner(Runner(plan, **options), view=view)
+
+
+def start_runner(runner: Runner, *, view: bool | None = None) -> RunHandle:
+    """Start a built runner in the background (``%run_plan --background`` comes here too)."""
     bridge = None
     if view or view is None:
         from .views.steer import background_view  # the views layer, loaded only when a view is wanted

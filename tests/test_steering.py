@@ -345,3 +345,51 @@ def test_a_waiting_run_is_listed_as_waiting_and_a_resumed_one_asks_again(tmp_pat
     resumed = planbook.resume(store=str(crashed), tools=mail.tools,
                               approve=lambda step, ctx: asked.append(step.id) or Decision.approve())
     assert resumed.status == "completed" and "send" in asked and len(mail.sent) == 2
+
+
+# ------------------------------------------------------------------ the live view's controls
+def _view_of(runner: Any) -> Any:
+    from planbook.handle import RunHandle
+    from planbook.views.live import LiveView
+    from planbook.views.widget import PlanView
+
+    target = PlanView(runner, note="live", controls=True)
+    handle = RunHandle(runner, view=LiveView(runner, target))
+    target.attach_handle(handle)
+    return target, handle._begin()
+
+
+def test_the_views_buttons_decide_and_show_a_refused_edit_inline() -> None:
+    pytest.importorskip("anywidget")
+    mail, events = Mail(), Events()
+    target, handle = _view_of(planbook.Runner(MAIL, tools=mail.tools, on_event=events))
+    events.wait_for("step.waiting", "send")
+    target.render(handle.runner)
+    assert target.widget.controls is True
+    assert target.head["waiting"] == 1 and target.widget.waiting == {"send": {"text": "$draft", "to": "bob"}}
+    click = target._on_front_end
+    click(None, {"type": "control", "action": "edit", "step": "send", "args": '{"text": "$draft", "to": 5}'}, [])
+    assert "argument 'to' of tool 'send' expects str" in target.widget.errors["send"]
+    click(None, {"type": "control", "action": "edit", "step": "send", "args": "{not json"}, [])
+    assert target.widget.errors["send"].startswith("the arguments are not JSON")
+    assert handle.status == "waiting" and mail.sent == []
+    click(None, {"type": "control", "action": "edit", "step": "send", "args": '{"text": "$draft", "to": "al"}'}, [])
+    assert "send" not in target.widget.errors
+    result = handle.wait(30)
+    assert mail.sent == [("dear bob", "al")]
+    assert [e.data["who"] for e in result.events if e.kind == "step.decided"] == ["widget"]
+    assert target.widget.revisions[-1]["revised"] == ["send"]
+    assert target.widget.revisions[-1]["reason"] == "edited by you (widget)"
+    assert target.head["status"] == "completed" and target.head["waiting"] == 0
+
+
+def test_the_views_stop_button() -> None:
+    pytest.importorskip("anywidget")
+    mail, events = Mail(), Events()
+    target, handle = _view_of(planbook.Runner(MAIL, tools=mail.tools, on_event=events))
+    events.wait_for("step.waiting", "send")
+    target._on_front_end(None, {"type": "control", "action": "stop"}, [])
+    result = handle.wait(30)
+    assert (result.status, result.reason, result.error) == ("failed", "aborted", "stopped by you (widget)")
+    target._on_front_end(None, {"type": "control", "action": "pause"}, [])
+    assert "has ended" in target.widget.errors[""]

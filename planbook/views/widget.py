@@ -63,6 +63,12 @@ class PlanWidget(anywidget.AnyWidget):
     selected = t.Unicode("").tag(sync=True)
     #: names this model's store of panes in the browser (set at creation, so it is there at once)
     uid = t.Unicode("").tag(sync=True)
+    #: a background run: Pause / Continue / Stop, and Approve / Skip / Edit on waiting steps
+    controls = t.Bool(False).tag(sync=True)
+    #: the steps waiting for a decision, with their arguments (what the editor starts from)
+    waiting = t.Dict().tag(sync=True)
+    #: a refused decision's message, by step id ("" for the run's own buttons), shown inline
+    errors = t.Dict().tag(sync=True)
 
 
 class PlanView:
@@ -74,8 +80,10 @@ class PlanView:
     ``note``: a line above that static HTML.
     """
 
-    def __init__(self, source: Any, *, note: str = "") -> None:
-        self.widget = PlanWidget(uid=secrets.token_hex(8))
+    def __init__(self, source: Any, *, note: str = "", controls: bool = False) -> None:
+        self.widget = PlanWidget(uid=secrets.token_hex(8), controls=controls)
+        #: the RunHandle the buttons steer (planbook.views.steer)
+        self.handle: Any = None
         self.note = note
         self.renders = 0
         #: every pane sent (what a full batch re-sends), by step id
@@ -143,6 +151,10 @@ class PlanView:
             revisions = [d.model_dump(mode="json") for d in state.revisions]
             if revisions != w.revisions:
                 w.revisions = revisions
+            if self.handle is not None:
+                waiting = {i: self.state.plan.step(i).args for i in self.handle.waiting}
+                if waiting != w.waiting:
+                    w.waiting = waiting
 
     def _head(self, state: ViewState, origin: float | None) -> dict[str, Any]:
         plan = state.plan
@@ -158,6 +170,7 @@ class PlanView:
             "elapsed": round(state.elapsed, 1) if state.elapsed is not None else None,
             "now": round(state.now - origin, 3) if state.now is not None and origin is not None else None,
             "critical": [] if running else state.critical_path(),
+            "waiting": len(self.handle.waiting) if self.handle is not None and running else 0,
         }
 
     def _changed_panes(self, steps: list[Step], origin: float | None) -> dict[str, dict[str, Any]]:
@@ -201,6 +214,22 @@ class PlanView:
     def _on_front_end(self, widget: Any, content: Any, buffers: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "resend":
             self.resend()
+        elif isinstance(content, dict) and content.get("type") == "control" and self.handle is not None:
+            from .steer import on_control
+
+            error = on_control(self.handle, content)
+            errors = dict(self.widget.errors)
+            key = str(content.get("step") or "")
+            if error:
+                errors[key] = error
+            else:
+                errors.pop(key, None)
+            self.widget.errors = errors
+
+    def attach_handle(self, handle: Any) -> None:
+        """Let the view's buttons steer ``handle`` (a background run)."""
+        self.handle = handle
+        self.widget.controls = True
 
     # ------------------------------------------------------------------ panes
     def open(self, step_id: str) -> dict[str, Any]:

@@ -49,6 +49,13 @@ const CSS = `
 .pb-close{float:right;cursor:pointer;border:none;background:none;font-size:14px;color:#666}
 .pb-svgbox{overflow:auto;max-height:440px;border:1px solid #e0e0e0}
 .pb-note{color:#666;font-size:11px;margin:2px 0}
+.pb-waiting{background:#fff3cd;color:#7a4f00;font-weight:600}
+.pb-banner{background:#ffe8a3;color:#6b4500;border:1px solid #e0b000;border-radius:4px;padding:3px 8px;margin:4px 0;font-weight:600}
+.pb-ctl{display:flex;gap:6px;align-items:center;margin:4px 0}
+.pb-ctl button,.pb-row button,.pb-decide button{font:inherit;font-size:12px;padding:0 8px;cursor:pointer;border-radius:3px;
+  border:1px solid #999;background:var(--jp-layout-color1,#fafafa);color:inherit}
+.pb-row button{height:18px;line-height:16px}
+.pb-editor{width:100%;box-sizing:border-box;font-family:monospace;font-size:12px;min-height:3.5em}
 .planbook-revisions del{color:#b71c1c}.planbook-revisions ins{background:#e6ffed;text-decoration:none}
 .planbook-revisions ul{margin:2px 0 6px 0;padding-left:20px;list-style:none}
 `;
@@ -168,6 +175,23 @@ function render({ model, el }) {
     if (store.tab === "graph") drawGraph();
   };
 
+  // a decision or control goes to the kernel (it arrives once no cell is running there)
+  function send(action, step, args) {
+    model.send({ type: "control", action, step: step || "", args });
+  }
+
+  function decideButtons(id) {
+    const stop = (fn) => (e) => { e.stopPropagation(); fn(); };
+    return [
+      h("button", { "data-decide": "approve", text: "Approve", onclick: stop(() => send("approve", id)) }),
+      h("button", { "data-decide": "skip", text: "Skip", onclick: stop(() => send("skip", id)) }),
+      h("button", { "data-decide": "edit", text: "Edit", onclick: stop(() => {
+        store.editing = id;
+        if (model.get("selected") !== id) open(id); else drawPane();
+      }) }),
+    ];
+  }
+
   function rowsAndStatus() {
     const rows = model.get("rows") || [];
     const statuses = model.get("statuses") || "";
@@ -192,6 +216,17 @@ function render({ model, el }) {
     if (head.budgets) line += ` · ${head.budgets}`;
     if (head.elapsed !== null && head.elapsed !== undefined) line += ` · elapsed ${duration(head.elapsed)}`;
     parts.push(h("div", { class: "pb-counts", text: line }));
+    if (head.waiting) parts.push(h("div", { class: "pb-banner planbook-waiting-banner",
+      text: `Waiting for you: ${head.waiting} step${head.waiting > 1 ? "s" : ""} (${Object.keys(model.get("waiting") || {}).join(", ")}) · approve, skip or edit below` }));
+    if (model.get("controls") && (head.status === "running" || head.status === "paused")) {
+      const ctl = h("div", { class: "pb-ctl planbook-controls" });
+      if (head.status === "running") ctl.append(h("button", { "data-control": "pause", text: "⏸ Pause", onclick: () => send("pause") }));
+      else ctl.append(h("button", { "data-control": "continue", text: "▶ Continue", onclick: () => send("continue") }));
+      ctl.append(h("button", { "data-control": "stop", text: "⏹ Stop", onclick: () => send("stop") }));
+      const error = (model.get("errors") || {})[""];
+      if (error) ctl.append(h("span", { class: "pb-err", text: error }));
+      parts.push(ctl);
+    }
     if (head.status && head.status !== "running") {
       parts.push(h("div", { class: `pb-verdict planbook-verdict ${tone}`, text: head.verdict }));
       if (head.why) parts.push(h("div", { class: `pb-verdict ${tone}`, style: "font-weight:normal", text: head.why }));
@@ -234,16 +269,19 @@ function render({ model, el }) {
     const first = Math.max(0, Math.floor(store.scroll / ROW_H) - 4);
     const last = Math.min(n, first + VISIBLE_ROWS + 8);
     const selected = model.get("selected");
+    const waiting = model.get("waiting") || {};
     const items = [];
     for (let i = first; i < last; i++) {
       const [id, executor, task, needs] = rows[i];
       const code = statuses[i] || "n";
       const [name, mark] = STATUS[code];
-      const row = h("div", { class: `pb-row planbook-step pb-${name} planbook-${name}${id === selected ? " open" : ""}`,
+      const waits = code === "n" && id in waiting;
+      const row = h("div", { class: `pb-row planbook-step pb-${name} planbook-${name}${waits ? " pb-waiting planbook-waiting" : ""}${id === selected ? " open" : ""}`,
         "data-step": id, style: `top:${i * ROW_H}px`, title: needs.length ? `needs ${needs.join(", ")}` : null,
         onclick: () => open(id) },
-        h("span", { class: "m", text: mark }), h("span", { class: "i", text: id }),
-        h("span", { class: "x", text: executor }), h("span", { class: "k", text: task }),
+        h("span", { class: "m", text: waits ? "[?]" : mark }), h("span", { class: "i", text: id }),
+        h("span", { class: "x", text: executor }), h("span", { class: "k", text: waits ? `waiting for you: ${task}` : task }),
+        ...(waits ? decideButtons(id) : []),
         h("span", { class: "d", text: stepTime(id, code) }));
       items.push(row);
     }
@@ -263,6 +301,16 @@ function render({ model, el }) {
     const [, executor, task, needs] = rows[index];
     const [status, mark] = STATUS[statuses[index] || "n"];
     const pane = store.panes[id] || {};
+    const waiting = model.get("waiting") || {};
+    const error = (model.get("errors") || {})[id] || "";
+    if (!(id in waiting) && store.editing === id) store.editing = null;
+    const editor = paneBox.querySelector("textarea.pb-editor");
+    if (store.editing === id && editor && document.activeElement === editor && editor.dataset.step === id) {
+      // the person is typing: keep the editor as it is, show only the latest error
+      const shown = paneBox.querySelector(".planbook-edit-error");
+      if (shown) shown.textContent = error;
+      return;
+    }
     const table = h("table", {},
       paneRow("status", `${mark} ${status}`, `pb-${status}`),
       paneRow("call", pane.call || `${executor} ${task}`, "mono"));
@@ -287,7 +335,20 @@ function render({ model, el }) {
     if (pane.output) parts.push(h("div", { class: "pb-label", text: "printed" }), h("pre", { class: "pb-pre", text: pane.output }));
     if (pane.traceback) parts.push(h("div", { class: "pb-label", text: "traceback" }),
       h("pre", { class: "pb-pre pb-err", text: pane.traceback }));
-    if (!store.panes[id]) parts.push(h("div", { class: "pb-note", text: "not run yet" }));
+    if (id in waiting) {
+      const decide = h("div", { class: "pb-decide planbook-decide" },
+        h("div", { class: "pb-label", text: "waiting for your decision" }), ...decideButtons(id));
+      if (store.editing === id) {
+        const area = h("textarea", { class: "pb-editor planbook-editor", "data-step": id, spellcheck: "false" });
+        area.value = (store.drafts || {})[id] ?? JSON.stringify(waiting[id], null, 1);
+        area.addEventListener("input", () => { (store.drafts = store.drafts || {})[id] = area.value; });
+        decide.append(h("div", { class: "pb-label", text: "new arguments (JSON), checked against the tool's signature" }), area,
+          h("div", {}, h("button", { "data-decide": "save", text: "Save and run", onclick: () => send("edit", id, area.value) }),
+            " ", h("button", { "data-decide": "cancel", text: "Cancel", onclick: () => { store.editing = null; drawPane(); } })));
+      }
+      decide.append(h("div", { class: "pb-err planbook-edit-error", text: error }));
+      parts.push(decide);
+    } else if (!store.panes[id]) parts.push(h("div", { class: "pb-note", text: "not run yet" }));
     if (pane.truncated) parts.push(h("div", { class: "pb-trunc", text: pane.truncated }));
     paneBox.replaceChildren(h("div", { class: "pb-pane", "data-pane": id }, ...parts));
   }
@@ -439,7 +500,7 @@ function render({ model, el }) {
   };
   let headSeen = performance.now();
   const onHead = () => { headSeen = performance.now(); };
-  const events = "change:head change:rows change:statuses change:revisions change:selected";
+  const events = "change:head change:rows change:statuses change:revisions change:selected change:waiting change:errors change:controls";
   model.on("change:head", onHead);
   model.on(events, schedule);
   store.listeners.add(schedule);
