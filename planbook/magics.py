@@ -317,7 +317,6 @@ class PlanMagics(Magics):
             raise UsageError(magic_words(str(exc))) from None
 
     # --------------------------------------------------------------- %run_plan
-    @no_var_expand
     def _background(self, value: Any, args: Any, **options: Any) -> Any:
         """``--background``: start the run on its own thread and return its handle (displayed as the live view)."""
         from .handle import start_runner
@@ -333,6 +332,7 @@ class PlanMagics(Magics):
             raise UsageError(magic_words(str(exc))) from None
         return start_runner(runner, view=False if args.no_view else None)
 
+    @no_var_expand
     @ma.magic_arguments()
     @ma.argument("name", help="a Plan (from %%%%plan) or a plan spec string in the namespace")
     @ma.argument("--on-failure", metavar="POLICY", help="abort, skip, retry or replan, or a chain such as retry,replan (default: replan with a planner, else abort)")
