@@ -324,7 +324,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from .cli_prompt import attach_prompt
 
         attach_prompt(runner)
-    except (PlanError, UsageProblem, ValueError, TypeError) as exc:
+    except (PlanbookError, UsageProblem, ValueError, TypeError) as exc:  # a bad spec, option or --store
         print(f"planbook: {exc}", file=sys.stderr)
         if isinstance(exc, PlanError) and not (args.tools or args.agents):
             codes = set(exc.codes)
@@ -345,7 +345,7 @@ def _resume(args: argparse.Namespace) -> int:
             tools=load_object(args.tools, "tools") if args.tools else None,
             agents=load_object(args.agents, "agents") if args.agents else None,
             planner=load_object(args.planner, "planner") if args.planner else None,
-            plan=_read_spec(args.plan) if args.plan else None, run=False,
+            plan=_read_spec(args.plan) if args.plan else None, run=False, force=args.force,
         )
     except RunEnded:  # a finished run: say so, show it
         result = cli_runs.show_run(args)

@@ -31,13 +31,19 @@ def add_commands(sub: Any, load_help: dict[str, str]) -> None:
                         help="the plan spec the run was made from: args the store does not keep (secrets) are taken from it")
     resume.add_argument("--rerun", metavar="ID", action="append", default=[],
                         help="run step ID again although its tool is idempotent=False and it was in progress")
+    resume.add_argument("--force", action="store_true",
+                        help="take the run over although the store says another process writes it (when that process "
+                             "is gone, e.g. on another host)")
     resume.add_argument("--plain", action="store_true", help="no live view; print the final result only")
 
 
 def store_path(args: argparse.Namespace) -> Any:
+    """``--store`` (``~`` is the home folder), else the default store."""
+    from pathlib import Path
+
     from .store import default_store_path
 
-    return args.store or default_store_path()
+    return Path(args.store).expanduser() if args.store else default_store_path()
 
 
 def list_runs(args: argparse.Namespace) -> str:
@@ -52,6 +58,8 @@ def list_runs(args: argparse.Namespace) -> str:
         verdict = f"{r.status} ({r.reason})" if r.reason and r.reason != r.status else r.status
         if (r.status, r.reason) == ("running", "waiting"):
             verdict = "waiting for approval"  # a step waits for a person's decision (planbook.steering)
+        if r.writer_gone:  # "running", but its process died: it was cut short, and a resume takes it over
+            verdict = "stopped (writer gone)"
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))
         goal = r.goal if len(r.goal) <= 48 else r.goal[:47] + "…"
         lines.append(f"{r.run_id:<24} {verdict:<22} {f'{r.steps_done}/{r.steps_total}':>9} {r.model_calls:>11}  "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import math
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -273,7 +274,7 @@ class PlanMagics(Magics):
             raise UsageError("--cache reuses results kept in a run store, and %plan_store off keeps none: "
                              "choose a store (%plan_store default --cache)")
         if args.where is not None:
-            self.store_choice, self._store = choice, None
+            self.store_choice, self._store = (os.path.expanduser(choice) if choice else choice), None  # ~: home
         self.cache = cache
         where = {"off": "nowhere (runs are not kept)", ":memory:": "in memory (until the kernel stops)"}
         from .store import default_store_path
@@ -298,19 +299,20 @@ class PlanMagics(Magics):
         return self._store
 
     def _resumed(self, name: str, plan: Any, tools: Any, agents: Any, planner: Any, rerun: list[str],
-                 executor: Any) -> Any:
+                 executor: Any, force: bool = False) -> Any:
         """The latest stored run of plan NAME, ready to continue (or its result, if it ended)."""
         from .resume import ResumeError, RunEnded, resume
 
         store = self.store()
         if store is None:
             raise UsageError("--resume needs a run store, and %plan_store is off: %plan_store default turns it on")
-        run_id = next((r.run_id for r in store.list_runs() if store.load_run(r.run_id).plan.id == name), None)
+        run_id = store.latest_run_id(plan_id=name)  # one indexed query, whatever the store holds
         if run_id is None:
             raise UsageError(f"no stored run of plan {name!r} in {store.location}: %run_plan {name} starts one")
         try:
             return resume(run_id, store=store, tools=tools, agents=agents, planner=planner,
-                          plan=plan if isinstance(plan, Plan) else None, rerun=rerun, executor=executor, run=False)
+                          plan=plan if isinstance(plan, Plan) else None, rerun=rerun, executor=executor, run=False,
+                          force=force)
         except RunEnded:
             return store.load_run(run_id).result()
         except ResumeError as exc:
@@ -350,6 +352,7 @@ class PlanMagics(Magics):
     @ma.argument("--executor", metavar="VAR", help="a concurrent.futures.Executor in the namespace that runs tool calls (e.g. a Dask client's get_executor(pure=False))")
     @ma.argument("--resume", action="store_true", help="continue this plan's latest stored run (after a kernel restart or a crash): completed steps are not run again")
     @ma.argument("--rerun", metavar="ID", action="append", default=[], help="with --resume: run step ID again although its tool is idempotent=False and it was in progress when the run stopped")
+    @ma.argument("--force", action="store_true", help="with --resume: take the run over although the store says another process writes it (when that process is gone)")
     @ma.argument("--cache", action="store_true", help=CACHE_HELP)
     @ma.argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     @ma.argument("--strategy", metavar="NAME", help="run as a seed design: planbook (default), lesson, openmanus or agenticseek (planbook.compat.strategies)")
@@ -390,6 +393,8 @@ class PlanMagics(Magics):
         if args.background and (args.step or args.until or args.resume or args.restart):
             raise UsageError("--background runs the plan to its end on its own thread (pause it with handle.pause() "
                              "or the view's Pause button): drop --step, --until, --resume and --restart")
+        if args.force and not args.resume:
+            raise UsageError("--force goes with --resume (it takes over a stored run another process was writing)")
         if args.rerun and not args.resume:
             raise UsageError("--rerun goes with --resume (it names steps of the stored run to run again)")
         if args.resume and (args.restart or args.step or args.until):
@@ -455,7 +460,7 @@ class PlanMagics(Magics):
         if args.resume:
             if run is not None:
                 run.runner.settle()
-            runner = self._resumed(name, value, tools, agents, planner, args.rerun, executor)
+            runner = self._resumed(name, value, tools, agents, planner, args.rerun, executor, args.force)
             if isinstance(runner, RunResult):  # the stored run had ended: say so, return it
                 print(f"plan {name!r}: its latest stored run already {runner.status} ({runner.reason}); "
                       f"%run_plan {name} starts a new run")

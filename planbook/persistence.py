@@ -30,11 +30,15 @@ class RunRecorder:
         self.uncached: str | None = None
         self.run_id = run_id
         self._changed: dict[str, Step] = {}
+        #: this process holds the run's claim: it created the run, or claimed it when it
+        #: (re)started writing it; a pause, an interrupt or the end lets it go
+        self._claimed = False
 
     def begin(self, state: Any, config: dict[str, Any]) -> None:
         """Create the run in the store (a resumed run exists already) and save its state."""
         if self.run_id is None:
             self.run_id = self.store.create_run(state.plan, goal=state.plan.goal, config=config)
+            self._claimed = True
             # the plan was just written as it is (a full save would write every step again):
             # what the state adds is its counters and first events
             self._changed.clear()
@@ -42,12 +46,27 @@ class RunRecorder:
         else:
             self.save(state)
 
+    def _claim(self, state: Any) -> None:
+        """Before the first write of a run going on again (a paused run continued, a resume):
+        claim it, so a run another live process took meanwhile stops here, before anything runs."""
+        if self._claimed or state.status != "running":
+            return
+        claim = getattr(self.store, "claim_run", None)
+        if claim is not None:
+            claim(self.run_id, mine=True)  # this process wrote it last: anyone else meanwhile makes its state stale
+        self._claimed = True
+
+    def _written(self, state: Any) -> None:
+        if state.status != "running":
+            self._claimed = False  # paused, interrupted or ended: another process may take it
+
     def changed(self, step: Step) -> None:
         """``step``'s status or result changed: written with the next call's start, or the next save."""
         self._changed[step.id] = step
 
     def before_call(self, step: Step, state: Any) -> None:
         """The durability point: what changed so far, and ``step`` now in progress."""
+        self._claim(state)
         self._changed.pop(step.id, None)
         steps = [*self._changed.values(), step]
         self._changed.clear()
@@ -55,15 +74,19 @@ class RunRecorder:
 
     def save(self, state: Any) -> None:
         """Everything: after the plan itself changed (a replan, a first plan, a resumed run)."""
+        self._claim(state)
         self._changed.clear()
         self.store.save_state(self.run_id, state)
+        self._written(state)
 
     def flush(self, state: Any) -> None:
         """What changed since the last write, and the counters (a pause, the end): rewriting
         every step of a long plan at its end cost as much as a tenth of the run's writes."""
+        self._claim(state)
         steps = list(self._changed.values())
         self._changed.clear()
         self.store.record_step(self.run_id, steps, state)
+        self._written(state)
 
     # ------------------------------------------------------------------ cache
     def cache_key(self, tool: Any, args: dict[str, Any]) -> str | None:

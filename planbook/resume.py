@@ -9,6 +9,7 @@ have taken effect, and the resume stops and asks (``rerun=[step]`` continues).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -33,27 +34,30 @@ class RunEnded(ResumeError):
     that show the run instead catch this, not every :class:`ResumeError`)."""
 
 
-def _open(store: Any) -> Any:
+def _open(store: Any, *, readonly: bool = False) -> Any:
     if store is None:
         raise ResumeError("resume needs the store the run was saved in: pass store=PATH (the magics and the CLI "
                           "use .planbook/runs.sqlite under the current directory, or $PLANBOOK_HOME/runs.sqlite)")
     from .store import open_store
 
-    return open_store(store)
+    if not readonly and isinstance(store, (str, os.PathLike)) and os.fspath(store) != ":memory:":
+        open_store(store, readonly=True).close()  # a path with no store: say so, create nothing
+    return open_store(store, readonly=readonly)
 
 
 def runs(store: Any = None, *, limit: int | None = None) -> list[Any]:
-    """The runs in a store, newest first (id, goal, status, reason, started, steps done/total, model calls)."""
+    """The runs in a store, newest first (id, goal, status, reason, started, steps done/total, model calls).
+    Reading never writes: a path with no store is an error, and nothing is created."""
     from .store import default_store_path
 
-    return _open(store if store is not None else default_store_path()).list_runs(limit=limit)
+    return _open(store if store is not None else default_store_path(), readonly=True).list_runs(limit=limit)
 
 
 def load_run(run_id: str | None = None, *, store: Any = None) -> RunResult:
-    """A stored run as a :class:`RunResult` (the latest run by default)."""
+    """A stored run as a :class:`RunResult` (the latest run by default); reads only."""
     from .store import default_store_path
 
-    opened = _open(store if store is not None else default_store_path())
+    opened = _open(store if store is not None else default_store_path(), readonly=True)
     return opened.load_run(run_id or _latest(opened)).result()
 
 
@@ -77,14 +81,17 @@ def resume(
     executor: Any = None,
     run: bool = True,
     approve: Any = None,
+    force: bool = False,
 ) -> RunResult | Runner:
     """Continue a stored run (the latest by default) and return its result.
 
     ``plan``: the plan the run was made from, to take again the args a store does not
     keep (secrets). ``rerun``: steps that were in progress at the crash and whose tool is
     not idempotent, to run again anyway. ``run=False`` returns the ready :class:`Runner`
-    (the magics attach a view first). ``approve``: as for :func:`planbook.run`; a step that was
-    waiting for a decision when the run stopped asks again.
+    (the magics attach a view first). The run is claimed before anything runs: while
+    another live process writes it, :class:`ResumeError` says which; ``force=True`` takes
+    it over anyway (when that process is gone, e.g. on another host). ``approve``: as for
+    :func:`planbook.run`; a step that was waiting for a decision when the run stopped asks again.
     """
     opened = _open(store)
     stored = opened.load_run(run_id or _latest(opened))
@@ -118,6 +125,7 @@ def resume(
     missing = stored.missing_args()
     if missing:
         _restore_args(state.plan, missing, plan, stored.run_id)
+    _claim(opened, stored, force)  # last, so a resume refused above leaves no claim behind
     # an execution that never finished never happened: the count is what the history holds
     # (derived, not decremented: a resume that is itself cut short must not count twice)
     state.executions = len(state.history)
@@ -135,6 +143,21 @@ def resume(
     )
     runner.adopt(state, stored.run_id)
     return runner.run() if run else runner
+
+
+def _claim(store: Any, stored: Any, force: bool) -> None:
+    """Claim the run for this process before anything of it runs (stores that can be written
+    by several processes implement ``claim_run``); the claim also checks that the run was
+    not written since it was loaded."""
+    from .store import RunClaimed
+
+    claim = getattr(store, "claim_run", None)
+    if claim is None:
+        return
+    try:
+        claim(stored.run_id, force=force, updated=stored.updated)
+    except RunClaimed as exc:
+        raise ResumeError(str(exc)) from None
 
 
 def _restore_args(plan: Plan, missing: dict[str, list[str]], given: Plan | None, run_id: str) -> None:

@@ -520,6 +520,10 @@ class Runner:
                 raise KeyboardInterrupt  # the call itself was interrupted: so is the run
             return
         now = self.clock()
+        if not outcome.ok or outcome.output:  # an echoed secret (a secret arg, the model key) leaves no trace
+            from .store.redact import hide_secret_args
+
+            hide_secret_args(step.args, outcome, lambda sid: getattr(self.scheduler.by_id.get(sid), "result", None))
         if not outcome.ok and outcome.worker.startswith(("planbook-worker", "planbook-async")) \
                 and "thread" in (outcome.error or "").lower():
             outcome.error = (f"{outcome.error} (this step ran in a worker thread, as it does while a live view is "

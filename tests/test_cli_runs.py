@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,8 +100,56 @@ def test_store_errors_are_usage_errors_with_the_file_named(workdir: Path) -> Non
     listed = cli(workdir, "runs", "--store", str(bad))
     assert listed.returncode == 2 and "not-a-store.sqlite" in listed.stderr and "Traceback" not in listed.stderr
     assert bad.read_bytes() == before
+    assert cli(workdir, "run", "plan.yaml", "--tools", "sum_tools:box", "--plain").returncode == 0
     missing = cli(workdir, "show", "no-such-run")
     assert missing.returncode == 2 and "no-such-run" in missing.stderr
+
+
+@pytest.mark.parametrize("command", [("runs",), ("show",), ("show", "some-run"), ("resume",)])
+def test_reading_a_store_that_is_not_there_says_so_and_creates_nothing(workdir: Path, command: tuple[str, ...]) -> None:
+    gone = workdir / "nowhere" / "runs.sqlite"
+    for args in ([*command, "--store", str(gone)], list(command)):  # a given path, and the default store
+        shown = cli(workdir, *args)
+        assert shown.returncode == 2, shown
+        assert "no run store at" in shown.stderr and "Traceback" not in shown.stderr
+        assert len(shown.stderr.strip().splitlines()) == 1
+    assert not (workdir / "nowhere").exists() and not (workdir / "home").exists()
+
+
+def _under_a_file(workdir: Path) -> str:
+    (workdir / "afile").write_text("x")
+    return str(workdir / "afile" / "runs.sqlite")
+
+
+def _a_directory(workdir: Path) -> str:
+    (workdir / "adir").mkdir()
+    return str(workdir / "adir")
+
+
+def _not_a_store(workdir: Path) -> str:
+    (workdir / "notes.txt").write_text("my notes, not a database\n" * 50)
+    return str(workdir / "notes.txt")
+
+
+@pytest.mark.parametrize("where", [_under_a_file, _a_directory, _not_a_store])
+def test_run_with_an_unusable_store_is_one_line_and_exit_2(workdir: Path, where: Any) -> None:
+    store = where(workdir)
+    done = cli(workdir, "run", "plan.yaml", "--tools", "sum_tools:box", "--plain", "--store", store)
+    assert done.returncode == 2, done
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("planbook: ") and os.path.basename(store.rstrip("/")) in line
+    assert calls(workdir) == []  # nothing ran
+
+
+def test_a_tilde_in_store_is_the_home_folder(workdir: Path) -> None:
+    home = workdir / "userhome"
+    home.mkdir()
+    done = cli(workdir, "run", "plan.yaml", "--tools", "sum_tools:box", "--plain", "--store", "~/kept/runs.sqlite",
+               HOME=str(home))
+    assert done.returncode == 0, done.stderr
+    assert (home / "kept" / "runs.sqlite").exists() and not (workdir / "~").exists()
+    listed = cli(workdir, "runs", "--store", "~/kept/runs.sqlite", HOME=str(home))
+    assert listed.returncode == 0 and "completed" in listed.stdout
 
 
 KILLED = '''

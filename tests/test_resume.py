@@ -498,7 +498,10 @@ def test_secret_arguments_never_reach_the_store_file(tmp_path: Path) -> None:
         Step(id="in", tool="login", args={"step": "in", "user": "ada", "password": password, "api_key": key}),
     ])
     result = planbook.run(plan, tools=calls.box, store=store)
-    assert result.status == "failed" and password in (result.plan.steps[0].error or "")  # the tool got them
+    # the tool got them, and its message echoed them: the run's own error shows *** instead
+    assert result.status == "failed"
+    assert result.plan.steps[0].error == "PermissionError: login refused for ada:*** with key ***"
+    assert password not in (result.error or "") and key not in (result.error or "")
     written = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("runs.sqlite"))
     assert Path(f"{store}-wal").exists()
     for secret in (password, key):

@@ -144,6 +144,11 @@ def test_a_key_set_after_the_store_was_opened_is_hidden(tmp_path: Path, monkeypa
     "api_key", "apiKey", "OPENAI_API_KEY", "x-api-key", "token", "access_token", "accessToken", "refresh-token",
     "secret", "client_secret", "password", "db_password", "passwd", "Authorization", "proxy-authorization",
     "cookie", "credentials", "key", "private_key", "passphrase", "secrets",
+    # any case, any separator: auth, basic_auth, proxy_auth, pw, passwd, credentials, cookie, session
+    "auth", "AUTH", "Auth", "basic_auth", "BASIC-AUTH", "basic.auth", "basicAuth", "BasicAuth", "basicauth",
+    "proxy_auth", "Proxy-Auth", "proxyAuth", "PROXYAUTH", "pw", "PW", "db_pw", "dbPw", "Passwd", "PASSWD",
+    "user-passwd", "Credentials", "AWS_CREDENTIALS", "awscredentials", "Cookie", "set-cookie", "SESSION_COOKIE",
+    "session", "Session", "SESSION", "user_session", "x-session", "sessionToken",
 ])
 def test_secret_names(name: str) -> None:
     assert is_secret_name(name)
@@ -152,6 +157,7 @@ def test_secret_names(name: str) -> None:
 @pytest.mark.parametrize("name", [
     "prompt_tokens", "completion_tokens", "max_tokens", "tokens", "token_count", "keys", "key_name", "secret_path",
     "password_file", "monkey", "turkey", "keyword", "n", "url", "api_key_env", "token_limit",
+    "author", "authority", "auth_url", "session_id", "sessionId", "session_timeout", "pwd_path",
 ])
 def test_names_that_are_not_secrets(name: str) -> None:
     assert not is_secret_name(name)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .base import CacheHit, RunNotFound, RunStore, RunSummary, StoredRun, StoreError, StoreFormatError
 from .cachekey import step_cache_key
+from .claims import RunClaimed
 from .memory import MemoryStore
 from .values import REDACTED, Redacted, Unrestorable
 
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
     from .sqlite import SQLiteStore
 
 __all__ = [
-    "CacheHit", "MemoryStore", "REDACTED", "Redacted", "RunNotFound", "RunStore", "RunSummary", "SQLiteStore",
+    "CacheHit", "MemoryStore", "REDACTED", "Redacted", "RunClaimed", "RunNotFound", "RunStore", "RunSummary",
+    "SQLiteStore",
     "StoreError", "StoreFormatError", "StoredRun", "Unrestorable", "default_store_path", "open_store",
     "step_cache_key", "STORE_FILE", "HOME_ENV",
 ]
@@ -47,8 +49,11 @@ def default_store_path(env: Mapping[str, str] | None = None, cwd: str | os.PathL
     return Path(cwd if cwd is not None else os.getcwd()) / ".planbook" / STORE_FILE
 
 
-def open_store(store: "str | os.PathLike[str] | RunStore | None", *, secrets: Iterable[str] = ()) -> "RunStore | None":
-    """A store from what ``store=`` was given: None, a path, ``":memory:"`` or a store object."""
+def open_store(store: "str | os.PathLike[str] | RunStore | None", *, secrets: Iterable[str] = (),
+               readonly: bool = False) -> "RunStore | None":
+    """A store from what ``store=`` was given: None, a path (``~`` is the home folder),
+    ``":memory:"`` or a store object. ``readonly``: to list or show runs — a path with no
+    store is an error, and nothing is created or changed."""
     if store is None:
         return None
     if isinstance(store, (str, os.PathLike)):
@@ -60,7 +65,7 @@ def open_store(store: "str | os.PathLike[str] | RunStore | None", *, secrets: It
                              "':memory:', a store object, or None for no store")
         from .sqlite import SQLiteStore
 
-        return SQLiteStore(text, secrets=secrets)
+        return SQLiteStore(text, secrets=secrets, readonly=readonly)
     if isinstance(store, RunStore):
         if secrets:
             add = getattr(store, "add_secrets", None)

@@ -7,7 +7,9 @@ loads a run, lists runs, and keeps a step cache. Two implementations:
 :class:`~planbook.store.memory.MemoryStore` and :class:`~planbook.store.sqlite.SQLiteStore`.
 
 One process writes a run at a time (a resumed run is written by the process resuming
-it); any number of processes may write *different* runs to one store at once.
+it, which claims it first: an optional ``claim_run(run_id, force=False)`` raises
+:class:`~planbook.store.claims.RunClaimed` while another live process writes it); any
+number of processes may write *different* runs to one store at once.
 
 The call sequence a runner follows (``state`` is its ``RunState``)::
 
@@ -80,6 +82,19 @@ class RunSummary:
     executions: int = 0
     #: the process that last wrote the run (a "running" run whose process is gone was cut short)
     writer_pid: int | None = None
+    #: the id of the plan the run was made from (``%run_plan NAME --resume`` looks runs up by it)
+    plan_id: str | None = None
+    #: the host of the writing process, and since when it writes the run
+    writer_host: str | None = None
+    writer_since: float | None = None
+
+    @property
+    def writer_gone(self) -> bool:
+        """True for a ``running`` run whose writing process died on this host: it was cut
+        short (``planbook runs`` shows it as ``stopped (writer gone)``; a resume takes it over)."""
+        from .claims import writer_gone
+
+        return writer_gone(self.status, self.writer_pid, self.writer_host)
 
 
 @dataclass(frozen=True)
@@ -205,8 +220,8 @@ class RunStore(Protocol):
         """Runs, newest first (by creation)."""
         ...
 
-    def latest_run_id(self) -> str | None:
-        """The id of the run created last, or None for an empty store."""
+    def latest_run_id(self, *, plan_id: str | None = None) -> str | None:
+        """The id of the run created last (of the plan ``plan_id`` when given), or None."""
         ...
 
     def delete_run(self, run_id: str) -> None:

@@ -21,8 +21,8 @@ from .records import (
     config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json, plan_from_record,
     plan_json, step_from_record, step_json,
 )
-from .redact import Redactor, dump_json
-from .values import Unrestorable, clone, is_plain_json, redact_args, shown, type_name
+from .redact import Redactor
+from .values import Unrestorable, clone, plain_json_text, redact_args, shown, type_name
 
 LOCATION = ":memory:"
 
@@ -56,6 +56,7 @@ class _Run:
     history: list[_Entry] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     model_calls: int = 0
+    plan_id: str | None = None
 
 
 class MemoryStore:
@@ -90,7 +91,8 @@ class MemoryStore:
                 raise StoreError(f"a run {run_id!r} is already in the run store {LOCATION}: "
                                  "choose another run id, or leave it out")
             run = _Run(run_id=run_id, goal=self.redactor.text(goal if goal is not None else plan.goal),
-                       config=config_copy, created=now, updated=now, plan=plan_json(plan, self.redactor))
+                       config=config_copy, created=now, updated=now, plan=plan_json(plan, self.redactor),
+                       plan_id=self.redactor.text(plan.id))
             run.steps = {st.id: self._entry(st) for st in plan.steps}
             self._runs[run_id] = run
         return run_id
@@ -152,9 +154,10 @@ class MemoryStore:
 
     def _kept(self, value: Any) -> Any:
         """The result itself, unless it holds a known secret (then, as in any store, it is not kept)."""
-        if value is None or not self.redactor.has_secrets or not is_plain_json(value):
+        if value is None or not self.redactor.has_secrets:
             return value
-        if self.redactor.has_known_secret(dump_json(value)):
+        text = plain_json_text(value)
+        if text is not None and self.redactor.has_known_secret(text):
             return Unrestorable(self.redactor.text(shown(value)), type_name(value),
                                 "it held a secret, which is never written")
         return value
@@ -191,6 +194,7 @@ class MemoryStore:
                     steps_done=sum(1 for e in r.steps.values() if e.status == "completed"),
                     steps_total=len(r.steps), model_calls=r.model_calls,
                     executions=int(r.counters.get("executions", 0) or 0), writer_pid=os.getpid(),
+                    plan_id=r.plan_id,
                 )
                 for r in runs
             ]
@@ -204,10 +208,19 @@ class MemoryStore:
     def _latest_ids(self, n: int = 5) -> list[str]:
         return [r.run_id for r in self._ordered()[:n]]
 
-    def latest_run_id(self) -> str | None:
+    def latest_run_id(self, *, plan_id: str | None = None) -> str | None:
         with self._lock:
-            ids = self._latest_ids(1)
+            if plan_id is None:
+                ids = self._latest_ids(1)
+            else:
+                ids = [r.run_id for r in self._ordered() if r.plan_id == plan_id][:1]
         return ids[0] if ids else None
+
+    def claim_run(self, run_id: str, *, force: bool = False, updated: float | None = None,
+                  mine: bool = False) -> None:
+        """Runs in memory are written by this process only: nothing to claim but the run's existence."""
+        with self._lock:
+            self._run(run_id)
 
     def delete_run(self, run_id: str) -> None:
         with self._lock:

@@ -61,8 +61,11 @@ def event_json(event: Event, redactor: Redactor) -> str:
               "data": event.data}
     try:
         return redactor.json_text(record)
-    except (TypeError, ValueError):
-        record["data"] = _jsonable(redactor.data(event.data), redactor)
+    except (TypeError, ValueError, RecursionError):  # an object, a huge int, a deep or circular value
+        try:
+            record["data"] = _jsonable(redactor.data(event.data), redactor)
+        except RecursionError:
+            record["data"] = {"unstored": redactor.text(shown(event.data))}
         return redactor.json_text(record)
 
 
@@ -100,5 +103,8 @@ def _jsonable(value: Any, redactor: Redactor) -> Any:
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_jsonable(v, redactor) for v in value]
     if isinstance(value, (str, int, float, bool)) or value is None:
-        return json.loads(json.dumps(value))  # a str/int subclass (an enum) as its plain value
+        try:
+            return json.loads(json.dumps(value))  # a str/int subclass (an enum) as its plain value
+        except ValueError:  # an int past the limit of integer string conversion
+            return redactor.text(shown(value))
     return redactor.text(shown(value))

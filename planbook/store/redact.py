@@ -4,14 +4,20 @@ Three rules, applied to step args, step records, run state and event data before
 store writes them:
 
 - **by name**: the value of a mapping key (an argument, a header, an event field) whose
-  name is secret-like is replaced. A name is secret-like when one of its words (split at
-  ``_``, ``-``, ``.``, spaces and camelCase) is ``key``, ``token``, ``secret``,
-  ``password``, ``passwd``, ``passphrase``, ``authorization``, ``cookie``, ``credential(s)``,
-  ``secrets``, ``passwords``, or ends with one of them (``apikey``, ``accesstoken``) —
+  name is secret-like is replaced, whole (the user and password of ``auth=(user, pw)``
+  alike). A name is secret-like, in any case and with any separator, when one of its
+  words (split at ``_``, ``-``, ``.``, spaces and camelCase) is ``key``, ``token``,
+  ``secret``, ``password``, ``passwd``, ``pw``, ``pwd``, ``passphrase``, ``auth``,
+  ``authorization``, ``cookie``, ``credential(s)``, ``session``, ``secrets``,
+  ``passwords``, or ends with one of them (``apikey``, ``accesstoken``, ``basicauth``) —
   unless its last word says it *describes* a secret rather than holds one
-  (``token_count``, ``key_name``, ``secret_path``, ``max_tokens`` and ``keys`` are kept).
+  (``token_count``, ``key_name``, ``secret_path``, ``auth_url``, ``session_id``,
+  ``max_tokens`` and ``keys`` are kept).
 - **by value**: strings that are known secrets (the model key and base-URL credentials of
-  the environment — the same set a model cassette redacts — plus any given to the store).
+  the environment — the same set a model cassette redacts — plus any given to the store,
+  plus every value redacted by name, learned: the strings and numbers in it), in every
+  form they can be echoed in — as they are, as ``repr`` shows them (escaped quotes,
+  backslashes, ``\n``, ``\t``), as JSON or ``ascii`` escapes them.
 - **by shape**: ``Bearer …``, ``Authorization: …``, ``sk-…`` keys, ``name=value`` pairs
   and ``"name": value`` (JSON) with a secret-like name (URL queries, environment dumps), and ``user:password@`` in URLs.
 """
@@ -21,22 +27,26 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any
+
+from ..refs import WHOLE_REF
 
 #: What a redacted value is written as (and shown as).
 REDACTED_TEXT = "***"
 
 _HOLDING_WORDS = frozenset({
-    "key", "token", "secret", "secrets", "password", "passwords", "passwd", "pwd", "passphrase",
-    "authorization", "cookie", "cookies", "credential", "credentials", "apikey", "privatekey",
+    "key", "token", "secret", "secrets", "password", "passwords", "passwd", "pwd", "pw", "passphrase",
+    "auth", "authorization", "cookie", "cookies", "credential", "credentials", "apikey", "privatekey",
+    "session", "sessions",
 })
-_HOLDING_SUFFIXES = ("key", "token", "secret", "password", "passwd", "passphrase")
+_HOLDING_SUFFIXES = ("key", "token", "secret", "password", "passwd", "passphrase", "auth", "cookie", "credentials")
 #: a last word like these names a property of a secret, not the secret itself
 _DESCRIBING_WORDS = frozenset({
     "count", "counts", "limit", "limits", "max", "min", "len", "length", "size", "type", "kind", "name",
     "names", "id", "ids", "file", "path", "env", "var", "field", "fields", "used", "usage", "budget",
+    "url", "uri", "endpoint", "method", "scheme", "provider", "timeout", "ttl", "expiry", "expires",
 })
 #: words ending in "key" that are not keys
 _NOT_KEYS = frozenset({"monkey", "donkey", "turkey", "whiskey", "hockey", "jockey", "turnkey"})
@@ -118,10 +128,10 @@ class Redactor:
         self.refresh()
 
     def learn(self, values: Iterable[Any]) -> None:
-        """Strings that were redacted by name (the value of a ``password=`` arg): hidden
-        wherever else they turn up from now on — an error message that echoes the argument,
-        a result, an event — not only under their name."""
-        new = {v for v in values if isinstance(v, str) and len(v) >= self.MIN_SECRET and v not in self._given}
+        """Values that were redacted by name (a ``password=`` arg, the tuple of ``auth=``):
+        the strings and numbers in them are hidden wherever else they turn up from now on —
+        an error message that echoes the argument, a result, an event — not only under their name."""
+        new = {v for v in secret_texts(values) if len(v) >= self.MIN_SECRET and v not in self._given}
         if new:
             self.add_secrets(new)
 
@@ -133,9 +143,11 @@ class Redactor:
             return
         self._env_key = now
         found = {s for s in self._given | set(environment_secrets(env)) if len(s) >= self.MIN_SECRET}
-        ordered = sorted(found, key=len, reverse=True)  # longest first: no part of one is left
+        # every form a secret is echoed in: as is, repr's escapes (an exception's {password!r})
+        forms = {form for s in found for form in echo_forms(s)}
+        ordered = sorted(forms, key=len, reverse=True)  # longest first: no part of one is left
         self._known = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-        self._known_bytes = tuple(s.encode() for s in ordered)
+        self._known_bytes = tuple(s.encode("utf-8", "surrogatepass") for s in ordered)
         # in JSON text a secret may appear escaped (a quote, a backslash, a control character)
         as_json = {_dump(s)[1:-1] for s in ordered} | set(ordered)
         known = "|".join(map(re.escape, sorted(as_json, key=len, reverse=True)))
@@ -209,17 +221,83 @@ class Redactor:
 
 
 _SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def echo_forms(secret: str) -> set[str]:
+    """The texts ``secret`` shows as when a program echoes it: itself, its ``repr`` and
+    ``ascii`` without the quotes (escaped backslashes, quotes, ``\\n``, ``\\t``; a quote
+    escaped whichever quotes repr chose), and JSON's escapes (``ensure_ascii`` or not)."""
+    forms = {secret, repr(secret)[1:-1], ascii(secret)[1:-1], json.dumps(secret)[1:-1], _dump(secret)[1:-1]}
+    forms.add(repr(secret + "'\"")[1:-4])  # inside the repr of a text with both quotes: ' escaped too
+    return {f for f in forms if f}
+
+
+def secret_texts(values: Iterable[Any]) -> list[str]:
+    """The strings in ``values``, and their numbers as text, through lists, tuples, sets and
+    dict values (the password in requests' ``auth=(user, password)``)."""
+    found: list[str] = []
+    todo = list(values)
+    while todo:
+        value = todo.pop()
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, bytes):
+            found.append(value.decode("utf-8", "replace"))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            found.append(str(value))
+        elif isinstance(value, dict):
+            todo.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            todo.extend(value)
+    return found
+
+
+def shown_arg(name: Any, value: Any, show: Callable[[Any], str]) -> str:
+    """How a view prints an arg: ``***`` for a secret-named one (a ``$id`` reference is shown:
+    it names a step, not a secret), else ``show(value)``."""
+    if type(name) is str and is_secret_name(name) and not (isinstance(value, str) and WHOLE_REF.match(value)):
+        return REDACTED_TEXT
+    return show(value)
+
+
+@lru_cache(maxsize=64)
+def _redactor_for(secrets: frozenset[str]) -> "Redactor":
+    return Redactor(secrets, env={})
+
+
+def hide_secret_args(args: Mapping[str, Any], outcome: Any, result_of: Callable[[str], Any] | None = None) -> None:
+    """Replace, in a step's ``outcome`` (its ``error``, ``traceback`` and ``output`` texts),
+    every form of the values of the step's secret-named args — so an exception that echoes
+    ``{password!r}`` leaves no trace in the step, its events, the run's error or what the CLI
+    prints, with or without a store. ``result_of``: a step's result by id, for an arg given
+    as a ``$id`` reference."""
+    values: list[Any] = []
+    for name, value in args.items():
+        if type(name) is str and is_secret_name(name):
+            ref = WHOLE_REF.match(value) if isinstance(value, str) and result_of is not None else None
+            if ref is not None and result_of is not None:
+                value = result_of(re.split(r"[.\[]", ref.group(1), maxsplit=1)[0])
+            values.append(value)
+    texts = [t for t in secret_texts(values) if len(t) >= Redactor.MIN_SECRET]
+    texts += environment_secrets()  # the model key and base-URL credentials, echoed by a tool
+    if not texts:
+        return
+    redactor = _redactor_for(frozenset(texts))
+    for field in ("error", "traceback", "output"):
+        text = getattr(outcome, field, None)
+        if text:
+            setattr(outcome, field, redactor.text(text))
 #: compact JSON, one encoder for every call (json.dumps with options builds one each time)
 dump_json = _dump = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 #: a superset of what redaction changes, apart from known secrets: the words every secret-like
 #: name and secret shape holds, and the "://" of credentials in a URL. Plain substring tests
 #: of the lowercased text, spelled out: a case-insensitive regex is ten times slower here.
-SUSPECT_WORDS = ("key", "token", "secret", "passw", "pwd", "passphrase", "auth", "cookie", "credential",
-                 "bearer", "sk-", "://")
+SUSPECT_WORDS = ("key", "token", "secret", "passw", "pw", "passphrase", "auth", "cookie", "credential",
+                 "session", "bearer", "sk-", "://")
 
 
 def _suspicious(text: str) -> bool:
     low = text.lower()
-    return ("key" in low or "token" in low or "secret" in low or "passw" in low or "pwd" in low
+    return ("key" in low or "token" in low or "secret" in low or "passw" in low or "pw" in low
             or "passphrase" in low or "auth" in low or "cookie" in low or "credential" in low
-            or "bearer" in low or "sk-" in low or "://" in low)
+            or "session" in low or "bearer" in low or "sk-" in low or "://" in low)

@@ -1,13 +1,19 @@
 """The SQLite store's file: its schema, and the checks made before anything is written.
 
-A file is written only when it is empty or a planbook run store of this schema version;
-anything else (not SQLite, damaged, another program's database, a newer planbook's
-store) is refused with :class:`StoreFormatError`, having been read through a read-only
-connection only, so it is left byte for byte as it was.
+A file is written only when it is empty or a planbook run store of this schema version
+(a store of an older version is migrated in one transaction when it is opened for
+writing; read-only it is read as it is); anything else (not SQLite, damaged, another
+program's database, a newer planbook's store) is refused with :class:`StoreFormatError`,
+having been read through a read-only connection only, so it is left byte for byte as it was.
+
+Versions: 1 — the first; 2 — each run also keeps its plan's id (``%run_plan NAME
+--resume`` finds NAME's latest run with one indexed query) and the host and time of the
+process writing it (a resume claims the run: :mod:`planbook.store.claims`).
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from urllib.parse import quote
@@ -15,7 +21,9 @@ from urllib.parse import quote
 from .base import StoreError, StoreFormatError
 
 #: the schema this planbook writes; a file with a higher number was written by a newer one
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: the oldest schema this planbook reads (and migrates when it writes)
+OLDEST_VERSION = 1
 #: ``PRAGMA application_id`` of a planbook run store ("plbk")
 APPLICATION_ID = 0x706C626B
 TABLES = ("schema_version", "runs", "steps", "history", "events", "cache")
@@ -35,7 +43,10 @@ CREATE TABLE IF NOT EXISTS runs (
     revisions TEXT NOT NULL,
     executions INTEGER NOT NULL DEFAULT 0,
     model_calls INTEGER NOT NULL DEFAULT 0,
-    writer_pid INTEGER
+    writer_pid INTEGER,
+    plan_id TEXT,
+    writer_host TEXT,
+    writer_since REAL
 );
 CREATE INDEX IF NOT EXISTS runs_by_creation ON runs (created);
 CREATE TABLE IF NOT EXISTS steps (
@@ -74,6 +85,14 @@ CREATE TABLE IF NOT EXISTS cache (
 );
 """
 
+#: version 1 -> 2: the columns version 2 added to ``runs``
+MIGRATION_2 = ("ALTER TABLE runs ADD COLUMN plan_id TEXT", "ALTER TABLE runs ADD COLUMN writer_host TEXT",
+               "ALTER TABLE runs ADD COLUMN writer_since REAL")
+#: created after a migration (the column must exist first)
+PLAN_INDEX = "CREATE INDEX IF NOT EXISTS runs_by_plan ON runs (plan_id, created)"
+#: how a read-only reader of a version-1 store (which cannot migrate it) spells version 2's columns
+V1_COLUMNS = {"plan_id": "json_extract(plan, '$.id')", "writer_host": "NULL", "writer_since": "NULL"}
+
 _BUSY = ("database is locked", "database table is locked", "database is busy", "locked", "busy")
 DAMAGED = ("file is not a database", "malformed", "corrupt", "not a database")
 
@@ -85,15 +104,43 @@ def is_busy(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and any(s in str(exc) for s in _BUSY)
 
 
-def check_file(path: Path, location: str, busy_timeout: float) -> None:
-    """Read-only: is this a planbook store of a version this planbook can write?
-    StoreFormatError (the file untouched) when it is not; the ``sqlite3`` error itself when
-    the file is locked (busy), for the caller to try again."""
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+def connect_readonly(path: Path, location: str, busy_timeout: float) -> sqlite3.Connection:
+    """A connection that never writes the file. On a read-only disk or folder SQLite cannot
+    make the WAL index (``-shm``) a reader needs: the file is then opened as immutable —
+    unless a write-ahead log beside it holds changes the file lacks (they would be missed)."""
+    base = f"file:{quote(str(path.resolve()))}?mode=ro"
+    con = sqlite3.connect(base, uri=True, timeout=busy_timeout, check_same_thread=False)
     try:
-        con = sqlite3.connect(uri, uri=True, timeout=busy_timeout)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open the run store {location}: {exc}") from None
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return con
+    except sqlite3.OperationalError as exc:
+        con.close()
+        text = str(exc)
+        if is_busy(exc) or not ("unable to open" in text or "readonly" in text):
+            raise
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise StoreError(f"the run store {location} is on a read-only disk or folder, and its write-ahead log {wal} "
+                         "holds changes the file does not have yet: copy both files to a writable folder to read them")
+    return sqlite3.connect(base + "&immutable=1", uri=True, timeout=busy_timeout, check_same_thread=False)
+
+
+def check_file(path: Path, location: str, busy_timeout: float) -> int | None:
+    """Read-only: is this a planbook store of a version this planbook can read and write?
+    Its schema version (None for an empty database); StoreFormatError (the file untouched)
+    when it is not a store; the ``sqlite3`` error itself when the file is locked (busy),
+    for the caller to try again."""
+    try:
+        con = connect_readonly(path, location, busy_timeout)
+    except sqlite3.DatabaseError as exc:
+        if is_busy(exc):
+            raise
+        if isinstance(exc, sqlite3.OperationalError) and not any(s in str(exc) for s in DAMAGED):
+            raise StoreError(f"cannot open the run store {location}: {exc}") from None
+        raise StoreFormatError(
+            f"{location} is not a planbook run store, or it is damaged ({exc}); it was left as it is: "
+            "move it away, or pass another store path"
+        ) from None
     try:
         tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         app_id = con.execute("PRAGMA application_id").fetchone()[0]
@@ -111,7 +158,7 @@ def check_file(path: Path, location: str, busy_timeout: float) -> None:
     finally:
         con.close()
     if not tables:
-        return  # an empty SQLite database: ours to set up
+        return None  # an empty SQLite database: ours to set up
     if "schema_version" not in tables or app_id not in (0, APPLICATION_ID):
         raise StoreFormatError(
             f"{location} is an SQLite database of another program (tables: {', '.join(sorted(tables))}), "
@@ -127,9 +174,10 @@ def check_file(path: Path, location: str, busy_timeout: float) -> None:
             "store path"
         )
     missing = [t for t in TABLES if t not in tables]
-    if missing:
-        raise StoreFormatError(f"the run store {location} lacks its tables {', '.join(missing)} (it is "
-                               "damaged); it was left as it is: move it away, or pass another store path")
+    if missing or version < OLDEST_VERSION:
+        raise StoreFormatError(f"the run store {location} lacks its tables {', '.join(missing) or 'of a version'} "
+                               "(it is damaged); it was left as it is: move it away, or pass another store path")
+    return version
 
 
 def create_schema(con: sqlite3.Connection, location: str) -> None:
@@ -143,6 +191,21 @@ def create_schema(con: sqlite3.Connection, location: str) -> None:
     if row[0] is None:
         con.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
         con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    elif row[0] == 1:
+        _migrate_1_to_2(con)
     elif row[0] != SCHEMA_VERSION:  # another process created it meanwhile, with another version
         raise StoreFormatError(f"the run store {location} has schema version {row[0]}; this planbook "
                                f"writes {SCHEMA_VERSION}: upgrade planbook, or pass another store path")
+    con.execute(PLAN_INDEX)
+
+
+def _migrate_1_to_2(con: sqlite3.Connection) -> None:
+    """Version 1 -> 2, in the caller's transaction: the new columns, each run's plan id
+    taken from its stored plan (a run written by a version-1 planbook has no writer host:
+    it is taken to be this one, where such stores were written)."""
+    for statement in MIGRATION_2:
+        con.execute(statement)
+    rows = con.execute("SELECT id, plan FROM runs").fetchall()
+    con.executemany("UPDATE runs SET plan_id = ? WHERE id = ?",
+                    [(json.loads(plan).get("id"), run_id) for run_id, plan in rows])
+    con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))

@@ -14,6 +14,11 @@
   naming the file, and the file is left byte for byte as it was.
 - **Thread-safe**: one connection per process, used under a lock (a connection is never
   carried across ``fork``: a child process opens its own).
+- **Reading never writes**: ``readonly=True`` (what ``planbook runs``, ``planbook show``,
+  ``planbook.runs()`` and ``planbook.load_run()`` open) creates nothing, migrates nothing,
+  refuses a path with no store, and reads a store on a read-only disk or folder.
+- **One writer per run**: a resume claims its run first (:meth:`SQLiteStore.claim_run`,
+  :mod:`planbook.store.claims`).
 """
 
 from __future__ import annotations
@@ -37,8 +42,11 @@ from .records import (
     plan_from_record, plan_json, redacted_paths, step_from_record, step_json,
 )
 from .redact import Redactor
-from .schema import DAMAGED, SCHEMA_VERSION, check_file, create_schema, is_busy
-from .values import UNRESTORABLE_ARGS, Encoded, Unrestorable, decode, encode, encode_args, place_markers
+from .claims import RunClaimed, is_me, refuse_claim, this_host
+from .schema import DAMAGED, SCHEMA_VERSION, V1_COLUMNS, check_file, connect_readonly, create_schema, is_busy
+from .values import (
+    UNRESTORABLE_ARGS, Encoded, Unrestorable, clone, decode, encode, encode_args, place_markers, same_plain,
+)
 
 T = TypeVar("T")
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -51,6 +59,8 @@ WAL_AUTOCHECKPOINT = 4000
 WAL_SIZE_LIMIT = 32 * 1024 * 1024
 #: encoded args kept per run (a step's args are written two or three times while it runs)
 ARGS_KEPT = 256
+
+
 def _meta(enc: Encoded) -> str | None:
     if enc.kind == "json":
         return None
@@ -64,35 +74,42 @@ def _value(kind: str, payload: Any, meta: str | None) -> Any:
 
 class _RunCache:
     """What this process knows of a run it writes, so a step costs as little as possible:
-    how many history entries and events are stored (their next sequence numbers), the
-    counters last written, and args, results and records already encoded (by identity:
-    a history entry shares its args and result with the plan's step)."""
+    how many history entries and events are stored (their next sequence numbers) and the
+    counters last written. Results and records encoded in one write are shared by identity
+    *within that write* only (a history entry shares its result with the plan's step); args
+    that are plain JSON are reused across writes only while a copy taken when they were
+    encoded is still equal to them, type for type: a plan edited in place between writes is
+    encoded again, never served stale."""
 
     def __init__(self, history: int, events: int) -> None:
         self.history = self.next_history = history
         self.events = self.next_events = events
         self.counters: dict[str, Any] | None = None
         self.next_counters: dict[str, Any] | None = None
-        self.args: dict[int, tuple[Any, Encoded, list[Any]]] = {}
+        #: id(args) -> (the args, a copy of them then, their encoding, redacted paths)
+        self.args: dict[int, tuple[Any, Any, Encoded, list[Any]]] = {}
         #: step id -> (result object, (kind, payload, meta, history seq it is stored with))
         self.results: dict[str, tuple[Any, tuple[Any, ...]]] = {}
-        #: the last step record written: (the field values, by identity; its JSON)
+        #: the last step record written in this write: (the field values, by identity; its JSON)
         self._record: tuple[list[Any], str] | None = None
 
     def begin(self) -> None:
         self.next_history, self.next_events, self.next_counters = self.history, self.events, self.counters
+        self.results.clear()  # mutable values may have been edited in place since the last write
+        self._record = None
 
     def commit(self) -> None:
         self.history, self.events, self.counters = self.next_history, self.next_events, self.next_counters
 
     def encode_args(self, args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list[Any]]:
         hit = self.args.get(id(args))
-        if hit is not None and hit[0] is args:
-            return hit[1], hit[2]
+        if hit is not None and hit[0] is args and same_plain(hit[1], args):
+            return hit[2], hit[3]
         enc, paths = encode_args(args, redactor)
-        if len(self.args) >= ARGS_KEPT:  # only the steps in flight need it: keep memory per step flat
-            del self.args[next(iter(self.args))]
-        self.args[id(args)] = (args, enc, paths)
+        if enc.kind == "json" and not paths:  # plain data: a copy tells whether they changed
+            if len(self.args) >= ARGS_KEPT:  # only the steps in flight need it: keep memory per step flat
+                del self.args[next(iter(self.args))]
+            self.args[id(args)] = (args, clone(args), enc, paths)
         return enc, paths
 
     def record(self, step: Step, redactor: Redactor, paths: list[Any]) -> str:
@@ -121,9 +138,13 @@ class SQLiteStore:
         busy_timeout: float = 5.0,
         lock_timeout: float = 60.0,
         durable: bool = False,
+        readonly: bool = False,
     ) -> None:
-        self.path = Path(path)
+        self.path = Path(path).expanduser()
         self.location = str(self.path)
+        self.readonly = readonly
+        #: the file's schema version (a read-only reader of an older store reads it as it is)
+        self.version = SCHEMA_VERSION
         self.redactor = Redactor(secrets)
         self.busy_timeout = busy_timeout
         self.lock_timeout = lock_timeout
@@ -155,6 +176,18 @@ class SQLiteStore:
         if path.exists() and not path.is_file():
             raise StoreError(f"the run store {self.location} is a directory, not a file: pass a file path "
                              "(e.g. .planbook/runs.sqlite)")
+        if self.readonly:
+            if not path.exists():
+                raise StoreError(f"there is no run store at {self.location} (nothing was created there): pass "
+                                 "the file that holds your runs (--store PATH, store=PATH), or run a plan with a "
+                                 "store first")
+            if path.stat().st_size == 0:
+                raise StoreError(f"the run store {self.location} is an empty file: it holds no runs yet")
+            version = self._until_free(lambda: check_file(path, self.location, self.busy_timeout))
+            if version is None:
+                raise StoreError(f"the run store {self.location} is an empty database: it holds no runs yet")
+            self.version = version
+            return
         if path.exists() and path.stat().st_size > 0:
             # another process may be creating the file right now (it holds the lock while it
             # turns on WAL and writes the schema): reading it waits like any other transaction
@@ -170,6 +203,11 @@ class SQLiteStore:
         """This process's connection (opened again after a fork)."""
         if self._con is not None and self._pid == os.getpid():
             return self._con
+        if self.readonly:
+            con = connect_readonly(self.path, self.location, self.busy_timeout)
+            con.isolation_level = None
+            self._con, self._pid = con, os.getpid()
+            return con
         con = sqlite3.connect(str(self.path), timeout=self.busy_timeout, isolation_level=None,
                               check_same_thread=False)
         try:
@@ -241,6 +279,9 @@ class SQLiteStore:
         return self._until_free(attempt)
 
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self.readonly:
+            raise StoreError(f"the run store {self.location} was opened read-only (to list or show runs): "
+                             "open it without readonly=True to write")
         return self._retrying("BEGIN IMMEDIATE", fn)
 
     def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -259,9 +300,10 @@ class SQLiteStore:
             try:
                 con.execute(
                     "INSERT INTO runs (id, goal, status, reason, created, updated, config, plan, counters, revisions,"
-                    " writer_pid) VALUES (?, ?, 'running', NULL, ?, ?, ?, ?, '{}', '[]', ?)",
+                    " writer_pid, plan_id, writer_host, writer_since)"
+                    " VALUES (?, ?, 'running', NULL, ?, ?, ?, ?, '{}', '[]', ?, ?, ?, ?)",
                     (run_id, self.redactor.text(goal if goal is not None else plan.goal), now, now, config_text,
-                     plan_json(plan, self.redactor), os.getpid()),
+                     plan_json(plan, self.redactor), os.getpid(), self.redactor.text(plan.id), this_host(), now),
                 )
             except sqlite3.IntegrityError:
                 raise StoreError(f"a run {run_id!r} is already in the run store {self.location}: "
@@ -285,9 +327,8 @@ class SQLiteStore:
             )
             con.executemany(_UPSERT_STEP, [self._step_row(cache, run_id, st, pos) for pos, st in enumerate(plan.steps)])
             self._update_run(con, cache, run_id, state, calls, force=True, extra=(
-                ", plan = ?, revisions = ?, writer_pid = ?",
-                (plan_json(plan, self.redactor),
-                 diffs_json(list(state.revisions), self.redactor), os.getpid()),
+                ", plan = ?, revisions = ?",
+                (plan_json(plan, self.redactor), diffs_json(list(state.revisions), self.redactor)),
             ))
             return calls
 
@@ -456,7 +497,8 @@ class SQLiteStore:
 
     def list_runs(self, *, limit: int | None = None) -> list[RunSummary]:
         query = (
-            "SELECT id, goal, status, reason, created, updated, executions, model_calls, writer_pid,"
+            f"SELECT id, goal, status, reason, created, updated, executions, model_calls, writer_pid,"
+            f" {self._column('plan_id')}, {self._column('writer_host')}, {self._column('writer_since')},"
             " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed'),"
             " (SELECT count(*) FROM steps s WHERE s.run_id = r.id)"
             " FROM runs r ORDER BY created DESC, rowid DESC"
@@ -466,13 +508,49 @@ class SQLiteStore:
         rows = self._read(lambda con: con.execute(query).fetchall())
         return [
             RunSummary(run_id=i, goal=g, status=s, reason=r, started=c, updated=u, executions=e, model_calls=m,
-                       writer_pid=p, steps_done=d, steps_total=t)
-            for i, g, s, r, c, u, e, m, p, d, t in rows
+                       writer_pid=p, plan_id=pi, writer_host=h, writer_since=ws, steps_done=d, steps_total=t)
+            for i, g, s, r, c, u, e, m, p, pi, h, ws, d, t in rows
         ]
 
-    def latest_run_id(self) -> str | None:
-        ids = self._read(lambda con: self._latest_ids(con, 1))
-        return ids[0] if ids else None
+    def _column(self, name: str) -> str:
+        """A column version 2 added, or how an older store (read as it is) spells it."""
+        return name if self.version >= 2 else V1_COLUMNS[name]
+
+    def latest_run_id(self, *, plan_id: str | None = None) -> str | None:
+        """The run created last (of the plan ``plan_id``, when given): one indexed query."""
+        if plan_id is None:
+            ids = self._read(lambda con: self._latest_ids(con, 1))
+            return ids[0] if ids else None
+        row = self._read(lambda con: con.execute(
+            f"SELECT id FROM runs WHERE {self._column('plan_id')} = ? ORDER BY created DESC, rowid DESC LIMIT 1",
+            (plan_id,)).fetchone())
+        return row[0] if row else None
+
+    def claim_run(self, run_id: str, *, force: bool = False, updated: float | None = None,
+                  mine: bool = False) -> None:
+        """Take the run to write it (a resume, a paused run continued), before anything runs:
+        :class:`~planbook.store.claims.RunClaimed` when another live process writes it, or
+        wrote it since it was loaded (``updated``: its time then), or ended it, or — with
+        ``mine``, for a process going on with a run it wrote last — took it over at all
+        meanwhile; a writer that is gone is taken over (see :mod:`planbook.store.claims`)."""
+
+        def write(con: sqlite3.Connection) -> None:
+            row = con.execute("SELECT status, writer_pid, writer_host, writer_since, updated FROM runs WHERE id = ?",
+                              (run_id,)).fetchone()
+            if row is None:
+                raise not_found(run_id, self.location, self._latest_ids(con))
+            status, pid, host, since, last = row
+            refuse_claim(run_id, status, pid, host, since, force)
+            if status == "running" and is_me(pid, host):
+                return  # this process writes it already
+            if not force and (status in ("completed", "failed") or (updated is not None and last != updated)
+                              or (mine and not is_me(pid, host))):
+                raise RunClaimed(run_id, pid, host, since, changed=status)
+            con.execute("UPDATE runs SET status = 'running', writer_pid = ?, writer_host = ?, writer_since = ?"
+                        " WHERE id = ?", (os.getpid(), this_host(), time.time(), run_id))
+
+        with self._lock:
+            self._write(write)
 
     def _latest_ids(self, con: sqlite3.Connection, n: int = 5) -> list[str]:
         return [r[0] for r in con.execute("SELECT id FROM runs ORDER BY created DESC, rowid DESC LIMIT ?", (n,))]

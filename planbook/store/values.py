@@ -108,18 +108,33 @@ def _unrestorable(value: Any, reason: str, redactor: Redactor) -> Encoded:
     return Encoded("repr", redactor.text(shown(value)), None, type_name(value), reason)
 
 
+#: what the JSON path raises for plain data it cannot write: an int past the limit of integer
+#: string conversion (ValueError), a list that contains itself or deep nesting (RecursionError)
+_JSON_FAILURES = (ValueError, TypeError, OverflowError, RecursionError)
+
+
+def plain_json_text(value: Any) -> str | None:
+    """The JSON text of plain data that JSON gives back exactly; None for anything else,
+    including plain data the encoder cannot write (pickle may still keep it)."""
+    try:
+        return dump_json(value) if is_plain_json(value) else None
+    except _JSON_FAILURES:  # factorial(2000), a list that holds itself, 5,000 levels deep
+        return None
+
+
 def encode(value: Any, redactor: Redactor) -> Encoded:
-    """JSON, else pickle, else repr; a value holding a known secret is never written."""
+    """JSON, else pickle, else repr; a value holding a known secret is never written.
+    Never raises: a value that breaks every encoder is written as its repr, not restorable."""
     if value is None:
         return Encoded("json", "null")
-    if is_plain_json(value):
-        text = dump_json(value)
+    text = plain_json_text(value)
+    if text is not None:
         if redactor.has_known_secret(text):
             return _unrestorable(value, "it held a secret, which is never written", redactor)
         return Encoded("json", text)
     try:
         blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as exc:  # pickle raises many kinds (TypeError, PicklingError, AttributeError...)
+    except Exception as exc:  # pickle raises many kinds (TypeError, PicklingError, AttributeError, RecursionError...)
         return _unrestorable(value, f"it could be neither written as JSON nor pickled ({type(exc).__name__}: "
                                     f"{redactor.text(str(exc))[:200]})", redactor)
     if redactor.has_known_secret(blob):
@@ -232,6 +247,18 @@ def clone(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(clone(v) for v in value)
     return value
+
+
+def same_plain(a: Any, b: Any) -> bool:
+    """``a == b`` for plain data, type for type (``1``, ``1.0`` and ``True`` differ; a tuple is
+    not a list): whether a copy of args still stands for them."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return len(a) == len(b) and all(k in b and same_plain(v, b[k]) for k, v in a.items())
+    if type(a) is list:
+        return len(a) == len(b) and all(same_plain(x, y) for x, y in zip(a, b))
+    return bool(a == b)
 
 
 def has_marker(value: Any, marker: type = Redacted) -> bool:

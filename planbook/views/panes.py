@@ -73,6 +73,7 @@ def call_line(step: Step, results: Mapping[str, Any]) -> str:
     if step.agent:
         return f"[{step.agent.upper()}] {step.task}".rstrip()
     from ..refs import find_refs, resolve
+    from ..store.redact import shown_arg
 
     parts = []
     for name, value in step.args.items():
@@ -82,7 +83,7 @@ def call_line(step: Step, results: Mapping[str, Any]) -> str:
                 value = resolve(value, results)
             except (KeyError, TypeError, ValueError):
                 pass
-        parts.append(f"{name}={_short_repr(value)}")
+        parts.append(f"{name}={shown_arg(name, value, _short_repr)}")
     return f"{step.tool}({', '.join(parts)})"
 
 

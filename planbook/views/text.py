@@ -26,7 +26,9 @@ def step_body(step: Step) -> str:
 
 
 def _args(step: Step) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in step.args.items())
+    from ..store.redact import shown_arg  # a secret-named arg shows as *** (a printed plan, a prompt)
+
+    return ", ".join(f"{k}={shown_arg(k, v, repr)}" for k, v in step.args.items())
 
 
 def format_plan(plan: Plan) -> str:
