@@ -46,6 +46,9 @@ class RunHandle:
         self._resume = threading.Event()
         self._stop_while_paused: Who | None = None
         self._resumed_by: Who = "api"
+        #: notified when a step starts waiting, and when the run ends (wait_for_approval)
+        self._asked = threading.Condition()
+        runner.subscribe(self._on_event)
         #: the live view's bridge (planbook.views.live.LiveView) when one is shown
         self.view = view
         context = contextvars.copy_context()  # the cell's parent header travels with the thread
@@ -78,9 +81,16 @@ class RunHandle:
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits, never lost in a thread
             self._close_view()
             self._future.set_exception(exc)
-            return
-        self._close_view()
-        self._future.set_result(result)
+        else:
+            self._close_view()
+            self._future.set_result(result)
+        with self._asked:
+            self._asked.notify_all()
+
+    def _on_event(self, event: Any) -> None:
+        if event.kind in ("step.waiting", "run.finished", "run.paused"):
+            with self._asked:
+                self._asked.notify_all()
 
     def _close_view(self) -> None:
         if self.view is not None:
@@ -122,6 +132,15 @@ class RunHandle:
             raise TimeoutError(f"the run of plan {self.runner.plan.id!r} is still {self.status} after {timeout:g} s "
                                f"(it goes on{'; waiting for you: ' + ', '.join(self.waiting) if self.waiting else ''})"
                                ) from None
+
+    def wait_for_approval(self, timeout: float | None = None) -> list[str]:
+        """Block until a step waits for your decision (or the run ended or paused); returns the
+        steps that wait ([] when none does). TimeoutError after ``timeout`` s."""
+        with self._asked:
+            if not self._asked.wait_for(lambda: self.waiting or self.done or self.status == "paused", timeout):
+                raise TimeoutError(f"no step of plan {self.runner.plan.id!r} asked for a decision within "
+                                   f"{timeout:g} s (the run is {self.status})")
+        return self.waiting
 
     def __await__(self) -> Generator[Any, None, RunResult]:
         return asyncio.wrap_future(self._future).__await__()

@@ -393,3 +393,12 @@ def test_the_views_stop_button() -> None:
     assert (result.status, result.reason, result.error) == ("failed", "aborted", "stopped by you (widget)")
     target._on_front_end(None, {"type": "control", "action": "pause"}, [])
     assert "has ended" in target.widget.errors[""]
+
+
+def test_wait_for_approval_returns_the_waiting_steps_then_nothing_once_the_run_ended() -> None:
+    mail = Mail()
+    handle = planbook.start(MAIL, tools=mail.tools, view=False)
+    assert handle.wait_for_approval(30) == ["send"]
+    handle.approve()
+    handle.wait(30)
+    assert handle.wait_for_approval(30) == []
