@@ -51,6 +51,8 @@ class RunHandle:
         runner.subscribe(self._on_event)
         #: the live view's bridge (planbook.views.live.LiveView) when one is shown
         self.view = view
+        #: the plan as the run started (what a saved notebook shows where widgets do not run)
+        self._initial = runner.plan.copy_plan()
         context = contextvars.copy_context()  # the cell's parent header travels with the thread
         self._thread = threading.Thread(target=context.run, args=(self._main,), daemon=True,
                                         name=f"planbook-run-{runner.plan.id}")
@@ -227,16 +229,28 @@ class RunHandle:
         return f"<RunHandle plan {self.runner.plan.id!r}: {self.status}>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
-        """The live view (its widget where widgets run); ``text/plain`` is one line that does
-        not depend on how far the run got (notebooks compare it)."""
-        line = (f"background run of plan {self.runner.plan.id!r} ({len(self.runner.plan.steps)} steps): "
+        """The live view (its widget where widgets run). The other forms show the plan as the run
+        started, whatever it did since: they do not depend on how far the run got by the time
+        the cell's output was made (notebooks compare them)."""
+        from .views.html import NO_MATH, esc, state_html
+        from .views.state import ViewState
+        from .views.text import state_markdown
+
+        line = (f"background run of plan {self.runner.plan.id!r} ({len(self._initial.steps)} steps): "
                 "the live view shows it; handle.status, handle.wait()")
+        start = ViewState.of(self._initial)
+        data: dict[str, Any] = {
+            "text/plain": line,
+            "text/html": f'<div class="{NO_MATH}" style="color:#666;font-size:11px">{esc(line)}; as it started:'
+                         f"</div>{state_html(start)}",
+            "text/markdown": state_markdown(start),
+        }
         target = getattr(self.view, "target", None)
         if target is None or not hasattr(target, "_repr_mimebundle_"):
-            return {"text/plain": line}
+            return data
         bundle = target._repr_mimebundle_(include, exclude)
-        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
-        return {**data, "text/plain": line}, metadata
+        widget, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        return {**widget, **data}, metadata
 
 
 def start(plan: Plan | str, *, view: bool | None = None, **options: Any) -> RunHandle:

@@ -163,7 +163,8 @@ class Steering:
             runner._changed(step)
             runner.scheduler.ended_without_result(step)
         else:  # stop
-            why = f"stopped by you ({decision.who}) at step {step.id}" + (f": {decision.reason}" if decision.reason else "")
+            by = "" if decision.who == "timeout" else f" by you ({decision.who})"
+            why = f"stopped{by} at step {step.id}" + (f": {decision.reason}" if decision.reason else "")
             runner.scheduler.again(step)
             runner._ending = ("failed", "aborted", why)
 
