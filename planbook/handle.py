@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import queue
 import threading
 from collections.abc import Generator, Mapping
 from typing import Any
@@ -43,9 +44,9 @@ class RunHandle:
         self.steering = runner.steer()
         self.steering.remote = True
         self._future: concurrent.futures.Future[RunResult] = concurrent.futures.Future()
-        self._resume = threading.Event()
-        self._stop_while_paused: Who | None = None
-        self._resumed_by: Who = "api"
+        #: what a paused run is told (resume, stop, an edit, a retry), applied on the run's thread
+        self._paused_inbox: queue.SimpleQueue[tuple[str, Any, concurrent.futures.Future[None] | None]] = \
+            queue.SimpleQueue()
         #: notified when a step starts waiting, and when the run ends (wait_for_approval)
         self._asked = threading.Condition()
         runner.subscribe(self._on_event)
@@ -70,16 +71,23 @@ class RunHandle:
         try:
             result = runner.run()
             while result.status == "paused":
-                self._resume.wait()
-                self._resume.clear()
-                if self._stop_while_paused is not None:
-                    who = self._stop_while_paused
-                    runner.emit("run.steered", action="stop", who=who)
-                    runner._finish("failed", "aborted", f"stopped by you ({who}) while paused")
+                action, payload, done = self._paused_inbox.get()
+                if action == "stop":
+                    runner.emit("run.steered", action="stop", who=payload)
+                    runner._finish("failed", "aborted", f"stopped by you ({payload}) while paused")
                     result = runner.result()
-                    break
-                runner.emit("run.steered", action="resume", who=self._resumed_by)
-                result = runner.run()
+                elif action == "resume":
+                    runner.emit("run.steered", action="resume", who=payload)
+                    result = runner.run()
+                else:  # an edit or a retry: the run is idle, so its plan can change here
+                    try:
+                        payload()
+                    except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+                        assert done is not None
+                        done.set_exception(exc)
+                        continue
+                if done is not None:
+                    done.set_result(None)
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits, never lost in a thread
             self._close_view()
             self._future.set_exception(exc)
@@ -158,16 +166,14 @@ class RunHandle:
         if self.runner.state.status != "paused":
             raise RuntimeError(f"the run of plan {self.runner.plan.id!r} is {self.status}, not paused: "
                                "nothing to resume")
-        self._resumed_by = who
-        self._resume.set()
+        self._paused_inbox.put(("resume", who, None))
 
     def stop(self, *, who: Who = "api") -> None:
         """End the run like the ``abort`` policy: running steps finish, nothing new starts."""
         if self.done:
             return
         if self.runner.state.status == "paused":
-            self._stop_while_paused = who
-            self._resume.set()
+            self._paused_inbox.put(("stop", who, None))
             return
         self.steering.control("stop", who)
 
@@ -194,7 +200,49 @@ class RunHandle:
         new = dict(args) if args is not None else {**step.args, **kwargs}
         if args is not None and kwargs:
             new.update(kwargs)
-        self.decide(step_id, Decision.edit(check_edit(step, new, self.runner.tools), who=who))
+        checked = check_edit(step, new, self.runner.tools)
+        if self.runner.state.status == "paused" and not self.steering.rule.asks(step):
+            # a paused run: any step that has not started can change (a revision with a diff)
+            if step.status is not Status.not_started:
+                raise ValueError(f"step {step_id!r} is {step.status.value}: only a step that has not started can be "
+                                 "edited (retry a failed one with handle.retry)")
+            self._while_paused(lambda: self._edit_now(step_id, checked, who))
+            return
+        self.decide(step_id, Decision.edit(checked, who=who))
+
+    def retry(self, step_id: str, *, who: Who = "api") -> None:
+        """In a paused run: run failed (or skipped) step ``step_id`` again when the run continues."""
+        step = self._step(step_id)
+        if self.runner.state.status != "paused":
+            raise RuntimeError(f"the run of plan {self.runner.plan.id!r} is {self.status}: pause it first "
+                               "(a step is retried only in a paused run)")
+        if step.status not in (Status.failed, Status.skipped):
+            raise ValueError(f"step {step_id!r} is {step.status.value}: only a failed or skipped step can be retried")
+        self._while_paused(lambda: self._retry_now(step_id, who))
+
+    def _while_paused(self, change: Any) -> None:
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._paused_inbox.put(("change", change, done))
+        done.result()
+
+    def _edit_now(self, step_id: str, args: dict[str, Any], who: Who) -> None:
+        from .steering import edit_step
+
+        runner = self.runner
+        step = runner.plan.step(step_id)
+        runner.emit("step.decided", step=step_id, **Decision.edit(args, who=who).as_data())
+        edit_step(runner, step, args, who)
+
+    def _retry_now(self, step_id: str, who: Who) -> None:
+        runner = self.runner
+        step = runner.plan.step(step_id)
+        step.set_state(status=Status.not_started, error=None, traceback=None, notes=f"retried by you ({who})")
+        runner.state.retries_used.pop(step_id, None)
+        for other in runner.plan.steps:  # what it blocked may run now (the run re-blocks what still cannot)
+            if other.status is Status.blocked:
+                other.set_state(status=Status.not_started, notes="")
+        runner.emit("step.decided", step=step_id, decision="retry", who=who)
+        runner._changed(step)
 
     def decide(self, step_id: str, decision: Decision) -> None:
         """Give a :class:`Decision` about ``step_id`` (now, or kept until it asks)."""

@@ -132,7 +132,10 @@ def test_approve_edit_and_stop_from_the_live_view(request: pytest.FixtureRequest
         page.wait_for_selector(f"{_row(last)}.planbook-completed", timeout=RUN_TIMEOUT_MS)
         revised = page.locator(".planbook-live .planbook-revisions .planbook-revised", has_text=f"{last}: send(to='dan', times=2)")
         revised.wait_for(timeout=RUN_TIMEOUT_MS)
-        assert "edited by you (widget)" in page.locator(".planbook-live .planbook-revisions").first.inner_text()
+        history = page.locator(".planbook-live .planbook-revisions").first
+        assert "edited by you (widget)" in history.inner_text()
+        history.locator(".planbook-decision", has_text="m1: approved by you (widget)").wait_for(timeout=RUN_TIMEOUT_MS)
+        assert history.locator(".planbook-decision", has_text=f"{last}: edited by you (widget)").count() == 1
         page.locator(".planbook-live .pb-verdict", has_text="completed").first.wait_for(timeout=RUN_TIMEOUT_MS)
         _shot(page, f"steer-{front_end}-edited")
 

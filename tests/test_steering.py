@@ -381,6 +381,7 @@ def test_the_views_buttons_decide_and_show_a_refused_edit_inline() -> None:
     assert target.widget.revisions[-1]["revised"] == ["send"]
     assert target.widget.revisions[-1]["reason"] == "edited by you (widget)"
     assert target.head["status"] == "completed" and target.head["waiting"] == 0
+    assert target.widget.decisions == [["edit", "send", "widget", ""]]  # refused edits never reached the run
 
 
 def test_the_views_stop_button() -> None:
@@ -402,3 +403,46 @@ def test_wait_for_approval_returns_the_waiting_steps_then_nothing_once_the_run_e
     handle.approve()
     handle.wait(30)
     assert handle.wait_for_approval(30) == []
+
+
+def test_a_paused_run_can_edit_a_step_that_has_not_started_and_retry_a_failed_one() -> None:
+    box, events = Toolbox(), Events()
+    broken = {"a": True}
+
+    @box.tool
+    def fetch(key: str) -> str:
+        if broken.get(key):
+            raise ConnectionError(f"{key} is down")
+        return key
+
+    @box.tool
+    def join(text: str, suffix: str) -> str:
+        return text + suffix
+
+    plan = """
+steps:
+  - {id: a, tool: fetch, args: {key: a}}
+  - {id: b, tool: join, args: {text: $a, suffix: "!"}, needs: [a]}
+  - {id: g, tool: fetch, args: {key: g}}
+"""
+    handle = planbook.start(plan, tools=box, view=False, on_event=events, on_failure="skip", approve=["g"])
+    events.wait_for("step.waiting", "g")
+    with pytest.raises(RuntimeError, match="pause it first"):
+        handle.retry("a")
+    handle.pause()
+    events.wait_for("run.paused")
+    assert [s.status.value for s in handle.runner.plan.steps] == ["skipped", "blocked", "not_started"]
+    with pytest.raises(ValueError, match="only a failed or skipped step can be retried"):
+        handle.retry("g")
+    broken["a"] = False
+    handle.retry("a")
+    with pytest.raises(ValueError, match="argument 'suffix' of tool 'join' expects str"):
+        handle.edit("b", suffix=3)
+    handle.edit("b", suffix="?")
+    assert handle.runner.plan.step("b").args == {"text": "$a", "suffix": "?"}
+    handle.resume()
+    handle.approve("g")
+    result = handle.wait(30)
+    assert result.status == "completed" and result.outputs["b"] == "a?"
+    assert result.revisions[-1].revised == ["b"] and result.revisions[-1].reason == "edited by you (api)"
+    assert [e.data["decision"] for e in result.events if e.kind == "step.decided"] == ["retry", "edit", "approve"]

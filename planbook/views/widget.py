@@ -69,6 +69,8 @@ class PlanWidget(anywidget.AnyWidget):
     waiting = t.Dict().tag(sync=True)
     #: a refused decision's message, by step id ("" for the run's own buttons), shown inline
     errors = t.Dict().tag(sync=True)
+    #: the decisions people gave, in order: ``[what, step, who, reason]`` (shown with the revisions)
+    decisions = t.List().tag(sync=True)
 
 
 class PlanView:
@@ -84,6 +86,8 @@ class PlanView:
         self.widget = PlanWidget(uid=secrets.token_hex(8), controls=controls)
         #: the RunHandle the buttons steer (planbook.views.steer)
         self.handle: Any = None
+        self._decisions: list[list[str]] = []
+        self._events_read = 0
         self.note = note
         self.renders = 0
         #: every pane sent (what a full batch re-sends), by step id
@@ -155,6 +159,8 @@ class PlanView:
                 waiting = {i: self.state.plan.step(i).args for i in self.handle.waiting}
                 if waiting != w.waiting:
                     w.waiting = waiting
+                if self._read_decisions():
+                    w.decisions = list(self._decisions)
 
     def _head(self, state: ViewState, origin: float | None) -> dict[str, Any]:
         plan = state.plan
@@ -225,6 +231,19 @@ class PlanView:
             else:
                 errors.pop(key, None)
             self.widget.errors = errors
+
+    def _read_decisions(self) -> bool:
+        """Add the decisions among the run's new events (read once each); True when some were added."""
+        events = self.handle.runner.state.events
+        before = len(self._decisions)
+        for event in events[self._events_read:len(events)]:
+            if event.kind == "step.decided":
+                self._decisions.append([event.data.get("decision", ""), event.step or "", event.data.get("who", ""),
+                                        event.data.get("reason", "")])
+            elif event.kind == "run.steered":
+                self._decisions.append([event.data.get("action", ""), "", event.data.get("who", ""), ""])
+        self._events_read = len(events)
+        return len(self._decisions) != before
 
     def attach_handle(self, handle: Any) -> None:
         """Let the view's buttons steer ``handle`` (a background run)."""

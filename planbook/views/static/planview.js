@@ -465,8 +465,17 @@ function render({ model, el }) {
 
   function drawRevisions() {
     const diffs = model.get("revisions") || [];
-    if (!diffs.length) { revisions.replaceChildren(); return; }
+    const decisions = model.get("decisions") || [];
+    if (!diffs.length && !decisions.length) { revisions.replaceChildren(); return; }
     const parts = [h("div", { style: "font-weight:600;margin-top:6px", text: "Revision history" })];
+    if (decisions.length) {
+      const DONE = { approve: "approved", skip: "skipped", edit: "edited", stop: "stopped", refused: "refused",
+        pause: "paused", resume: "continued" };
+      parts.push(h("ul", { class: "planbook-decisions" }, ...decisions.map(([what, step, who, reason]) =>
+        h("li", { class: `planbook-decision planbook-decision-${what}` },
+          `${step ? step + ": " : "run: "}${DONE[what] || what} by ${who === "timeout" ? "the approve timeout" : "you (" + who + ")"}`
+          + (reason ? ` — ${reason}` : "")))));
+    }
     for (const d of diffs) {
       const items = [];
       for (const id of d.removed) items.push(h("li", { class: "planbook-removed" }, "− ", h("del", { text: `${id}: ${d.steps[id] || ""}` }), " (removed)"));
@@ -500,7 +509,7 @@ function render({ model, el }) {
   };
   let headSeen = performance.now();
   const onHead = () => { headSeen = performance.now(); };
-  const events = "change:head change:rows change:statuses change:revisions change:selected change:waiting change:errors change:controls";
+  const events = "change:head change:rows change:statuses change:revisions change:selected change:waiting change:errors change:controls change:decisions";
   model.on("change:head", onHead);
   model.on(events, schedule);
   store.listeners.add(schedule);
