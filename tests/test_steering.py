@@ -446,3 +446,36 @@ steps:
     assert result.status == "completed" and result.outputs["b"] == "a?"
     assert result.revisions[-1].revised == ["b"] and result.revisions[-1].reason == "edited by you (api)"
     assert [e.data["decision"] for e in result.events if e.kind == "step.decided"] == ["retry", "edit", "approve"]
+
+
+def test_the_view_of_a_paused_run_offers_edit_and_retry() -> None:
+    pytest.importorskip("anywidget")
+    box, events = Toolbox(), Events()
+
+    @box.tool
+    def fetch(key: str) -> str:
+        if key == "down":
+            raise ConnectionError("down")
+        return key
+
+    plan = """
+steps:
+  - {id: a, tool: fetch, args: {key: down}}
+  - {id: g, tool: fetch, args: {key: g}}
+"""
+    target, handle = _view_of(planbook.Runner(plan, tools=box, on_event=events, on_failure="skip", approve=["g"]))
+    events.wait_for("step.waiting", "g")
+    target._on_front_end(None, {"type": "control", "action": "pause"}, [])
+    events.wait_for("run.paused")
+    target.render(handle.runner)
+    assert target.widget.retryable == ["a"] and target.widget.editable == {"g": {"key": "g"}}
+    target._on_front_end(None, {"type": "control", "action": "edit", "step": "a", "args": '{"key": "up"}'}, [])
+    assert "only a step that has not started can be edited" in target.widget.errors["a"]
+    target._on_front_end(None, {"type": "control", "action": "retry", "step": "a"}, [])
+    assert "a" not in target.widget.errors
+    target._on_front_end(None, {"type": "control", "action": "continue"}, [])
+    target._on_front_end(None, {"type": "control", "action": "skip", "step": "g"}, [])
+    result = handle.wait(30)
+    assert result.plan.step("a").attempts == 2 and result.plan.step("g").status.value == "skipped"
+    assert [d[:3] for d in target.widget.decisions] == [["pause", "", "widget"], ["retry", "a", "widget"],
+                                                        ["resume", "", "widget"], ["skip", "g", "widget"]]

@@ -44,6 +44,8 @@ def on_control(handle: Any, content: dict[str, Any]) -> str:
             handle.approve(step, who="widget")
         elif action == "skip":
             handle.skip(step, "skipped in the live view", who="widget")
+        elif action == "retry":
+            handle.retry(step, who="widget")
         elif action == "edit":
             args = content.get("args")
             if isinstance(args, str):

@@ -69,6 +69,10 @@ class PlanWidget(anywidget.AnyWidget):
     waiting = t.Dict().tag(sync=True)
     #: a refused decision's message, by step id ("" for the run's own buttons), shown inline
     errors = t.Dict().tag(sync=True)
+    #: a paused run: the arguments of steps that have not started (they can be edited), and the
+    #: failed or skipped steps (they can be retried)
+    editable = t.Dict().tag(sync=True)
+    retryable = t.List().tag(sync=True)
     #: the decisions people gave, in order: ``[what, step, who, reason]`` (shown with the revisions)
     decisions = t.List().tag(sync=True)
 
@@ -161,6 +165,13 @@ class PlanView:
                     w.waiting = waiting
                 if self._read_decisions():
                     w.decisions = list(self._decisions)
+                paused = state.status == "paused"
+                editable = {s.id: s.args for s in plan.steps if paused and s.tool and s.status is Status.not_started}
+                retryable = [s.id for s in plan.steps if paused and s.status in (Status.failed, Status.skipped)]
+                if editable != w.editable:
+                    w.editable = editable
+                if retryable != w.retryable:
+                    w.retryable = retryable
 
     def _head(self, state: ViewState, origin: float | None) -> dict[str, Any]:
         plan = state.plan

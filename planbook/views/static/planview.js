@@ -180,16 +180,20 @@ function render({ model, el }) {
     model.send({ type: "control", action, step: step || "", args });
   }
 
-  function decideButtons(id) {
+  // the buttons a step offers: Approve / Skip / Edit while it waits; Edit or Retry in a paused run
+  function decideButtons(id, waits) {
     const stop = (fn) => (e) => { e.stopPropagation(); fn(); };
-    return [
+    const edit = h("button", { "data-decide": "edit", text: "Edit", onclick: stop(() => {
+      store.editing = id;
+      if (model.get("selected") !== id) open(id); else drawPane();
+    }) });
+    if (waits) return [
       h("button", { "data-decide": "approve", text: "Approve", onclick: stop(() => send("approve", id)) }),
-      h("button", { "data-decide": "skip", text: "Skip", onclick: stop(() => send("skip", id)) }),
-      h("button", { "data-decide": "edit", text: "Edit", onclick: stop(() => {
-        store.editing = id;
-        if (model.get("selected") !== id) open(id); else drawPane();
-      }) }),
-    ];
+      h("button", { "data-decide": "skip", text: "Skip", onclick: stop(() => send("skip", id)) }), edit];
+    if (id in (model.get("editable") || {})) return [edit];
+    if ((model.get("retryable") || []).includes(id))
+      return [h("button", { "data-decide": "retry", text: "Retry", onclick: stop(() => send("retry", id)) })];
+    return [];
   }
 
   function rowsAndStatus() {
@@ -281,7 +285,7 @@ function render({ model, el }) {
         onclick: () => open(id) },
         h("span", { class: "m", text: waits ? "[?]" : mark }), h("span", { class: "i", text: id }),
         h("span", { class: "x", text: executor }), h("span", { class: "k", text: waits ? `waiting for you: ${task}` : task }),
-        ...(waits ? decideButtons(id) : []),
+        ...(waits ? decideButtons(id, true) : []),
         h("span", { class: "d", text: stepTime(id, code) }));
       items.push(row);
     }
@@ -303,7 +307,9 @@ function render({ model, el }) {
     const pane = store.panes[id] || {};
     const waiting = model.get("waiting") || {};
     const error = (model.get("errors") || {})[id] || "";
-    if (!(id in waiting) && store.editing === id) store.editing = null;
+    const editable = model.get("editable") || {};
+    const argsOf = id in waiting ? waiting[id] : editable[id];
+    if (argsOf === undefined && store.editing === id) store.editing = null;
     const editor = paneBox.querySelector("textarea.pb-editor");
     if (store.editing === id && editor && document.activeElement === editor && editor.dataset.step === id) {
       // the person is typing: keep the editor as it is, show only the latest error
@@ -335,12 +341,14 @@ function render({ model, el }) {
     if (pane.output) parts.push(h("div", { class: "pb-label", text: "printed" }), h("pre", { class: "pb-pre", text: pane.output }));
     if (pane.traceback) parts.push(h("div", { class: "pb-label", text: "traceback" }),
       h("pre", { class: "pb-pre pb-err", text: pane.traceback }));
-    if (id in waiting) {
+    const offered = decideButtons(id, id in waiting);
+    if (offered.length) {
+      const label = id in waiting ? "waiting for your decision" : "the run is paused: you can change this step";
       const decide = h("div", { class: "pb-decide planbook-decide" },
-        h("div", { class: "pb-label", text: "waiting for your decision" }), ...decideButtons(id));
+        h("div", { class: "pb-label", text: label }), ...offered);
       if (store.editing === id) {
         const area = h("textarea", { class: "pb-editor planbook-editor", "data-step": id, spellcheck: "false" });
-        area.value = (store.drafts || {})[id] ?? JSON.stringify(waiting[id], null, 1);
+        area.value = (store.drafts || {})[id] ?? JSON.stringify(argsOf, null, 1);
         area.addEventListener("input", () => { (store.drafts = store.drafts || {})[id] = area.value; });
         decide.append(h("div", { class: "pb-label", text: "new arguments (JSON), checked against the tool's signature" }), area,
           h("div", {}, h("button", { "data-decide": "save", text: "Save and run", onclick: () => send("edit", id, area.value) }),
@@ -509,7 +517,7 @@ function render({ model, el }) {
   };
   let headSeen = performance.now();
   const onHead = () => { headSeen = performance.now(); };
-  const events = "change:head change:rows change:statuses change:revisions change:selected change:waiting change:errors change:controls change:decisions";
+  const events = "change:head change:rows change:statuses change:revisions change:selected change:waiting change:errors change:controls change:decisions change:editable change:retryable";
   model.on("change:head", onHead);
   model.on(events, schedule);
   store.listeners.add(schedule);
