@@ -12,7 +12,6 @@ run, which has its own :meth:`RunHandle.stop`.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextvars
 import queue
@@ -153,6 +152,8 @@ class RunHandle:
         return self.waiting
 
     def __await__(self) -> Generator[Any, None, RunResult]:
+        import asyncio  # only when awaited: importing it costs `import planbook` about 50 ms
+
         return asyncio.wrap_future(self._future).__await__()
 
     # ------------------------------------------------------------------ controls

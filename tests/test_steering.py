@@ -479,3 +479,12 @@ steps:
     assert result.plan.step("a").attempts == 2 and result.plan.step("g").status.value == "skipped"
     assert [d[:3] for d in target.widget.decisions] == [["pause", "", "widget"], ["retry", "a", "widget"],
                                                         ["resume", "", "widget"], ["skip", "g", "widget"]]
+
+
+def test_import_planbook_does_not_import_asyncio_for_the_handle() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, planbook; print('asyncio' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "False"
