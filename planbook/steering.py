@@ -107,7 +107,10 @@ class Steering:
     def clear(self, runner: Runner, step: Step) -> bool:
         """May ``step`` (the first ready one) start now? If it must ask, it is taken out of the
         ready set until a decision comes (False); a decision at hand is applied first."""
-        if step.id in self.approved or not self.rule.asks(step):
+        if step.id in self.approved:
+            self.approved.discard(step.id)  # an approval is for one execution: a retry asks again
+            return True
+        if not self.rule.asks(step):
             return True
         runner.scheduler.take()
         decision = self.given.pop(step.id, None)

@@ -488,3 +488,20 @@ def test_import_planbook_does_not_import_asyncio_for_the_handle() -> None:
     code = "import sys, planbook; print('asyncio' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "False"
+
+
+def test_an_approval_is_for_one_execution_a_retry_asks_again() -> None:
+    box = Toolbox()
+    tries = []
+
+    @box.tool(approve=True)
+    def pay(amount: int) -> str:
+        tries.append(amount)
+        if len(tries) == 1:
+            raise ConnectionError("the bank did not answer")
+        return "paid"
+
+    asked: list[str] = []
+    result = planbook.run("steps:\n  - {id: p, tool: pay, args: {amount: 5}}\n", tools=box, on_failure="retry",
+                          approve=lambda step, ctx: asked.append(step.id) or Decision.approve())
+    assert result.status == "completed" and asked == ["p", "p"] and tries == [5, 5]
