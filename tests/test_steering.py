@@ -505,3 +505,11 @@ def test_an_approval_is_for_one_execution_a_retry_asks_again() -> None:
     result = planbook.run("steps:\n  - {id: p, tool: pay, args: {amount: 5}}\n", tools=box, on_failure="retry",
                           approve=lambda step, ctx: asked.append(step.id) or Decision.approve())
     assert result.status == "completed" and asked == ["p", "p"] and tries == [5, 5]
+
+
+def test_view_true_outside_a_notebook_kernel_says_so_and_starts_nothing() -> None:
+    mail = Mail()
+    before = set(threading.enumerate())
+    with pytest.raises(RuntimeError, match="view=True shows a background run's live view in a notebook kernel"):
+        planbook.start(MAIL, tools=mail.tools, view=True)
+    assert set(threading.enumerate()) - before == set() and mail.sent == []
