@@ -224,9 +224,9 @@ function render({ model, el }) {
       text: `Waiting for you: ${head.waiting} step${head.waiting > 1 ? "s" : ""} (${Object.keys(model.get("waiting") || {}).join(", ")}) · approve, skip or edit below` }));
     if (model.get("controls") && (head.status === "running" || head.status === "paused")) {
       const ctl = h("div", { class: "pb-ctl planbook-controls" });
-      if (head.status === "running") ctl.append(h("button", { "data-control": "pause", text: "⏸ Pause", onclick: () => send("pause") }));
-      else ctl.append(h("button", { "data-control": "continue", text: "▶ Continue", onclick: () => send("continue") }));
-      ctl.append(h("button", { "data-control": "stop", text: "⏹ Stop", onclick: () => send("stop") }));
+      if (head.status === "running") ctl.append(h("button", { "data-control": "pause", text: "Pause", onclick: () => send("pause") }));
+      else ctl.append(h("button", { "data-control": "continue", text: "Continue", onclick: () => send("continue") }));
+      ctl.append(h("button", { "data-control": "stop", text: "Stop", onclick: () => send("stop") }));
       const error = (model.get("errors") || {})[""];
       if (error) ctl.append(h("span", { class: "pb-err", text: error }));
       parts.push(ctl);
