@@ -6,8 +6,9 @@ step then runs; the time from the click to the step's ``step.started`` event is 
 never asserted), opens **Edit** on the last one, saves an argument that does not fit the
 tool (the signature's error shows inline), then a valid one (the step runs with it, and
 the revision history shows the ``revised`` diff), checks that another cell answered
-during the run, and finally clicks **Stop** on a second run while a step runs (the run
-ends ``failed (aborted)`` once that step finished, and nothing else started).
+during the run; then, on a second run, clicks **Pause** while a step runs (it finishes,
+nothing new starts), **Continue**, and **Stop** while the next step runs (the run ends
+``failed (aborted)`` once that step finished, and nothing else started).
 
 Run it alone with ``pytest -m browser tests/test_browser_steering.py -p no:cacheprovider``.
 """
@@ -64,6 +65,11 @@ LAST_OUTPUT_JS = """() => {
   const last = cells[cells.length - 1];
   return last ? Array.from(last.querySelectorAll('.jp-OutputArea-output')).map(o => o.innerText).join('\\n') : '';
 }"""
+
+
+# a cell that waits until the run took a control (clicks reach the kernel once it is idle)
+STEERED = ("import time\nwhile not any(e.kind == 'run.steered' and e.data['action'] == '{action}' "
+           "for e in list(held_run.runner.state.events)):\n    time.sleep(0.05)\nprint('{action} arrived')")
 
 
 def _row(step: str) -> str:
@@ -152,20 +158,34 @@ def test_approve_edit_and_stop_from_the_live_view(request: pytest.FixtureRequest
               f"({', '.join(f'{ms:.0f}' for ms in latencies)}; target < 300 ms)")
         assert "WHO ['widget'] sent to dan x2" in out
 
-        # Stop while a step runs: it finishes, nothing else starts, the run ends failed (aborted)
+        # Pause while a step runs: it finishes, nothing new starts; Continue goes on; then Stop while
+        # the next step runs: it finishes, nothing else starts, the run ends failed (aborted)
         _run_cell(page, "%%plan held --tools box\nsteps:\n  - {id: h1, tool: hold, args: {label: one}}\n"
-                        "  - {id: h2, tool: hold, args: {label: two}, needs: [h1]}\n", "h2")
+                        "  - {id: h2, tool: hold, args: {label: two}, needs: [h1]}\n"
+                        "  - {id: h3, tool: hold, args: {label: three}, needs: [h2]}\n", "h3")
         _run_cell(page, "gate.clear()\nheld_run = %run_plan held --tools box --background\nheld_run", None)
         page.wait_for_selector(f"{_row('h1')}.planbook-in_progress", timeout=RUN_TIMEOUT_MS)
         live = page.locator(".planbook-live").last
+        live.locator("button[data-control='pause']").click()
+        _run_cell(page, STEERED.format(action="pause"), "pause arrived")
+        _run_cell(page, "gate.set(); print('released h1')", "released h1")
+        live.locator("button[data-control='continue']").wait_for(timeout=RUN_TIMEOUT_MS)  # paused
+        assert live.locator(f".pb-row[data-step='h1'].planbook-completed").count() == 1
+        assert live.locator(f".pb-row[data-step='h2'].planbook-not_started").count() == 1
+        _shot(page, f"steer-{front_end}-paused")
+        _run_cell(page, "gate.clear(); print('holding h2')", "holding h2")
+        live.locator("button[data-control='continue']").click()
+        page.wait_for_selector(f"{_row('h2')}.planbook-in_progress", timeout=RUN_TIMEOUT_MS)
         live.locator("button[data-control='stop']").click()
-        _run_cell(page, "import time\nwhile not any(e.kind == 'run.steered' for e in list(held_run.runner.state.events)):\n"
-                        "    time.sleep(0.05)\nprint('stop arrived')", "stop arrived")
+        _run_cell(page, STEERED.format(action="stop"), "stop arrived")
         _run_cell(page, "gate.set()\nr2 = held_run.wait(60)\nprint('HELD', r2.status, r2.reason, "
                         "[s.status.value for s in r2.plan.steps])", "HELD")
-        assert "HELD failed aborted ['completed', 'not_started']" in page.evaluate(LAST_OUTPUT_JS)
+        assert "HELD failed aborted ['completed', 'completed', 'not_started']" in page.evaluate(LAST_OUTPUT_JS)
         live.locator(".pb-verdict", has_text="aborted").first.wait_for(timeout=RUN_TIMEOUT_MS)
-        assert live.locator(f".pb-row[data-step='h1'].planbook-completed").count() == 1
+        assert live.locator(f".pb-row[data-step='h2'].planbook-completed").count() == 1
+        decisions = live.locator(".planbook-decision").all_inner_texts()
+        assert decisions == ["run: paused by you (widget)", "run: continued by you (widget)",
+                             "run: stopped by you (widget)"], decisions
         _shot(page, f"steer-{front_end}-stopped")
         assert page.get_by_text("Error displaying widget").count() == 0
         assert not errors, f"{front_end}: console errors: {errors}"
