@@ -160,7 +160,8 @@ class RunHandle:
     def pause(self, *, who: Who = "api") -> None:
         """Finish the running steps and start nothing new (``resume()`` goes on)."""
         self._running_or_raise("pause")
-        self.steering.control("pause", who)
+        if self.runner.state.status != "paused":
+            self.steering.control("pause", who)
 
     def resume(self, *, who: Who = "api") -> None:
         """Go on after a pause."""
@@ -173,9 +174,8 @@ class RunHandle:
         """End the run like the ``abort`` policy: running steps finish, nothing new starts."""
         if self.done:
             return
-        if self.runner.state.status == "paused":
-            self._paused_inbox.put(("stop", who, None))
-            return
+        # both ways: the run may pause before the steering inbox is read (a Pause clicked just before)
+        self._paused_inbox.put(("stop", who, None))
         self.steering.control("stop", who)
 
     def _running_or_raise(self, what: str) -> None:

@@ -513,3 +513,23 @@ def test_view_true_outside_a_notebook_kernel_says_so_and_starts_nothing() -> Non
     with pytest.raises(RuntimeError, match="view=True shows a background run's live view in a notebook kernel"):
         planbook.start(MAIL, tools=mail.tools, view=True)
     assert set(threading.enumerate()) - before == set() and mail.sent == []
+
+
+def test_pause_then_stop_at_once_ends_the_run() -> None:
+    box, events = Toolbox(), Events()
+    gate = threading.Event()
+
+    @box.tool
+    def hold(label: str) -> str:
+        assert gate.wait(30)
+        return label
+
+    plan = "steps:\n  - {id: a, tool: hold, args: {label: a}}\n  - {id: b, tool: hold, args: {label: b}}\n"
+    handle = planbook.start(plan, tools=box, view=False, on_event=events)
+    events.wait_for("step.started", "a")
+    handle.pause()
+    handle.stop()
+    gate.set()
+    result = handle.wait(30)
+    assert (result.status, result.reason) == ("failed", "aborted")
+    assert [s.status.value for s in result.plan.steps] == ["completed", "not_started"]
