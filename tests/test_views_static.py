@@ -29,6 +29,11 @@ def test_every_live_view_stored_its_final_state(path: Path) -> None:
     for out in outputs:
         text = "".join(out["data"]["text/plain"])
         html = "".join(out["data"]["text/html"])
+        if text.startswith("background run of plan"):
+            # a background run's handle (notebook 07): its cell ended before the run did, so its
+            # stored forms show the plan as the run started, and say so; a later cell prints the result
+            assert "as it started" in html and "mathjax_ignore" in html
+            continue
         assert "\nRun " in text, f"{path.name}: a live view's stored text is not a finished run:\n{text[:300]}"
         assert "planbook-verdict" in html and "mathjax_ignore" in html
 
