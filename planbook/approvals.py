@@ -12,7 +12,7 @@ its decide step (:mod:`planbook.steering`), as an event that says who decided.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from .models import Plan, Step
@@ -73,14 +73,24 @@ class Decision:
         return data
 
 
-@dataclass
 class ApprovalContext:
-    """What an ``approve=`` callable sees besides the step: the goal, the plan so far, and
-    the results of the steps this one ``needs``."""
+    """What an ``approve=`` callable sees besides the step: the goal, the results of the steps
+    this one ``needs``, and the plan so far (a copy, made only if the callable reads it: a
+    callable asked about every step of a long plan must not copy it each time)."""
 
-    goal: str
-    plan: Plan
-    needs: dict[str, Any] = field(default_factory=dict)
+    def __init__(self, goal: str, plan: Plan | Callable[[], Plan], needs: dict[str, Any] | None = None) -> None:
+        self.goal = goal
+        self.needs = dict(needs or {})
+        self._plan = plan
+
+    @property
+    def plan(self) -> Plan:
+        if callable(self._plan):
+            self._plan = self._plan()
+        return self._plan
+
+    def __repr__(self) -> str:
+        return f"ApprovalContext(goal={self.goal!r}, needs={sorted(self.needs)})"
 
 
 ApproveCallback = Callable[[Step, ApprovalContext], Decision]

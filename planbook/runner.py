@@ -429,8 +429,12 @@ class Runner:
                 return
             if self.recorder is not None and step.tool is not None and self._from_cache(step):
                 continue
-            if self.steering is not None and not self.steering.clear(self, step):
-                continue  # it waits for a decision (or one was applied): look again
+            if self.steering is not None:
+                cleared = self.steering.clear(self, step)
+                if cleared is None:
+                    return  # one step at a time: nothing after a waiting step starts
+                if not cleared:
+                    continue  # it waits for a decision (or one was applied): look again
             refused = self.budget.execution_refused(s.executions, step.id, retry=bool(step.attempts))
             if refused is not None:
                 self._ending = ("failed", "step_budget", refused)

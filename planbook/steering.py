@@ -104,9 +104,12 @@ class Steering:
                 runner.emit("run.steered", action="stop", who=payload)
                 runner._ending = ("failed", "aborted", f"stopped by you ({payload})")
 
-    def clear(self, runner: Runner, step: Step) -> bool:
+    def clear(self, runner: Runner, step: Step) -> bool | None:
         """May ``step`` (the first ready one) start now? If it must ask, it is taken out of the
-        ready set until a decision comes (False); a decision at hand is applied first."""
+        ready set until a decision comes (False); a decision at hand is applied first. None: a
+        run of one step at a time keeps plan order, so nothing after a waiting step starts."""
+        if self.waiting and runner.parallel == 1 and step.id not in self.waiting:
+            return None
         if step.id in self.approved:
             self.approved.discard(step.id)  # an approval is for one execution: a retry asks again
             return True
@@ -117,8 +120,8 @@ class Steering:
         if decision is None and step.id in self.waiting:
             return False  # still waiting (a pause or a replan put it back)
         if decision is None and self.prompt is not None:
-            context = ApprovalContext(goal=runner.plan.goal, plan=runner.plan.copy_plan(),
-                                      needs={n: runner.scheduler.by_id[n].result for n in step.needs})
+            context = ApprovalContext(runner.plan.goal, runner.plan.copy_plan,
+                                      {n: runner.scheduler.by_id[n].result for n in step.needs})
             decision = call_user(self.prompt, step.snapshot(), context)
             if not isinstance(decision, Decision):
                 decision = Decision.stop(f"the approve= callable returned {decision!r}, not a Decision")

@@ -533,3 +533,27 @@ def test_pause_then_stop_at_once_ends_the_run() -> None:
     result = handle.wait(30)
     assert (result.status, result.reason) == ("failed", "aborted")
     assert [s.status.value for s in result.plan.steps] == ["completed", "not_started"]
+
+
+def test_a_serial_run_waits_in_plan_order_a_parallel_one_asks_about_every_ready_step() -> None:
+    box = Toolbox()
+
+    @box.tool(approve=True)
+    def mark(label: str) -> str:
+        return label
+
+    plan = "steps:\n" + "".join(f"  - {{id: s{i}, tool: mark, args: {{label: s{i}}}}}\n" for i in range(3))
+    serial = planbook.start(plan, tools=box, view=False)
+    assert serial.wait_for_approval(30) == ["s0"]
+    serial.approve("s2")  # kept until s2 asks: the run still goes in plan order
+    serial.approve("s0")
+    serial.approve("s1")
+    result = serial.wait(30)
+    assert [e.step for e in result.events if e.kind == "step.started"] == ["s0", "s1", "s2"]
+    events = Events()
+    both = planbook.start(plan, tools=box, view=False, parallel=2, on_event=events)
+    events.wait_for("step.waiting", "s2")
+    assert both.waiting == ["s0", "s1", "s2"]  # every ready step asks; none runs before its decision
+    for step in ("s0", "s1", "s2"):
+        both.approve(step)
+    assert both.wait(30).status == "completed"
