@@ -347,6 +347,9 @@ def _resume(args: argparse.Namespace) -> int:
             planner=load_object(args.planner, "planner") if args.planner else None,
             plan=_read_spec(args.plan) if args.plan else None, run=False, force=args.force,
         )
+        from .cli_prompt import attach_prompt
+
+        attach_prompt(runner)  # a step that was waiting asks again, on the terminal
     except RunEnded:  # a finished run: say so, show it
         result = cli_runs.show_run(args)
         print(f"run {args.run_id or 'latest'} already ended; nothing to resume\n{printable(result)}")

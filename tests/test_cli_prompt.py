@@ -142,3 +142,38 @@ def test_without_a_terminal_it_says_so_before_anything_runs(workdir: Path) -> No
     assert proc.returncode == 2, proc.stderr
     assert "step 'send' waits for approval, and standard input is not a terminal" in proc.stderr
     assert "SENT" not in proc.stdout
+
+
+def test_resuming_a_run_that_was_waiting_asks_again_on_the_terminal(workdir: Path) -> None:
+    import shutil
+    import sqlite3
+
+    env = _env(workdir)
+    store, crashed = workdir / "runs.sqlite", workdir / "crashed.sqlite"
+    code = ("import sys, sqlite3, planbook, mailtools\n"
+            "h = planbook.start(open('plan.yaml').read(), tools=mailtools.tools, view=False, store='runs.sqlite')\n"
+            "h.wait_for_approval(60)\n"
+            "with sqlite3.connect('runs.sqlite') as src, sqlite3.connect('crashed.sqlite') as dst:\n"
+            "    src.backup(dst)\n"
+            "h.stop(); h.wait(60)\n")
+    subprocess.run([sys.executable, "-c", code], cwd=workdir, env=env, check=True, timeout=120)
+    assert store.exists() and crashed.exists()
+    shutil.copy(crashed, workdir / "again.sqlite")
+    with sqlite3.connect(crashed) as db:  # the store as the crash left it: the run waits for approval
+        assert db.execute("SELECT status, reason FROM runs").fetchall() == [("running", "waiting")]
+    proc = subprocess.run([sys.executable, "-m", "planbook.cli", "resume", "--store", "crashed.sqlite", "--tools",
+                           "mailtools:tools", "--force"], cwd=workdir, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "step 'send' waits for approval, and standard input is not a terminal" in proc.stderr
+    master, slave = pty.openpty()
+    term = subprocess.Popen([sys.executable, "-m", "planbook.cli", "resume", "--store", "again.sqlite", "--tools",
+                             "mailtools:tools", "--force"], cwd=workdir, env=env, stdin=slave, stdout=slave,
+                            stderr=slave, close_fds=True)
+    os.close(slave)
+    terminal = Terminal.__new__(Terminal)
+    terminal.master, terminal.proc, terminal.text = master, term, ""
+    terminal.expect("step send waits for approval")
+    terminal.type("a")
+    assert terminal.finish() == 0, terminal.text
+    assert "SENT 'dear bob' TO bob" in terminal.text
