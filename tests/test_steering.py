@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import planbook
-from planbook import Decision, Plan, Toolbox
+from planbook import Decision, Toolbox
 
 MAIL = """
 goal: send a note
