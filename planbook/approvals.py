@@ -127,6 +127,13 @@ class ApprovalRule:
             raise TypeError("approve= is True (every step), step ids or tool names, or a callable "
                             f"(step, context) -> Decision; got {type(approve).__name__}")
 
+    def stored(self) -> bool | list[str] | None:
+        """What a store keeps of ``approve=`` so a resumed run asks about the same steps (a
+        callable cannot be stored: a resume is given it again, or asks through the tools' own rule)."""
+        if self.every:
+            return True
+        return sorted(self.names) if self.names else None
+
     @property
     def active(self) -> bool:
         """Whether any step of any plan could ask (a tool registered with approve=True counts)."""

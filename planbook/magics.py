@@ -481,11 +481,6 @@ class PlanMagics(Magics):
                 raise CellPlanError(exc.problems) from None
             except (ValueError, TypeError) as exc:
                 raise UsageError(magic_words(str(exc))) from None
-            if runner.steering is not None:
-                try:
-                    runner.steering.check_askers(runner)
-                except ValueError as exc:
-                    raise UsageError(f"{exc}. In a notebook: %run_plan {name} --background") from None
             run = _Run(value=value, key=key, runner=runner, objects=[tools, agents, planner])
             self.runs[name] = run
         assert run is not None
@@ -500,6 +495,11 @@ class PlanMagics(Magics):
                     f"--until {args.until}: step {args.until} already ran in this run ({done.status}), so the run "
                     f"would not stop there; choose a later step, or add --restart to run from the beginning"
                 )
+        if runner.steering is not None and not runner.finished:
+            try:  # a step that asks could never be answered while this cell blocks
+                runner.steering.check_askers(runner)
+            except ValueError as exc:
+                raise UsageError(f"{exc}. In a notebook: %run_plan {name} --background") from None
         bridge = None
         if not args.no_view:
             from .views.live import show_live

@@ -139,7 +139,7 @@ def resume(
         on_failure=policy, retries=config.get("retries") if retrying else None,
         max_steps=config.get("max_steps", 12), max_replans=config.get("max_replans", 5),
         step_timeout=config.get("step_timeout"), parallel=config.get("parallel", 1), executor=executor,
-        store=opened, on_event=on_event, cache=config.get("cache"), approve=approve,
+        store=opened, on_event=on_event, cache=config.get("cache"), approve=approve if approve is not None else config.get("approve"),
     )
     runner.adopt(state, stored.run_id)
     return runner.run() if run else runner

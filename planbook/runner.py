@@ -369,7 +369,10 @@ class Runner:
             if self.goal_only is None:
                 self.emit("plan.created", steps=[st.id for st in s.plan.steps])
             if self.recorder is not None:
-                self.recorder.begin(s, self.config.model_dump(mode="json"))
+                config = self.config.model_dump(mode="json")
+                if self.steering is not None and self.steering.rule.stored() is not None:
+                    config["approve"] = self.steering.rule.stored()  # a resume asks about the same steps
+                self.recorder.begin(s, config)
         elif resumed and self.recorder is not None and not self._adopted:
             self.recorder.save(s)  # a paused plan may have been edited by hand
         # a run resumed from its store writes nothing before its first call: the steps a crash

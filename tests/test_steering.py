@@ -557,3 +557,29 @@ def test_a_serial_run_waits_in_plan_order_a_parallel_one_asks_about_every_ready_
     for step in ("s0", "s1", "s2"):
         both.approve(step)
     assert both.wait(30).status == "completed"
+
+
+def test_a_resumed_run_asks_about_the_steps_approve_named(tmp_path: Any) -> None:
+    box, events = Toolbox(), Events()
+    done: list[str] = []
+
+    @box.tool
+    def work(label: str) -> str:
+        done.append(label)
+        return label
+
+    plan = "steps:\n  - {id: a, tool: work, args: {label: a}}\n  - {id: b, tool: work, args: {label: b}}\n"
+    path = tmp_path / "runs.sqlite"
+    handle = planbook.start(plan, tools=box, view=False, on_event=events, store=str(path), approve=["b"])
+    events.wait_for("step.waiting", "b")
+    crashed = tmp_path / "crashed.sqlite"
+    with sqlite3.connect(path) as src, sqlite3.connect(crashed) as dst:
+        src.backup(dst)
+    handle.stop()
+    handle.wait(30)
+    with pytest.raises(ValueError, match="step 'b' waits for approval"):
+        planbook.resume(store=str(crashed), tools=box, force=True)
+    assert done == ["a"]
+    result = planbook.resume(store=str(crashed), tools=box, force=True,
+                             approve=lambda step, ctx: Decision.approve())
+    assert result.status == "completed" and done == ["a", "b"]
