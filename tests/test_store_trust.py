@@ -239,7 +239,10 @@ def _as_version_1(path: Path) -> None:
 def test_a_version_1_store_is_read_as_it_is_and_migrated_when_written(tmp_path: Path) -> None:
     store, seen = tmp_path / "runs.sqlite", []
     planbook.run(_two_step_plan("old"), tools=_note_tools(seen), store=store)
-    Runner(_two_step_plan("paused"), tools=_note_tools(seen), store=store).run(until="a")
+    paused = Runner(_two_step_plan("paused"), tools=_note_tools(seen), store=store)
+    paused.run(until="a")
+    assert paused.recorder is not None
+    paused.recorder.store.close()  # not left to the collector: closing it later would touch the files below
     SQLiteStore(store).close()  # checkpointed: the file holds everything
     _as_version_1(store)
     before = _files(tmp_path)
