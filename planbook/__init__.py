@@ -18,9 +18,10 @@ from .planners import make_plan
 from .resume import ResumeError, load_run, resume, runs
 from .runner import Runner, RunState, run
 from .handle import RunHandle, start
-from .textview import format_diff, format_plan, format_result
+from .views.text import format_diff, format_plan, format_result
 from .tools import Tool, Toolbox, default_toolbox, tool
 from .validate import validate_plan
+from . import compat as _compat  # the seed designs register their plan formats and strategy= with the layers below
 
 
 def _version() -> str:
@@ -50,7 +51,7 @@ _LAZY = {
     "LLMPlanner": ("planbook.llm", "LLMPlanner"),
     "LLMAgent": ("planbook.llm", "LLMAgent"),
     "PlanView": ("planbook.views.widget", "PlanView"),
-    "watch": ("planbook.views.live", "watch"),
+    "watch": ("planbook.views.show", "watch"),
     "compare": ("planbook.compat.compare", "compare"),
 }
 
@@ -67,6 +68,29 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+def _otel_from_environment(runner: Any) -> None:
+    """``PLANBOOK_OTEL=1``: trace runs; OpenTelemetry is imported at the first run, not here."""
+    from .eventbus import RUN_HOOKS
+    from .otel import instrument_from_environment
+
+    RUN_HOOKS.pop("otel-environment", None)
+    instrument_from_environment()
+    if "otel" in RUN_HOOKS:
+        RUN_HOOKS["otel"](runner)
+
+
+def _watch_environment() -> None:
+    import os
+
+    if os.environ.get("PLANBOOK_OTEL", "").strip().lower() not in ("", "0", "false", "no", "off"):
+        from .eventbus import RUN_HOOKS
+
+        RUN_HOOKS["otel-environment"] = _otel_from_environment
+
+
+_watch_environment()
 
 
 def load_ipython_extension(ipython: Any) -> None:

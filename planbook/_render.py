@@ -2,8 +2,9 @@
 
 Models must not import views (views sit above them), yet ``print(plan)`` and a notebook's
 display of a plan or a run result need the text and HTML views. The views register
-their renderers here when :mod:`planbook.views` is imported; a model asks for one by
-name, and the first ask imports :mod:`planbook.views` (light: no IPython, no widgets).
+their renderers here when :mod:`planbook.views` is imported (``import planbook`` does,
+and it is light: no IPython, no widgets); a model asks for one by name. This module
+imports nothing above it: a renderer missing here is an error that says what to import.
 """
 
 from __future__ import annotations
@@ -25,12 +26,9 @@ def register(name: str, renderer: Callable[..., Any]) -> None:
 
 
 def render(name: str, obj: Any) -> Any:
-    """Render ``obj`` with the renderer registered for ``name`` (importing the views on first use)."""
+    """Render ``obj`` with the renderer registered for ``name``."""
     renderer = _RENDERERS.get(name)
     if renderer is None:
-        import planbook.views  # noqa: F401  (registers the renderers)
-
-        renderer = _RENDERERS.get(name)
-        if renderer is None:
-            raise LookupError(f"no renderer registered for {name!r}: planbook.views did not register it")
+        raise LookupError(f"no renderer registered for {name!r}: import planbook.views (import planbook does) "
+                          "before showing a plan or a run")
     return renderer(obj)

@@ -1,6 +1,8 @@
 """``planbook`` on the command line: run a plan spec with a live terminal view, or the demo.
 
 Exit codes: 0 the run completed, 1 it failed or was interrupted, 2 a bad spec or usage.
+Everything it prints from a run or a store (results, printed output, errors, run lists)
+goes through :func:`~planbook.safetext.neutralise`: stored text cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from .errors import PlanbookError, PlanError, closest
 from .models import Plan, RunResult
 from .policies import POLICIES
 from .runner import Runner
-from .textview import format_result, summary_line
+from .safetext import neutralise
+from .views.text import format_result, summary_line
 from .tools import Toolbox
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -128,11 +131,14 @@ def _parser() -> argparse.ArgumentParser:
     cache.add_argument("--no-cache", dest="cache", action="store_const", const=False,
                        help="reuse no earlier results, not even for tools registered with cache=True "
                             "(without either flag, only those are)")
+    run.add_argument("--mcp", action="append", default=[], metavar='"CMD ARGS"',
+                     help="also use the tools of this MCP server (a stdio command line, or an http(s) URL); repeatable")
 
     check = sub.add_parser("check", help="validate a plan spec without running it")
     check.add_argument("file")
     check.add_argument("--tools", metavar="MODULE:OBJECT")
     check.add_argument("--agents", metavar="MODULE:OBJECT")
+    check.add_argument("--mcp", action="append", default=[], metavar='"CMD ARGS"', help="also the tools of this MCP server")
 
     demo = sub.add_parser("demo", help="run the bundled offline demo (a failure, a replan, a diff)")
     demo.add_argument("--plain", action="store_true", help="no live view; print the final result only")
@@ -140,6 +146,11 @@ def _parser() -> argparse.ArgumentParser:
                       help="make each step take SECONDS longer, so the live view can be followed (for presenting)")
 
     sub.add_parser("schema", help="print the JSON Schema of plan files (for editors: see the README)")
+    mcp = sub.add_parser("mcp", help="planbook as an MCP server (needs planbook[mcp])")
+    serve = mcp.add_subparsers(dest="mcp_command", required=True).add_parser(
+        "serve", help="serve planning, run_plan, list_runs and show_run over stdio")
+    serve.add_argument("--tools", metavar="MODULE:OBJECT", help="the tools run_plan's steps may call")
+    serve.add_argument("--store", metavar="PATH", help=cli_runs.STORE_HELP)
     cli_runs.add_commands(sub, {"tools": "the tools the run used", "agents": "the agents the run used",
                                 "planner": "the planner the run used, for replans"})
     return parser
@@ -161,37 +172,37 @@ def _execute(runner: Runner, plain: bool) -> RunResult:
     prompting = runner.steering is not None and runner.steering.prompt is not None
     if plain or prompting or not sys.stdout.isatty():
         result = runner.run()
-        print(format_result(result))
+        print(neutralise(format_result(result)))
     else:
-        from .termview import TerminalView
+        from .views.terminal import TerminalView
 
         with TerminalView(runner):
             result = runner.run()
-        print(summary_line(result))
+        print(neutralise(summary_line(result)))
         if result.error:
-            print(("Error: " if not result.ok else "Note: ") + result.error)
+            print(neutralise(("Error: " if not result.ok else "Note: ") + result.error))
     for step in result.plan.steps:
         if step.output:
             lines = step.output.rstrip("\n").splitlines()
             shown = "\n".join(lines[:MAX_OUTPUT_LINES])
             more = f"\n… {len(lines) - MAX_OUTPUT_LINES} more lines" if len(lines) > MAX_OUTPUT_LINES else ""
-            print(f"\nStep {step.id} printed:\n{shown}{more}")
+            print(neutralise(f"\nStep {step.id} printed:\n{shown}{more}"))
     for step_id, value in final_outputs(result).items():
-        print(f"\nResult of step {step_id}:\n{printable(value)}")
+        print(neutralise(f"\nResult of step {step_id}:\n{printable(value)}"))
     return result
 
 
 def printable(value: Any) -> str:
-    """``str(value)``; a result whose ``__str__`` raises is described instead (the run is done:
-    printing its answers must not turn it into a crash)."""
+    """``str(value)`` with its control characters shown as escapes; a result whose ``__str__``
+    raises is described instead (the run is done: printing its answers must not turn it into a crash)."""
     try:
-        return str(value)
+        return neutralise(str(value))
     except Exception as exc:
         try:
             text = repr(value)
         except Exception:
             text = f"a {type(value).__name__} object"
-        return f"{text} (printing it failed: {type(exc).__name__}: {exc})"
+        return neutralise(f"{text} (printing it failed: {type(exc).__name__}: {exc})")
 
 
 #: the marks and signs planbook prints, as ASCII, for a stream whose encoding lacks them
@@ -282,23 +293,32 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command in ("runs", "show"):
         try:
             if args.command == "runs":
-                print(cli_runs.list_runs(args))
+                print(neutralise(cli_runs.list_runs(args)))
             else:
                 print(printable(cli_runs.show_run(args)))
         except PlanbookError as exc:
-            print(f"planbook: {exc}", file=sys.stderr)
+            print(neutralise(f"planbook: {exc}"), file=sys.stderr)
             return EXIT_USAGE
         return EXIT_OK
     if args.command == "resume":
         return _resume(args)
+    if args.command == "mcp":
+        from .mcp.server import serve
+
+        return serve(tools=args.tools, store=args.store)
     if args.command == "demo":  # the demo's plan is known good: an error in its run is not a usage error
         from .demo import demo_plan, demo_planner, demo_tools
 
         tools = paced(demo_tools, args.pace) if args.pace else demo_tools
         result = _execute(Runner(demo_plan(), planner=demo_planner, tools=tools), args.plain)
         return EXIT_OK if result.ok else EXIT_FAILED
+    servers: list[Any] = []  # MCP servers started for --mcp: stopped when the run ends
     try:
         tools = load_object(args.tools, "tools") if args.tools else None
+        if getattr(args, "mcp", None):
+            from .mcp.client import with_servers
+
+            tools, servers = with_servers(tools, args.mcp)
         agents = load_object(args.agents, "agents") if args.agents else None
         plan = _read_spec(args.file)
         if args.command == "check":
@@ -306,7 +326,11 @@ def _main(argv: Sequence[str] | None) -> int:
             from .tools import as_toolbox
             from .validate import validate_plan
 
-            validate_plan(plan, as_toolbox(tools), as_agents(agents))
+            try:
+                validate_plan(plan, as_toolbox(tools), as_agents(agents))
+            finally:
+                for server in servers:
+                    server.close()
             print(f"{args.file}: valid plan with {len(plan.steps)} steps")
             return EXIT_OK
         planner = load_object(args.planner, "planner") if args.planner else None
@@ -325,14 +349,20 @@ def _main(argv: Sequence[str] | None) -> int:
 
         attach_prompt(runner)
     except (PlanbookError, UsageProblem, ValueError, TypeError) as exc:  # a bad spec, option or --store
-        print(f"planbook: {exc}", file=sys.stderr)
-        if isinstance(exc, PlanError) and not (args.tools or args.agents):
+        for server in servers:
+            server.close()
+        print(neutralise(f"planbook: {exc}"), file=sys.stderr)
+        if isinstance(exc, PlanError) and not (args.tools or args.agents or getattr(args, "mcp", None)):
             codes = set(exc.codes)
             if "unknown_tool" in codes or "unknown_agent" in codes:
                 print("planbook: hint: name the tools with --tools module:object (and agents with --agents module:object)",
                       file=sys.stderr)
         return EXIT_USAGE
-    result = _execute(runner, args.plain)
+    try:
+        result = _execute(runner, args.plain)
+    finally:
+        for server in servers:
+            server.close()
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
@@ -355,10 +385,10 @@ def _resume(args: argparse.Namespace) -> int:
         print(f"run {args.run_id or 'latest'} already ended; nothing to resume\n{printable(result)}")
         return EXIT_OK if result.ok else EXIT_FAILED
     except PlanbookError as exc:
-        print(f"planbook: {exc}", file=sys.stderr)
+        print(neutralise(f"planbook: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     except (UsageProblem, ValueError, TypeError) as exc:
-        print(f"planbook: {exc}", file=sys.stderr)
+        print(neutralise(f"planbook: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     result = _execute(runner, args.plain)
     return EXIT_OK if result.ok else EXIT_FAILED

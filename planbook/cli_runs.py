@@ -9,6 +9,8 @@ import argparse
 import time
 from typing import Any
 
+from .safetext import one_line
+
 STORE_HELP = "the run store (default: $PLANBOOK_HOME/runs.sqlite, else .planbook/runs.sqlite here)"
 
 
@@ -61,7 +63,8 @@ def list_runs(args: argparse.Namespace) -> str:
         if r.writer_gone:  # "running", but its process died: it was cut short, and a resume takes it over
             verdict = "stopped (writer gone)"
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))
-        goal = r.goal if len(r.goal) <= 48 else r.goal[:47] + "…"
+        goal = one_line(r.goal)  # a line break in a goal must not forge a row
+        goal = goal if len(goal) <= 48 else goal[:47] + "…"
         lines.append(f"{r.run_id:<24} {verdict:<22} {f'{r.steps_done}/{r.steps_total}':>9} {r.model_calls:>11}  "
                      f"{started:<16}  {goal}")
     return "\n".join(lines)

@@ -18,12 +18,23 @@ from .agents import AgentContext
 from .config import RunConfig
 from .eventbus import EventBus
 from .execute import CallHandle, CallInterrupted, Outcome, call_step, describe_exception, prepare_tool_call
-from .executors import Call, FuturesExecutor, InlineExecutor, StepAbandoned, ThreadPool
+from .executors import Call, FuturesExecutor, InlineExecutor, NotReached, StepAbandoned, ThreadPool
 from .interrupts import waiting
 from .models import Plan, Step
 
 #: a tool call shorter than this runs on the runner's thread even while a view is shown
 FAST_CALL = 0.02
+#: a tool whose last call on an executor took this long is sent one call per task: a
+#: cluster's round trip (milliseconds) is then a small share, and batching it would only
+#: delay when the run learns of each result
+SLOW_CALL = 0.1
+#: the most calls handed to an executor as one task
+BATCH_MAX = 64
+#: how often (s) a wait with calls on a given executor asks whether it can still run them
+HEALTH_EVERY = 1.0
+#: how long (s) a cluster may have no worker before the calls it holds fail: an adaptive
+#: cluster starts workers when work arrives, so a short gap is not a death
+NO_WORKER_GRACE = 30.0
 
 INLINE = InlineExecutor()
 
@@ -31,7 +42,7 @@ INLINE = InlineExecutor()
 class Flight:
     """A submitted call the runner has not recorded yet."""
 
-    __slots__ = ("step", "execution", "future", "token", "handle", "deadline", "began", "cache_key")
+    __slots__ = ("step", "execution", "future", "token", "handle", "deadline", "began", "cache_key", "lane")
 
     def __init__(self, step: Step, execution: int) -> None:
         self.step, self.execution = step, execution
@@ -44,6 +55,9 @@ class Flight:
         self.began = time.perf_counter()
         #: the step cache's key for this call: its result is cached when it succeeds
         self.cache_key: str | None = None
+        #: whether this call holds a lane of ``parallel`` (False: a later call of a batch,
+        #: which runs after the first, on the same lane)
+        self.lane = True
 
 
 class Dispatcher:
@@ -63,6 +77,13 @@ class Dispatcher:
         self.fast_tools: dict[str, bool] = {}
         #: a decision arrived from another thread (planbook.steering): stop waiting for calls
         self.nudged = False
+        #: tools whose last call on the executor took SLOW_CALL seconds or more (never batched)
+        self.slow_tools: set[str] = set()
+        self._futures = FuturesExecutor(config.executor) if config.executor is not None else None
+        #: batches are possible: tool calls go to a given executor and no timeout applies to each call
+        self.batching = self._futures is not None and config.step_timeout is None
+        self._next_health = 0.0
+        self._unhealthy_since: float | None = None
 
     # ---------------------------------------------------------------- where
     def executor_for(self, step: Step) -> Any:
@@ -79,8 +100,8 @@ class Dispatcher:
         config = self.config
         if self.pinned(step):
             return INLINE
-        if config.executor is not None and step.tool is not None:
-            return FuturesExecutor(config.executor)
+        if self._futures is not None and step.tool is not None:
+            return self._futures
         threads = config.parallel > 1 or config.executor is not None or config.step_timeout is not None
         if not threads and self.bus.heartbeats:
             threads = step.tool is None or not self.fast_tools.get(step.tool, False)
@@ -107,6 +128,26 @@ class Dispatcher:
             except Exception:  # noqa: BLE001 - an agent's odd tools attribute is not ours to judge
                 return ""
         return ""
+
+    def lanes(self) -> int:
+        """How many of the ``parallel`` lanes are busy: a batch holds one lane, whatever its size."""
+        if not self.batching:
+            return len(self.inflight)
+        return sum(1 for f in self.inflight if f.lane)
+
+    def batch_size(self, step: Step, executor: Any, ready: int, free: int) -> int:
+        """How many ready steps to hand over with ``step`` as one task (1: on its own).
+
+        Ready steps are shared evenly among the free lanes, so a wave of small calls costs
+        a cluster one round trip per lane instead of one per call.
+        """
+        if executor is not self._futures or not self.batching or step.tool in self.slow_tools or free < 1:
+            return 1
+        return max(1, min(BATCH_MAX, -(-ready // free)))
+
+    def batchable(self, step: Step) -> bool:
+        """``step`` may join a batch: a tool call on the given executor, not known to be slow."""
+        return step.tool is not None and step.tool not in self.slow_tools and not self.pinned(step)
 
     # ---------------------------------------------------------------- start
     def prepare(self, flight: Flight, executor: Any) -> None:
@@ -153,6 +194,32 @@ class Dispatcher:
             flight.future = Call.done_with(Outcome(ok=False, error=f"the executor could not run the step: "
                                                                     f"{describe_exception(exc)}"))
 
+    def start_batch(self, flights: list[Flight], results: list[dict[str, Any]]) -> None:
+        """Hand several prepared tool calls to the executor as one task (they run one after
+        another on one of its workers, and hold one lane)."""
+        assert self._futures is not None
+        works: list[Callable[[], Outcome]] = []
+        batched: list[Flight] = []
+        for flight, needs in zip(flights, results):
+            prepared = prepare_tool_call(flight.step, needs, self.tools)
+            self.inflight.append(flight)
+            if isinstance(prepared, Outcome):  # its args do not fit: failed without running
+                flight.future = Call.done_with(prepared)
+            else:
+                works.append(prepared)
+                batched.append(flight)
+        if not batched:
+            return
+        for i, flight in enumerate(batched):
+            flight.lane = i == 0
+        try:
+            calls = self._futures.submit_batch(works, self.completions)
+        except Exception as exc:  # noqa: BLE001 - the executor refused the task (a closed Dask client)
+            failed = Outcome(ok=False, error=f"the executor could not run the step: {describe_exception(exc)}")
+            calls = [Call.done_with(failed) for _ in batched]
+        for flight, call in zip(batched, calls):
+            flight.future = call
+
     def _work(self, flight: Flight, results: dict[str, Any],
               clock: Callable[[], float] | None) -> Callable[[], Outcome]:
         step, tools, agents, handle = flight.step, self.tools, self.agents, flight.handle
@@ -184,6 +251,7 @@ class Dispatcher:
                 return done
             self._wait_slice()
             self._expire()
+            self._check_executor()
 
     def _wait_slice(self) -> None:
         """Wait a little for any running call (Ctrl-C is taken at once here)."""
@@ -226,6 +294,32 @@ class Dispatcher:
                 "(it was stopped; a call blocked in C code finishes in the background and is ignored)",
             ))
 
+    def _check_executor(self) -> None:
+        """Fail the calls a given executor can no longer end (a cluster with no worker left)."""
+        if self._futures is None:
+            return
+        now = time.monotonic()
+        if now < self._next_health:
+            return
+        self._next_health = now + HEALTH_EVERY
+        waiting_on = [f for f in self.inflight if f.future.future is not None and not f.future.done()]
+        why = self._futures.cannot_run() if waiting_on else None
+        if why is None:
+            self._unhealthy_since = None
+            return
+        if self._unhealthy_since is None:
+            self._unhealthy_since = now
+        if now - self._unhealthy_since < NO_WORKER_GRACE:
+            return
+        for flight in waiting_on:
+            flight.future.future.cancel()
+            flight.future = Call.done_with(Outcome(
+                ok=False,
+                error=f"step {flight.step.id!r} was running on {self._futures.name}, and {why} for "
+                f"{NO_WORKER_GRACE:g} s: its worker died or left before the call returned, so it may have run "
+                "in part. Start workers (or connect a new client) and run the step again"))
+        self._unhealthy_since = None
+
     @staticmethod
     def outcome_of(flight: Flight) -> Outcome | None:
         """The call's outcome, or None when it was interrupted before completing."""
@@ -235,16 +329,30 @@ class Dispatcher:
             return outcome
         if isinstance(error, (KeyboardInterrupt, CallInterrupted)):
             return None
+        if isinstance(error, NotReached):
+            return None
         if isinstance(error, StepAbandoned):
             return Outcome(ok=False, error=f"StepAbandoned: step {flight.step.id!r} was stopped")
+        if type(error).__name__ == "KilledWorker":
+            return Outcome(ok=False, error=f"the worker running step {flight.step.id!r} died before the call "
+                           f"returned, so it may have run in part ({describe_exception(error)}); check what it "
+                           "does before running it again")
         return Outcome(ok=False, error=f"the executor failed to run the step: {describe_exception(error)}")
 
     def ended(self, flight: Flight) -> None:
         """A call's outcome is being recorded: learn how fast its tool is, drop its events token."""
         if flight.token is not None:
             self.bus.live.discard(flight.token)
-        if flight.step.tool is not None:
-            self.fast_tools[flight.step.tool] = time.perf_counter() - flight.began < FAST_CALL
+        tool = flight.step.tool
+        if tool is not None:
+            self.fast_tools[tool] = time.perf_counter() - flight.began < FAST_CALL
+            value = flight.future.value
+            if self.batching and isinstance(value, Outcome) and value.started is not None \
+                    and value.finished is not None:
+                if value.finished - value.started >= SLOW_CALL:
+                    self.slow_tools.add(tool)
+                else:
+                    self.slow_tools.discard(tool)
 
     def close(self) -> None:
         """Let the worker threads go once nothing is running on them."""

@@ -18,6 +18,11 @@ from .models import Event, EventKind
 
 EventHandler = Callable[[Event], None]
 
+#: Integrations that watch every run register here by name (``planbook.otel`` adds its
+#: spans); each is called with the new Runner, and subscribes to its events itself.
+#: The engine imports none of them: they register with it.
+RUN_HOOKS: dict[str, Callable[[Any], None]] = {}
+
 
 class EventBus:
     """Handlers, heartbeats and the inbox of events from worker threads."""
@@ -38,8 +43,14 @@ class EventBus:
         self.live: set[object] = set()
 
     def emit(self, kind: EventKind, step: str | None = None, **data: Any) -> Event:
+        return self.publish(kind, step, data)
+
+    def publish(self, kind: EventKind, step: str | None, data: dict[str, Any]) -> Event:
+        """Record and deliver an event whose data the caller built (and hands over)."""
         event = self._make_event(kind, step, data)
         self._record(event)
+        if not self.handlers:  # nobody listens: the event is only recorded
+            return event
         for handler in list(self.handlers):
             try:
                 handler(event)

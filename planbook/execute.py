@@ -6,12 +6,20 @@ and never raises for a failing step: what happened is an :class:`Outcome`. Only 
 interruption escapes — ``KeyboardInterrupt`` on the runner's thread,
 :class:`CallInterrupted` for a cancelled coroutine — because then the call did *not*
 complete and the step must run again.
+
+What a call returns is checked where it ran: an iterator (a generator expression,
+``map()``, ``iter()``, a file object) fails its step with "return a list" — it could be
+read only once, so the steps that need it and a retry would silently get nothing — and
+the bounded summary that ``step.finished`` carries (:func:`summarize`) is made on the
+call's own thread, so a slow or huge ``repr`` never holds up the runner.
 """
 
 from __future__ import annotations
 
 import inspect
 import io
+import itertools
+import reprlib
 import sys
 import threading
 import time
@@ -45,6 +53,89 @@ class Outcome:
     worker: str = ""
     started: float | None = None
     finished: float | None = None
+    #: a bounded repr of ``result`` (see :func:`summarize`), made where the call ran
+    summary: str | None = None
+    #: a shipped call whose tool raised KeyboardInterrupt (the executor makes it one again)
+    interrupted: bool = False
+
+
+#: the longest summary of a result an event carries
+SUMMARY_LIMIT = 200
+
+
+class _Summary(reprlib.Repr):
+    """``reprlib`` with limits for a one-line summary; a huge int is described, not converted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxstring = self.maxother = self.maxlong = SUMMARY_LIMIT
+        self.maxlist = self.maxtuple = self.maxset = self.maxfrozenset = self.maxdeque = self.maxarray = 10
+        self.maxdict = 10
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 4 * SUMMARY_LIMIT:  # its decimal digits would be cut anyway (and may not be allowed)
+            return f"<int of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+    # reprlib sorts a dict's keys and a set's items first: O(n log n) for a summary of ten,
+    # and a dict would not read in its own order
+    def repr_dict(self, x: dict[Any, Any], level: int) -> str:
+        if not x:
+            return "{}"
+        if level <= 0:
+            return "{...}"
+        items = itertools.islice(x.items(), self.maxdict)
+        pieces = [f"{self.repr1(k, level - 1)}: {self.repr1(v, level - 1)}" for k, v in items]
+        return "{" + ", ".join(pieces + (["..."] if len(x) > self.maxdict else [])) + "}"
+
+    def repr_set(self, x: set[Any], level: int) -> str:
+        return self._repr_iterable(x, level, "{", "}", self.maxset) if x else "set()"
+
+    def repr_frozenset(self, x: frozenset[Any], level: int) -> str:
+        return self._repr_iterable(x, level, "frozenset({", "})", self.maxfrozenset) if x else "frozenset()"
+
+    def repr_instance(self, x: Any, level: int) -> str:
+        try:  # reprlib's own fallback shows a memory address: not deterministic
+            text = repr(x)
+        except Exception as exc:  # noqa: BLE001 - a result whose repr is broken is still a result
+            return f"<{type(x).__name__} (repr failed: {type(exc).__name__})>"
+        return text if len(text) <= self.maxother else text[: self.maxother - 1] + "…"
+
+
+_summary = _Summary()
+_PLAIN = (int, float, bool, type(None))
+
+
+def summarize(value: Any, limit: int = SUMMARY_LIMIT) -> str:
+    """A repr of ``value`` of at most ``limit`` characters, made without building the full repr
+    of a big container (10 items per level); a broken repr is described instead."""
+    kind = type(value)
+    try:
+        if kind in _PLAIN and (kind is not int or value.bit_length() <= 4 * SUMMARY_LIMIT):
+            text = repr(value)
+        else:
+            text = _summary.repr(value)
+    except Exception as exc:  # noqa: BLE001 - a result whose repr is broken is still a result
+        text = f"<{kind.__name__} (repr failed: {type(exc).__name__})>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _iterator_problem(value: Any, who: str) -> str | None:
+    """Why a result that is an iterator cannot be a step's result (None for any other value)."""
+    kind = type(value)
+    if not (hasattr(kind, "__next__") or hasattr(kind, "__anext__")):
+        return None
+    hint = "read it in the step (e.g. `return f.read()`)" if isinstance(value, io.IOBase) else "return a list (e.g. `return list(...)`)"
+    return (f"{who} returned an iterator ({kind.__name__}): it can be read only once, so the steps that need "
+            f"it and a retry would get nothing. Return a list instead: {hint}")
+
+
+def _succeeded(value: Any, who: str, output: str, **fields: Any) -> Outcome:
+    """The outcome of a call that returned ``value``: completed with its summary, or failed for an iterator."""
+    problem = _iterator_problem(value, who)
+    if problem is not None:
+        return Outcome(ok=False, error=f"TypeError: {problem}", output=output, notes=fields.get("notes", ""))
+    return Outcome(ok=True, result=value, output=output, summary=summarize(value), **fields)
 
 
 class _ThreadRoutedStream(io.TextIOBase):
@@ -315,8 +406,14 @@ class ToolCall:
         started = time.time()
         with capture_stdout() as out:
             try:
-                outcome = Outcome(ok=True, result=_call(self.fn, **self.args), output=out.getvalue())
-            except (KeyboardInterrupt, StepAbandoned, CallInterrupted):
+                value = _call(self.fn, **self.args)
+                outcome = _succeeded(value, f"tool {getattr(self.fn, '__name__', 'of step ' + repr(self.step_id))!r}",
+                                     out.getvalue())
+            except KeyboardInterrupt:
+                # a BaseException would stop the executor's own loop (a Dask worker's): carry it back
+                # as an outcome; FuturesExecutor makes it a KeyboardInterrupt again
+                outcome = Outcome(ok=False, error="KeyboardInterrupt", output=out.getvalue(), interrupted=True)
+            except (StepAbandoned, CallInterrupted):
                 raise
             except BaseException as exc:  # noqa: BLE001 - as in call_step
                 outcome = _failure(exc, out.getvalue())
@@ -355,7 +452,8 @@ def _call_step(
             if step.tool is not None:
                 tool = tools[step.tool]
                 args = tool.coerce(resolve(step.args, results))
-                return Outcome(ok=True, result=_call(tool.fn, _handle=handle, **args), output=out.getvalue())
+                value = _call(tool.fn, _handle=handle, **args)
+                return _succeeded(value, f"tool {step.tool!r}", out.getvalue())
             agent = agents[step.agent or ""]
             reply = _call(agent, step.task, context(), _handle=handle)
             if not isinstance(reply, AgentReply):
@@ -368,7 +466,7 @@ def _call_step(
             if not reply.ok:
                 error = reply.notes or (str(reply.answer) if reply.answer is not None else "the agent reported failure")
                 return Outcome(ok=False, result=reply.answer, error=error, output=out.getvalue(), notes=reply.notes)
-            return Outcome(ok=True, result=reply.answer, output=out.getvalue(), notes=reply.notes, stop=reply.stop)
+            return _succeeded(reply.answer, f"agent {step.agent!r}", out.getvalue(), notes=reply.notes, stop=reply.stop)
         except (KeyboardInterrupt, StepAbandoned, CallInterrupted):
             raise
         except BaseException as exc:  # noqa: BLE001 - SystemExit from a tool is a failed step, not the end

@@ -29,6 +29,26 @@ class StepAbandoned(BaseException):
     """Raised inside a worker whose call timed out, so its Python code stops."""
 
 
+class NotReached(Exception):
+    """A call of a batch that never started: an earlier call of its batch failed first."""
+
+
+def run_in_turn(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Run a batch's calls one after another; stop after the first whose outcome is not ``ok``.
+
+    Module-level so that a cluster can ship it. Stopping at a failure keeps a batch from
+    starting work its failure's policy (``abort``, ``replan``) would not have started:
+    the calls after it are handed back unstarted.
+    """
+    outcomes: list[Any] = []
+    for call in calls:
+        outcome = call()
+        outcomes.append(outcome)
+        if not getattr(outcome, "ok", True):
+            break
+    return outcomes
+
+
 class Call:
     """One submitted call: ``done()``, ``result()``, ``exception()`` like a Future, without its locks."""
 
@@ -195,7 +215,7 @@ class FuturesExecutor:
 
         def settle(future: Any) -> None:
             try:
-                call.value = future.result()
+                _settle(call, future.result())
             except BaseException as exc:  # noqa: BLE001 - cancelled or failed: handed to the runner
                 call.error = exc
             call.finished = True
@@ -205,10 +225,71 @@ class FuturesExecutor:
         call.future.add_done_callback(settle)
         return call
 
+    def submit_batch(self, fns: list[Callable[[], Any]], completions: Completions) -> list[Call]:
+        """Hand several calls over as one task (:func:`run_in_turn`); one :class:`Call` per call.
+
+        One task per call costs a cluster a scheduling round trip each (milliseconds on
+        Dask, more than a small call); a batch pays it once. When the task fails as a
+        whole (its worker died), every call of the batch carries that error; a call the
+        batch never reached carries :class:`NotReached`.
+        """
+        calls = [Call() for _ in fns]
+
+        def settle(future: Any) -> None:
+            try:
+                outcomes, error = future.result(), None
+            except BaseException as exc:  # noqa: BLE001 - cancelled or failed: handed to the runner
+                outcomes, error = [], exc
+            for i, call in enumerate(calls):
+                if error is not None:
+                    call.error = error
+                elif i < len(outcomes):
+                    _settle(call, outcomes[i])
+                else:
+                    call.error = NotReached()
+            for call in calls:
+                call.finished = True
+                completions.put(call)
+
+        future = self.executor.submit(run_in_turn, list(fns))
+        for call in calls:
+            call.future = future
+        future.add_done_callback(settle)
+        return calls
+
     def stop(self, call: Call) -> bool:
         if call.future is not None:
             call.future.cancel()  # only a call that has not started can be taken back
         return False
 
+    def cannot_run(self) -> str | None:
+        """Why nothing given to this executor can end now (None: it can, or it cannot tell).
+
+        A Dask cluster whose last worker died or left keeps its tasks waiting for a
+        worker forever; the runner asks this while it waits, so such a call becomes a
+        failed step instead of a hang. Other executors cannot tell, and are trusted.
+        """
+        client = getattr(self.executor, "_client", None)
+        if client is None or not callable(getattr(client, "nthreads", None)):
+            return None
+        if getattr(client, "status", "running") in ("closing", "closed"):
+            return "its Dask client was closed"
+        try:
+            workers = client.nthreads()
+        except Exception as exc:  # noqa: BLE001 - a scheduler that went away
+            return f"its Dask scheduler cannot be reached ({type(exc).__name__}: {exc})"
+        return None if workers else "the Dask cluster has no worker left"
+
     def shutdown(self) -> None:
         pass  # the caller owns it
+
+
+def _settle(call: Call, outcome: Any) -> None:
+    """Hand a shipped call's outcome to ``call``. A call whose tool raised ``KeyboardInterrupt``
+    comes back as an outcome marked ``interrupted`` (a ``BaseException`` escaping a Dask task
+    stops the cluster's event loop, and the run would never return): it becomes the
+    ``KeyboardInterrupt`` it was, so the run is interrupted as on planbook's own threads."""
+    if getattr(outcome, "interrupted", False):
+        call.error = KeyboardInterrupt()
+    else:
+        call.value = outcome

@@ -321,6 +321,8 @@ def start_runner(runner: Runner, *, view: bool | None = None) -> RunHandle:
 
         bridge = background_view(runner, required=bool(view))
     handle = RunHandle(runner, view=bridge)
-    if bridge is not None and hasattr(bridge.target, "attach_handle"):
-        bridge.target.attach_handle(handle)
+    if bridge is not None:
+        from .views.steer import connect
+
+        connect(bridge, handle)
     return handle._begin()

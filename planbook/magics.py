@@ -18,6 +18,9 @@ import math
 import os
 import re
 import shlex
+import sys
+import textwrap
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,13 +29,14 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 
 from .errors import PlanError, Problem, RunFailed, closest
-from .models import Plan, RunResult, Status
+from .models import Event, Plan, RunResult, Status
 from .planners import make_plan
 from .policies import POLICIES
 from .runner import Runner
 from .spec import is_plan_spec
 from .tools import as_toolbox, default_toolbox
 from .validate import validate_plan
+from .views.text import format_planning
 
 LLM = "llm"
 CACHE_HELP = ("answer a tool call from an earlier run's result of the same call (same tool code, same arguments): "
@@ -133,6 +137,8 @@ class _Origin:
     planner: str | None = None
     model: str | None = None
     planner_obj: Any = None
+    #: the model calls that made the plan, counted in the usage of its first run
+    planning: list[Event] = field(default_factory=list)
 
 
 @dataclass
@@ -141,6 +147,19 @@ class _Run:
     key: tuple[Any, ...]
     runner: Runner
     objects: list[Any] = field(default_factory=list)  # keeps looked-up objects alive for the identity key
+
+
+def _readable_help(func: Any) -> Any:
+    """``%run_plan?`` opens with the usage, not with the ``::`` that IPython's magic_arguments
+    writes for Sphinx; a cell magic's usage says ``%%``. Goes above ``@ma.magic_arguments()``."""
+    doc = func.__doc__ or ""
+    if doc.startswith("::\n\n"):
+        usage, _, rest = doc[4:].partition("\n\n")
+        usage = textwrap.dedent(usage)
+        if getattr(func, "magic_type", None) == "cell" or usage.startswith("%plan "):
+            usage = "%" + usage.replace("\n", "\n ")  # the continuation lines follow the longer name
+        func.__doc__ = usage + "\n\n" + rest
+    return func
 
 
 @magics_class
@@ -159,6 +178,8 @@ class PlanMagics(Magics):
         self.cache: bool | None = None
         #: the review cell inserted per NAME (a review cell run again inserts nothing more)
         self.reviewed: dict[str, str] = {}
+        #: the MCP servers each %plan_tools NAME started (closed when the cell runs again)
+        self.tool_servers: dict[str, list[Any]] = {}
 
     @property
     def ip(self) -> Any:
@@ -169,6 +190,7 @@ class PlanMagics(Magics):
 
     # ------------------------------------------------------------------ %%plan
     @no_var_expand
+    @_readable_help
     @ma.magic_arguments()
     @ma.argument("name", help="the variable the plan is stored in (also the plan's id)")
     @ma.argument("--planner", metavar="VAR|llm", help="a planner in the namespace, or 'llm' for planbook.llm.LLMPlanner: a body in words is the goal it plans for; a spec body is the plan, and the planner is kept for replans")
@@ -192,6 +214,7 @@ class PlanMagics(Magics):
             raise UsageError("--model chooses the model of --planner llm; add --planner llm (or drop --model)")
         if args.review and not args.planner:
             raise UsageError("--review shows a planner's plan for you to edit: add --planner VAR or --planner llm")
+        planning: list[Event] = []  # the planner's llm.call events: the plan's first run counts them
         tools = self._lookup(args.tools, "--tools") if args.tools else default_toolbox
         agents = self._lookup(args.agents, "--agents") if args.agents else None
         toolbox, agent_map = _toolbox(tools), _agents(agents)
@@ -201,12 +224,18 @@ class PlanMagics(Magics):
             goal = cell.strip()
             if not goal:
                 raise UsageError(f"write the goal in the cell body: %%plan {name} --planner {args.planner}, then the goal")
+            before = len(_attempts_log(planner))
             try:
-                plan = make_plan(goal, planner, tools=toolbox, agents=agent_map, plan_id=name, title=args.title or "")
+                plan = make_plan(goal, planner, tools=toolbox, agents=agent_map, plan_id=name, title=args.title or "",
+                                 emit=lambda kind, **data: planning.append(Event.record(kind, time.time(), None, 0, data)))
             except CellPlanError:
                 raise
             except PlanError as exc:  # the planner's plan: no cell lines to point at
                 raise CellPlanError(_with_hints(exc, args)) from None
+            # each attempt, accepted or sent back (an LLMPlanner keeps them); else the calls' events
+            calls = _attempts_log(planner)[before:] or [e.data for e in planning if e.kind == "llm.call"]
+            if calls:
+                print(format_planning(calls))
         else:
             source = f"%%plan {line}\n{cell}"
             try:
@@ -218,7 +247,8 @@ class PlanMagics(Magics):
                 raise CellPlanError(_with_hints(exc, args), source=source, offset=1) from None
         self.ip.user_ns[name] = plan
         self.origins[name] = _Origin(
-            plan=plan, tools=args.tools, agents=args.agents, planner=args.planner, model=args.model, planner_obj=planner
+            plan=plan, tools=args.tools, agents=args.agents, planner=args.planner, model=args.model, planner_obj=planner,
+            planning=[e for e in planning if e.kind == "llm.call"],
         )
         if args.review:
             from .specwriter import plan_spec
@@ -242,6 +272,7 @@ class PlanMagics(Magics):
 
     # ------------------------------------------------------------- %plan_store
     @no_var_expand
+    @_readable_help
     @ma.magic_arguments()
     @ma.argument("where", nargs="?", default=None, help="a file path, ':memory:' (this kernel only), 'default' or 'off'")
     @ma.argument("--cache", action="store_true", help=CACHE_HELP)
@@ -284,6 +315,35 @@ class PlanMagics(Magics):
                  True: "earlier results of the same tool calls are reused",
                  False: "earlier results of the same tool calls are not reused"}[self.cache]
         print(f"planbook keeps runs {place if self.store_choice in where else 'in ' + place}; {reuse}")
+
+    # ------------------------------------------------------------- %plan_tools
+    @no_var_expand
+    @ma.magic_arguments()
+    @ma.argument("name", help="the variable the toolbox is stored in (then: --tools NAME in %%%%plan and %%run_plan)")
+    @ma.argument("--mcp", metavar='"CMD ARGS"', action="append", default=[], help="an MCP server's command line (stdio) or http(s) URL; repeatable")
+    @ma.argument("--cache", action="store_true", help="let runs with a store reuse these tools' earlier results (off by default: a server's answers may change)")
+    @line_magic
+    def plan_tools(self, line: str) -> None:
+        """Register the tools of MCP servers as NAME, for ``%%plan ... --tools NAME``.
+
+        Run again, it stops the servers NAME held before starting new ones (one server per
+        cell, not one per run of the cell); the servers stop when the kernel does.
+        """
+        args = _parse(self.plan_tools, line)
+        name = _check_name(args.name)
+        if not args.mcp:
+            raise UsageError(f'%plan_tools {name}: name a server with --mcp "CMD ARGS" (e.g. --mcp "mcp-server-time")')
+        from .mcp.client import with_servers
+
+        for server in self.tool_servers.pop(name, []):
+            server.close()
+        try:
+            box, servers = with_servers(None, args.mcp, cache=args.cache)
+        except ValueError as exc:
+            raise UsageError(f"%plan_tools {name}: {exc}") from None
+        self.tool_servers[name] = servers
+        self.ip.user_ns[name] = box
+        print(f"{name}: {len(box)} tools from {', '.join(s.server for s in servers)}: {', '.join(box)}")
 
     def store(self) -> Any:
         """The run store of this session (opened when first needed), or None when it is off."""
@@ -335,6 +395,7 @@ class PlanMagics(Magics):
         return start_runner(runner, view=False if args.no_view else None)
 
     @no_var_expand
+    @_readable_help
     @ma.magic_arguments()
     @ma.argument("name", help="a Plan (from %%%%plan) or a plan spec string in the namespace")
     @ma.argument("--on-failure", metavar="POLICY", help="abort, skip, retry or replan, or a chain such as retry,replan (default: replan with a planner, else abort)")
@@ -483,6 +544,10 @@ class PlanMagics(Magics):
                 raise UsageError(magic_words(str(exc))) from None
             run = _Run(value=value, key=key, runner=runner, objects=[tools, agents, planner])
             self.runs[name] = run
+            origin = self.origins.get(name)
+            if origin is not None and origin.plan is value and origin.planning:
+                runner.state.events[:0] = origin.planning  # the run's usage counts the calls that planned it
+                origin.planning = []
         assert run is not None
         runner = run.runner
         if args.until is not None and runner.plan.steps:
@@ -502,7 +567,7 @@ class PlanMagics(Magics):
                 raise UsageError(f"{exc}. In a notebook: %run_plan {name} --background") from None
         bridge = None
         if not args.no_view:
-            from .views.live import show_live
+            from .views.show import show_live
 
             bridge = show_live(runner)
         try:
@@ -569,6 +634,17 @@ class PlanMagics(Magics):
                 "(goal, history, last_error) -> steps, or use --planner llm"
             )
         return planner
+
+
+
+def _attempts_log(planner: Any) -> list[dict[str, Any]]:
+    """An LLMPlanner's record of its calls (each marked accepted or with the problems sent
+    back); [] for other planners. Never imports the model layer: if it is not loaded, the
+    planner is not an LLMPlanner."""
+    llm = sys.modules.get("planbook.llm")
+    if llm is not None and isinstance(planner, getattr(llm, "LLMPlanner", ())):
+        return [c for c in getattr(planner, "calls", ()) if isinstance(c, dict)]
+    return []
 
 
 def _parse(magic: Any, line: str) -> Any:
@@ -648,7 +724,7 @@ def register(ipython: Any) -> PlanMagics:
 def unregister(ipython: Any) -> None:
     """Remove the magics (``%unload_ext planbook``)."""
     manager = ipython.magics_manager
-    for kind, names in (("cell", ("plan",)), ("line", ("run_plan", "plan_store"))):
+    for kind, names in (("cell", ("plan",)), ("line", ("run_plan", "plan_store", "plan_tools"))):
         for magic_name in names:
             fn = manager.magics[kind].get(magic_name)
             if fn is not None and isinstance(getattr(fn, "__self__", None), PlanMagics):

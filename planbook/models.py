@@ -7,6 +7,7 @@ executes anything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from enum import Enum
@@ -105,7 +106,39 @@ class Step(StepSpec):
         # enum: the runner compares with ``is`` and views read ``.mark``
         if name == "status" and not isinstance(value, Status):
             value = Status(value)
+        _own_fields_set(self)
         super().__setattr__(name, value)
+
+    def __copy__(self) -> "Step":
+        return _own_fields_set(super().__copy__())
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> "Step":
+        return _own_fields_set(super().__deepcopy__(memo))
+
+    def _copy(self, update: dict[str, Any]) -> "Step":
+        """A shallow copy with ``update`` applied, cheaper in time and memory than ``model_copy``.
+
+        A run copies every step of its plan and snapshots a step after each execution;
+        pydantic gives each copy its own set of the field names that were set (728 bytes
+        for a step, more than the rest of a snapshot). Copies share one set per
+        combination of names instead, and get their own again before they are changed.
+        """
+        copied = object.__new__(type(self))
+        values = self.__dict__.copy()
+        values.update(update)
+        object.__setattr__(copied, "__dict__", values)
+        fields = self.__pydantic_fields_set__
+        if type(fields) is _SharedFields and update.keys() <= fields:
+            shared = fields
+        else:
+            key = frozenset(fields).union(update)
+            shared = _SHARED_FIELD_SETS.get(key)
+            if shared is None:
+                shared = _SHARED_FIELD_SETS[key] = _SharedFields(key)
+        object.__setattr__(copied, "__pydantic_fields_set__", shared)
+        object.__setattr__(copied, "__pydantic_extra__", None)
+        object.__setattr__(copied, "__pydantic_private__", None)
+        return copied
 
     def set_state(self, **fields: Any) -> None:
         """Update run-state fields without pydantic's per-assignment machinery.
@@ -114,9 +147,8 @@ class Step(StepSpec):
         already typed; going through ``BaseModel.__setattr__`` for each one was a visible
         share of the per-step overhead (see benchmarks/engine_overhead.py).
         """
-        unknown = fields.keys() - _STEP_FIELD_NAMES
-        if unknown:
-            raise AttributeError(f"Step has no field(s) {sorted(unknown)}")
+        if not _STEP_FIELD_NAMES.issuperset(fields):  # no set is built on the common path
+            raise AttributeError(f"Step has no field(s) {sorted(fields.keys() - _STEP_FIELD_NAMES)}")
         self.__dict__.update(fields)
 
     @property
@@ -141,12 +173,12 @@ class Step(StepSpec):
         No re-validation (the fields are already valid); args are copied so the copy's
         plan cannot be changed through the original's.
         """
-        return self.model_copy(update={"args": _clone(self.args), "needs": list(self.needs), **_RUN_STATE_DEFAULTS})
+        return self._copy({"args": _clone(self.args), "needs": list(self.needs), **_RUN_STATE_DEFAULTS})
 
     def snapshot(self) -> "Step":
         """A copy for the history: later changes to this step do not rewrite the past."""
         # args are shared: the runner never mutates them and tools get rebuilt copies (refs.resolve)
-        return self.model_copy(update={"needs": list(self.needs)})
+        return self._copy({"needs": list(self.needs)})
 
     def describe(self) -> str:
         """One line: what the step does, for diffs and prompts."""
@@ -160,6 +192,27 @@ class Step(StepSpec):
 
 
 _STEP_FIELD_NAMES = frozenset(Step.model_fields)
+class _SharedFields(set):  # type: ignore[type-arg]
+    """A set of field names shared by many step copies: never changed in place."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("this set of field names is shared by several steps; give the step its own first")
+
+    add = update = discard = remove = pop = clear = _refuse  # type: ignore[assignment]
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse  # type: ignore[assignment]
+    difference_update = intersection_update = symmetric_difference_update = _refuse  # type: ignore[assignment]
+
+
+#: the field-name sets copies share (see Step._copy): a handful of distinct sets in practice
+_SHARED_FIELD_SETS: dict[frozenset[str], _SharedFields] = {}
+
+
+def _own_fields_set(step: Step) -> Step:
+    """Give ``step`` a set of its own before pydantic adds to it (a copy shares one)."""
+    fields = getattr(step, "__pydantic_fields_set__", None)
+    if type(fields) is _SharedFields:
+        object.__setattr__(step, "__pydantic_fields_set__", set(fields))
+    return step
 _RUN_STATE_DEFAULTS: dict[str, Any] = {
     "status": Status.not_started, "result": None, "error": None, "traceback": None, "output": "", "notes": "",
     "attempts": 0, "started_at": None, "finished_at": None,
@@ -190,6 +243,17 @@ def _freeze(value: Any) -> Any:
         return repr(value)
 
 
+#: reads a plan spec into a :class:`Plan`; :mod:`planbook.spec` registers it when imported
+_PLAN_READER: Callable[..., "Plan"] | None = None
+
+
+def register_plan_reader(reader: Callable[..., "Plan"]) -> None:
+    """Make ``reader(text, *, plan_id, goal)`` the one :meth:`Plan.parse` calls (the spec
+    layer sits above the models, so it registers itself here rather than being imported)."""
+    global _PLAN_READER
+    _PLAN_READER = reader
+
+
 class Plan(BaseModel):
     """An ordered list of steps with a goal, an id and a revision number."""
 
@@ -207,10 +271,12 @@ class Plan(BaseModel):
 
     @classmethod
     def parse(cls, text: str, *, id: str | None = None, goal: str | None = None) -> "Plan":
-        """Read a plan spec: a YAML/JSON mapping with ``steps`` or a Markdown list."""
-        from .spec import parse_plan
-
-        return parse_plan(text, plan_id=id, goal=goal)
+        """Read a plan spec: a YAML/JSON mapping with ``steps`` or a Markdown list (the reader
+        lives in :mod:`planbook.spec`, which registers itself here: the models import no reader)."""
+        if _PLAN_READER is None:
+            raise LookupError("no plan spec reader is registered: import planbook.spec (import planbook does) "
+                              "before Plan.parse")
+        return _PLAN_READER(text, plan_id=id, goal=goal)
 
     @property
     def display_title(self) -> str:
@@ -255,7 +321,11 @@ class Plan(BaseModel):
 
 
 class PlanDiff(BaseModel):
-    """What a replan changed, by step id. ``steps`` describes every id mentioned."""
+    """What a replan changed, by step id. ``steps`` describes every id mentioned.
+
+    ``rejected`` holds why the run refused a replacement (it is kept in the history so the
+    user sees what the planner proposed; the plan did not change, and no replan is counted).
+    """
 
     from_revision: int
     to_revision: int
@@ -264,6 +334,7 @@ class PlanDiff(BaseModel):
     revised: list[str] = Field(default_factory=list)
     reason: str | None = None
     steps: dict[str, str] = Field(default_factory=dict)
+    rejected: str | None = None
 
     @property
     def empty(self) -> bool:
@@ -442,6 +513,8 @@ class RunResult(BaseModel):
     status: RunStatus
     reason: RunReason | None = None
     plan: Plan
+    #: each execution's step as it ended; in a finished run the entry of a step's last
+    #: execution is that step of ``plan`` itself (one object, not a copy beside it)
     history: list[Step] = Field(default_factory=list)
     revisions: list[PlanDiff] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)

@@ -4,6 +4,12 @@ A planner knows nothing about execution, retries or timeouts; it only proposes t
 plan *from the cursor on*. Returning ``[]`` means "I cannot continue" and ends the run
 with reason ``no_plan``.
 
+A replan's steps replace every step that has not completed: the runner keeps the completed
+(and skipped) ones. With parallel branches, steps of a branch that did not fail may still
+be pending; a replacement must keep (return unchanged) every pending step that one of its
+steps needs, directly or through another. A replacement that drops one is refused with an
+error naming them, and shows in the revision history as rejected.
+
 A planner that needs to see the run's tools, agents or current plan (a model-backed
 one, say) may define ``set_context(context: PlanningContext)``; the runner calls it
 before every planning call. Plain functions do not need it.

@@ -15,7 +15,7 @@ from .diff import diff_plans
 from .errors import PlanError, PlanningError
 from .execute import describe_exception
 from .interrupts import call_user
-from .models import Plan, Status, Step, _clone
+from .models import Plan, PlanDiff, Status, Step, _clone
 from .planners import PlanningContext, make_plan, planner_steps, tell_planner
 
 if TYPE_CHECKING:
@@ -82,8 +82,10 @@ def replan(run: Runner, failed: Step) -> None:
         run._finish("failed", "no_plan", f"the planner had no new plan after: {s.last_error}")
         return
     if problems:
-        run._finish("failed", "no_plan",
-                     str(PlanError(problems)).replace("invalid plan", "the planner's new plan is invalid", 1))
+        s.replans -= 1  # refused: the plan did not change, so no replan is counted
+        error = str(PlanError(problems)).replace("invalid plan", "the planner's new plan is invalid", 1)
+        record_rejected(run, candidate, reason=s.last_error, rejected=error)
+        run._finish("failed", "no_plan", error)
         return
     apply_revision(run, candidate, new_steps, reason=s.last_error)
 
@@ -125,9 +127,10 @@ def review(run: Runner, step: Step) -> None:
             if i <= position or st.status not in (Status.not_started, Status.blocked)]
     candidate, new_steps, problems = accept_steps(run.plan, kept, proposed, run.tools, run.agents)
     if problems:
-        run._finish("failed", "no_plan",
-                     str(PlanError(problems)).replace("invalid plan", f"the review after step {step.id} "
-                                                      "proposed an invalid plan", 1))
+        error = str(PlanError(problems)).replace("invalid plan", f"the review after step {step.id} "
+                                                 "proposed an invalid plan", 1)
+        record_rejected(run, candidate, reason=f"review after step {step.id}", rejected=error)
+        run._finish("failed", "no_plan", error)
         return
     s.replans += 1
     apply_revision(run, candidate, new_steps, reason=f"review after step {step.id}")
@@ -140,8 +143,24 @@ def apply_revision(run: Runner, candidate: Plan, new_steps: list[Step], reason: 
         s.retries_used.pop(new.id, None)
     s.revisions.append(diff)
     run.scheduler.rebuild(candidate)
-    run.emit("plan.diff", removed=diff.removed, added=diff.added, revised=diff.revised,
-              from_revision=diff.from_revision, to_revision=diff.to_revision, reason=diff.reason)
+    _emit_diff(run, diff)
     run.emit("plan.created", steps=[st.id for st in candidate.steps])
     if run.recorder is not None:
         run.recorder.save(s)
+
+
+def record_rejected(run: Runner, candidate: Plan, reason: str | None, rejected: str) -> None:
+    """Keep a refused replacement in the revision history (and its ``plan.diff`` event, marked
+    ``rejected``), so the user sees what the planner proposed and why it was refused; the
+    plan itself does not change."""
+    diff = diff_plans(run.plan, candidate, reason=reason).model_copy(update={"rejected": rejected})
+    run.state.revisions.append(diff)
+    _emit_diff(run, diff)
+
+
+def _emit_diff(run: Runner, diff: PlanDiff) -> None:
+    data = {"removed": diff.removed, "added": diff.added, "revised": diff.revised,
+            "from_revision": diff.from_revision, "to_revision": diff.to_revision, "reason": diff.reason}
+    if diff.rejected is not None:
+        data["rejected"] = diff.rejected
+    run.emit("plan.diff", **data)

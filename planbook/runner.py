@@ -10,6 +10,7 @@ up to N independent steps at once.
 
 from __future__ import annotations
 
+import os
 import time
 import traceback as traceback_module
 from collections.abc import Callable, Iterable, Sequence
@@ -21,8 +22,9 @@ from .budget import Budget
 from .config import RunConfig
 from .dispatch import Dispatcher, Flight
 from .errors import PlanError, Problem
-from .eventbus import EventBus, EventHandler
-from .execute import stdout_routing
+from .eventbus import RUN_HOOKS, EventBus, EventHandler
+from .execute import stdout_routing, summarize
+from .executors import NotReached
 from .gcwindow import FreezeWindow, collector_paused, freeze_window
 from .interrupts import checkpoint, interrupt_gate
 from .models import Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage
@@ -34,11 +36,29 @@ from .refs import resolve
 from .scheduler import Scheduler
 from .spec import is_plan_spec, slug
 from .steering import Steering, build as build_steering
-from .state import CACHED_NOTE, INTERRUPTED_NOTE, STILL_RUNNING_NOTE, RunState
+from .wording import plural
+from .state import CACHED_NOTE, INTERRUPTED_NOTE, KEPT_NOTE, STILL_RUNNING_NOTE, RunState
 from .tools import ToolsLike, as_toolbox
 from .validate import validate_plan
 
 __all__ = ["INTERRUPTED_NOTE", "RunState", "Runner", "run"]
+
+#: ``resolver(strategy, faithful, **options) -> options``: turns ``strategy=`` into plain run options.
+#: The seed designs (:mod:`planbook.compat`) register it, so the engine never imports them.
+_strategy_resolvers: list[Callable[..., Any]] = []
+
+
+def register_strategies(resolver: Callable[..., Any]) -> None:
+    """Let ``strategy=`` and ``faithful=`` be resolved by ``resolver`` (the last one registered wins)."""
+    _strategy_resolvers.append(resolver)
+
+
+def resolve_strategy(strategy: str | None, faithful: bool, **options: Any) -> Any:
+    """The run options of ``strategy`` (an object with the options as attributes)."""
+    if not _strategy_resolvers:
+        raise ValueError(f"strategy={strategy!r} needs the seed designs: import planbook.compat first")
+    return _strategy_resolvers[-1](strategy, faithful, **options)
+
 
 #: ``after_step(goal, plan, step) -> steps | None``: None keeps the plan; steps replace
 #: every step after ``step`` that has not run (a revision with a diff, counted as a replan)
@@ -77,13 +97,12 @@ class Runner:
         approve_timeout: float | None = None,
     ) -> None:
         attach: list[Callable[[Runner], None]] = []
-        if strategy is not None or faithful:  # a seed design's bundle of options (loaded only when asked for)
-            from .compat.strategies import adjust
-
-            o = adjust(strategy, faithful, plan=plan, planner=planner, tools=tools, agents=agents,
-                       on_failure=on_failure, parallel=parallel, after_step=after_step, on_event=on_event)
-            plan, planner, agents, on_failure, after_step, on_event, attach = (
-                o.plan, o.planner, o.agents, o.on_failure, o.after_step, o.on_event, o.attach)
+        if strategy is not None or faithful:  # a seed design's bundle of options, from the layer that knows them
+            o = resolve_strategy(strategy, faithful, plan=plan, planner=planner, tools=tools, agents=agents,
+                                 on_failure=on_failure, retries=retries, parallel=parallel, after_step=after_step,
+                                 on_event=on_event)
+            plan, planner, agents, on_failure, retries, after_step, on_event, attach = (
+                o.plan, o.planner, o.agents, o.on_failure, o.retries, o.after_step, o.on_event, o.attach)
         #: the design this run follows (:mod:`planbook.compat.strategies`) and whether its pitfalls are on
         self.strategy, self.faithful = strategy or "planbook", faithful
         if after_step is not None and parallel != 1:
@@ -103,8 +122,9 @@ class Runner:
         self.bus = EventBus(self._record_event, self._make_event, on_event)
 
         self.goal_only: str | None = None
-        with collector_paused():
+        with collector_paused():  # nothing here makes garbage: collecting would only rescan the new plan
             initial = self._initial_plan(plan)
+            scheduler = Scheduler(initial, self._blocked)
         pinned = sorted({st.tool for st in initial.steps if st.tool and self.tools[st.tool].main_thread})
         if self.config.step_timeout is not None and pinned:
             raise ValueError(f"step_timeout cannot stop tools that run on the main thread ({', '.join(pinned)}): "
@@ -123,14 +143,18 @@ class Runner:
             from .store import open_store
 
             self.recorder = RunRecorder(open_store(store), cache=self.config.cache)
-        self.scheduler = Scheduler(initial, self._blocked)
+        self.scheduler = scheduler
         #: where calls run and what is in flight
         self.dispatch = Dispatcher(self.config, self.tools, self.agents, self.bus, clock, lambda: self.state.plan)
+        if self.after_step is not None:  # the review may rewrite what follows each step: nothing runs ahead of it
+            self.dispatch.batching = False
         self._stale = False  # the scheduler must be rebuilt before the next tick
         #: set while running steps are allowed to finish before the run ends or replans
         self._ending: tuple[RunStatus, RunReason, str] | None = None
         self._replan_for: Step | None = None
         self._pause_why: str | None = None
+        #: the step ``run(until=...)`` stops after: no batch reaches past it
+        self._until: str | None = None
         self._gc = _NO_WINDOW
         self._adopted = False
         #: cache keys of steps about to run (their result is cached when they succeed)
@@ -140,7 +164,9 @@ class Runner:
         if approve not in (None, False) or approve_timeout is not None or any(
                 getattr(t, "approve", False) for t in self.tools.values()):
             self.steer(approve, approve_timeout)
-        for hook in attach:
+        #: history entries that are the plan's step itself (id(step) -> index), copied before it changes
+        self._shared: dict[int, int] = {}
+        for hook in (*attach, *RUN_HOOKS.values()):
             hook(self)
 
     def steer(self, approve: ApproveLike = None, approve_timeout: float | None = None) -> Steering:
@@ -299,12 +325,32 @@ class Runner:
             with interrupt_gate(), stdout_routing(), freeze_window() as self._gc:
                 try:
                     self._loop(until, max_executions)
-                except KeyboardInterrupt:
-                    self._interrupt()
+                except KeyboardInterrupt as exc:
+                    self._interrupt(str(exc))
         finally:
             self._gc = _NO_WINDOW
+            self._until = None
             self.dispatch.close()
+            if self.finished:  # nothing runs again: the indexes over the plan are not kept with it
+                self.scheduler.clear()
+                self._stale = True
+                self._shared = {}  # nor changes a step: the history may keep sharing them
+            else:  # the run may go on, and the plan may be edited by hand meanwhile: the past is copied
+                self._unshare_history()
         return self.result()
+
+    def _unshare(self, step: Step) -> None:
+        """``step`` is about to change: if the history holds it, the history gets a copy."""
+        if self._shared:
+            index = self._shared.pop(id(step), None)
+            if index is not None:
+                self.state.history[index] = step.snapshot()
+
+    def _unshare_history(self) -> None:
+        history = self.state.history
+        for index in self._shared.values():
+            history[index] = history[index].snapshot()
+        self._shared = {}
 
     def advance(self) -> Step | None:
         """One tick: plan if needed, submit what is ready, collect, decide.
@@ -316,8 +362,8 @@ class Runner:
             with interrupt_gate(), stdout_routing():
                 try:
                     return self._tick(limit=None)
-                except KeyboardInterrupt:
-                    self._interrupt()
+                except KeyboardInterrupt as exc:
+                    self._interrupt(str(exc))
                     return None
         finally:
             if not self.dispatch.inflight:
@@ -325,10 +371,11 @@ class Runner:
 
     def _loop(self, until: str | None, max_executions: int | None) -> None:
         submitted_before = self.state.executions
+        self._until = until
         while not self.finished:
             limit = None if max_executions is None else submitted_before + max_executions
             if self._pause_why is None and limit is not None and self.state.executions >= limit:
-                self._pause_why = f"paused after {max_executions} execution(s)"
+                self._pause_why = f"paused after {plural(max_executions, 'execution')}"
             if self._pause_why is not None and not self.dispatch.inflight:
                 why, self._pause_why = self._pause_why, None
                 self._pause(why)
@@ -356,6 +403,9 @@ class Runner:
     def _start(self) -> bool:
         """Begin or continue the run; False when it ended here (no first plan)."""
         s = self.state
+        if s.started and s.status == "running" and not self._stale and not self._adopted \
+                and (self.goal_only is None or s.plan.revision != 0):
+            return True  # a tick in the middle of a run: nothing to begin
         resumed = s.status in ("paused", "interrupted")
         if resumed:
             self._settle_leftovers()
@@ -424,12 +474,31 @@ class Runner:
         return self._collect()
 
     def _submit_ready(self, limit: int | None) -> None:
-        s = self.state
-        while (len(self.dispatch.inflight) < self.parallel and self._ending is None and self._replan_for is None
-               and self._pause_why is None and (limit is None or s.executions < limit)):
-            step = self.scheduler.peek()
+        dispatch, parallel = self.dispatch, self.config.parallel
+        while dispatch.lanes() < parallel:
+            step = self._next_ready(limit)
             if step is None:
                 return
+            executor = dispatch.executor_for(step)
+            if dispatch.batching:
+                size = dispatch.batch_size(step, executor, self.scheduler.ready_count() + 1,
+                                           parallel - dispatch.lanes())
+                if size > 1:
+                    self._submit_batch(step, executor, size, limit)
+                    continue
+            self._submit(step, executor)
+
+    def _next_ready(self, limit: int | None, *, batchable: bool = False) -> Step | None:
+        """Take the next step to start, if the run may start one (cached steps complete here).
+
+        ``batchable``: only a step that may join a batch (otherwise it waits for its own turn).
+        """
+        s = self.state
+        while (self._ending is None and self._replan_for is None and self._pause_why is None
+               and (limit is None or s.executions < limit)):
+            step = self.scheduler.peek()
+            if step is None or (batchable and not self.dispatch.batchable(step)):
+                return None
             if self.recorder is not None and step.tool is not None and self._from_cache(step):
                 continue
             if self.steering is not None:
@@ -441,9 +510,30 @@ class Runner:
             refused = self.budget.execution_refused(s.executions, step.id, retry=bool(step.attempts))
             if refused is not None:
                 self._ending = ("failed", "step_budget", refused)
-                return
-            self.scheduler.take()
-            self._submit(step)
+                return None
+            return self.scheduler.take_peeked()
+        return None
+
+    def _submit_batch(self, first: Step, executor: Any, size: int, limit: int | None) -> None:
+        """Start ``first`` and up to ``size - 1`` more ready tool steps as one task on the executor.
+
+        Each step is counted and marked started as it joins (so budgets hold exactly as
+        one at a time); the batch holds one lane and runs its calls one after another.
+        """
+        flights: list[Flight] = []
+        step: Step | None = first
+        try:
+            while step is not None:
+                flights.append(self._begin(step, executor))
+                if len(flights) >= size or step.id == self._until:
+                    break
+                step = self._next_ready(limit, batchable=True)
+        except KeyboardInterrupt:  # Ctrl-C as steps join: none of them has started
+            for flight in flights:
+                self._uncount(flight, "")
+            raise
+        by_id = self.scheduler.by_id
+        self.dispatch.start_batch(flights, [{n: by_id[n].result for n in f.step.needs} for f in flights])
 
     # ------------------------------------------------------------- submitting
     def _from_cache(self, step: Step) -> bool:
@@ -464,40 +554,48 @@ class Runner:
             return False
         self.scheduler.take()
         now = self.clock()
+        self._unshare(step)
         step.set_state(status=Status.completed, result=hit.result, error=None, traceback=None, output="",
                        notes=f"{CACHED_NOTE}the result of step {hit.step_id} in run {hit.run_id}",
                        started_at=now, finished_at=now)
         self.scheduler.completed(step)
-        self.emit("step.cached", step=step.id, from_run=hit.run_id, from_step=hit.step_id, result=_short(hit.result))
+        self.emit("step.cached", step=step.id, from_run=hit.run_id, from_step=hit.step_id, result=summarize(hit.result))
         self._changed(step)
         return True
 
-    def _submit(self, step: Step) -> None:
+    def _submit(self, step: Step, executor: Any) -> None:
         """Count the execution, mark the step in progress, record that, then start the call."""
+        flight = self._begin(step, executor)
+        try:
+            by_id = self.scheduler.by_id
+            self.dispatch.start(flight, executor, {n: by_id[n].result for n in step.needs})
+        except KeyboardInterrupt:  # Ctrl-C inside an inline call: it did not complete
+            self._uncount(flight, INTERRUPTED_NOTE)
+            raise
+
+    def _begin(self, step: Step, executor: Any) -> Flight:
+        """Count the execution, mark the step in progress and record that (the call is not started yet)."""
         s = self.state
         s.executions += 1
+        self._unshare(step)
         step.set_state(
             attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None,
             started_at=self.clock(), finished_at=None,
             **({"notes": ""} if step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE) else {}),
         )
-        executor = self.dispatch.executor_for(step)
         flight = Flight(step, s.executions)
-        flight.cache_key = self._cache_keys.pop(step.id, None)
+        if self._cache_keys:
+            flight.cache_key = self._cache_keys.pop(step.id, None)
         self.dispatch.prepare(flight, executor)
         try:
-            self.emit("step.started", step=step.id, attempt=step.attempts, execution=s.executions,
-                      worker=executor.name)
+            self.bus.publish("step.started", step.id, {"attempt": step.attempts, "execution": s.executions,
+                                                       "worker": executor.name})
         except KeyboardInterrupt:  # Ctrl-C in a view as the step starts: it has not started
             self._uncount(flight, "")
             raise
         if self.recorder is not None:
             self.recorder.before_call(step, s)
-        try:
-            self.dispatch.start(flight, executor, {n: self.scheduler.by_id[n].result for n in step.needs})
-        except KeyboardInterrupt:  # Ctrl-C inside an inline call: it did not complete
-            self._uncount(flight, INTERRUPTED_NOTE)
-            raise
+        return flight
 
     # -------------------------------------------------------------- collecting
     def _collect(self) -> Step | None:
@@ -505,8 +603,10 @@ class Runner:
         done = self.dispatch.wait_for_one()
         self.bus.drain()
         last: Step | None = None
-        order = self.scheduler.position
-        for flight in sorted(done, key=lambda f: order.get(f.step.id, 0)):
+        if len(done) > 1:  # recorded in plan order, whatever order they ended in
+            order = self.scheduler.position
+            done.sort(key=lambda f: order.get(f.step.id, 0))
+        for flight in done:
             self.dispatch.inflight.remove(flight)
             self._record(flight)
             last = flight.step
@@ -522,15 +622,19 @@ class Runner:
         self.dispatch.ended(flight)
         outcome = self.dispatch.outcome_of(flight)
         if outcome is None:
-            self._uncount(flight, INTERRUPTED_NOTE)
+            # a batch's call after a failure never started: it is simply ready again
+            self._uncount(flight, "" if isinstance(flight.future.exception(), NotReached) else INTERRUPTED_NOTE)
             if isinstance(flight.future.exception(), KeyboardInterrupt):
-                raise KeyboardInterrupt  # the call itself was interrupted: so is the run
+                # the call itself was interrupted (a tool raised it, on any thread or executor): so is the run
+                raise KeyboardInterrupt(f"the call of step {step.id!r} raised KeyboardInterrupt")
             return
         now = self.clock()
         if not outcome.ok or outcome.output:  # an echoed secret (a secret arg, the model key) leaves no trace
             from .store.redact import hide_secret_args
 
             hide_secret_args(step.args, outcome, lambda sid: getattr(self.scheduler.by_id.get(sid), "result", None))
+        # a kept call ended when it returned, not when the run continued: the pause is no part of it
+        ended = outcome.finished if kept and outcome.finished is not None else now
         if not outcome.ok and outcome.worker.startswith(("planbook-worker", "planbook-async")) \
                 and "thread" in (outcome.error or "").lower():
             outcome.error = (f"{outcome.error} (this step ran in a worker thread, as it does while a live view is "
@@ -542,24 +646,34 @@ class Runner:
             error=outcome.error,
             traceback=outcome.traceback,
             output=outcome.output,
-            finished_at=now,
-            **({"notes": outcome.notes} if outcome.notes else {}),
+            finished_at=ended,
+            **({"notes": outcome.notes} if outcome.notes else {"notes": KEPT_NOTE} if kept else {}),
         )
         self._gc.tick()
-        s.history.append(step.snapshot())
+        if self._gc is _NO_WINDOW:  # a tick outside run() (advance): the caller may edit the plan next
+            s.history.append(step.snapshot())
+        else:
+            # during run() the history holds the step itself until the run changes it again
+            # (_unshare): a finished run keeps one object per execution, not two
+            self._unshare(step)
+            self._shared[id(step)] = len(s.history)
+            s.history.append(step)
         if self.recorder is not None:
             self.recorder.changed(step)
             if outcome.ok and flight.cache_key is not None:
                 self.recorder.remember(flight.cache_key, step.result, tool=step.tool or "", step_id=step.id)
-        s.records.append(Execution(
-            execution=flight.execution, step=step.id, attempt=step.attempts, revision=s.plan.revision,
-            worker=outcome.worker or "main", start=outcome.started if outcome.started is not None else step.started_at
-            or now, end=outcome.finished if outcome.finished is not None else now, ok=outcome.ok,
+        s.records.append(Execution(  # positional: this runs once per execution
+            flight.execution, step.id, step.attempts, s.plan.revision, outcome.worker or "main",
+            outcome.started if outcome.started is not None else step.started_at or now,
+            outcome.finished if outcome.finished is not None else now, outcome.ok,
         ))
         if outcome.ok:
             self.scheduler.completed(step)
-            self.emit("step.finished", step=step.id, duration=step.duration, result=_short(step.result),
-                      execution=flight.execution)
+            finished = {"duration": step.duration, "execution": flight.execution,
+                        "result": outcome.summary if outcome.summary is not None else summarize(outcome.result)}
+            if kept:
+                finished["kept"] = True
+            self.bus.publish("step.finished", step.id, finished)
             if kept or self._ending is not None:
                 return
             if outcome.stop is not None:
@@ -570,7 +684,7 @@ class Runner:
         s.last_error = f"step {step.id} failed: {outcome.error}"
         s.pending_failures.append(step.id)  # until its policy is applied (Ctrl-C may come first)
         self.emit("step.failed", step=step.id, duration=step.duration, error=outcome.error,
-                  execution=flight.execution)
+                  execution=flight.execution, **({"kept": True} if kept else {}))
         if kept:
             return  # its policy is applied when the run continues
         s.pending_failures.remove(step.id)
@@ -586,6 +700,7 @@ class Runner:
         step = flight.step
         if flight.token is not None:
             self.bus.live.discard(flight.token)
+        self._unshare(step)
         self.state.executions -= 1
         step.set_state(attempts=max(step.attempts - 1, 0), status=Status.not_started, notes=note)
         self.scheduler.again(step)
@@ -600,6 +715,7 @@ class Runner:
 
     def retry(self, step: Step) -> None:
         used = self.state.retries_used[step.id] = self.retries_used(step) + 1
+        self._unshare(step)
         step.status = Status.not_started
         step.notes = f"retry {used}/{self.retries} after: {step.error}"
         self.scheduler.again(step)
@@ -607,6 +723,7 @@ class Runner:
         self._changed(step)
 
     def skip(self, step: Step) -> None:
+        self._unshare(step)
         step.status = Status.skipped
         step.notes = f"skipped after: {step.error}"
         self.emit("step.skipped", step=step.id, error=step.error)
@@ -621,6 +738,7 @@ class Runner:
             replanning.replan(self, failed)
 
     def keep_going(self, step: Step) -> None:
+        self._unshare(step)
         step.notes = f"failed; its dependents run anyway (on_failure continue): {step.error}"
         self.scheduler.release(step)
         self._changed(step)
@@ -648,12 +766,16 @@ class Runner:
             self._finish("completed", "steps_skipped", f"the run reached the end without steps {', '.join(undone)}")
 
     # ------------------------------------------------------------- interrupts
-    def _interrupt(self) -> None:
-        """Ctrl-C: keep every call that completed; leave running calls to finish in the background."""
+    def _interrupt(self, why: str = "") -> None:
+        """Ctrl-C (or a call that raised KeyboardInterrupt: ``why``): keep every call that completed;
+        leave running calls to finish in the background."""
         for flight in list(self.dispatch.inflight):
             if flight.future.done():
                 self.dispatch.inflight.remove(flight)
-                self._record(flight, kept=True)
+                try:
+                    self._record(flight, kept=True)
+                except KeyboardInterrupt as exc:  # that call raised it too: it runs again, like the rest
+                    why = why or str(exc)
         for flight in self.dispatch.inflight:
             if flight.handle is not None:
                 flight.handle.cancel()  # an awaited coroutine stops at its next await
@@ -665,7 +787,7 @@ class Runner:
             return
         self._pause_why = None
         s = self.state
-        s.status, s.reason, s.error = "interrupted", "interrupted", "interrupted by the user"
+        s.status, s.reason, s.error = "interrupted", "interrupted", f"interrupted: {why}" if why else "interrupted by the user"
         self.emit("run.finished", status="interrupted", reason="interrupted", error=s.error,
                   executions=s.executions, replans=s.replans)
         if self.recorder is not None:
@@ -688,6 +810,7 @@ class Runner:
             if flight.step.status is not Status.not_started or self.dispatch.outcome_of(flight) is None:
                 continue  # interrupted (it runs again), or the step was changed by hand meanwhile
             self.state.executions += 1
+            self._unshare(flight.step)
             flight.step.set_state(attempts=flight.step.attempts + 1, notes="")
             self._stale = True
             self._record(flight, kept=True)
@@ -707,14 +830,6 @@ class Runner:
 
 
 _NO_WINDOW = FreezeWindow(active=False)  # outside run(): advance() keeps nothing frozen
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    try:
-        text = repr(value)
-    except Exception as exc:  # a result whose repr is broken is still a result
-        text = f"<{type(value).__name__} (repr failed: {type(exc).__name__})>"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def run(
@@ -767,4 +882,10 @@ def run(
         executor=executor, after_step=after_step, store=store, cache=cache, on_event=on_event, clock=clock,
         strategy=strategy, faithful=faithful, approve=approve, approve_timeout=approve_timeout,
     )
-    return runner.run()
+    try:
+        return runner.run()
+    finally:
+        if isinstance(store, (str, os.PathLike)) and runner.recorder is not None:
+            # a store this call opened from a path is closed with the run, not whenever the
+            # collector gets to it (an open connection keeps the write-ahead log beside the file)
+            runner.recorder.store.close()

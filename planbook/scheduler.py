@@ -40,29 +40,48 @@ class Scheduler:
         applied (an interrupt came first); a retry may yet run them, so what needs them
         is not blocked."""
         self.plan = plan
-        self.by_id: dict[str, Step] = {s.id: s for s in plan.steps}
-        self.position = {s.id: i for i, s in enumerate(plan.steps)}
-        self.dependents: dict[str, list[str]] = {}
-        self.unmet: dict[str, int] = {}
+        steps = plan.steps
+        by_id = self.by_id = {s.id: s for s in steps}
+        self.position = {s.id: i for i, s in enumerate(steps)}
+        dependents: dict[str, list[str]] = {}
+        unmet: dict[str, int] = {}
+        self.dependents, self.unmet = dependents, unmet
         #: failed steps whose dependents run anyway
-        self.released: set[str] = getattr(self, "released", set()) & set(self.by_id)
-        self._heap: list[int] = []
+        released = self.released = getattr(self, "released", set()) & by_id.keys()
+        heap: list[int] = []
+        self._heap = heap
         dead: list[Step] = []
-        for step in plan.steps:
-            for need in dict.fromkeys(step.needs):
-                self.dependents.setdefault(need, []).append(step.id)
-        for step in plan.steps:
+        not_started, completed, failed = Status.not_started, Status.completed, Status.failed
+        # one pass, one lookup per need: this runs for every plan before it starts, at any size
+        for i, step in enumerate(steps):
+            sid, needs = step.id, step.needs
+            if len(needs) > 1:
+                needs = list(dict.fromkeys(needs))
+            for need in needs:
+                waiting = dependents.get(need)
+                if waiting is None:
+                    dependents[need] = [sid]
+                else:
+                    waiting.append(sid)
             status = step.status
-            if status is Status.not_started:
-                unmet = sum(1 for n in dict.fromkeys(step.needs) if not self._satisfied(self.by_id[n]))
-                self.unmet[step.id] = unmet
-                if unmet == 0:
-                    self._heap.append(self.position[step.id])
-            elif status in _DEAD and step.id not in self.released and step.id not in undecided:
+            if status is not_started:
+                count = 0
+                for need in needs:
+                    state = by_id[need].status
+                    if state is not completed and not (state is failed and need in released):
+                        count += 1
+                unmet[sid] = count
+                if count == 0:
+                    heap.append(i)
+            elif status in _DEAD and sid not in released and sid not in undecided:
                 dead.append(step)
-        heapq.heapify(self._heap)
+        heapq.heapify(heap)
         for step in dead:
             self._block_dependents(step)
+
+    def clear(self) -> None:
+        """Let go of the indexes (a finished run keeps no second view of its plan); rebuild to use again."""
+        self.by_id, self.position, self.dependents, self.unmet, self._heap = {}, {}, {}, {}, []
 
     # ----------------------------------------------------------- handing out
     def peek(self) -> Step | None:
@@ -76,6 +95,14 @@ class Scheduler:
         if not self._heap:
             return None
         return self.plan.steps[heapq.heappop(self._heap)]
+
+    def take_peeked(self) -> Step:
+        """Take the step :meth:`peek` just returned (nothing changed in between)."""
+        return self.plan.steps[heapq.heappop(self._heap)]
+
+    def ready_count(self) -> int:
+        """About how many steps are ready (an upper bound: stale entries are dropped lazily)."""
+        return len(self._heap)
 
     def _drop_stale(self) -> None:
         # a step can sit in the heap after its status changed (blocked, reset by a policy)

@@ -10,23 +10,27 @@ Two forms are read:
   ``Goal:`` line before the list gives the goal.
 
 Field names from the seed designs are accepted as aliases (``need``, ``tool_name``,
-``expected_outcome``), so their plans can be pasted in unchanged.
+``expected_outcome``), so their plans can be pasted in unchanged. Other formats register
+themselves with :func:`register_format` (the seed designs in :mod:`planbook.compat` add
+AgenticSeek's answers and OpenManus's plan text): the reader knows none of them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, get_args
 
 from pydantic import ValidationError
 
 from .errors import PlanError, Problem, closest
 from .ids import id_problem
-from .models import Plan, PolicyName, Step, StepSpec
+from .models import Plan, PolicyName, Step, StepSpec, register_plan_reader
 from .gcwindow import collector_paused
 from .specload import MAX_DEPTH, load_spec
 from .specload import depth as _depth
+from .wording import slug  # noqa: F401  (plan ids from a goal: planners and the runner use it from here)
 
 #: a step's fields, from the one definition in :class:`~planbook.models.StepSpec`
 STEP_FIELDS: tuple[str, ...] = tuple(StepSpec.model_fields)
@@ -55,16 +59,39 @@ _YAML_ITEM = re.compile(r"^\s*-\s+(?:[A-Za-z_]+\s*:|\{)")
 _GOAL_LINE = re.compile(r"^\s*(?:#+\s*|goal\s*:\s*)(.+?)\s*$", re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class PlanFormat:
+    """A plan format other than the two built in: ``detect(text)`` says whether ``text`` is
+    written in it (cheaply: it is asked of every spec), ``parse(text)`` reads it or raises
+    :class:`PlanError`."""
+
+    name: str
+    detect: Callable[[str], bool]
+    parse: Callable[[str], Plan]
+
+
+#: the registered formats, asked in order before the Markdown list and YAML/JSON
+PLAN_FORMATS: dict[str, PlanFormat] = {}
+
+
+def register_format(name: str, detect: Callable[[str], bool], parse: Callable[[str], Plan]) -> None:
+    """Teach :func:`parse_plan` (``Plan.parse``, ``%%plan``, ``planbook run``) to read one more format."""
+    PLAN_FORMATS[name] = PlanFormat(name, detect, parse)
+
+
+def _registered(text: str) -> PlanFormat | None:
+    return next((f for f in PLAN_FORMATS.values() if f.detect(text)), None)
+
+
 def parse_plan(text: str, *, plan_id: str | None = None, goal: str | None = None) -> Plan:
     """Parse a spec into a :class:`Plan`. Raises :class:`PlanError` naming every problem."""
     if not isinstance(text, str):
         raise TypeError(f"a plan spec is text; got {type(text).__name__}")
     if not text.strip():
         raise PlanError([Problem("the plan spec is empty: write a YAML mapping with 'steps' or a Markdown list", code="empty")])
-    from .compat import agenticseek  # an AgenticSeek answer: headlines + ```json {"plan": [...]}
-
-    if agenticseek.looks_like_answer(text):
-        plan = agenticseek.plan_from_answer(text)
+    registered = _registered(text)
+    if registered is not None:
+        plan = registered.parse(text)
     elif _looks_like_markdown(text):
         plan = _parse_markdown(text)
     else:
@@ -87,9 +114,7 @@ def is_plan_spec(text: str) -> bool:
     both are accepted (a planner was given), so a goal is never parsed as a broken plan.
     """
     stripped = text.strip()
-    from .compat.agenticseek import looks_like_answer
-
-    if _looks_like_markdown(stripped) or looks_like_answer(stripped):
+    if _looks_like_markdown(stripped) or _registered(stripped) is not None:
         return True
     if "\n" not in stripped and not stripped.startswith(("{", "[", "steps:")):
         return False  # one line of prose (a one-line spec starts with {, [ or steps:)
@@ -100,11 +125,6 @@ def is_plan_spec(text: str) -> bool:
     if isinstance(data, Mapping):
         return "steps" in data
     return isinstance(data, list) and bool(data) and all(isinstance(item, Mapping) for item in data)
-
-
-def slug(text: str) -> str:
-    words = re.findall(r"[A-Za-z0-9]+", text.lower())
-    return "-".join(words)[:40].strip("-")
 
 
 def _looks_like_markdown(text: str) -> bool:
@@ -434,3 +454,6 @@ def _short(value: Any, limit: int = 80) -> str:
     """A value for an error message, cut to one readable line."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+register_plan_reader(parse_plan)  # Plan.parse reads through this module without the models importing it

@@ -18,6 +18,8 @@ CACHED_NOTE = "cached: "
 STILL_RUNNING_NOTE = ("interrupted while its call was still running in a worker thread; when the run continues "
                       "it waits for that call and keeps its result (the step runs again only if the call did not "
                       "complete)")
+#: the note on a step whose call completed around an interrupt and was kept (not run again)
+KEPT_NOTE = "kept: its call completed while the run was interrupted; it did not run again"
 
 
 class RunState(BaseModel):

@@ -7,6 +7,7 @@ to a model. The first docstring line is the description a model sees.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 import warnings
@@ -288,6 +289,31 @@ class Toolbox(Mapping[str, Tool]):
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for t in self._tools.values()]
 
+    @staticmethod
+    def merge(*boxes: Toolbox | Mapping[str, Any], prefixes: Iterable[str] | None = None) -> Toolbox:
+        """One Toolbox with the tools of several (e.g. two MCP servers and your functions).
+
+        A name in two boxes is an error naming both (a silent winner would call the wrong
+        tool); ``prefixes`` (one per box, ``""`` for none) renames them apart.
+        """
+        names = list(prefixes) if prefixes is not None else [""] * len(boxes)
+        if len(names) != len(boxes):
+            raise ValueError(f"merge: {len(names)} prefixes for {len(boxes)} toolboxes; give one per toolbox ('' for none)")
+        merged, origin = Toolbox(), {}
+        for index, (box, prefix) in enumerate(zip(boxes, names)):
+            for name, fn in as_toolbox(box).items():
+                new_name = prefix + name
+                if new_name in merged:
+                    raise ValueError(f"two toolboxes have a tool named {new_name!r} (toolboxes {origin[new_name] + 1} "
+                                     f"and {index + 1}): merge them with prefixes=[...] (e.g. ['a_', 'b_']), "
+                                     "or connect an MCP server with prefix=")
+                origin[new_name] = index
+                if prefix:  # a renamed copy keeps the tool's kind and options (an MCP tool stays one)
+                    fn = copy.copy(fn)
+                    fn.name = new_name
+                merged.add(fn)
+        return merged
+
 
 #: Tools registered with the module-level ``@planbook.tool``.
 default_toolbox = Toolbox()
@@ -330,4 +356,7 @@ def as_toolbox(tools: ToolsLike) -> Toolbox:
         raise TypeError(
             f"tools must be a Toolbox, a mapping of name to function, or a list of functions; got {type(tools).__name__}"
         )
-    return Toolbox(tools)
+    items = list(tools)
+    if any(isinstance(t, Toolbox) for t in items):  # tools=[mcp_tools, my_box, fn]: one box, clashes refused
+        return Toolbox.merge(*(t if isinstance(t, Toolbox) else Toolbox([t]) for t in items))
+    return Toolbox(items)

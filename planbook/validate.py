@@ -37,26 +37,33 @@ def plan_problems(
         add("the plan has no steps: add at least one (a tool call or a task for an agent)", None, "empty")
         return problems
 
-    seen: set[str] = set()
+    first: dict[str, int] = {}  # each id's first position
     repeats: dict[str, int] = {}
-    for step in plan.steps:
+    for i, step in enumerate(plan.steps):
         if not step.id.strip():
             add("a step id must not be empty", step, "empty_id")
-        elif (bad := id_problem(step.id)) is not None:
+        elif _PLAIN_ID.match(step.id) is None and (bad := id_problem(step.id)) is not None:
             add(bad, step, "bad_id", "id")
-        if step.id in seen:
+        if step.id in first:
             add(f"duplicate step id {step.id!r}: every step needs its own id", step, "duplicate_id")
             n = repeats[step.id] = repeats.get(step.id, 0) + 1
             later = plan._duplicate_lines.get(step.id, [])
             if len(later) >= n:  # point at the repeat, not at the first use of the id
                 problems[-1] = replace(problems[-1], line=later[n - 1])
-        seen.add(step.id)
+        else:
+            first[step.id] = i
 
-    ids = seen | set(known_ids)
-    for step in plan.steps:
+    ids = first.keys() | set(known_ids)
+    refs_of: list[list[str]] = []  # each step's references, found once (cycles use them too)
+    #: every need listed before its step (the usual order): then there is no cycle, and no graph to search
+    ordered = len(first) == len(plan.steps)
+    for i, step in enumerate(plan.steps):
         refs = find_refs(step.args)
+        refs_of.append(refs)
         for need in dict.fromkeys(step.needs + refs):  # a reference is a need: one problem per mistake
             if need in ids and need != step.id:
+                if ordered and first.get(need, -1) >= i:
+                    ordered = False
                 continue
             # the line to quote: the arg holding the reference, else the need as written
             where = ("args", _arg_with_ref(step, need)) if need in refs else ("needs", need)
@@ -82,7 +89,7 @@ def plan_problems(
                 add(f"unknown tool {step.tool!r}{closest(step.tool, tools)} (known tools: {_names(tools)})", step,
                     "unknown_tool", "tool")
             else:
-                for message in tool.validate(step.args, skip=args_with_refs(step.args)):
+                for message in tool.validate(step.args, skip=args_with_refs(step.args) if refs else _NOTHING):
                     named = _ARG_NAME.search(message)
                     add(message, step, "bad_args", *(("args", named.group(1)) if named else ("args",)))
         else:
@@ -97,12 +104,16 @@ def plan_problems(
             if step.args:
                 add("an agent step takes no args (put what it needs in its task and needs)", step, "bad_args", "args")
 
-    cycle = find_cycle(plan.steps)
+    cycle = None if ordered else find_cycle(plan.steps, refs_of)
     if cycle:
         first = next(s for s in plan.steps if s.id == cycle[0])
         add(f"dependency cycle: {' → '.join(cycle)} (→ reads 'needs'); remove one of these needs", first, "cycle")
     return problems
 
+
+_NOTHING: frozenset[str] = frozenset()
+#: an id every rule of planbook.ids accepts, recognised in one C call (ids.id_problem checks the rest)
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
 
 #: the arg a tool's validation message is about ("argument 'city' of tool ...")
 _ARG_NAME = re.compile(r"argument '([^']+)'")
@@ -117,28 +128,34 @@ def _names(names: Collection[str]) -> str:
     return ", ".join(sorted(names)) if names else "none registered"
 
 
-def find_cycle(steps: list[Step]) -> list[str] | None:
+def find_cycle(steps: list[Step], refs_of: list[list[str]] | None = None) -> list[str] | None:
     """A cycle in ``needs`` as ``[a, b, ..., a]`` (a needs b ...), or None. Self-needs are reported separately.
 
-    ``graphlib`` finds it without recursion, so a chain of any length in any listing
-    order is checked in linear time.
+    ``refs_of``: each step's ``$id`` references, when the caller has found them already.
+    A plan whose every need is listed before the step (the usual order) has no cycle:
+    one pass proves it. Otherwise ``graphlib`` finds the cycle without recursion, so a
+    chain of any length in any listing order is checked in linear time.
     """
+    if refs_of is None:
+        refs_of = [find_refs(s.args) for s in steps]
+    position: dict[str, int] = {}
+    for i, s in enumerate(steps):
+        position.setdefault(s.id, i)
+    if len(position) == len(steps) and all(position.get(n, -1) < i for i, s in enumerate(steps) for n in s.needs) \
+            and all(position.get(n, -1) < i for i, refs in enumerate(refs_of) for n in refs):
+        return None  # every dependency points back up the list: no way round
     import graphlib
 
-    ids = {s.id for s in steps}
     graph: dict[str, list[str]] = {}
-    for s in steps:
+    for s, refs in zip(steps, refs_of):
         graph.setdefault(s.id, []).extend(
-            n for n in dict.fromkeys(s.needs + find_refs(s.args)) if n != s.id and n in ids
+            n for n in dict.fromkeys(s.needs + refs) if n != s.id and n in position
         )
     try:
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError as exc:
         cycle: list[str] = list(exc.args[1])  # each node is a need of the one after it
         cycle.reverse()
-        position: dict[str, int] = {}
-        for i, s in enumerate(steps):
-            position.setdefault(s.id, i)
         # the ring starts at its step listed first (one lookup per node: a long cycle stays linear)
         start = min(range(len(cycle) - 1), key=lambda i: position[cycle[i]])
         ring = cycle[start:-1] + cycle[:start]

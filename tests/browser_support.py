@@ -66,6 +66,8 @@ class Lab:
     proc: subprocess.Popen
     log_path: Path
     started: float = field(default_factory=time.monotonic)
+    #: the server's environment (its Jupyter config, data and runtime directories)
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def base(self) -> str:
@@ -138,7 +140,7 @@ def start_lab(root: Path, *, timeout: float = 60.0, app: str = "lab") -> Lab:
     log_path = state / "lab.log"
     log = log_path.open("w", encoding="utf-8")
     proc = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    lab = Lab(root=root, port=port, token=token, proc=proc, log_path=log_path)
+    lab = Lab(root=root, port=port, token=token, proc=proc, log_path=log_path, env=env)
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
@@ -172,3 +174,24 @@ def write_notebook(path: Path, cells: list[str]) -> None:
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     nbformat.write(nb, str(path))
+
+
+def trust(server: Lab, path: Path) -> None:
+    """``jupyter trust`` a notebook for ``server`` (its signature goes to the server's data directory):
+    a trusted notebook is what a user's own saved notebook is, and the front end then renders
+    widget outputs instead of the sanitized HTML beside them."""
+    jupyter = Path(sys.executable).with_name("jupyter")
+    subprocess.run([str(jupyter) if jupyter.exists() else "jupyter", "trust", str(path)], env=server.env,
+                   check=True, capture_output=True, timeout=60)
+
+
+def execute_notebook(path: Path, target: Path, *, store_widget_state: bool) -> Any:
+    """Execute ``path`` with nbclient (in its folder) and write it to ``target``; returns the notebook."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(str(path), as_version=4)
+    NotebookClient(nb, resources={"metadata": {"path": str(path.parent)}}, store_widget_state=store_widget_state,
+                   record_timing=False, timeout=120).execute()
+    nbformat.write(nb, str(target))
+    return nb

@@ -38,7 +38,9 @@ from browser_support import (
     Lab,
     chromium_path,
     copy_notebooks,
+    execute_notebook,
     start_lab,
+    trust,
     write_notebook,
 )
 
@@ -148,9 +150,7 @@ IDLE_JS = """() => {
 }"""
 
 # Every widget-view output in the model has a rendered view in the DOM.
-RENDERED_JS = """(expected) => document.querySelectorAll('.jp-OutputArea-output .planbook-live').length >= expected"""
-
-PROGRESS_JS = """() => Array.from(document.querySelectorAll('.planbook-live .pb-bar > div')).map(b => b.style.width)"""
+PROGRESS_JS = """() => Array.from(document.querySelectorAll('.planbook-record .planbook-progress > div')).map(b => b.style.width)"""
 
 
 def _open(page: Any, lab: Lab, name: str) -> None:
@@ -175,7 +175,8 @@ def _run_all(page: Any, name: str, started: float | None = None) -> list[dict[st
     )
     _command(page, "notebook:run-all-cells")
     if started is not None:
-        page.wait_for_selector(".planbook-live .pb-bar", timeout=RUN_TIMEOUT_MS)
+        # the first run's live view, or the record it leaves when the run ends at once
+        page.wait_for_selector(".planbook-live .pb-bar, .planbook-record", timeout=RUN_TIMEOUT_MS)
         TIMINGS["cold_start_to_first_widget_s"] = time.monotonic() - started
     try:
         page.wait_for_function(DONE_JS, timeout=RUN_TIMEOUT_MS, polling=200)
@@ -214,32 +215,35 @@ def test_notebook_runs_in_jupyterlab(lab: Lab, browser: Any, name: str) -> None:
         first = name == NOTEBOOKS[0] and "cold_start_to_first_widget_s" not in TIMINGS
         cells = _run_all(page, name, lab.started if first else None)
         widget_outputs = _check_cells(name, cells)
-        if name in TUTORIALS:  # they run plans with %run_plan, which shows the live view
-            assert widget_outputs > 0, f"{name} displayed no widget: %run_plan should show the live plan view"
-        page.wait_for_function(RENDERED_JS, arg=widget_outputs, timeout=20_000)
+        # every run's live view ended as its static record: no widget is left in the notebook
+        # (saved, it would say "Error displaying widget" once its kernel is gone)
+        assert widget_outputs == 0, f"{name}: {widget_outputs} widget output(s) left after the runs ended"
+        records = page.locator(".jp-OutputArea-output .planbook-record")
+        if name in TUTORIALS:  # they run plans with %run_plan, which leaves the run's record
+            assert records.count() > 0, f"{name} shows no run record: %run_plan should leave one"
         assert page.get_by_text("Error displaying widget").count() == 0, f"{name}: a widget failed to render"
         news = page.get_by_text("Jupyter news").count()
         assert news == 0, f"{name}: the news prompt is showing: binder/postBuild's overrides.json did not apply"
-        if widget_outputs:
-            assert page.locator(".planbook-live .pb-bar").count() > 0, f"{name}: no live plan view rendered"
-            assert page.locator(".planbook-live .pb-row").count() > 0, f"{name}: the live view shows no step rows"
+        if records.count():
+            assert page.locator(".planbook-record .planbook-progress").count() > 0, f"{name}: a record has no progress bar"
+            assert page.locator(".planbook-record tr.planbook-step").count() > 0, f"{name}: a record shows no step rows"
         if name.startswith("01-"):
             _check_first_notebook(page)
         if name.startswith("02-"):  # the replans' revision history: removed struck through, added highlighted
-            assert page.locator(".planbook-live .planbook-removed del").count() > 0, "02: no struck-through removed step"
-            assert page.locator(".planbook-live .planbook-added ins").count() > 0, "02: no highlighted added step"
-        _screenshot(page, name, widget_outputs)
+            assert page.locator(".planbook-record .planbook-removed del").count() > 0, "02: no struck-through removed step"
+            assert page.locator(".planbook-record .planbook-added ins").count() > 0, "02: no highlighted added step"
+        _screenshot(page, name, records.count())
     finally:
         context.close()
         lab.delete_sessions()
         TIMINGS[f"{name}_s"] = time.monotonic() - started
 
 
-def _screenshot(page: Any, name: str, widget_outputs: int) -> None:
-    """Scroll to the most telling widget (a revision history if any, else a plan view) and save."""
-    if widget_outputs:
-        history = page.locator(".planbook-live .planbook-revisions .planbook-diff")
-        target = history.first if history.count() else page.locator(".planbook-live").first
+def _screenshot(page: Any, name: str, records: int) -> None:
+    """Scroll to the most telling run (a revision history if any, else a run record) and save."""
+    if records:
+        history = page.locator(".planbook-record .planbook-revisions .planbook-diff")
+        target = history.first if history.count() else page.locator(".planbook-record").first
         target.scroll_into_view_if_needed()
         target.wait_for(state="visible")
         # cells off screen are painted lazily (content-visibility): let two frames pass
@@ -254,17 +258,18 @@ def _check_first_notebook(page: Any) -> None:
     widths = page.evaluate(PROGRESS_JS)
     assert widths and all(float(w.rstrip("%")) == 100 for w in widths), f"01: progress bars not full: {widths}"
     rows = page.evaluate(STEP_ROWS_JS)
-    assert rows, "01: no step rows found in the live plan views"
+    assert rows, "01: no step rows found in the run records"
     unfinished = [r for r in rows if r["mark"] != "[✓]" or "planbook-completed" not in r["cls"]]
     assert not unfinished, f"01: step rows that did not reach ✓: {unfinished}"
-    # the result pane opened from code (view.open("fetch")) shows what the tool printed
-    pane = page.locator(".planbook-live .pb-pane[data-pane='fetch']", has_text="fetched 'Fog': 7 lines")
+    # the result pane opened from code (view.open("fetch")) is open and shows what the tool printed
+    pane = page.locator(".planbook-record details[open] [data-pane='fetch']", has_text="fetched 'Fog': 7 lines")
     assert pane.count() == 1, "01: step fetch's result pane does not show the tool's printed line"
+    assert pane.is_visible()
 
 
-# Step rows of the live plan views (planbook/views/static/planview.js draws them).
-STEP_ROWS_JS = """() => Array.from(document.querySelectorAll('.planbook-live .pb-row.planbook-step')).map(r => ({
-  step: r.dataset.step, cls: r.className, mark: r.querySelector('.m').textContent.trim()}))"""
+# Step rows of the run records (planbook/views/record.py writes them).
+STEP_ROWS_JS = """() => Array.from(document.querySelectorAll('.planbook-record tr.planbook-step')).map(r => ({
+  step: r.dataset.step, cls: r.className, mark: r.querySelector('td').textContent.trim()}))"""
 
 
 # ------------------------------------------------------------------ the live view while a run goes
@@ -345,7 +350,7 @@ def test_a_finished_row_opens_while_the_run_goes(
         assert page.evaluate(RUNNING_JS), f"{front_end}: the pane opened only after the run ended"
         _shot(page, f"live-{front_end}-steps")
         page.click(".planbook-live .pb-tab[data-tab='timeline']")
-        page.wait_for_selector(".planbook-live svg.pb-gantt rect.pb-bar-ex")
+        page.wait_for_selector(".planbook-live svg.pb-gantt .pb-bar-ex rect")
         _shot(page, f"live-{front_end}-timeline")
         page.click(".planbook-live .pb-tab[data-tab='graph']")
         page.wait_for_selector(".planbook-live svg.pb-graph .pb-node")
@@ -355,11 +360,12 @@ def test_a_finished_row_opens_while_the_run_goes(
         print(f"{front_end}: a click on a finished row showed its pane in {took:.0f} ms while the run went on")
         assert took < 200, f"{front_end}: the pane took {took:.0f} ms to open"
         page.wait_for_function(DONE_JS, timeout=RUN_TIMEOUT_MS, polling=200)
-        page.click(".planbook-live .pb-tab[data-tab='steps']")
-        page.wait_for_function("() => document.querySelectorAll('.planbook-live .pb-row.planbook-completed').length === 8")
-        page.click(".planbook-live .pb-tab[data-tab='timeline']")
-        page.wait_for_selector(".planbook-live svg.pb-gantt .pb-critical")  # the finished run's critical path
-        _shot(page, f"live-{front_end}-final")
+        # the run ended: its live view is now the static record (rows, panes, timeline without a kernel)
+        page.wait_for_function("() => document.querySelectorAll('.planbook-record tr.planbook-completed').length === 8")
+        assert page.locator(".planbook-live").count() == 0
+        page.click(".planbook-record .planbook-timeline-box > summary")
+        page.wait_for_selector(".planbook-record svg.planbook-timeline .pb-critical")  # the critical path
+        page.locator(".planbook-record").first.screenshot(path=str(ARTIFACTS / f"browser-live-{front_end}-final.png"))
         assert page.get_by_text("Error displaying widget").count() == 0
         assert not errors, f"{front_end}: console errors: {errors}"
     finally:
@@ -370,3 +376,304 @@ def test_a_finished_row_opens_while_the_run_goes(
 def _shot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator(".planbook-live").first.screenshot(path=str(ARTIFACTS / f"browser-{name}.png"))
+
+
+# ------------------------------------------------------------------ saved runs reopen, without a kernel
+#: the tutorials reopened: a first plan (with a pane opened from code) and failures with replans
+SAVED = ["01-first-plan.ipynb", "02-failure-and-replanning.ipynb"]
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The tutorials executed by nbclient, with and without stored widget state (as a teacher
+    hands them out), by name ``state-NAME`` / ``nostate-NAME``."""
+    _require_chromium()
+    src = tmp_path_factory.mktemp("saved-src")
+    copy_notebooks(src)
+    out: dict[str, Path] = {}
+    for name in SAVED:
+        for state in (False, True):
+            target = src / f"{'state' if state else 'nostate'}-{name}"
+            execute_notebook(src / name, target, store_widget_state=state)
+            out[target.name] = target
+    return out
+
+
+def _records_in(path: Path) -> int:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if WIDGET_MIME in o.get("data", {})], f"{path.name} stored a widget output"
+    return sum("planbook-record" in "".join(o.get("data", {}).get("text/html", "")) for o in outputs)
+
+
+TRUSTED_JS = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const cells = panel.content.widgets.filter(c => c.model.type === 'code' && c.model.outputs.length);
+  return cells.length > 0 && cells.every(c => c.model.trusted);
+}"""
+
+
+def _open_any(page: Any, server: Lab, front_end: str, name: str) -> None:
+    path = f"/lab/tree/{name}?token={server.token}&reset" if front_end == "lab" else f"/notebooks/{name}?token={server.token}"
+    page.goto(server.url(path))
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
+    page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
+
+
+def _artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.mark.parametrize("front_end", ["lab", "notebook7"])
+@pytest.mark.parametrize("state", ["nostate", "state"])
+def test_a_saved_trusted_notebook_reopens_with_every_run(
+    request: pytest.FixtureRequest, browser: Any, saved: dict[str, Path], front_end: str, state: str
+) -> None:
+    """nbclient-executed tutorials, trusted (so the front end would render a widget if one were
+    stored), reopened without their kernel: every run shows its final state and its marks."""
+    server: Lab = request.getfixturevalue("lab" if front_end == "lab" else "notebook7")
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    try:
+        for name in SAVED:
+            source = saved[f"{state}-{name}"]
+            target = server.root / f"reopen-{front_end}-{source.name}"
+            target.write_bytes(source.read_bytes())
+            trust(server, target)
+            expected = _records_in(target)
+            assert expected > 0, f"{name}: no run record stored"
+            _open_any(page, server, front_end, target.name)
+            assert page.evaluate(TRUSTED_JS), f"{front_end}: {target.name} did not open as trusted"
+            page.wait_for_function(f"() => document.querySelectorAll('.planbook-record').length >= {expected}",
+                                   timeout=20_000)
+            assert page.get_by_text("Error displaying widget").count() == 0, f"{front_end} {target.name}"
+            assert page.locator(".planbook-record").count() == expected
+            done = page.locator(".planbook-record tr.planbook-completed")
+            assert done.count() > 0
+            done.first.scroll_into_view_if_needed()  # cells off screen are painted lazily
+            done.first.wait_for(state="visible")
+            # its mark is painted (a cell scrolled into view is rendered on a later frame)
+            page.wait_for_function("() => document.querySelector('.planbook-record tr.planbook-completed')"
+                                   ".innerText.includes('[✓]')", timeout=10_000)
+            if name.startswith("02-"):  # failed steps and the revision history are there too
+                assert page.locator(".planbook-record tr.planbook-failed").count() > 0
+                assert page.locator(".planbook-record .planbook-added ins").count() > 0
+            page.screenshot(path=str(_artifacts() / f"browser-reopen-{front_end}-{source.stem}.png"))
+            server.delete_sessions()
+    finally:
+        context.close()
+        server.delete_sessions()
+
+
+def test_nbconvert_html_shows_every_run_with_javascript_off(browser: Any, saved: dict[str, Path]) -> None:
+    """GitHub and nbviewer run no JavaScript: a notebook saved with widget state, exported by
+    nbconvert, still shows every run (no blank output where a widget was)."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    try:
+        for key in (f"state-{SAVED[1]}", f"state-{SAVED[0]}", f"nostate-{SAVED[0]}"):
+            path = saved[key]
+            expected = _records_in(path)
+            body, _ = HTMLExporter().from_notebook_node(nbformat.read(str(path), as_version=4))
+            html_path = path.with_suffix(".html")
+            html_path.write_text(body, encoding="utf-8")
+            page.goto(html_path.as_uri())
+            records = page.locator(".planbook-record")
+            assert records.count() == expected, f"{key}: {records.count()} of {expected} runs shown"
+            for i in range(expected):
+                box = records.nth(i).bounding_box()
+                assert box and box["height"] > 40, f"{key}: run {i + 1} is blank"
+                assert "Run " in records.nth(i).inner_text()
+            # a pane opens without JavaScript (a <details>)
+            page.locator(".planbook-record details.planbook-pane > summary").first.click()
+            assert page.locator(".planbook-record details.planbook-pane[open] .planbook-pane-body").first.is_visible()
+            assert page.get_by_text("Error displaying widget").count() == 0
+            page.screenshot(path=str(_artifacts() / f"browser-nbconvert-{path.stem}.png"))
+    finally:
+        context.close()
+
+
+# ------------------------------------------------------------------ the cache, the timeline and the contrast
+#: a first run stores a and b; the second answers them from the cache, fails f, and waits in
+#: gate until the test creates the file "release" (an event, not a sleep) so the live view can be read
+CACHE_CELLS = [
+    "import os, time, planbook\nfrom planbook.runner import Runner\nfrom planbook.views import watch\n"
+    "tools = planbook.Toolbox()\n\n@tools.tool\ndef quick(x: int) -> int:\n    'A fast step.'\n    return x + 1\n\n"
+    "@tools.tool(cache=False)\ndef broken(x: int) -> int:\n    'Fails.'\n    raise ValueError('broken on purpose')\n\n"
+    "@tools.tool(cache=False)\ndef gate(x: int) -> int:\n    'Waits for the test.'\n"
+    "    while not os.path.exists('release'):\n        time.sleep(0.02)\n    return x * 10\n",
+    "spec = '''goal: cached steps, a failure, a wait\nsteps:\n"
+    "  - {id: a_first_step_with_a_long_name, tool: quick, args: {x: 1}}\n"
+    "  - {id: b, tool: quick, args: {x: $a_first_step_with_a_long_name}}\n"
+    "  - {id: f, tool: broken, args: {x: 1}}\n  - {id: g, tool: gate, args: {x: $b}}\n"
+    "  - {id: h, tool: quick, args: {x: $g}}\n'''\n"
+    "first = planbook.run(spec.replace('tool: broken', 'tool: quick').replace('tool: gate', 'tool: quick'), "
+    "tools=tools, store='runs.sqlite', cache=True)\nfirst.status",
+    "runner = Runner(planbook.Plan.parse(spec), tools=tools, store='runs.sqlite', cache=True, on_failure='skip')\n"
+    "with watch(runner):\n    result = runner.run()",
+    "from planbook.views.live import shown_live\nshown_live(result)  # the one-line verdict %run_plan returns",
+]
+
+# WCAG contrast of every rendered text against what is behind it, from computed styles
+CONTRAST_JS = r"""(selector) => {
+  function parse(c) {
+    let m = c && c.match(/^rgba?\(([^)]+)\)/);
+    if (m) { const p = m[1].split(/[\s,\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; }
+    m = c && c.match(/^color\(srgb ([^)]+)\)/);
+    if (m) { const p = m[1].split(/[\s\/]+/).filter(Boolean).map(Number); return [p[0] * 255, p[1] * 255, p[2] * 255, p.length > 3 ? p[3] : 1]; }
+    return null;
+  }
+  const over = (top, bottom) => { const a = top[3]; return [0, 1, 2].map(i => top[i] * a + bottom[i] * (1 - a)).concat([1]); };
+  function behind(el) {
+    const chain = [];
+    for (let e = el; e && e.nodeType === 1; e = e.parentElement) chain.push(e);
+    let color = [255, 255, 255, 1];
+    for (const e of chain.reverse()) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c && c[3] > 0) color = over(c, color);
+    }
+    return color;
+  }
+  const lin = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+  const lum = c => 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
+  const ratio = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
+  const failures = []; let checked = 0;
+  for (const root of document.querySelectorAll(selector)) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const seen = new Set();
+    while (walker.nextNode()) {
+      const node = walker.currentNode, el = node.parentElement;
+      if (!node.textContent.trim() || !el || seen.has(el)) continue;
+      seen.add(el);
+      if (el.closest('style, title') || !el.getClientRects().length) continue;
+      const cs = getComputedStyle(el);
+      if (cs.visibility === 'hidden' || cs.display === 'none') continue;
+      let bg, fg;
+      if (el instanceof SVGElement) {
+        bg = behind(el.ownerSVGElement);
+        const rect = el.classList.contains('pb-on-bar') ? el.previousElementSibling : null;
+        if (rect) bg = over(parse(getComputedStyle(rect).fill), bg);
+        fg = parse(cs.fill);
+      } else {
+        bg = behind(el);
+        fg = parse(cs.color);
+      }
+      if (!fg) { failures.push({ text: node.textContent.trim().slice(0, 40), problem: 'colour not read: ' + (cs.fill || cs.color) }); continue; }
+      fg = over(fg, bg);
+      const r = ratio(fg, bg);
+      checked++;
+      if (r < 4.5) failures.push({ text: node.textContent.trim().slice(0, 40), ratio: +r.toFixed(2),
+        fg: fg.slice(0, 3).map(Math.round), bg: bg.slice(0, 3).map(Math.round) });
+    }
+  }
+  return { checked, failures };
+}"""
+
+THEME_JS = """async (theme) => {
+  await window.jupyterapp.commands.execute('apputils:change-theme', { theme });
+}"""
+
+# the timeline's axis, bars and labels, measured from the drawing
+TIMELINE_JS = """(sel) => {
+  const svg = document.querySelector(sel);
+  const box = e => e.getBBox();
+  const bars = Array.from(svg.querySelectorAll('.pb-bar-ex rect, .pb-bar-cached rect')).map(box);
+  const labels = Array.from(svg.querySelectorAll('text.pb-on-bar')).map(t => [box(t), box(t.previousElementSibling)]);
+  const outside = labels.filter(([t, r]) => t.x < r.x - 0.5 || t.x + t.width > r.x + r.width + 0.5).length;
+  let overlaps = 0;
+  for (let i = 0; i < labels.length; i++) for (let j = i + 1; j < labels.length; j++) {
+    const [a] = labels[i], [b] = labels[j];
+    if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) overlaps++;
+  }
+  return { ticks: svg.querySelectorAll('.pb-tick-label').length, bars: bars.length,
+           narrowest: Math.min(...bars.map(b => b.width)), outside, overlaps,
+           cached: svg.querySelectorAll('.pb-bar-cached').length };
+}"""
+
+
+def _contrast(page: Any, selector: str, where: str) -> int:
+    found = page.evaluate(CONTRAST_JS, selector)
+    assert not found["failures"], f"{where}: text below WCAG AA 4.5:1: {found['failures'][:8]}"
+    assert found["checked"] > 10, f"{where}: only {found['checked']} texts checked"
+    return found["checked"]
+
+
+def _set_theme(page: Any, theme: str) -> None:
+    light = "true" if "Light" in theme else "false"
+    page.evaluate(THEME_JS, theme)
+    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'", timeout=20_000)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+def _check_timeline(page: Any, svg: str, where: str) -> None:
+    """Ticks on a time axis; labels inside their bars (so they never overlap); the min bar width."""
+    found = page.evaluate(TIMELINE_JS, svg)
+    assert found["ticks"] >= 2, f"{where}: no time axis ticks: {found}"
+    assert found["narrowest"] >= 3.9, f"{where}: a bar narrower than the minimum: {found}"
+    assert found["outside"] == 0 and found["overlaps"] == 0, f"{where}: labels overflow or overlap: {found}"
+    assert found["cached"] == 2, f"{where}: the two cached steps are not drawn: {found}"
+
+
+@pytest.mark.parametrize("front_end", ["lab", "notebook7"])
+def test_cached_steps_timeline_and_contrast_in_light_and_dark(
+    request: pytest.FixtureRequest, browser: Any, front_end: str
+) -> None:
+    """Steps answered from the cache are marked in the live view and in the record (row, header,
+    pane, timeline); the timeline has an axis and readable labels; every text in both views
+    meets WCAG AA in the light and the dark theme."""
+    server: Lab = request.getfixturevalue("lab" if front_end == "lab" else "notebook7")
+    name = f"cache-{front_end}.ipynb"
+    for leftover in ("release", "runs.sqlite"):
+        (server.root / leftover).unlink(missing_ok=True)
+    write_notebook(server.root / name, CACHE_CELLS)
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    checked: dict[str, int] = {}
+    live, record = ".planbook-live", ".planbook-record"
+    try:
+        _open_any(page, server, front_end, name)
+        _set_theme(page, "JupyterLab Light")
+        _command(page, "notebook:run-all-cells")
+        page.wait_for_selector(f"{live} .pb-row.planbook-in_progress[data-step='g']", timeout=RUN_TIMEOUT_MS)
+        # the cache, in the live view: marks on the rows, the count in the header, the pane
+        assert page.locator(f"{live} .pb-row.planbook-step-cached").count() == 2
+        assert "2 cached" in page.locator(f"{live} .pb-cached-count").inner_text()
+        assert page.locator(f"{live} .pb-row[data-step='b'] .d").inner_text() == "cached"
+        page.click(f"{live} .pb-row[data-step='b']")
+        assert "cached: the result of step b in run" in page.locator(f"{live} .pb-pane[data-pane='b']").inner_text()
+        checked["live light steps"] = _contrast(page, live, f"{front_end} live view, light")
+        page.click(f"{live} .pb-tab[data-tab='timeline']")
+        page.wait_for_selector(f"{live} svg.planbook-timeline .pb-bar-cached")
+        _check_timeline(page, f"{live} svg.planbook-timeline", f"{front_end} live timeline")
+        checked["live light timeline"] = _contrast(page, live, f"{front_end} live timeline, light")
+        _set_theme(page, "JupyterLab Dark")
+        checked["live dark timeline"] = _contrast(page, live, f"{front_end} live timeline, dark")
+        page.click(f"{live} .pb-tab[data-tab='steps']")
+        checked["live dark steps"] = _contrast(page, live, f"{front_end} live view, dark")
+        page.locator(live).first.screenshot(path=str(_artifacts() / f"browser-cache-{front_end}-live-dark.png"))
+        (server.root / "release").write_text("go", encoding="utf-8")  # the run goes on and ends
+        page.wait_for_function(DONE_JS, timeout=RUN_TIMEOUT_MS, polling=200)
+        page.wait_for_selector(f"{record} tr.planbook-step-cached")
+        assert page.locator(f"{record} tr.planbook-step-cached").count() == 2
+        assert "2 cached" in page.locator(f"{record} .planbook-cached-count").inner_text()
+        page.evaluate("() => document.querySelectorAll('.planbook-record details').forEach(d => d.open = true)")
+        assert "cached: the result of step b in run" in page.locator(f"{record} [data-pane='b']").inner_text()
+        _check_timeline(page, f"{record} svg.planbook-timeline", f"{front_end} record timeline")
+        assert page.locator(f"{record} svg.planbook-graph .pb-arrowhead").count() == 3
+        verdicts = f"{record}, div.planbook-verdict.mathjax_ignore"  # and the verdict line of the cell's value
+        assert page.locator("div.planbook-verdict.mathjax_ignore").count() == 1
+        checked["record dark"] = _contrast(page, verdicts, f"{front_end} record, dark")
+        page.locator(record).first.screenshot(path=str(_artifacts() / f"browser-cache-{front_end}-record-dark.png"))
+        _set_theme(page, "JupyterLab Light")
+        checked["record light"] = _contrast(page, verdicts, f"{front_end} record, light")
+        page.locator(record).first.screenshot(path=str(_artifacts() / f"browser-cache-{front_end}-record-light.png"))
+        print(f"{front_end}: texts checked for contrast: {checked}")
+    finally:
+        (server.root / "release").write_text("go", encoding="utf-8")
+        context.close()
+        server.delete_sessions()

@@ -544,21 +544,64 @@ def test_blocked_is_never_written_in_faithful_mode():
     assert "2. [!] write" in result.plan_text
 
 
-def test_faithful_failures_have_the_continue_policy_so_dependents_run_and_nothing_is_blocked():
+def test_faithful_reruns_a_raising_step_until_max_steps_runs_out_and_nothing_is_blocked():
+    """Upstream's _get_current_step_info picks the first step not completed; a step whose agent
+    raised stays in progress, so it is picked again: forever, here until the step budget ends."""
     class Crashing:
         name, description = "manus", "crashes on charts"
 
+        def __init__(self):
+            self.tasks = []
+
         def __call__(self, task, context):
+            self.tasks.append(task)
             if "chart" in task:
                 raise RuntimeError("plotting backend missing")
             return AgentReply(answer="ok")
 
     steps = ["read", "chart", "write"]
-    result = PlanningFlow(Crashing(), planner=ScriptedModel([planning(steps)]), faithful=True).run("r")
-    assert result.run.plan.step("1").status is Status.failed and result.run.plan.step("2").status is Status.completed
-    assert "1. [→] chart\n" in result.plan_text and "2. [✓] write\n" in result.plan_text and "[!]" not in result.plan_text
+    agent = Crashing()
+    result = PlanningFlow(agent, planner=ScriptedModel([planning(steps)]), faithful=True).run("r", max_steps=6)
+    assert agent.tasks == ["read"] + ["chart"] * 5  # never "write": the seed does not move on
+    assert (result.status, result.reason) == ("failed", "step_budget")
+    assert "1. [→] chart\n" in result.plan_text and "2. [ ] write\n" in result.plan_text and "[!]" not in result.plan_text
+    assert [p.split("You are now working on step ")[1].split(":")[0] for p in result.step_prompts] == ["0"] + ["1"] * 5
     result = PlanningFlow(Crashing(), planner=ScriptedModel([planning(steps)])).run("r")  # default: replan (no reply left)
     assert result.reason == "no_plan" and "2. [!] write" in result.plan_text
+
+
+def test_faithful_a_step_that_stops_raising_completes_and_the_flow_goes_on():
+    class Flaky:
+        name, description = "manus", "fails once"
+
+        def __init__(self):
+            self.calls = 0
+
+        def __call__(self, task, context):
+            self.calls += 1
+            if self.calls == 2:
+                raise RuntimeError("flaky")
+            return AgentReply(answer=task)
+
+    result = PlanningFlow(Flaky(), planner=ScriptedModel([planning(["a", "b", "c"])]), faithful=True).run("r")
+    assert result.ok and [s for s, _ in result.answers] == ["0", "1", "1", "2"]
+    assert result.plan_text.endswith("0. [✓] a\n1. [✓] b\n2. [✓] c\n")
+    assert result.text().startswith("a\nError executing step 1: flaky\nb\nc\nPlan completed:\n\n")
+
+
+def test_step_prompt_and_summary_request_are_upstreams():
+    model = ScriptedModel([planning(["[MANUS] one"])])
+    result = PlanningFlow(agents(), planner=model, faithful=True).run("r")
+    prompt = result.step_prompts[0]
+    assert prompt.startswith("\n        CURRENT PLAN STATUS:\n        Plan: ")
+    assert prompt.endswith('\n\n        YOUR CURRENT TASK:\n        You are now working on step 0: "[MANUS] one"\n\n'
+                           "        Please only execute this current step using the appropriate tools. When you're done, "
+                           "provide a summary of what you accomplished.\n        ")
+    asked = model.requests[-1]
+    assert asked["purpose"] == "summary"
+    assert asked["messages"][-1]["content"] == (
+        "The plan has been completed. Here is the final plan status:\n\n" + result.plan_text
+        + "\n\nPlease provide a summary of what was accomplished and any final thoughts.")
 
 
 def test_a_second_request_on_the_same_flow():

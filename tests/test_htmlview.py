@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from configparser import ConfigParser
@@ -9,8 +10,8 @@ from pathlib import Path
 
 import planbook
 from planbook import Plan, PlanDiff, RunResult, ScriptedPlanner, Status, Toolbox, Usage
-from planbook.htmlview import diff_html, format_duration, plan_html, result_html, revisions_html
-from planbook.textview import format_diff
+from planbook.views.html import diff_html, format_duration, plan_html, result_html, revisions_html
+from planbook.views.text import format_diff
 
 EVIL = "<script>alert('x')</script> & \"quotes\""
 
@@ -155,8 +156,9 @@ def test_result_of_an_unstarted_budget() -> None:
 
 
 def test_live_html_of_a_long_plan_shows_a_window_around_the_running_step() -> None:
-    from planbook.htmlview import frontier, state_html
-    from planbook.liveview import ViewState
+    from planbook.views.html import state_html
+    from planbook.views.state import frontier
+    from planbook.views.state import ViewState
 
     plan = Plan(id="long", steps=[planbook.Step(id=str(i), tool="fetch", args={"source": "s"}) for i in range(120)])
     for step in plan.steps[:60]:
@@ -171,3 +173,80 @@ def test_live_html_of_a_long_plan_shows_a_window_around_the_running_step() -> No
     assert state_html(state).count('<tr class="planbook-step ') == 120
     plan.steps[60].status = Status.not_started
     assert frontier(plan.steps) == 59
+
+
+# ------------------------------------------------------------------ timelines you can read
+from planbook.views.state import Execution  # noqa: E402
+from planbook.views.svg import CHAR_W, MIN_BAR, clip_label, dominated, graph_svg, linear_ticks, timeline_svg  # noqa: E402
+
+
+def _bars(svg: str) -> list[tuple[str, float, float, float]]:
+    """(step, x, y, width) of each execution bar."""
+    return [(m[0], float(m[1]), float(m[2]), float(m[3])) for m in re.findall(
+        r'<g class="pb-bar-ex[^"]*" data-step="([^"]+)"[^>]*><title>[^<]*</title><rect x="([\d.]+)" y="(\d+)" '
+        r'width="([\d.]+)"', svg)]
+
+
+def _labels(svg: str) -> list[tuple[float, float, str]]:
+    """(x, y, text) of each label drawn on a bar."""
+    return [(float(x), float(y), html.unescape(t)) for x, y, t in
+            re.findall(r'<text x="([\d.]+)" y="(\d+)" font-size="10" class="pb-on-bar"[^>]*>([^<]*)</text>', svg)]
+
+
+def test_timeline_has_a_time_axis_with_ticks() -> None:
+    ex = [Execution(1, "a", 1, 1, None, 0.0, 0.4, True), Execution(2, "b", 1, 1, None, 0.4, 1.0, True)]
+    svg = timeline_svg(ex, origin=0.0)
+    ticks = re.findall(r'class="pb-tick-label"[^>]*>([^<]+)</text>', svg)
+    assert ticks[0] == "0" and "200.0 ms" in ticks and "1.00 s" in ticks
+    assert svg.count('class="pb-tick"') == len(linear_ticks(1.0)) >= 5
+    assert [round(t, 6) for t in linear_ticks(1.0)] == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+
+
+def test_an_instant_step_is_still_a_bar_and_labels_never_overlap() -> None:
+    ex = [Execution(1, "rate", 1, 1, None, 0.0, 0.0001, False),
+          Execution(2, "rate_backup_with_a_long_name", 1, 1, None, 0.0001, 0.0002, True),
+          Execution(3, "slow", 1, 1, None, 0.0002, 1.0, True)]
+    svg = timeline_svg(ex, origin=0.0, scale="linear")
+    bars = _bars(svg)
+    assert all(width >= MIN_BAR for _, _, _, width in bars)
+    # bars in one lane never overlap (an instant bar drawn MIN_BAR wide pushes the next one to another lane)
+    for i, (_, x1, y1, w1) in enumerate(bars):
+        for _, x2, y2, w2 in bars[i + 1:]:
+            assert y1 != y2 or x1 + w1 <= x2 or x2 + w2 <= x1
+    # a label fits inside its bar (so two labels never overlap), cut with an ellipsis; the full name is the title
+    for x, y, text in _labels(svg):
+        bar = next(b for b in bars if abs(b[1] + 3 - x) < 0.01 and abs(b[2] + 10 - y) < 0.01)
+        assert len(text) * CHAR_W <= bar[3] - 6 + 0.01
+    assert "<title>#2 step rate_backup_with_a_long_name" in svg
+    assert clip_label("rate_backup", 50) == "rate_b…" and clip_label("rate", 50) == "rate" and clip_label("x", 5) == ""
+
+
+def test_revision_markers_stack_instead_of_overlapping() -> None:
+    ex = [Execution(1, "a", 1, 1, None, 0.0, 1.0, False), Execution(2, "b", 1, 2, None, 1.0, 1.001, False),
+          Execution(3, "c", 1, 3, None, 1.001, 1.002, False), Execution(4, "d", 1, 4, None, 1.002, 2.0, True)]
+    svg = timeline_svg(ex, origin=0.0, scale="linear")
+    labels = [(float(x), float(y)) for x, y in
+              re.findall(r'<g class="pb-replan">.*?<text x="([\d.]+)" y="([\d.]+)"[^>]*>revision \d</text>', svg)]
+    assert len(labels) == 3
+    assert len({y for _, y in labels}) == 3  # at the same x: three rows, not "revrevi"
+
+
+def test_a_log_scale_when_one_step_dominates() -> None:
+    ex = [Execution(i, f"s{i}", 1, 1, None, i * 0.001, i * 0.001 + 0.001, True) for i in range(1, 6)]
+    ex.append(Execution(6, "slow", 1, 1, None, 0.006, 10.0, True))
+    assert dominated([0.001] * 5 + [10.0]) and not dominated([0.001, 0.002, 0.0015])
+    auto = timeline_svg(ex, origin=0.0)
+    assert 'data-scale="log"' in auto and "log time scale (one step dominates)" in auto
+    linear = timeline_svg(ex, origin=0.0, scale="linear")
+    assert 'data-scale="linear"' in linear and "log time scale" not in linear
+    # on the log scale the fast steps are told apart; on the linear one they are squashed into a sliver
+    xs_log = [x for step, x, _, _ in _bars(auto) if step != "slow"]
+    xs_lin = [x for step, x, _, _ in _bars(linear) if step != "slow"]
+    assert max(xs_log) - min(xs_log) > 50 and max(xs_lin) - min(xs_lin) < 5
+
+
+def test_graph_edges_have_arrowheads_without_markers() -> None:
+    plan = Plan.parse("steps:\n  - {id: a, tool: t}\n  - {id: b, tool: t, needs: [a]}\n  - {id: c, tool: t, needs: [a, b]}\n")
+    svg = graph_svg(plan)
+    assert svg.count('class="pb-edge"') == 3 and svg.count('class="pb-arrowhead"') == 3
+    assert "<marker" not in svg and "url(#" not in svg  # ids collide between outputs; a hidden marker draws nothing

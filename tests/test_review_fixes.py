@@ -9,7 +9,7 @@ from helpers import Lab
 
 from planbook import Plan, PlanError, Runner, ScriptedAgent, ScriptedPlanner, run
 from planbook.spec import is_plan_spec
-from planbook.textview import format_plan, summary_line
+from planbook.views.text import format_plan, summary_line
 
 
 @pytest.mark.parametrize(

@@ -353,9 +353,12 @@ def _view_of(runner: Any) -> Any:
     from planbook.views.live import LiveView
     from planbook.views.widget import PlanView
 
+    from planbook.views.steer import connect
+
     target = PlanView(runner, note="live", controls=True)
-    handle = RunHandle(runner, view=LiveView(runner, target))
-    target.attach_handle(handle)
+    bridge = LiveView(runner, target)
+    handle = RunHandle(runner, view=bridge)
+    connect(bridge, handle)
     return target, handle._begin()
 
 

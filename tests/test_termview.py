@@ -19,7 +19,7 @@ from planbook.spec import plan_from_dict
 rich = pytest.importorskip("rich")
 from rich.console import Console  # noqa: E402
 
-from planbook.termview import MAX_ROWS, ROWS_BEFORE, TerminalView  # noqa: E402
+from planbook.views.terminal import MAX_ROWS, ROWS_BEFORE, TerminalView  # noqa: E402
 from planbook.views import ViewState  # noqa: E402
 
 

@@ -6,7 +6,7 @@ from helpers import Lab
 from test_runner_paths import GOAL, X, lesson_planner
 
 from planbook import Plan, PlanDiff, Step, format_diff, format_plan, format_result, run
-from planbook.textview import format_markdown, plan_mimebundle, step_line, summary_line
+from planbook.views.text import format_markdown, plan_mimebundle, step_line, summary_line
 
 
 def every_status_plan() -> Plan:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -13,15 +14,17 @@ from helpers import fake_clock
 
 import planbook
 from planbook import Plan, Runner, ScriptedPlanner, Status, Toolbox
-from planbook.liveview import HtmlView, LiveView, Throttle, ViewState, show_live, watch, widgets_available
+from planbook.views.live import HtmlView, LiveView, Throttle
+from planbook.views.show import show_live, watch, widgets_available
+from planbook.views.state import ViewState
 from planbook.spec import plan_from_dict
-from planbook.textview import format_markdown, format_plan
+from planbook.views.text import format_markdown, format_plan
 
 widgets = pytest.importorskip("ipywidgets")
 pytest.importorskip("anywidget")
 from ipywidgets.widgets import widget as widget_module  # noqa: E402
 
-from planbook.widget import PlanView  # noqa: E402
+from planbook.views.widget import EAGER_ROWS, PlanView  # noqa: E402
 
 
 
@@ -257,12 +260,25 @@ def test_a_browser_that_missed_a_batch_gets_everything_again() -> None:
 
 # ------------------------------------------------------------------ mimebundle
 def test_mimebundle_has_the_widget_and_the_state_as_text_and_html() -> None:
-    runner, view, _ = replanned_run()
+    plan = Plan.parse(PLAN, id="p")
+    view = PlanView(plan)
     data, _ = view._repr_mimebundle_()
+    assert data["text/plain"] == format_plan(plan) and data["text/markdown"].startswith(format_markdown(plan))
+    assert "mathjax_ignore tex2jax_ignore" in data["text/html"]
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == view.widget.model_id
+
+
+def test_a_view_of_a_run_that_ended_displays_its_static_record_with_the_open_pane_open() -> None:
+    runner, view, _ = replanned_run()
+    view.open("load")
+    data, metadata = view._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" not in data and metadata == {}
     assert data["text/plain"] == str(runner.result())
     assert data["text/markdown"].startswith(format_markdown(runner.plan))
-    assert "Run completed (goal_met)" in data["text/html"] and "mathjax_ignore tex2jax_ignore" in data["text/html"]
-    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == view.widget.model_id
+    assert "Run completed (goal_met)" in data["text/html"] and "planbook-record" in data["text/html"]
+    opened = re.findall(r'<tr class="planbook-step [^"]*" data-step="([^"]+)"[^>]*>(?:(?!</tr>).)*?<details '
+                        r'class="planbook-pane" open>', data["text/html"], re.S)
+    assert opened == ["load"]
 
 
 def test_mimebundle_is_deterministic() -> None:
@@ -320,7 +336,45 @@ def test_a_1000_step_run_sends_a_bounded_number_of_updates_and_bytes(monkeypatch
     assert len(messages) <= bridge.updates  # one message per update (hold_sync)
     assert sum(messages) < 1_000_000
     assert active_widgets() == before  # running built no widgets
-    assert view.statuses == "c" * 1000 and len(view.panes) == 1000 and len(view._bars) == 1000
+    assert view.statuses == "c" * 1000 and len(view._bars) == 1000
+    # panes only for the steps near the running ones at each update: the others are built when asked for
+    assert len(view.panes) <= bridge.updates * EAGER_ROWS < 1000
+
+
+def test_a_pane_nobody_opened_is_built_when_asked_for() -> None:
+    """Panes are sent for the steps near the running ones, failed steps and the open one; a
+    click on any other step asks the kernel, which builds it from the plan (nothing is lost)."""
+    runner = Runner(long_plan(200), tools=make_tools(), max_steps=200)
+    view = PlanView(runner)
+    batches: list[dict] = []
+    view.widget.observe(lambda c: batches.append(c["new"]), names=["batch"])
+    bridge = LiveView(runner, view, clock=fake_clock(tick=0.001))
+    runner.run()
+    bridge.close()
+    assert "50" not in view.panes and "200" in view.panes  # far from the last running step: not built
+    view._on_front_end(view.widget, {"type": "pane", "step": "50"}, [])
+    assert batches[-1]["panes"]["50"]["call"] == "inc(x=50)" and batches[-1]["panes"]["50"]["status"] == "completed"
+    sent = len(batches)
+    view._on_front_end(view.widget, {"type": "pane", "step": "50"}, [])  # asked twice: sent once
+    assert len(batches) == sent
+    assert view.open("60")["call"] == "inc(x=60)" and batches[-1]["panes"].keys() == {"60"}
+
+
+def test_a_failed_steps_pane_is_sent_even_far_from_the_running_steps() -> None:
+    """Errors are what people click: a failed step's pane goes with the run, wherever the step is."""
+    tools = make_tools(fail={"down": 1})
+    plan = long_plan(120)
+    plan.steps[9] = plan.steps[9].model_copy(update={"tool": "fetch", "args": {"source": "down"}})
+    runner = Runner(plan, tools=tools, max_steps=200, on_failure="skip")
+    view = PlanView(runner)
+    sent: dict[str, Any] = {}
+    view.widget.observe(lambda c: sent.update(c["new"].get("panes", {})), names=["batch"])
+    bridge = LiveView(runner, view, clock=fake_clock(tick=0.001))
+    runner.run()
+    bridge.close()
+    assert runner.plan.step("10").status is Status.skipped  # its policy skipped it; its error stays
+    assert sent["10"]["status"] == "skipped" and "down is down" in sent["10"]["error"]
+    assert "60" not in sent  # a completed step far from the end: built only when asked for
 
 
 def test_rows_are_sent_again_only_when_the_plan_changes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -443,7 +497,7 @@ def test_one_function_chooses_the_view(monkeypatch: pytest.MonkeyPatch) -> None:
     assert choose_view(Kernel()) == "widget"
     assert choose_view(Terminal(), stdout=Tty(True)) == "terminal"  # terminal IPython: the rich table, drawn once
     assert choose_view(Terminal(), stdout=Tty(False)) == "plain"  # piped: the result prints the final state
-    monkeypatch.setattr("planbook.views.live._shell", lambda: None)
+    monkeypatch.setattr("planbook.views.show._shell", lambda: None)
     assert choose_view(stdout=Tty(True)) == "plain"  # outside IPython
     monkeypatch.setitem(sys.modules, "anywidget", None)
     assert choose_view(Kernel()) == "html"
@@ -513,10 +567,43 @@ def test_the_widget_display_ends_with_the_final_state(ip: Any, monkeypatch: pyte
     assert last["update"] and last["id"] == first["id"]
     assert last["data"]["text/plain"] == str(result) and "Run completed (goal_met)" in last["data"]["text/html"]
     assert runner.handlers == [] and bridge.target.head["done"] == 5
+    # the widget is gone from the display: a saved notebook never says "Error displaying widget"
+    assert "application/vnd.jupyter.widget-view+json" in first["data"]
+    assert "application/vnd.jupyter.widget-view+json" not in last["data"]
+    assert last["data"]["text/html"].count('<details class="planbook-pane">') == 5
+
+
+@pytest.mark.parametrize("ending", ["completed", "failed", "interrupted", "paused"])
+def test_every_way_a_run_ends_leaves_a_static_record(ip: Any, monkeypatch: pytest.MonkeyPatch, ending: str) -> None:
+    published: list[dict[str, Any]] = []
+
+    def publish(data: Any, metadata: Any = None, source: Any = None, *, transient: Any = None, update: bool = False, **kw: Any) -> None:
+        published.append({"data": data, "update": update})
+
+    monkeypatch.setattr(ip.display_pub, "publish", publish)
+    tools = make_tools()
+
+    @tools.tool
+    def stop(x: int) -> int:
+        "Ends the run the way the test asks."
+        if ending == "failed":
+            raise ValueError("no")
+        if ending == "interrupted":
+            raise KeyboardInterrupt
+        return x
+
+    plan = Plan.parse("steps: [{id: a, tool: stop, args: {x: 1}}, {id: b, tool: stop, args: {x: 2}}]")
+    runner = Runner(plan, tools=tools)
+    with watch(runner, kind="widget"):
+        result = runner.run(until="a") if ending == "paused" else runner.run()
+    assert result.status == ending
+    last = published[-1]
+    assert last["update"] and "application/vnd.jupyter.widget-view+json" not in last["data"]
+    assert "planbook-record" in last["data"]["text/html"] and f"planbook-run-{ending}" in last["data"]["text/html"]
 
 
 def test_outside_ipython_there_is_no_live_view(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("planbook.views.live._shell", lambda: None)
+    monkeypatch.setattr("planbook.views.show._shell", lambda: None)
     runner = Runner(long_plan(2), tools=make_tools())
     assert show_live(runner) is None and runner.handlers == []
     with watch(runner) as bridge:
@@ -535,7 +622,7 @@ def test_view_state_of_a_runner_counts_model_calls() -> None:
 
 
 def test_a_view_that_fails_to_draw_says_so_once_and_the_run_goes_on() -> None:
-    from planbook.liveview import LiveView
+    from planbook.views.live import LiveView
 
     class Broken:
         def render(self, state: object) -> None:

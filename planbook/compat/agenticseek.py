@@ -21,186 +21,40 @@ The replan-after-every-step rules are here as code the runner can call:
 :func:`review_update` (``NO_UPDATE`` keeps the plan; otherwise only the steps after the
 current one may change, and the plan may grow by one step at most — enforced, not only
 asked). :func:`all_answers` returns every step's answer, not only the last one's.
+
+``faithful=True`` (:func:`parse_answer`, :class:`AgenticSeekPlanner`) reads and runs answers
+as upstream does; every difference from the default is in the table of
+``planbook/compat/README.md``.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PlanError, PlanningError, Problem
 from ..models import Plan, RunResult, Status, Step
+from .agenticseek_answers import (  # the reader, re-exported: this module's API is unchanged
+    AGENTS, FENCE, ParsedAnswer, SeedTask, json_blocks, looks_like_answer, need_report, parse_answer,
+    plan_from_answer, seed_task, task_names,
+)
 
 if TYPE_CHECKING:  # Plan.parse reads answers through this module: it stays free of the model layer
     from ..planners import PlanningContext
 
 __all__ = [
     "AGENTS", "NO_UPDATE", "RETRY_PROMPT", "AgenticSeekPlanner", "ParsedAnswer", "all_answers", "last_answer",
-    "looks_like_answer", "need_context", "need_prompt", "need_report", "parse_answer", "plan_from_answer",
+    "SeedTask", "json_blocks", "looks_like_answer", "need_context", "seed_task", "need_prompt", "need_report", "parse_answer", "plan_from_answer",
     "planner_prompt", "review_update", "update_prompt", "work_result",
 ]
 
-#: The four agents of AgenticSeek's planner.
-AGENTS: dict[str, str] = {
-    "coder": "writes and runs code",
-    "file": "finds, reads and writes files and folders",
-    "web": "searches the web and browses pages",
-    "casual": "talks, explains and sums up what was done",
-}
 NO_UPDATE = "NO_UPDATE"
 #: The seed's stricter prompt after an answer it could not parse, word for word.
 RETRY_PROMPT = ("Failed to parse the tasks. Please write down your task followed by a json plan within ```json. "
                 "Do not ask for clarification.")
 SUCCEEDED = "Agent succeeded with task."
 FAILED = "Agent failed with task (Error detected)."
-
-_JSON_BLOCK = re.compile(r"```json[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"```.*?```", re.DOTALL)
-_BARE_PLAN = re.compile(r'^\s*\{\s*"plan"\s*:\s*\[')
-
-
-@dataclass
-class ParsedAnswer:
-    """A planner answer read whole: the steps, their headline titles, and what looks wrong."""
-
-    steps: list[Step]
-    #: one title per step: the headlines, or each task when the counts differ (the seed's fallback)
-    titles: list[str]
-    #: duplicate ids and needs that point forward or nowhere (the plan still parsed)
-    report: list[Problem] = field(default_factory=list)
-
-    def plan(self, *, goal: str = "", plan_id: str = "plan", title: str = "") -> Plan:
-        """The steps as a planbook plan (ids as written: planbook's validation refuses duplicates)."""
-        return Plan(id=plan_id, goal=goal, title=title, steps=[s.fresh() for s in self.steps])
-
-
-# ------------------------------------------------------------------- reading
-def looks_like_answer(text: str) -> bool:
-    """Whether ``text`` is an AgenticSeek answer (a ```json block with "plan") or a bare ``{"plan": [...]}``."""
-    return bool(_BARE_PLAN.match(text)) or any('"plan"' in block for block in _JSON_BLOCK.findall(text))
-
-
-def task_names(text: str) -> list[str]:
-    """The headlines: lines holding ``##`` or starting with a digit (outside code blocks)."""
-    names = []
-    for line in _FENCE.sub("", text).splitlines():
-        line = line.strip()
-        if line and ("##" in line or line[0].isdigit()):
-            names.append(line)
-    return names
-
-
-def parse_answer(text: str, *, agents: Iterable[str] | Mapping[str, Any] | None = tuple(AGENTS)) -> ParsedAnswer:
-    """Read an answer (headlines + every ```json plan block, or a bare ``{"plan": [...]}``).
-
-    ``agents`` are the names a task may use (``None``: any; checked later by the run).
-    Raises :class:`~planbook.PlanError` with every problem; nothing partial is returned.
-    """
-    known = {name.casefold(): name for name in agents} if agents is not None else None
-    blocks = _JSON_BLOCK.findall(text)
-    if not blocks and _BARE_PLAN.match(text):
-        blocks = [text]
-    problems: list[Problem] = []
-    raw_tasks: list[Any] = []
-    for number, block in enumerate(blocks, start=1):
-        try:
-            data = json.loads(block)
-        except ValueError as exc:
-            problems.append(Problem(f"json block {number} is not valid JSON ({exc})", code="syntax"))
-            continue
-        if isinstance(data, dict) and "plan" in data:
-            if isinstance(data["plan"], list):
-                raw_tasks += data["plan"]
-            else:
-                problems.append(Problem(f"json block {number}: 'plan' must be a list of tasks", code="syntax"))
-    if not blocks:
-        problems.append(Problem('no ```json block: write the tasks, then the plan as ```json {"plan": [...]}```',
-                                code="no_plan"))
-    elif not raw_tasks and not problems:
-        problems.append(Problem('no "plan" list in the ```json block(s)', code="no_plan"))
-    steps = []
-    for position, raw in enumerate(raw_tasks, start=1):
-        step, step_problems = _task(raw, position, known)
-        problems += step_problems
-        if step is not None:
-            steps.append(step)
-    if problems:
-        raise PlanError(problems)
-    names = task_names(text)
-    titles = names if len(names) == len(steps) else [s.task for s in steps]
-    return ParsedAnswer(steps=steps, titles=titles, report=need_report(steps))
-
-
-def _task(raw: Any, position: int, known: dict[str, str] | None) -> tuple[Step | None, list[Problem]]:
-    where = f"task {position}"
-    if not isinstance(raw, dict):
-        return None, [Problem(f"{where} must be an object with agent, id, need and task, got {raw!r}", code="syntax")]
-    problems = []
-    for key in ("agent", "id", "task"):
-        value = raw.get(key)
-        if value is None or (isinstance(value, str) and not value.strip()):
-            problems.append(Problem(f"{where} has no {key!r}: every task needs agent, id and task", code="missing_field"))
-    agent = str(raw.get("agent") or "")
-    if agent and known is not None and agent.casefold() not in known:
-        problems.append(Problem(f"{where}: agent {agent!r} does not exist; the agents are {', '.join(known.values())}",
-                                step=str(raw.get("id") or position), code="unknown_agent"))
-    need = raw.get("need")
-    if need is None or need == "":
-        needs: list[str] = []
-    elif isinstance(need, (str, int)) and not isinstance(need, bool):
-        needs = [n.strip() for n in str(need).split(",") if n.strip()]
-    elif isinstance(need, list) and all(isinstance(n, (str, int)) and not isinstance(n, bool) for n in need):
-        needs = [str(n) for n in need]
-    else:
-        problems.append(Problem(f"{where}: 'need' must be a list of task ids, got {need!r}", code="syntax"))
-        needs = []
-    if problems:
-        return None, problems
-    name = known[agent.casefold()] if known is not None else agent.lower()
-    return Step(id=str(raw["id"]).strip(), task=str(raw["task"]), agent=name, needs=needs), []
-
-
-def need_report(steps: Sequence[Step]) -> list[Problem]:
-    """Ids used twice, and needs that point to the step itself, forward, or nowhere.
-
-    AgenticSeek stores answers by id (a repeat overwrites the earlier answer) and runs
-    tasks in order, so a need on a later task, or on no task, silently gets nothing.
-    """
-    problems: list[Problem] = []
-    first: dict[str, int] = {}
-    for position, step in enumerate(steps, start=1):
-        if step.id in first:
-            problems.append(Problem(
-                f"id {step.id!r} is used by tasks {first[step.id]} and {position}: answers are stored by id, "
-                "so the later answer replaces the earlier one for every task that needs it",
-                step=step.id, code="duplicate_id"))
-        else:
-            first[step.id] = position
-    for position, step in enumerate(steps, start=1):
-        earlier = {s.id for s in steps[: position - 1]}
-        for need in step.needs:
-            if need == step.id and need not in earlier:
-                problems.append(Problem(f"task {position} needs itself ({need!r})", step=step.id, code="cycle"))
-            elif need in earlier:
-                continue
-            elif need in first:
-                problems.append(Problem(
-                    f"task {position} needs {need!r}, which comes later (task {first[need]}): tasks run in order, "
-                    "so it would get nothing", step=step.id, code="need_forward"))
-            else:
-                problems.append(Problem(f"task {position} needs {need!r}, but no task has that id",
-                                        step=step.id, code="unknown_need"))
-    return problems
-
-
-def plan_from_answer(text: str, *, plan_id: str | None = None, goal: str | None = None) -> Plan:
-    """:meth:`Plan.parse` for an AgenticSeek answer; the run checks the agents' names."""
-    parsed = parse_answer(text, agents=None)
-    return parsed.plan(goal=goal or "", plan_id=plan_id or "plan")
-
 
 # ---------------------------------------------------------- context by need
 def work_result(answer: Any, success: bool) -> str:
@@ -299,6 +153,7 @@ def update_prompt(
     *,
     limit: int | None = 2000,
     with_plan: bool = True,
+    label: str | None = None,
 ) -> str:
     """The seed's review prompt after task ``current_id``, with its answer shortened to ``limit``
     characters (``None``: whole, as the seed) and the current plan included (``with_plan``), so
@@ -307,6 +162,7 @@ def update_prompt(
     ids = [s.id for s in steps]
     outcome = "success" if success else "failure"
     position = ids.index(current_id) if current_id in ids else len(ids) - 1
+    current_id = current_id if label is None else label  # the id as the model wrote it
     following = (f"Next task is: {steps[position + 1].task}." if position + 1 < len(steps)
                  else "No task follow, this was the last step. If it failed add a task to recover.")
     parts = [
@@ -413,13 +269,22 @@ class AgenticSeekPlanner:
         self.memory: list[dict[str, Any]] = []
         #: the titles of the last plan read (headlines, or the tasks)
         self.titles: list[str] = []
+        #: faithful: each step's id and need as the model wrote them, by planbook step id
+        self.seeds: dict[str, SeedTask] = {}
+        self._numbered = 0
         self.context: PlanningContext | None = None
 
     def set_context(self, context: PlanningContext) -> None:
         self.context = context
 
-    def ask(self, prompt: str, *, purpose: str = "plan", allow_no_update: bool = False, emit: Any = None) -> ParsedAnswer | None:
-        """One question with retries: a parsed answer, or ``None`` for ``NO_UPDATE`` when allowed."""
+    def ask(self, prompt: str, *, purpose: str = "plan", allow_no_update: bool = False, emit: Any = None,
+            keep_on_failure: bool = False) -> ParsedAnswer | None:
+        """One question with retries: a parsed answer, or ``None`` for ``NO_UPDATE`` when allowed.
+
+        With ``faithful``, as upstream's ``make_plan``: any answer containing ``NO_UPDATE``
+        ends the question (``None``, or "Failed to parse the tasks." for a first plan), and
+        ``keep_on_failure`` makes running out of attempts ``None`` (the plan is kept).
+        """
         attempts: list[dict[str, Any]] = []
         start = len(self.memory)
         text = prompt
@@ -430,10 +295,15 @@ class AgenticSeekPlanner:
                                      purpose=purpose, attempt=attempt, emit=emit)
             content = answer.content or ""
             self.memory.append({"role": "assistant", "content": content})
+            if self.faithful and NO_UPDATE in content:
+                if allow_no_update:
+                    return None
+                raise PlanningError(f"Failed to parse the tasks. (the answer says {NO_UPDATE}: upstream gives up)",
+                                    attempts=[*attempts, {"content": content, "problems": [f"says {NO_UPDATE}"]}])
             try:
                 if allow_no_update and NO_UPDATE in content and not looks_like_answer(content):
                     return None
-                parsed = parse_answer(content, agents=self.agents)
+                parsed = parse_answer(content, agents=self.agents, faithful=self.faithful)
             except PlanError as exc:
                 attempts.append({"content": content, "problems": [str(p) for p in exc.problems]})
                 text = RETRY_PROMPT if self.faithful else RETRY_PROMPT + "\nProblems:\n" + "\n".join(
@@ -441,9 +311,39 @@ class AgenticSeekPlanner:
                 continue
             self.titles = parsed.titles
             return parsed
+        if keep_on_failure:
+            return None
         raise PlanningError(
             f"the planner gave no valid plan in {len(attempts)} attempt(s); last problems: "
             + "; ".join(attempts[-1]["problems"]), attempts=attempts)
+
+    def adopt(self, steps: Sequence[Step], seeds: Sequence[SeedTask], taken: Iterable[str] = ()) -> list[Step]:
+        """Steps read with ``faithful``, each with a planbook id no other step of the plan has (the
+        id as written when it can be one: ``"3"`` then ``"3_2"`` for a repeat, ``t5`` for an id
+        such as ``" 1 "``), and its id and need as written kept in :attr:`seeds`."""
+        from ..ids import id_problem
+
+        used = set(taken)
+        adopted = []
+        for step, seed in zip(steps, seeds):
+            self._numbered += 1
+            written = seed.id if isinstance(seed.id, str) else json.dumps(seed.id) if isinstance(seed.id, int) else ""
+            base = written if written and id_problem(written) is None else f"t{self._numbered}"
+            new_id, copy = base, 1
+            while new_id in used:
+                copy += 1
+                new_id = f"{base}_{copy}"
+            used.add(new_id)
+            new = step.model_copy(update={"id": new_id})
+            self.seeds[new.id] = seed
+            adopted.append(new)
+        return adopted
+
+    def read(self, answer: str) -> list[Step]:
+        """The steps of a written answer, read as this planner reads the model's."""
+        parsed = parse_answer(answer, agents=self.agents, faithful=self.faithful)
+        self.titles = parsed.titles
+        return self.adopt(parsed.steps, parsed.seeds) if self.faithful else parsed.steps
 
     def __call__(self, goal: str, history: list[Step], last_error: str | None) -> list[Step]:
         context, self.context = self.context, None
@@ -451,7 +351,7 @@ class AgenticSeekPlanner:
         if last_error is None and (context is None or context.plan is None):
             parsed = self.ask(goal, purpose="plan", emit=emit)
             assert parsed is not None
-            return parsed.steps
+            return self.adopt(parsed.steps, parsed.seeds) if self.faithful else parsed.steps
         plan = context.plan if context is not None and context.plan is not None else Plan(steps=history)
         failed = history[-1] if history else None
         prompt = update_prompt(goal, plan, failed.id if failed else "", failed.error if failed else last_error, False,
@@ -463,7 +363,15 @@ class AgenticSeekPlanner:
 
     def review(self, goal: str, plan: Plan, current_id: str, answer: Any, success: bool, *, emit: Any = None) -> list[Step] | None:
         """After step ``current_id``: ``None`` to keep the plan (``NO_UPDATE``), else the steps
-        that replace those after it, checked by :func:`review_update` (retried like a plan)."""
+        that replace those after it, checked by :func:`review_update` (retried like a plan).
+
+        With ``faithful``, as upstream's ``update_plan``: a task whose id is not an integer is
+        never reviewed; an answer holding ``NO_UPDATE`` keeps the plan, even with a plan in it;
+        four answers that do not parse keep the plan too; otherwise the new plan's tasks after
+        the current position replace the rest, unchecked.
+        """
+        if self.faithful:
+            return self._seed_review(goal, plan, current_id, answer, success, emit=emit)
         prompt = update_prompt(goal, plan, current_id, answer, success,
                                limit=None if self.faithful else self.answer_limit, with_plan=not self.faithful)
         attempts: list[dict[str, Any]] = []
@@ -479,3 +387,19 @@ class AgenticSeekPlanner:
                 prompt = "Your plan was rejected:\n" + "\n".join(f"- {p}" for p in exc.problems) + "\n" + prompt
         raise PlanningError(f"the planner's updates broke the rules {len(attempts)} time(s); last problems: "
                             + "; ".join(attempts[-1]["problems"]), attempts=attempts)
+
+    def _seed_review(self, goal: str, plan: Plan, current_id: str, answer: Any, success: bool, *,
+                     emit: Any = None) -> list[Step] | None:
+        seed = self.seeds.get(current_id)
+        written = seed.id if seed is not None else current_id
+        try:
+            int(written)
+        except (TypeError, ValueError):
+            return None  # upstream: int(id) fails, the plan is returned as it is, the model is not asked
+        prompt = update_prompt(goal, plan, current_id, answer, success, limit=None, with_plan=False, label=str(written))
+        parsed = self.ask(prompt, purpose="review", allow_no_update=True, emit=emit, keep_on_failure=True)
+        if parsed is None:
+            return None
+        ids = [s.id for s in plan.steps]
+        cursor = ids.index(current_id)
+        return self.adopt(parsed.steps[cursor + 1:], parsed.seeds[cursor + 1:], taken=ids[:cursor + 1])

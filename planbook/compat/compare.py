@@ -134,20 +134,44 @@ def compare(
         setup = scenario.setup(name, faithful, planned=planned)
         ledger: dict[str, bool] = {}
         agents = {key: _Recorded(agent, ledger) for key, agent in setup.pop("agents").items()}
+        seeds: dict[str, Any] = {}
+        if name == "agenticseek" and faithful and setup.get("planner") is not None:
+            from .agenticseek import AgenticSeekPlanner
+
+            if not isinstance(setup["planner"], AgenticSeekPlanner):  # kept, to read the needs as written
+                setup["planner"] = AgenticSeekPlanner(setup["planner"], faithful=True,
+                                                      agents={k: a.description for k, a in agents.items()})
+            seeds = setup["planner"].seeds
         result = run(start.copy_plan() if isinstance(start, Plan) else start, strategy=name, faithful=faithful,
                      agents=agents, **setup, **options)
         results[label] = result
-        rows.append(_row(label, result, ledger, strategy_named(name).returns(result, faithful)))
+        rows.append(_row(label, result, ledger, strategy_named(name).returns(result, faithful), seeds))
     return Comparison(scenario=scenario.name, rows=rows, results=results)
 
 
-def _row(label: str, result: RunResult, ledger: dict[str, bool], answers: dict[str, Any]) -> dict[str, Any]:
+def _soft_needs(step_id: str, plan_ids: list[str], seeds: dict[str, Any]) -> list[str]:
+    """The steps a faithfully read AgenticSeek step takes results from: those whose id as written
+    is in its need as written (upstream's typing: ``"12"`` names ``"1"`` and ``"2"``)."""
+    seed = seeds.get(step_id)
+    if seed is None or not seed.has_need:
+        return []
+    try:
+        wanted = list(seed.need)
+        return [i for i in plan_ids if i in seeds and any(w == seeds[i].id for w in wanted)]
+    except TypeError:  # a need upstream cannot iterate: the step failed on it
+        return []
+
+
+def _row(label: str, result: RunResult, ledger: dict[str, bool], answers: dict[str, Any],
+         seeds: dict[str, Any] | None = None) -> dict[str, Any]:
     by_id = {s.id: s for s in result.plan.steps}
+    ids = list(by_id)
     false_marks = sum(1 for s in result.plan.steps if s.status is Status.completed and ledger.get(s.id) is False)
     dead = (Status.failed, Status.skipped, Status.blocked)
     on_failed_need = sum(
         1 for s in result.plan.steps
-        if s.attempts and any(n in by_id and by_id[n].status in dead for n in s.needs)
+        if s.attempts and any(n in by_id and by_id[n].status in dead
+                              for n in (_soft_needs(s.id, ids, seeds) if seeds else s.needs))
     )
     return {
         "strategy": label,

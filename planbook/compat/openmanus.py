@@ -1,17 +1,26 @@
 """OpenManus's planning tool and its plan text, over planbook plans.
 
 :class:`PlanningTool` takes the seven commands of OpenManus's ``planning`` function
-(``create update list get set_active mark_step delete``) with the same argument rules
-and answers with the same text, so a prompt or an agent ported from OpenManus finds what
-it expects; :meth:`PlanningTool.to_param` is the function definition the model is shown,
+(``create update list get set_active mark_step delete``) and answers with the same text,
+so a prompt or an agent ported from OpenManus finds what it expects (by default its
+arguments are checked against the schema; ``faithful=True`` takes them as OpenManus does); :meth:`PlanningTool.to_param` is the function definition the model is shown,
 exactly. Underneath, each plan is a planbook :class:`~planbook.Plan` (no parallel
 arrays): :meth:`~PlanningTool.read` and :meth:`~PlanningTool.write` move plans in and out.
 
-Fixed here, with the seed's behaviour one switch away:
+Step text is kept as written (whitespace, tags, repeated tags) and compared for progress
+the same way it is stored. ``PlanningTool(faithful=True)`` behaves as OpenManus's tool in
+every way; by default these fixes apply (each is listed in ``planbook/compat/README.md``):
 
 * ``update`` keeps a step's progress when its text is unchanged *wherever it moved*
   (OpenManus keeps it only at the same index, so inserting a step resets everything
-  after it: ``PlanningTool(preserve="position")``);
+  after it: ``PlanningTool(preserve="position")`` alone restores that);
+* arguments are checked against the function schema (OpenManus ignores unknown
+  arguments and checks no types: ``mark_step(step_index=False)`` marks step 0);
+* ``update`` with ``steps=[]`` or steps that are not strings is refused before anything
+  changes (OpenManus ignores an empty list, and changes the title before refusing);
+* a line break inside a step's text or notes (or the plan's title) is shown as ``⏎``, so
+  every step line a reader (or a model) sees is a real step (OpenManus prints it raw,
+  which can forge a ``1. [✓] ...`` line);
 * an untagged step with no tool is shown as its text (planbook's plan text printed
   ``text (None)``), and notes are shown for every step, completed ones included;
 * the text reads back: :func:`parse_plan_text` turns ``get``'s output (or planbook's
@@ -26,6 +35,7 @@ from __future__ import annotations
 import copy
 import re
 from collections import defaultdict, deque
+from collections.abc import Callable
 from typing import Any, Literal
 
 from ..errors import PlanError, Problem
@@ -33,7 +43,7 @@ from ..models import STATUS_MARKS, Plan, Status, Step
 
 __all__ = [
     "COMMANDS", "DESCRIPTION", "PARAMETERS", "PlanningFlow", "PlanningTool", "STEP_STATUSES", "TAG", "ToolError",
-    "format_plan", "parse_plan_text", "step_from_text", "step_text",
+    "format_plan", "one_line", "parse_plan_text", "step_from_text", "step_text",
 ]
 
 COMMANDS = ("create", "update", "list", "get", "set_active", "mark_step", "delete")
@@ -120,16 +130,28 @@ def step_text(step: Step) -> str:
     return step.task
 
 
-def format_plan(plan: Plan) -> str:
+#: every character ``str.splitlines`` breaks a line at: each would start a new line in the plan text
+_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with each line break shown as ``⏎``: inside a plan line it cannot start a line of its own."""
+    return _LINE_BREAK.sub("⏎", text)
+
+
+def format_plan(plan: Plan, *, text_of: Callable[[Step], str] = step_text, raw: bool = False) -> str:
     """The text of OpenManus's ``get``: header, a rule, progress, status counts, ``i. [mark] text``.
 
     As OpenManus's code does, the rule is as long as the header line *with* its newline
     (one more ``=`` than the header's characters) and an empty plan shows ``(0%)``.
     Steps are numbered by position from 0. planbook's ``failed`` and ``skipped`` steps
     (the tool never writes them, a run does) get their marks and are counted after the
-    four OpenManus statuses.
+    four OpenManus statuses. ``text_of`` gives a step's text (the tool passes the text as
+    written); line breaks in step texts and notes are shown as ``⏎`` unless ``raw``
+    (OpenManus prints them, so a step text can forge a step line).
     """
-    header = f"Plan: {plan.display_title} (ID: {plan.id})\n"
+    shown = (lambda text: text) if raw else one_line
+    header = f"Plan: {shown(plan.display_title)} (ID: {shown(plan.id)})\n"
     output = header + "=" * len(header) + "\n\n"
     counts = plan.counts()
     total = len(plan.steps)
@@ -145,9 +167,9 @@ def format_plan(plan: Plan) -> str:
             output += f", {counts[extra]} {extra.value}"
     output += "\n\nSteps:\n"
     for index, step in enumerate(plan.steps):
-        output += f"{index}. {STATUS_MARKS[step.status]} {step_text(step)}\n"
+        output += f"{index}. {STATUS_MARKS[step.status]} {shown(text_of(step))}\n"
         if step.notes:
-            output += f"   Notes: {step.notes}\n"
+            output += f"   Notes: {shown(step.notes)}\n"
     return output
 
 
@@ -218,22 +240,35 @@ class PlanningTool:
     """OpenManus's ``planning`` function over planbook plans.
 
     ``tool.execute(command="create", plan_id="p1", title="...", steps=[...])`` returns
-    the text OpenManus returns; a bad call raises :class:`ToolError`. ``preserve``
-    chooses how ``update`` keeps progress: ``"text"`` (default) keeps a step whose text is
-    unchanged wherever it moved; ``"position"`` only at the same index (OpenManus).
+    the text OpenManus returns; a bad call raises :class:`ToolError`. ``faithful=True``
+    behaves as OpenManus's tool in every way (lax arguments, ``update``'s edge cases,
+    progress kept only at the same index, raw line breaks); by default the fixes in the
+    module docstring apply. ``preserve`` chooses how ``update`` keeps progress on its own:
+    ``"text"`` (the default) keeps a step whose text is unchanged wherever it moved,
+    ``"position"`` only at the same index (OpenManus; implied by ``faithful``).
     """
 
     name = "planning"
     description = DESCRIPTION
 
-    def __init__(self, *, preserve: Preserve = "text") -> None:
+    def __init__(self, *, faithful: bool = False, preserve: Preserve | None = None) -> None:
+        if not isinstance(faithful, bool):
+            raise TypeError(f"faithful must be True or False, got {faithful!r}")
+        if preserve is None:
+            preserve = "position" if faithful else "text"
         if preserve not in ("text", "position"):
             raise ValueError(f"preserve must be 'text' or 'position', got {preserve!r}")
+        if faithful and preserve != "position":
+            raise ValueError("faithful=True keeps progress only at the same index, as OpenManus does: "
+                             "drop preserve, or use preserve='text' without faithful")
+        self.faithful = faithful
         self.preserve: Preserve = preserve
         self.parameters: dict[str, Any] = copy.deepcopy(PARAMETERS)
         #: the plans by id, in creation order (planbook plans, shared: use read/write for copies)
-        self.plans: dict[str, Plan] = {}
-        self.active_plan_id: str | None = None
+        self.plans: dict[Any, Plan] = {}
+        self.active_plan_id: Any = None
+        #: plan id -> step id -> (the text as written, the task and agent read from it)
+        self._written: dict[Any, dict[str, tuple[str, str, str | None]]] = {}
 
     def to_param(self) -> dict[str, Any]:
         """The OpenAI function definition the model is offered."""
@@ -241,6 +276,24 @@ class PlanningTool:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": copy.deepcopy(self.parameters)},
         }
+
+    # ----------------------------------------------------------- step texts
+    def text_of(self, step: Step, plan_id: Any = None) -> str:
+        """A step's text as the model wrote it (a step made or edited in planbook: :func:`step_text`)."""
+        written = self._written.get(self._active_or(plan_id) if plan_id is None else plan_id, {}).get(step.id)
+        if written is not None and written[1:] == (step.task, step.agent):
+            return written[0]
+        return step_text(step)
+
+    def _from_text(self, plan_id: Any, text: str, step_id: str) -> Step:
+        step = step_from_text(text, step_id)
+        self._written.setdefault(plan_id, {})[step.id] = (text, step.task, step.agent)
+        return step
+
+    def format(self, plan_id: Any = None) -> str:
+        """``get``'s text of a plan (the active one by default)."""
+        key = self._active_or(plan_id)
+        return format_plan(self._plan(key), text_of=lambda s: self.text_of(s, key), raw=self.faithful)
 
     # ----------------------------------------------------------- plans in and out
     def read(self, plan_id: str | None = None) -> Plan:
@@ -253,6 +306,7 @@ class PlanningTool:
         if plan_id is not None:
             stored.id = plan_id
         self.plans[stored.id] = stored
+        self._written.pop(stored.id, None)
         if activate:
             self.active_plan_id = stored.id
         return stored.id
@@ -268,7 +322,8 @@ class PlanningTool:
             raise ToolError(f"Parameter `command` is required: one of {', '.join(COMMANDS)}")
         if command not in COMMANDS:
             raise ToolError(f"Unrecognized command: {command}. Allowed commands are: {', '.join(COMMANDS)}")
-        self._check_args(args)
+        if not self.faithful:  # OpenManus takes any keyword (**kwargs) and checks no type
+            self._check_args(args)
         plan_id = args.get("plan_id")
         if command == "create":
             return self._create(plan_id, args.get("title"), args.get("steps"))
@@ -277,11 +332,12 @@ class PlanningTool:
         if command == "list":
             return self._list()
         if command == "get":
-            return format_plan(self._plan(self._active_or(plan_id)))
+            return self.format(self._active_or(plan_id))
         if command == "set_active":
-            plan = self._plan(self._required(plan_id, "set_active"))
-            self.active_plan_id = plan.id
-            return f"Plan '{plan.id}' is now the active plan.\n\n{format_plan(plan)}"
+            key = self._required(plan_id, "set_active")
+            self._plan(key)
+            self.active_plan_id = key
+            return f"Plan '{key}' is now the active plan.\n\n{self.format(key)}"
         if command == "mark_step":
             return self._mark(self._active_or(plan_id), args.get("step_index"), args.get("step_status"), args.get("step_notes"))
         return self._delete(self._required(plan_id, "delete"))
@@ -306,68 +362,84 @@ class PlanningTool:
                 raise ToolError(f"Parameter `{name}` must be a list of strings, got {value!r}")
 
     @staticmethod
-    def _required(plan_id: str | None, command: str) -> str:
+    def _required(plan_id: Any, command: str) -> Any:
         if not plan_id:
             raise ToolError(f"Parameter `plan_id` is required for command: {command}")
         return plan_id
 
-    def _active_or(self, plan_id: str | None) -> str:
+    def _active_or(self, plan_id: Any) -> Any:
         if plan_id:
             return plan_id
         if not self.active_plan_id:
             raise ToolError("No active plan. Please specify a plan_id or set an active plan.")
         return self.active_plan_id
 
-    def _plan(self, plan_id: str) -> Plan:
+    def _plan(self, plan_id: Any) -> Plan:
         if plan_id not in self.plans:
-            known = f"; the plans are {', '.join(self.plans)}" if self.plans else "; there are no plans"
+            known = "" if self.faithful else f"; the plans are {', '.join(map(str, self.plans))}" if self.plans \
+                else "; there are no plans"
             raise ToolError(f"No plan found with ID: {plan_id}{known}")
         return self.plans[plan_id]
 
-    def _create(self, plan_id: str | None, title: str | None, steps: list[str] | None) -> str:
+    def _create(self, plan_id: Any, title: Any, steps: Any) -> str:
         plan_id = self._required(plan_id, "create")
         if plan_id in self.plans:
             raise ToolError(f"A plan with ID '{plan_id}' already exists. Use 'update' to modify existing plans.")
         if not title:
             raise ToolError("Parameter `title` is required for command: create")
-        if not steps:
+        if not steps or not isinstance(steps, list) or not all(isinstance(text, str) for text in steps):
             raise ToolError("Parameter `steps` must be a non-empty list of strings for command: create")
-        plan = Plan(id=plan_id, title=title, steps=[step_from_text(text, str(i)) for i, text in enumerate(steps)])
+        self._written[plan_id] = {}
+        plan = Plan(id=str(plan_id), title=str(title),
+                    steps=[self._from_text(plan_id, text, str(i)) for i, text in enumerate(steps)])
         self.plans[plan_id] = plan
         self.active_plan_id = plan_id
-        return f"Plan created successfully with ID: {plan_id}\n\n{format_plan(plan)}"
+        return f"Plan created successfully with ID: {plan_id}\n\n{self.format(plan_id)}"
 
-    def _update(self, plan_id: str | None, title: str | None, steps: list[str] | None) -> str:
-        plan = self._plan(self._required(plan_id, "update"))
-        if steps is not None and not steps:
-            raise ToolError("Parameter `steps` must be a non-empty list of strings for command: update "
-                            "(leave it out to keep the steps)")
-        if title:
-            plan.title = title
+    def _update(self, plan_id: Any, title: Any, steps: Any) -> str:
+        plan_id = self._required(plan_id, "update")
+        plan = self._plan(plan_id)
+        if self.faithful:  # OpenManus: the title first, then steps only when the list is not empty
+            if title:
+                plan.title = str(title)
+            if steps and (not isinstance(steps, list) or not all(isinstance(text, str) for text in steps)):
+                raise ToolError("Parameter `steps` must be a list of strings for command: update")
+        else:  # planbook: refused before anything changes
+            if steps is not None and not steps:
+                raise ToolError("Parameter `steps` must be a non-empty list of strings for command: update "
+                                "(leave it out to keep the steps)")
+            if title:
+                plan.title = title
         if steps:
-            plan.steps = self._merge(plan.steps, steps)
+            plan.steps = self._merge(plan_id, plan.steps, steps)
             ids = {s.id for s in plan.steps}
             for step in plan.steps:  # OpenManus's steps have no needs: a kept step loses those that left
                 if any(n not in ids for n in step.needs):
                     step.needs = [n for n in step.needs if n in ids]
+            written = self._written.get(plan_id, {})
+            self._written[plan_id] = {k: v for k, v in written.items() if k in ids}
             plan.revision += 1
-        return f"Plan updated successfully: {plan.id}\n\n{format_plan(plan)}"
+        return f"Plan updated successfully: {plan_id}\n\n{self.format(plan_id)}"
 
-    def _merge(self, old: list[Step], texts: list[str]) -> list[Step]:
-        """The new steps, reusing an old step (status, notes, result) where ``preserve`` says it is the same."""
+    def _merge(self, plan_id: Any, old: list[Step], texts: list[str]) -> list[Step]:
+        """The new steps, reusing an old step (status, notes, result) where ``preserve`` says it is the same.
+
+        Texts are compared as they are stored: exactly as written.
+        """
+        written = [self.text_of(step, plan_id) for step in old]
         kept: list[Step | None] = []
         if self.preserve == "position":
-            kept = [old[i] if i < len(old) and step_text(old[i]) == text else None for i, text in enumerate(texts)]
+            kept = [old[i] if i < len(old) and written[i] == text else None for i, text in enumerate(texts)]
         else:
             by_text: dict[str, deque[Step]] = defaultdict(deque)
-            for step in old:
-                by_text[step_text(step)].append(step)
+            for step, text in zip(old, written):
+                by_text[text].append(step)
             kept = [by_text[text].popleft() if by_text[text] else None for text in texts]
         taken = {s.id for s in kept if s is not None}
         steps = []
         for index, (text, step) in enumerate(zip(texts, kept)):
             if step is None:
-                step = step_from_text(text, _free_id(taken, index))
+                step = self._from_text(plan_id, text, _free_id(taken, index))
                 taken.add(step.id)
             steps.append(step)
         return steps
@@ -379,29 +451,31 @@ class PlanningTool:
         for plan_id, plan in self.plans.items():
             active = " (active)" if plan_id == self.active_plan_id else ""
             done = plan.counts()[Status.completed]
-            output += f"• {plan_id}{active}: {plan.display_title} - {done}/{len(plan.steps)} steps completed\n"
+            title = plan.title if self.faithful else one_line(plan.display_title)
+            output += f"• {plan_id}{active}: {title} - {done}/{len(plan.steps)} steps completed\n"
         return output
 
-    def _mark(self, plan_id: str, step_index: int | None, step_status: str | None, step_notes: str | None) -> str:
+    def _mark(self, plan_id: Any, step_index: Any, step_status: Any, step_notes: Any) -> str:
         plan = self._plan(plan_id)
         if step_index is None:
             raise ToolError("Parameter `step_index` is required for command: mark_step")
         if not plan.steps:
             raise ToolError(f"Plan '{plan_id}' has no steps to mark; add steps with 'update'")
-        if step_index < 0 or step_index >= len(plan.steps):
+        if step_index < 0 or step_index >= len(plan.steps):  # faithful: a str index raises TypeError, as upstream
             raise ToolError(f"Invalid step_index: {step_index}. Valid indices range from 0 to {len(plan.steps) - 1}.")
         if step_status and step_status not in STEP_STATUSES:
             raise ToolError(f"Invalid step_status: {step_status}. Valid statuses are: {', '.join(STEP_STATUSES)}")
-        step = plan.steps[step_index]
+        step = plan.steps[step_index]  # faithful: False is index 0, as upstream
         if step_status:
             step.status = Status(step_status)
         if step_notes:
-            step.notes = step_notes
-        return f"Step {step_index} updated in plan '{plan_id}'.\n\n{format_plan(plan)}"
+            step.notes = str(step_notes)
+        return f"Step {step_index} updated in plan '{plan_id}'.\n\n{self.format(plan_id)}"
 
-    def _delete(self, plan_id: str) -> str:
+    def _delete(self, plan_id: Any) -> str:
         self._plan(plan_id)
         del self.plans[plan_id]
+        self._written.pop(plan_id, None)
         if self.active_plan_id == plan_id:
             self.active_plan_id = None
         return f"Plan '{plan_id}' has been deleted."
@@ -415,7 +489,8 @@ class PlanningTool:
         raise KeyError(f"no step {step_id!r} in plan {plan.id!r}")
 
     def __repr__(self) -> str:
-        return f"PlanningTool(plans={list(self.plans)}, active={self.active_plan_id!r}, preserve={self.preserve!r})"
+        faithful = ", faithful=True" if self.faithful else ""
+        return f"PlanningTool(plans={list(self.plans)}, active={self.active_plan_id!r}, preserve={self.preserve!r}{faithful})"
 
 
 def _free_id(taken: set[str], index: int) -> str:

@@ -6,19 +6,10 @@ model offered only the planning tool), agent wrappers (routing, the seed's step 
 the per-agent step budget, the FINISHED check as ``AgentReply(stop=...)``) and an event handler that writes the run's statuses into
 the :class:`~planbook.compat.openmanus.PlanningTool`, so ``get`` shows the truth.
 
-By default planbook's fixes apply; ``faithful=True`` reproduces each pitfall of the seed:
-
-=================================  ==========================================  =====================================
-pitfall                            faithful=True                               default
-=================================  ==========================================  =====================================
-tag routing                        unknown tag → first executor, silently      error naming the agents, before any step
-"completed" when run() returns     every step that returns is ✓                ✓ only when the agent says it succeeded
-failure reports                    ignored (only an exception fails a step)    the run's policy (abort/skip/retry/replan)
-no planning call                   3-step default plan                         ``no_plan`` failure with the model's words
-agent step budget                  carries over between steps (resets at max)  every step gets the whole budget
-agent says FINISHED                never noticed (state reset before check)    the run stops there (``AgentReply.stop``)
-blocked                            never written: policy ``continue``          written for steps that cannot run
-=================================  ==========================================  =====================================
+By default planbook's fixes apply; ``faithful=True`` behaves as the seed's flow, each
+pitfall included (a raising step runs again until ``max_steps`` ends the run, a step is
+completed whenever its agent returns, an unknown tag goes to the first agent...). Every
+difference is listed, once, in the table of ``planbook/compat/README.md``.
 """
 
 from __future__ import annotations
@@ -42,7 +33,7 @@ from .openmanus import TAG, PlanningTool, ToolError, step_text
 
 __all__ = [
     "AGENTS_NOTE", "DEFAULT_STEPS", "FlowResult", "OpenManusPlanner", "PLANNING_REQUEST", "PLANNING_SYSTEM",
-    "PlanningFlow", "STEP_PROMPT", "SUMMARY_REQUEST", "SUMMARY_SYSTEM", "ScriptedReActAgent",
+    "PlanningFlow", "RERUN_FOREVER", "SEED_STEP_PROMPT", "STEP_PROMPT", "SUMMARY_REQUEST", "SUMMARY_SYSTEM", "ScriptedReActAgent",
 ]
 
 # The seed's prompts, word for word (typos included: a ported prompt must be the same prompt).
@@ -67,9 +58,16 @@ You are now working on step {index}: "{step_text}"
 Please only execute this current step using the appropriate tools. When you're done, provide a summary of what you accomplished.
 """
 SUMMARY_SYSTEM = "You are a planning assistant. Your task is to summarize the completed plan."
+#: the seed's step prompt as it reaches the model: the source's indentation is part of the string
+SEED_STEP_PROMPT = (
+    "\n        CURRENT PLAN STATUS:\n        {plan_status}\n\n        YOUR CURRENT TASK:\n"
+    "        You are now working on step {index}: \"{step_text}\"\n\n"
+    "        Please only execute this current step using the appropriate tools. "
+    "When you're done, provide a summary of what you accomplished.\n        "
+)
 SUMMARY_REQUEST = (
     "The plan has been completed. Here is the final plan status:\n\n{plan_text}\n\n"
-    "Please provide a summary of what was accomplished."
+    "Please provide a summary of what was accomplished and any final thoughts."
 )
 #: planbook's words when the plan did not complete (the seed says "completed" whatever happened)
 SUMMARY_REQUEST_UNFINISHED = (
@@ -83,6 +81,9 @@ REPLAN_REQUEST = (
     "{request}. Steps whose text you keep unchanged keep their progress."
 )
 DEFAULT_STEPS = ["Analyze request", "Execute task", "Verify results"]
+#: faithful: a step whose agent raises runs again (the seed picks the first step not completed,
+#: and a raising step stays in progress): only the run's ``max_steps`` stops it
+RERUN_FOREVER = 10**9
 #: OpenManus's Manus agent takes at most 20 steps per run()
 SEED_AGENT_MAX_STEPS = 20
 
@@ -150,6 +151,8 @@ class FlowResult:
     #: ``(step id, agent, budget given, steps spent)`` for agents that count steps
     budgets: list[tuple[str, str, int, int]] = field(default_factory=list)
     summary_call: dict[str, Any] | None = None
+    #: faithful: each step's index in the tool's plan, for the seed's "Error executing step N" lines
+    positions: dict[str, int] | None = None
 
     @property
     def ok(self) -> bool:
@@ -169,13 +172,29 @@ class FlowResult:
         return [(s.id, s.result) for s in self.run.history]
 
     def text(self) -> str:
-        """What the seed's ``execute()`` returns: each step's result, then ``Plan completed:`` and the summary."""
-        out = "".join(f"{answer}\n" for _, answer in self.answers)
+        """What the seed's ``execute()`` returns: each step's result, then ``Plan completed:`` and the summary.
+
+        With ``faithful`` an execution that raised is the seed's ``Error executing step N: message``.
+        """
+        out = ""
+        for step in self.run.history:
+            if self.positions is not None and step.status is Status.failed and step.error is not None:
+                out += f"Error executing step {self.positions.get(step.id, step.id)}: {_message(step.error)}\n"
+            else:
+                out += f"{step.result}\n"
         return out + (f"Plan completed:\n\n{self.summary}" if self.summary is not None else "")
 
     def __str__(self) -> str:
         tail = f"\nSummary: {self.summary}" if self.summary else ""
         return f"{self.plan_text}\nRun: {self.run.status} ({self.run.reason}){tail}"
+
+
+def _message(error: str) -> str:
+    """An exception's own message (``str(exc)``) from a step's error, which starts with its type."""
+    kind, sep, message = error.partition(": ")
+    if sep and re.fullmatch(r"[A-Za-z_][\w.]*", kind):
+        return message
+    return "" if re.fullmatch(r"[A-Za-z_][\w.]*", error) else error
 
 
 class PlanningFlow:
@@ -220,7 +239,7 @@ class PlanningFlow:
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
         self.max_attempts = max_attempts
-        self.tool = planning_tool or PlanningTool(preserve="position" if faithful else "text")
+        self.tool = planning_tool or PlanningTool(faithful=faithful)
         self._id_base = plan_id or "plan"
         self.plan_id = plan_id or "plan_1"
         if agent_max_steps is None and faithful:
@@ -299,7 +318,8 @@ class PlanningFlow:
                 steps.append(step.fresh())
                 continue
             try:
-                agent = self.route(step_text(step), index)
+                agent = self.route(self.tool.text_of(step, self.plan_id) if plan.id == str(self.plan_id)
+                                   else step_text(step), index)
             except PlanError as exc:
                 problems += exc.problems
                 continue
@@ -325,7 +345,10 @@ class PlanningFlow:
         runner = Runner(request, **self.runner_options(OpenManusPlanner(self), options))
         result = runner.run()
         plan_text = self.tool.execute(command="get", plan_id=self.plan_id) if self.plan_id in self.tool.plans else ""
-        flow = FlowResult(run=result, plan_text=plan_text, step_prompts=list(self._prompts), budgets=list(self._budgets))
+        positions = ({s.id: i for i, s in enumerate(self.tool.plans[self.plan_id].steps)}
+                     if self.faithful and self.plan_id in self.tool.plans else None)
+        flow = FlowResult(run=result, plan_text=plan_text, step_prompts=list(self._prompts), budgets=list(self._budgets),
+                          positions=positions)
         if plan_text:
             self._summarize(flow, request)
         return flow
@@ -333,8 +356,9 @@ class PlanningFlow:
     def runner_options(self, planner: Any, options: dict[str, Any]) -> dict[str, Any]:
         """``options`` for :class:`~planbook.Runner` with the flow's agents, ``planner`` and the tool's mirror.
 
-        With ``faithful`` a failure has the ``continue`` policy unless ``on_failure`` says
-        otherwise: the seed writes no ``blocked`` and goes on to the next step.
+        With ``faithful`` a failure (only an exception is one there) has the ``retry`` policy
+        with no limit of its own unless ``on_failure`` says otherwise: the seed leaves a
+        raising step in progress and picks it again, so only ``max_steps`` ends the run.
         """
         self._prompts, self._budgets = [], []
         handlers = options.get("on_event")
@@ -342,7 +366,7 @@ class PlanningFlow:
         merged = dict(options, planner=planner, on_event=[self._mirror, *handlers],
                       agents={key: _FlowAgent(self, key, agent) for key, agent in self.agents.items()})
         if self.faithful and merged.get("on_failure") is None:
-            merged["on_failure"] = "continue"
+            merged["on_failure"], merged["retries"] = "retry", RERUN_FOREVER
         return merged
 
     def execute(self, request: str, **options: Any) -> str:
@@ -391,10 +415,10 @@ class PlanningFlow:
             return
         if event.kind == "step.finished":
             step.status = Status.completed
+        elif self.faithful:  # a raising step stays in progress until it runs again  # the seed never writes blocked, nor anything about a failure
+            return
         elif event.kind == "step.retry":
             step.status = Status.not_started
-        elif self.faithful:  # the seed never writes blocked, nor anything about a failure
-            return
         elif event.kind == "step.failed":
             step.status, step.notes = Status.failed, str(event.data.get("error") or "failed")
         elif event.kind == "step.skipped":
@@ -447,8 +471,9 @@ class _FlowAgent:
         index = tool.index_of(context.step.id, flow.plan_id)
         tool.execute(command="mark_step", plan_id=flow.plan_id, step_index=index, step_status="in_progress")
         plan_text = tool.execute(command="get", plan_id=flow.plan_id)
-        written = step_text(tool.plans[flow.plan_id].steps[index])
-        flow._prompts.append(STEP_PROMPT.format(plan_status=plan_text, index=index, step_text=written))
+        written = tool.text_of(tool.plans[flow.plan_id].steps[index], flow.plan_id)
+        prompt = SEED_STEP_PROMPT if flow.faithful else STEP_PROMPT
+        flow._prompts.append(prompt.format(plan_status=plan_text, index=index, step_text=written))
         inner = AgentContext(goal=context.goal, plan_text=plan_text, step=context.step, needs=context.needs,
                              emit=context.emit)
         token = flow._give_budget(self.key, self.agent)

@@ -54,6 +54,7 @@ class Options:
     tools: Any = None
     agents: Any = None
     on_failure: Any = None
+    retries: int | None = None
     parallel: int = 1
     after_step: Any = None
     on_event: Any = None
@@ -244,6 +245,7 @@ def _openmanus(options: Options, faithful: bool) -> Options:
     adjusted = flow.runner_options(planner, {"on_failure": options.on_failure, "on_event": options.on_event})
     options.planner, options.agents = adjusted["planner"], adjusted["agents"]
     options.on_failure, options.on_event = adjusted["on_failure"], adjusted["on_event"]
+    options.retries = adjusted.get("retries", options.retries)
     return options
 
 
@@ -259,6 +261,8 @@ class _Review:
     def __init__(self, planner: AgenticSeekPlanner) -> None:
         self.planner = planner
         self.runner: Runner | None = None
+        #: faithful: every answer by its id as written (upstream's agents_work_result: a repeated id overwrites)
+        self.results: dict[Any, str] = {}
 
     def attach(self, runner: Runner) -> None:
         self.runner = runner
@@ -270,7 +274,31 @@ class _Review:
     def __call__(self, goal: str, plan: Plan, step: Step) -> list[Step] | None:
         succeeded = step.status is Status.completed
         answer = step.result if succeeded or step.result is not None else step.error
+        seed = self.planner.seeds.get(step.id)
+        if seed is not None:
+            from .agenticseek import work_result
+
+            try:
+                self.results[seed.id] = work_result(answer, succeeded)
+            except TypeError:  # an id that cannot be a key (a list): upstream crashes; nothing is kept
+                pass
         return self.planner.review(goal, plan, step.id, answer, succeeded, emit=self._emit)
+
+    def seed_prompt(self, step: Step, task: str) -> str | None:
+        """Faithful: the prompt upstream builds from the results of the step's need, typed as written.
+
+        A need ``"12"`` is read character by character, an integer id never matches a text
+        need, and a need that is ``null`` or a number raises ``TypeError`` here, as upstream
+        does mid-run (the step fails). None for a step that was not read faithfully.
+        """
+        from .agenticseek import need_prompt
+
+        seed = self.planner.seeds.get(step.id)
+        if seed is None:
+            return None
+        need = seed.need if seed.has_need else []
+        infos = {k: self.results[k] for k in need if k in self.results}
+        return need_prompt(task, {str(k): v for k, v in infos.items()})
 
 
 class _NeedAgent:
@@ -289,7 +317,9 @@ class _NeedAgent:
         runner = self.review.runner
         if step is None or runner is None:
             return self.agent(task, context)
-        prompt = need_context(step, runner.plan.steps, limit=self.limit)
+        prompt = self.review.seed_prompt(step, task)
+        if prompt is None:
+            prompt = need_context(step, runner.plan.steps, limit=self.limit)
         inner = AgentContext(goal=context.goal, plan_text=lambda: context.plan_text, step=step, needs=context.needs,
                              emit=context.emit)
         return self.agent(prompt, inner)
@@ -316,6 +346,11 @@ def _agenticseek(options: Options, faithful: bool) -> Options:
     if "replan" in _chain(options.on_failure):
         raise ValueError("strategy 'agenticseek' asks the planner after every step, failures included, so "
                          "on_failure 'replan' would ask twice: choose abort, skip, retry or continue")
+    if planner.faithful and isinstance(options.plan, str) and not _is_goal(options):
+        from .agenticseek import looks_like_answer
+
+        if looks_like_answer(options.plan):  # a written answer, read as upstream reads the model's
+            options.plan = Plan(steps=planner.read(options.plan))
     review = _Review(planner)
     limit = None if faithful else planner.answer_limit
     options.planner = planner
@@ -363,7 +398,8 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
         pitfalls=(
             "an unknown [TAG] goes silently to the first agent",
             "a step is completed whenever the agent returns, whatever it said (false ✓)",
-            "failures are not handled: policy continue, blocked is never written",
+            "a step whose agent raises stays in progress and runs again, until it stops raising or max_steps "
+            "runs out; blocked is never written",
             "an agent's step budget carries over from one step to the next",
             "an agent that says FINISHED is never noticed",
             "no planning call: a 3-step default plan",
@@ -379,6 +415,8 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
         routing="the plan's agent field (matched without regard to case)",
         pitfalls=(
             "need is a soft constraint: a failed step's dependents run anyway (policy continue)",
+            "tasks run in array order, ids and needs as written: duplicate ids, a need \"12\" read by character",
+            "a review that never parses, or says NO_UPDATE next to a plan, keeps the plan",
             "the planner's memory only grows: every question resends the whole conversation",
             "the planner's example reuses an id",
             "only the last step's answer is returned",

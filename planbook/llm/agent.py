@@ -16,6 +16,7 @@ from typing import Any
 from ..agents import AgentContext, AgentReply
 from ..execute import _call
 from ..tools import Toolbox, ToolsLike, as_toolbox
+from ..wording import plural
 from . import prompts
 from .cassette import Cassette
 from .client import ModelClient, UsesModel
@@ -101,6 +102,7 @@ class LLMAgent(UsesModel):
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         self.last_messages = messages
         used_tools: list[str] = []
+        first_call = len(self.calls)  # this step's model calls are self.calls[first_call:]
         for iteration in range(1, self.max_iterations + 1):  # the budget is local: it resets every step
             try:
                 answer = self.llm.chat(
@@ -119,9 +121,10 @@ class LLMAgent(UsesModel):
                     notes=f"agent {self.name!r} stopped without calling finish{cut}, so the step did not succeed; "
                     f"its last words: {prompts.shorten(said or '(nothing)', 200)!r}",
                 )
+            self.calls[-1]["called"] = [call.name for call in answer.tool_calls]
             for call in answer.tool_calls:
                 if call.name == FINISH:
-                    reply = self._finish(call.arguments, used_tools, iteration)
+                    reply = self._finish(call.arguments, used_tools, self.calls[first_call:])
                     if reply is not None:
                         return reply
                     messages.append({"role": "tool", "tool_call_id": call.id,
@@ -136,7 +139,7 @@ class LLMAgent(UsesModel):
             f"(tools called: {', '.join(used_tools) or 'none'}); raise max_iterations or simplify the task",
         )
 
-    def _finish(self, arguments: str, used: list[str], iteration: int) -> AgentReply | None:
+    def _finish(self, arguments: str, used: list[str], calls: list[dict[str, Any]]) -> AgentReply | None:
         try:
             data = json.loads(arguments or "{}")
         except ValueError:
@@ -144,10 +147,10 @@ class LLMAgent(UsesModel):
         if not isinstance(data, dict) or data.get("status") not in ("success", "failure"):
             return None
         answer = self.llm.hide(data.get("answer", ""))  # the step's result: no secret in outputs
-        notes = f"{iteration} model call(s); tools: {', '.join(used) or 'none'}"
+        notes = f"{plural(len(calls), 'model call')}; tools: {', '.join(used) or 'none'}\n{calls_note(calls)}"
         if data["status"] == "success":
             return AgentReply(answer=answer, ok=True, notes=notes)
-        return AgentReply(answer=answer, ok=False, notes=f"agent {self.name!r} reported failure: {answer}")
+        return AgentReply(answer=answer, ok=False, notes=f"agent {self.name!r} reported failure: {answer}\n{notes}")
 
     def _run_tool(self, name: str, arguments: str) -> str:
         """The tool's result (or error) as the text the model reads next."""
@@ -168,3 +171,13 @@ class LLMAgent(UsesModel):
         except (Exception, SystemExit) as exc:  # the model reads the error and decides what to do; a tool's
             return f"error: {type(exc).__name__}: {exc}"  # sys.exit() ends its call, not the step
         return prompts.shorten(value, self.result_limit)
+
+
+def calls_note(calls: list[dict[str, Any]]) -> str:
+    """One line per model call of a step (what its pane lists): tokens, and what the model did."""
+    lines = []
+    for i, call in enumerate(calls, 1):
+        did = ", ".join(call.get("called") or []) or "answered in text"
+        lines.append(f"  call {i}: {call.get('prompt_tokens', 0)} prompt + {call.get('completion_tokens', 0)} "
+                      f"completion tokens → {did}")
+    return "\n".join(lines)

@@ -173,6 +173,7 @@ class LLMPlanner(UsesModel):
                 steps = self._accept(answer, tools, agents, ctx, plan, kept, replanning)
             except _Rejected as rejected:
                 raw["problems"] = self.llm.hide(rejected.problems)
+                self.calls[-1]["problems"] = raw["problems"]  # what %%plan lists for this attempt
                 feedback = prompts.feedback(rejected.problems, tool_calling=self.tool_calling)
                 if answer.tool_calls:  # every tool call needs its answer before the next user turn
                     for call in answer.tool_calls:
@@ -180,6 +181,7 @@ class LLMPlanner(UsesModel):
                 else:
                     messages.append({"role": "user", "content": feedback})
                 continue
+            self.calls[-1]["accepted"] = True
             return steps
         last = attempts[-1].get("problems", []) if attempts else []
         raise PlanningError(

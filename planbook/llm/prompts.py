@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..models import Plan, Step
+from ..safetext import one_line
 from .text import shorten
 
 __all__ = [
@@ -105,7 +106,8 @@ def executed_lines(history: Iterable[Step], limit: int) -> list[str]:
     lines = []
     for step in history:
         outcome = f"error: {shorten(step.error, limit)}" if step.error else f"result: {shorten(step.result, limit)}"
-        lines.append(f"- step {step.id} ({step.status}) {step.describe()} → {outcome}")
+        # one line per execution: a line break in a task or a result must not forge another one
+        lines.append(f"- step {step.id} ({step.status}) {one_line(step.describe())} → {one_line(outcome)}")
     return lines or ["- (nothing yet)"]
 
 

@@ -6,8 +6,8 @@
 - :mod:`.html` — the static HTML (``text/html``: GitHub, nbviewer, nbconvert);
 - :mod:`.widget` — the live anywidget view (a hand-written ES module in ``static/``);
 - :mod:`.terminal` — the live ``rich`` table of the command line;
-- :mod:`.live` — the throttled bridge from a runner's events to a view, and the one
-  function that chooses which view to show (:func:`choose_view`).
+- :mod:`.live` — the throttled bridge from a runner's events to a view;
+- :mod:`.show` — the one place that chooses which live view to show (:func:`choose_view`).
 
 Importing this package is light (no IPython, anywidget or rich): the models reach the
 text and HTML renderers through :mod:`planbook._render`, which this module fills in.
@@ -20,6 +20,7 @@ from typing import Any
 from .. import _render
 from ..models import PlanDiff
 from .html import diff_html, plan_html, result_html, state_html
+from .record import record_html  # registers the static record of a stopped run with .html
 from .state import Execution, TimelineBuilder, ViewState, budget_line, frontier, row_window, verdict_line
 from .text import (
     format_diff,
@@ -47,9 +48,9 @@ _LAZY = {
     "PlanView": ("planbook.views.widget", "PlanView"),
     "TerminalView": ("planbook.views.terminal", "TerminalView"),
     "LiveView": ("planbook.views.live", "LiveView"),
-    "choose_view": ("planbook.views.live", "choose_view"),
-    "show_live": ("planbook.views.live", "show_live"),
-    "watch": ("planbook.views.live", "watch"),
+    "choose_view": ("planbook.views.show", "choose_view"),
+    "show_live": ("planbook.views.show", "show_live"),
+    "watch": ("planbook.views.show", "watch"),
 }
 
 
@@ -66,6 +67,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Execution", "TimelineBuilder", "ViewState", "budget_line", "diff_html", "format_diff", "format_markdown",
     "format_plan", "format_result", "format_state", "frontier", "plan_html", "plan_mimebundle", "progress_line",
-    "result_html", "result_mimebundle", "row_window", "state_bundle", "state_html", "summary_line", "verdict_line",
+    "record_html", "result_html", "result_mimebundle", "row_window", "state_bundle", "state_html", "summary_line",
+    "verdict_line",
     *_LAZY,
 ]

@@ -1,5 +1,5 @@
-"""The bridge from a runner's events to a live view, throttled; and the one place that
-chooses which live view to show.
+"""The bridge from a runner's events to a live view, throttled (which view to show is
+chosen in :mod:`planbook.views.show`, which imports this module and the views).
 
 The runner calls its handlers and heartbeats on its own thread (in a notebook: the
 kernel's main thread), and this bridge draws only on the thread that made it: it never
@@ -9,32 +9,21 @@ go through a token bucket (a short burst, then about ``rate`` per second); the f
 state is always drawn when the run pauses or finishes. A draw the bucket held back is
 not lost: the bridge is the runner's heartbeat, called while a slow step works, and
 draws what is pending as soon as the bucket allows.
-
-Which view (:func:`choose_view`, like ``tqdm.autonotebook``): the anywidget view in a
-kernel with comms; the static HTML updated in place where a kernel has no anywidget;
-the ``rich`` terminal table in terminal IPython on a terminal; nothing live otherwise
-(the returned result prints the final state). Every notebook view is displayed with a
-display id and, when the run returns, updated with its *final* ``text/plain`` and
-``text/html``, so a saved notebook shows how the run ended without a kernel.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, Literal, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ..models import Event, RunResult, Usage
 from .html import NO_MATH
 from .state import TimelineBuilder, ViewState, verdict_line
 
 FLUSH_NOW = frozenset({"run.paused", "run.finished"})
-
-ViewKind = Literal["widget", "html", "terminal", "plain"]
 
 #: above the static copy of a live view (shown where widgets do not run, e.g. on GitHub)
 LIVE_NOTE = "Live view (where widgets do not run, this is how the run stood when the cell finished)"
@@ -128,8 +117,7 @@ class LiveView:
             self.flush()
 
     def state(self) -> ViewState:
-        return ViewState.of_runner(self.runner, usage=self.usage, elapsed=self.clock() - self.started,
-                                   timeline=self.timeline)
+        return ViewState.of_runner(self.runner, usage=self.usage, timeline=self.timeline)
 
     def flush(self) -> None:
         """Draw now, if on the view's own thread (elsewhere: leave it pending for that thread)."""
@@ -158,7 +146,9 @@ class LiveView:
         self.runner.remove_heartbeat(self.beat)
 
     def close(self) -> None:
-        """Stop listening; draw the last state if an update is pending; leave the final state in the display."""
+        """Stop listening; draw the last state if an update is pending; leave the final state in the
+        display: a widget's display becomes its static record (no widget mime type, so a saved
+        notebook never says "Error displaying widget")."""
         if self.closed:
             return
         self._detach()
@@ -167,7 +157,11 @@ class LiveView:
         self.closed = True
         if self.handle is not None:
             try:
-                self.handle.update(self.target)
+                record = getattr(self.target, "record", None)  # a widget leaves a static record behind
+                if record is not None:
+                    self.handle.update(record(), raw=True)
+                else:
+                    self.handle.update(self.target)
             except Exception as exc:  # the run's result is still returned
                 warnings.warn(f"the final state of the live view could not be shown ({type(exc).__name__}: {exc})",
                               stacklevel=2)
@@ -214,12 +208,12 @@ class LiveRunResult(RunResult):
     ``str()`` still give the whole text; everything else is a :class:`RunResult`."""
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .html import TONE_COLORS, esc
+        from .html import TONE_COLORS, esc, fg
 
         state = ViewState.of_result(self)
         line = f"{verdict_line(state)} (the live view above shows the plan; print() the result for its text)"
         html = (f'<div class="planbook-verdict planbook-run-{esc(self.status)} {NO_MATH}" '
-                f'style="color:{TONE_COLORS[state.tone]};'
+                f'style="{fg(TONE_COLORS[state.tone])};'
                 f'font-family:monospace">{esc(line)}</div>')
         return {"text/plain": line, "text/html": html}
 
@@ -230,97 +224,3 @@ class LiveRunResult(RunResult):
 def shown_live(result: RunResult) -> LiveRunResult:
     """``result`` as a :class:`LiveRunResult` (same fields, shared values)."""
     return LiveRunResult.model_construct(**{name: getattr(result, name) for name in RunResult.model_fields})
-
-
-# ------------------------------------------------------------------ choosing a view
-def _shell() -> Any:
-    if "IPython" not in sys.modules:  # not in IPython (and importing it would cost time for nothing)
-        return None
-    from IPython import get_ipython
-
-    return get_ipython()
-
-
-def widgets_available(shell: Any = None) -> bool:
-    """True in a kernel with comms where anywidget imports (what tqdm.autonotebook checks)."""
-    shell = shell if shell is not None else _shell()
-    if shell is None or getattr(shell, "kernel", None) is None:
-        return False
-    try:
-        import anywidget  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def choose_view(shell: Any = None, *, stdout: Any = None) -> ViewKind:
-    """``widget`` (a kernel with anywidget), ``html`` (a kernel without it), ``terminal``
-    (IPython in a terminal, on a tty that ``rich`` can draw on) or ``plain`` (no live view)."""
-    shell = shell if shell is not None else _shell()
-    if shell is not None and getattr(shell, "kernel", None) is not None:
-        return "widget" if widgets_available(shell) else "html"
-    stdout = stdout if stdout is not None else sys.stdout
-    if shell is not None and _isatty(stdout):
-        return "terminal"
-    return "plain"
-
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
-class _TerminalBridge:
-    """The terminal view as a bridge: it owns its ``rich`` Live display, so close ends it."""
-
-    def __init__(self, view: Any) -> None:
-        self.view = view
-        view.__enter__()
-
-    @property
-    def target(self) -> Any:
-        return self.view
-
-    def close(self) -> None:
-        self.view.__exit__(None, None, None)
-
-
-def show_live(runner: Any, *, kind: ViewKind | None = None, **throttle: Any) -> Any:
-    """Display a live view of ``runner`` and subscribe it; returns the bridge (close it
-    when the run returns), or None where there is no live view (plain)."""
-    kind = kind or choose_view()
-    if kind == "plain":
-        return None
-    if kind == "terminal":
-        from .terminal import TerminalView
-
-        return _TerminalBridge(TerminalView(runner, **throttle))
-    from IPython.display import display
-
-    target: Any
-    if kind == "widget":
-        from .widget import PlanView
-
-        target = PlanView(runner, note=LIVE_NOTE)
-        handle = display(target, display_id=True)
-    else:
-        target = HtmlView(runner).show()
-        handle = None  # it updates its own display at every draw
-    return LiveView(runner, target, handle=handle, **throttle)
-
-
-@contextmanager
-def watch(runner: Any, **throttle: Any) -> Iterator[Any]:
-    """Show a live view while the block runs the runner (the Python API's ``%run_plan``)::
-
-        with watch(runner):
-            result = runner.run()
-    """
-    bridge = show_live(runner, **throttle)
-    try:
-        yield bridge
-    finally:
-        if bridge is not None:
-            bridge.close()

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..models import Status, Step
+from ..state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 
 #: bytes of one step's pane (result, printed text and traceback together)
 PANE_CAP = 50_000
@@ -26,6 +27,8 @@ PANE_CAP = 50_000
 TOTAL_CAP = 2_000_000
 #: characters of one argument's value in the ``call`` line
 ARG_CAP = 200
+#: the status line of a step whose call an interrupt cut (its status is back to not started)
+INTERRUPTED_STATUS = "interrupted — runs again when the run continues"
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line \d+, in ')
@@ -184,6 +187,8 @@ def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget
         "start": _rel(step.started_at, origin), "end": _rel(step.finished_at, origin),
         "duration": step.duration,
     }
+    if step.status is Status.not_started and step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE):
+        data["status_text"] = INTERRUPTED_STATUS
     used = len(call) + 60  # the numbers and the status
     for key in ("task", "expect", "notes", "error"):
         value = getattr(step, key)

@@ -28,6 +28,8 @@ from ..timeline import critical_chain, overlaps_of
 RUN_TONES = {"completed": "ok", "failed": "bad", "interrupted": "warn", "paused": "info", "running": "info"}
 #: a completed run that left steps undone is not a success colour
 WARN_REASONS = frozenset({"steps_skipped"})
+#: what ``elapsed`` means, wherever it is shown (the widget's tooltip says it)
+ELAPSED_MEANS = "the run's working time: time paused at a breakpoint or after an interrupt is not counted"
 
 
 @dataclass
@@ -44,6 +46,8 @@ class Execution:
     ok: bool | None = None
     error: str | None = None
     overlaps: list[int] = field(default_factory=list)
+    #: closed by an interrupt while its call ran; a call kept when the run continues ends it
+    interrupted: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {"execution": self.execution, "step": self.step, "attempt": self.attempt, "revision": self.revision,
@@ -62,14 +66,26 @@ class TimelineBuilder:
     def __init__(self) -> None:
         self.executions: list[Execution] = []
         self._open: dict[str, Execution] = {}
+        self._interrupted: dict[str, Execution] = {}  # step -> its execution an interrupt closed
         self._count = 0
         self.origin: float | None = None  # the time of the first event: timeline times are relative to it
+        self._worked = 0.0  # the run's working time before its current stretch
+        self._since: float | None = None  # when the current stretch of work began (None: not working)
+        self._ran = False
 
     def feed(self, event: Event) -> Execution | None:
         """Account for one event; returns the execution it started or ended, if any."""
-        if self.origin is None:
+        if self.origin is None and event.kind != "llm.call":  # the calls that planned a run come before it
             self.origin = event.time
+        if event.kind == "run.started":
+            self._ran = True
+            if self._since is None:
+                self._since = event.time
+        elif event.kind in ("run.paused", "run.finished") and self._since is not None:
+            self._worked += max(0.0, event.time - self._since)
+            self._since = None
         if event.kind == "step.started" and event.step is not None:
+            self._interrupted.pop(event.step, None)  # it runs again: the interrupted bar stays as it was
             self._count += 1
             number = int(event.data.get("execution") or self._count)
             self._count = max(self._count, number)
@@ -80,8 +96,11 @@ class TimelineBuilder:
             return ex
         if event.kind in ("step.finished", "step.failed") and event.step is not None:
             ex = self._open.pop(event.step, None)
-            if ex is None:
-                return None
+            if ex is None:  # a call that completed while the run was interrupted, kept when it continued
+                ex = self._interrupted.pop(event.step, None)
+                if ex is None or event.data.get("execution") not in (None, ex.execution):
+                    return None
+                ex.interrupted, ex.error = False, None
             duration = event.data.get("duration")
             ex.end = ex.start + float(duration) if isinstance(duration, (int, float)) else event.time
             ex.ok = event.kind == "step.finished"
@@ -90,9 +109,20 @@ class TimelineBuilder:
             return ex
         if event.kind == "run.finished":  # an interrupted step never finishes: close its bar where the run stopped
             for ex in self._open.values():
-                ex.end, ex.ok = event.time, False
+                ex.end, ex.ok, ex.interrupted = event.time, False, True
+                ex.error = "interrupted"
+                self._interrupted[ex.step] = ex
             self._open.clear()
         return None
+
+    def working_time(self, now: float | None = None) -> float | None:
+        """The run's working time: every stretch from ``run.started`` to the ``run.paused`` or
+        ``run.finished`` that ends it, summed, plus the current stretch up to ``now``. Time
+        paused at a breakpoint or after an interrupt is not counted. None before the run starts."""
+        if not self._ran:
+            return None
+        going = max(0.0, now - self._since) if self._since is not None and now is not None else 0.0
+        return self._worked + going
 
     def feed_all(self, events: Iterable[Event]) -> "TimelineBuilder":
         for event in events:
@@ -133,6 +163,7 @@ class ViewState:
     max_replans: int | None = None
     revisions: list[PlanDiff] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    #: the run's working time in seconds (:data:`ELAPSED_MEANS`); None before it runs
     elapsed: float | None = None
     why: str | None = None  # why a run paused
     timeline: list[Execution] = field(default_factory=list)
@@ -140,6 +171,8 @@ class ViewState:
     origin: float | None = None
     #: the run's clock when the state was taken (a running step's time so far)
     now: float | None = None
+    #: the run's events (what marks a step answered from the cache or a resume: :mod:`.marks`)
+    events: Sequence[Event] = ()
 
     @classmethod
     def of(cls, source: Any) -> "ViewState":
@@ -163,11 +196,12 @@ class ViewState:
             max_replans=result.max_replans, revisions=list(result.revisions), usage=result.usage,
             why=pause_reason(result.events) if result.status == "paused" else None,
             timeline=with_overlaps(builder.executions), origin=builder.origin,
-            now=result.events[-1].time if result.events else None,
+            now=result.events[-1].time if result.events else None, elapsed=builder.working_time(),
+            events=result.events,
         )
 
     @classmethod
-    def of_runner(cls, runner: Any, *, usage: Usage | None = None, elapsed: float | None = None,
+    def of_runner(cls, runner: Any, *, usage: Usage | None = None,
                   timeline: TimelineBuilder | None = None) -> "ViewState":
         """The state of a runner now. ``usage`` and ``timeline``: kept up to date by a live view
         from the events as they come (else rebuilt from all the events)."""
@@ -175,12 +209,13 @@ class ViewState:
         if timeline is None:
             timeline = TimelineBuilder().feed_all(s.events)
         now = runner.clock()
+        elapsed = timeline.working_time(now)
         return cls(
             plan=s.plan, status=s.status if s.started else None, reason=s.reason, error=s.error,
             executions=s.executions, replans=s.replans, max_steps=runner.max_steps, max_replans=runner.max_replans,
             revisions=list(s.revisions), usage=usage if usage is not None else Usage.from_events(s.events),
             elapsed=elapsed, why=pause_reason(s.events) if s.status == "paused" else None,
-            timeline=list(timeline.executions), origin=timeline.origin, now=now,
+            timeline=list(timeline.executions), origin=timeline.origin, now=now, events=s.events,
         )
 
     # ------------------------------------------------------------------ derived

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .live import LIVE_NOTE, LiveView, choose_view
+from .live import LIVE_NOTE, LiveView
+from .show import choose_view
 
 
 def background_view(runner: Any, *, required: bool = False) -> LiveView | None:
@@ -28,6 +29,11 @@ def background_view(runner: Any, *, required: bool = False) -> LiveView | None:
 
     target = PlanView(runner, note=LIVE_NOTE, controls=True)
     return LiveView(runner, target)
+
+
+def connect(bridge: LiveView, handle: Any) -> None:
+    """Wire the view's buttons to ``handle`` (the run's thread draws; clicks arrive on the main thread)."""
+    bridge.target.attach_handle(handle, lambda content: on_control(handle, content))
 
 
 def on_control(handle: Any, content: dict[str, Any]) -> str:

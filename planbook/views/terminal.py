@@ -6,7 +6,9 @@ run costs a bounded number of redraws. A long plan shows the window of rows arou
 running steps (:func:`~planbook.views.state.row_window`) with "… N more" lines.
 
 Text from steps (tasks, ids, errors, diffs) is always a ``rich`` ``Text``, never markup:
-``[/bold]`` in a task must not crash the run and ``"[data]"`` must not vanish. On a
+``[/bold]`` in a task must not crash the run and ``"[data]"`` must not vanish; its control
+characters show as escapes (:func:`~planbook.safetext.neutralise`: a stored result cannot
+set the clipboard or clear the screen) and a task stays on its row. On a
 stream that cannot encode the marks (a Windows console or a redirected cp1252 stdout)
 the marks fall back to ASCII.
 """
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..models import STATUS_MARKS, Event, Status, Step
+from ..safetext import neutralise, one_line
 from .live import LiveView
 from .state import ViewState, budget_line, row_window
 from .text import format_diff
@@ -130,7 +133,9 @@ class TerminalView:
 
     # ------------------------------------------------------------------ drawing
     def _text(self, text: str) -> str:
-        """``text`` as the console can write it (marks and arrows replaced where it cannot)."""
+        """``text`` as the console can write it: control characters as escapes, marks and arrows
+        replaced where it cannot encode them."""
+        text = neutralise(text)
         if self.marks is STATUS_MARKS or can_encode(self.console, text):
             return text
         encoding = getattr(getattr(self.console, "file", None), "encoding", None) or "ascii"
@@ -167,7 +172,7 @@ class TerminalView:
         for step in shown:
             table.add_row(
                 Text(self.marks[step.status]), Text(t(step.id)), Text(t(step.executor)),
-                Text(t(step.task or step.describe())), Text(_time(step, now, self.ellipsis)),
+                Text(t(one_line(step.task or step.describe()))), Text(_time(step, now, self.ellipsis)),
                 style=_STYLES[step.status],
             )
         if below:

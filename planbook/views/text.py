@@ -1,7 +1,10 @@
 """The text view: the OpenManus plan text with marks, diffs, run summaries and Markdown.
 
 This text is what ``text/plain`` shows everywhere (terminal, nbval, GitHub), so it is
-deterministic: no times, no memory addresses.
+deterministic: no times, no memory addresses. Text from the run (tasks, ids, goals, errors,
+notes) goes through :mod:`planbook.safetext`: control characters show as escapes, a step
+line stays one line, and the continuation lines of an error or a goal are indented, so a
+line break in a task cannot forge a step line (``b. [✓] ...``) in what a model reads.
 """
 
 from __future__ import annotations
@@ -9,13 +12,18 @@ from __future__ import annotations
 from typing import Any
 
 from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
+from ..safetext import indent_lines, md_code, md_text, one_line
 from ..state import CACHED_NOTE
+from ..wording import plural
 from .state import ViewState, budget_line, verdict_line
+
+#: the indent of a continuation line: deeper than every line the plan text starts itself
+MORE = " " * 6
 
 
 def step_line(step: Step) -> str:
     """``2. [✓] [WRITER] Draft the report`` or ``1. [✗] Load the CSV (load_csv)``."""
-    return f"{step.id}. {STATUS_MARKS[step.status]} {step_body(step)}"
+    return f"{one_line(step.id)}. {STATUS_MARKS[step.status]} {one_line(step_body(step))}"
 
 
 def step_body(step: Step) -> str:
@@ -33,7 +41,7 @@ def _args(step: Step) -> str:
 
 def format_plan(plan: Plan) -> str:
     """The plan text: title and id, a rule, progress, status counts, one line per step."""
-    head = f"Plan: {plan.display_title} (ID: {plan.id})"
+    head = f"Plan: {one_line(plan.display_title)} (ID: {one_line(plan.id)})"
     counts = plan.counts()
     total = len(plan.steps)
     done = counts[Status.completed]
@@ -49,30 +57,34 @@ def format_plan(plan: Plan) -> str:
     if plan.revision > 1:
         lines.append(f"Revision: {plan.revision}")
     if plan.goal and plan.goal != plan.display_title:
-        lines.append(f"Goal: {plan.goal}")
+        lines.append(f"Goal: {indent_lines(plan.goal, MORE)}")
     lines += ["", "Steps:"]
     for step in plan.steps:
         lines.append(step_line(step))
         if step.needs:
-            lines.append(f"   Needs: {', '.join(step.needs)}")
+            lines.append(f"   Needs: {one_line(', '.join(step.needs))}")
         if step.error and step.status in (Status.failed, Status.skipped):
-            lines.append(f"   Error: {step.error}")
+            lines.append(f"   Error: {indent_lines(step.error, MORE)}")
         if step.notes and (step.status is not Status.completed or step.notes.startswith(CACHED_NOTE)):
             if not (step.error and step.error in step.notes):  # "skipped after: <error>" says it twice
-                lines.append(f"   Notes: {step.notes}")
+                lines.append(f"   Notes: {indent_lines(step.notes, MORE)}")
     return "\n".join(lines)
 
 
 def format_diff(diff: PlanDiff) -> str:
-    """``Revision 1 → 2`` then ``- removed``, ``+ added``, ``~ revised`` lines."""
+    """``Revision 1 → 2`` then ``- removed``, ``+ added``, ``~ revised`` lines (and why a
+    rejected replacement was refused)."""
     lines = [f"Revision {diff.from_revision} → {diff.to_revision}"]
     if diff.reason:
-        lines[0] += f" (after: {diff.reason})"
+        lines[0] += f" (after: {one_line(diff.reason)})"
     for mark, ids, label in (("-", diff.removed, "removed"), ("+", diff.added, "added"), ("~", diff.revised, "revised")):
         for sid in ids:
-            lines.append(f"  {mark} {sid}: {diff.steps.get(sid, '')}  ({label})")
+            lines.append(f"  {mark} {one_line(sid)}: {one_line(diff.steps.get(sid, ''))}  ({label})")
     if diff.empty:
         lines.append("  (no change)")
+    if diff.rejected:
+        lines[0] += " — rejected, the plan did not change"
+        lines.append("  " + indent_lines(f"Refused: {diff.rejected}".rstrip("\n"), "  "))
     return "\n".join(lines)
 
 
@@ -91,9 +103,9 @@ def format_state(state: ViewState) -> str:
         return lines[0]
     lines += ["", verdict_line(state)]
     if state.error and state.status != "completed":
-        lines.append(f"Error: {state.error}")
+        lines.append(f"Error: {indent_lines(state.error, MORE)}")
     elif state.error:
-        lines.append(f"Note: {state.error}")
+        lines.append(f"Note: {indent_lines(state.error, MORE)}")
     for diff in state.revisions:
         lines += ["", format_diff(diff)]
     return "\n".join(lines)
@@ -106,7 +118,7 @@ def format_result(result: RunResult) -> str:
 
 def progress_line(state: ViewState) -> str:
     """``Plan sums: 2/3 steps completed · run running · steps 2/12, replans 0/5``."""
-    text = f"Plan {state.plan.display_title}: {state.done}/{state.total} steps completed"
+    text = f"Plan {one_line(state.plan.display_title)}: {state.done}/{state.total} steps completed"
     if state.status is not None:
         text += f" · run {state.status}"
         if state.reason and state.reason not in ("paused", state.status):
@@ -116,25 +128,29 @@ def progress_line(state: ViewState) -> str:
 
 
 def format_markdown(plan: Plan) -> str:
-    """A Markdown checklist: readable on GitHub and in nbconvert output."""
+    """A Markdown checklist: readable on GitHub and in nbconvert output.
+
+    Text from the plan is escaped as the HTML view escapes it (:func:`~planbook.safetext.md_text`):
+    ``<img onerror=...>`` in a task is text, ``*`` or ``$`` in it start no emphasis or maths.
+    """
     counts = plan.counts()
     lines = [
-        f"**Plan: {plan.display_title}** (ID: `{plan.id}`, revision {plan.revision}) — "
+        f"**Plan: {md_text(plan.display_title)}** (ID: {md_code(plan.id)}, revision {plan.revision}) — "
         f"{counts[Status.completed]}/{len(plan.steps)} steps completed",
         "",
     ]
     if plan.goal and plan.goal != plan.display_title:
-        lines += [f"*Goal:* {plan.goal}", ""]
+        lines += [f"*Goal:* {md_text(plan.goal)}", ""]
     for step in plan.steps:
-        lines.append(f"- `{STATUS_MARKS[step.status]}` **{step.id}** {step_body(step)}")
+        lines.append(f"- `{STATUS_MARKS[step.status]}` **{md_text(step.id)}** {md_text(step_body(step))}")
         if step.error and step.status in (Status.failed, Status.skipped):
-            lines.append(f"  - error: `{step.error}`")
+            lines.append(f"  - error: {md_code(step.error)}")
     return "\n".join(lines)
 
 
 def state_markdown(state: ViewState) -> str:
     text = format_markdown(state.plan)
-    return text if state.status is None else f"{text}\n\n{verdict_line(state)}"
+    return text if state.status is None else f"{text}\n\n{md_text(verdict_line(state))}"
 
 
 def plan_mimebundle(plan: Plan) -> dict[str, str]:
@@ -153,3 +169,26 @@ def state_bundle(state: ViewState, *, max_rows: int | None = None) -> dict[str, 
 
     return {"text/plain": format_state(state), "text/markdown": state_markdown(state),
             "text/html": state_html(state, max_rows=max_rows)}
+
+
+def format_planning(calls: list[dict[str, Any]]) -> str:
+    """The model calls that made a plan, one line per attempt: accepted, or the problems sent
+    back to the model (what ``%%plan NAME --planner llm`` prints above the plan)."""
+    if not calls:
+        return ""
+    prompt = sum(int(c.get("prompt_tokens") or 0) for c in calls)
+    completion = sum(int(c.get("completion_tokens") or 0) for c in calls)
+    models = ", ".join(dict.fromkeys(str(c.get("model") or "the model") for c in calls))
+    lines = [f"Planned by {models} in {plural(len(calls), 'model call')} "
+             f"({prompt} prompt + {completion} completion tokens):"]
+    for i, call in enumerate(calls, 1):
+        if call.get("error"):
+            verdict = f"the call failed: {call['error']}"
+        elif call.get("accepted"):
+            verdict = "accepted"
+        elif call.get("problems"):
+            verdict = "sent back: " + "; ".join(str(p) for p in call["problems"])
+        else:
+            verdict = "answered"
+        lines.append(f"  attempt {call.get('attempt', i)}: {one_line(verdict)}")  # a model's text forges no attempt
+    return "\n".join(lines)

@@ -7,10 +7,14 @@ The kernel sends the view model as JSON in a few traits, and only what changed:
   changes: a replan);
 - ``statuses``: one letter per row (``n r c f s b``), so a status change costs a byte;
 - ``batch``: the step panes and timeline bars that changed since the previous update,
-  numbered (``seq``); the browser keeps them, so a click on any row opens its pane at
+  numbered (``seq``); the browser keeps them, so a click on a row opens its pane at
   once, during the run, without asking the kernel (which is busy running the cell). A
   browser that missed a batch asks for everything again (answered when the kernel is
-  free); ``full`` batches replace what it kept;
+  free); ``full`` batches replace what it kept. Panes are built only for the steps near
+  the running ones (:data:`EAGER_ROWS`), steps with an error, the open one and those already
+  sent: a thousand fast steps do not cost a thousand panes. Any other step's pane is
+  built when the browser asks for it (a click; answered once the kernel is free) or
+  :meth:`PlanView.pane` is called: the plan keeps each step's result, so nothing is lost;
 - ``revisions``: the diffs; ``selected``: the step whose pane is open (Python can set it).
 
 Updates come from :class:`~planbook.views.live.LiveView` (throttled, on the kernel's main
@@ -29,9 +33,10 @@ import anywidget
 import traitlets as t
 
 from ..models import Status, Step
-from .html import NO_MATH, esc, state_html
+from .html import NO_MATH, cached_text, esc, state_html
+from .marks import CacheMark, MarkBuilder, cached_count_text
 from .panes import PaneBudget, pane
-from .state import ViewState, budget_line, verdict_line
+from .state import ELAPSED_MEANS, ViewState, budget_line, row_window, verdict_line
 from .text import format_state, state_markdown
 
 STATIC = Path(__file__).with_name("static")
@@ -39,6 +44,9 @@ STATIC = Path(__file__).with_name("static")
 LIVE_ROWS = 50
 #: rows of the static copy of a finished run (longer plans: a window, the text lists every step)
 STATIC_ROWS = 1000
+
+#: rows around the running steps whose panes are sent as they change (others: on demand)
+EAGER_ROWS = 20
 
 #: one letter per status in ``statuses``
 STATUS_CODES = {Status.not_started: "n", Status.in_progress: "r", Status.completed: "c", Status.failed: "f",
@@ -90,18 +98,23 @@ class PlanView:
         self.widget = PlanWidget(uid=secrets.token_hex(8), controls=controls)
         #: the RunHandle the buttons steer (planbook.views.steer)
         self.handle: Any = None
+        self._control: Any = None
         self._decisions: list[list[str]] = []
         self._events_read = 0
         self.note = note
         self.renders = 0
-        #: every pane sent (what a full batch re-sends), by step id
+        #: every pane built (what a full batch re-sends), by step id
         self.panes: dict[str, dict[str, Any]] = {}
-        self._pane_keys: dict[str, tuple[Any, ...]] = {}
+        self._built: dict[str, tuple[Any, ...]] = {}  # step id -> the pane key it was built for
+        self._sent: dict[str, tuple[Any, ...]] = {}  # step id -> the pane key the browser has
         self._budget = PaneBudget()
         self._bars: dict[int, list[Any]] = {}
         self._bars_final = 0  # leading executions that have ended and were sent
         self._seq = 0
         self._rows_key: tuple[Any, ...] | None = None
+        self._marks = MarkBuilder()
+        self._marks_of: int | None = None  # id() of the event list the marks were found in
+        self._last_marks: dict[str, CacheMark] = {}  # the steps answered from the cache or a resume, now
         self.state = ViewState.of(source)
         self.widget.on_msg(self._on_front_end)
         self.render(self.state)
@@ -116,6 +129,10 @@ class PlanView:
 
     # ------------------------------------------------------------------ display
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        if self.stopped and not self.note:
+            # a view of a run that has ended is its static record (with the open pane open): a widget
+            # saved in a notebook has no model without its kernel. ``display(view.widget)`` shows the widget.
+            return self.record(), {}
         data, metadata = self.widget._repr_mimebundle_()
         data = dict(data)
         data["text/plain"] = format_state(self.state)
@@ -129,6 +146,18 @@ class PlanView:
         data["text/html"] = static
         data["text/markdown"] = state_markdown(self.state)
         return data, metadata
+
+    @property
+    def stopped(self) -> bool:
+        """True once the run shown has ended (completed, failed, interrupted or paused)."""
+        return self.state.status not in (None, "running")
+
+    def record(self) -> dict[str, str]:
+        """The display that replaces the widget when its run ends: the same text, and the static
+        record as HTML, without the widget's mime type (a saved notebook then shows the run
+        everywhere, with or without a kernel, widget state or JavaScript)."""
+        return {"text/plain": format_state(self.state), "text/html": state_html(self.state, opened=self.selected),
+                "text/markdown": state_markdown(self.state)}
 
     def __repr__(self) -> str:
         return f"<PlanView {self.state.plan.id!r}: {len(self.state.plan.steps)} steps>"
@@ -144,7 +173,8 @@ class PlanView:
             started = [s.started_at for s in plan.steps if s.started_at is not None]
             origin = min(started) if started else None
         key = (id(plan), plan.revision, len(plan.steps))
-        new_panes = self._changed_panes(plan.steps, origin)
+        marks = self._cache_marks(state)
+        new_panes = self._changed_panes(plan.steps, origin, self.widget.selected)
         new_bars = self._changed_bars(state, origin)
         w = self.widget
         with w.hold_sync():
@@ -152,7 +182,7 @@ class PlanView:
                 self._rows_key = key
                 w.rows = [row_of(s) for s in plan.steps]
             w.statuses = "".join(STATUS_CODES[s.status] for s in plan.steps)
-            w.head = self._head(state, origin)
+            w.head = self._head(state, origin, marks)
             if new_panes or new_bars:
                 self._seq += 1
                 w.batch = {"seq": self._seq, "full": False, "panes": new_panes, "bars": new_bars}
@@ -173,7 +203,13 @@ class PlanView:
                 if retryable != w.retryable:
                     w.retryable = retryable
 
-    def _head(self, state: ViewState, origin: float | None) -> dict[str, Any]:
+    def _cache_marks(self, state: ViewState) -> dict[str, CacheMark]:
+        if id(state.events) != self._marks_of:  # another run's events: start again
+            self._marks, self._marks_of = MarkBuilder(), id(state.events)
+        self._last_marks = self._marks.feed_new(state.events).of(state.plan)
+        return self._last_marks
+
+    def _head(self, state: ViewState, origin: float | None, marks: dict[str, CacheMark]) -> dict[str, Any]:
         plan = state.plan
         counts = plan.counts()
         running = state.status in (None, "running")
@@ -184,27 +220,48 @@ class PlanView:
             "why": state.why or "", "error": state.error or "",
             "counts": {s.value: n for s, n in counts.items() if n}, "done": counts[Status.completed],
             "total": len(plan.steps),
-            "elapsed": round(state.elapsed, 1) if state.elapsed is not None else None,
+            "elapsed": round(state.elapsed, 4) if state.elapsed is not None else None,
+            "elapsed_means": ELAPSED_MEANS,
             "now": round(state.now - origin, 3) if state.now is not None and origin is not None else None,
             "critical": [] if running else state.critical_path(),
             "waiting": len(self.handle.waiting) if self.handle is not None and running else 0,
+            # steps that did not run here: [kind, why, when (seconds from the origin)]
+            "cached": {sid: [m.kind, m.describe(), _rel(m.at, origin)] for sid, m in marks.items()},
+            "cached_count": cached_count_text(marks),
         }
 
-    def _changed_panes(self, steps: list[Step], origin: float | None) -> dict[str, dict[str, Any]]:
+    def _changed_panes(self, steps: list[Step], origin: float | None, selected: str = "") -> dict[str, dict[str, Any]]:
+        """The panes that changed among the steps worth sending now (see the module docstring)."""
         results: dict[str, Any] | None = None
         changed: dict[str, dict[str, Any]] = {}
-        for step in steps:
+        start, end = row_window(steps, EAGER_ROWS)
+        sent = self._sent
+        for i, step in enumerate(steps):
             if step.status is Status.not_started and not step.attempts and not step.notes:
                 continue
-            key = (step.status, step.attempts, step.started_at, step.finished_at, step.error, step.notes,
-                   id(step.result), len(step.output))
-            if self._pane_keys.get(step.id) == key:
+            if not (start <= i < end or step.id in sent or step.error or step.id == selected):
+                continue  # built on demand (self.pane), so a fast run does not pay for panes nobody opens
+            key = self._key(step)
+            if sent.get(step.id) == key:
                 continue
             if results is None:
                 results = {s.id: s.result for s in steps if s.status is Status.completed}
-            self._pane_keys[step.id] = key
-            changed[step.id] = self.panes[step.id] = pane(step, results, origin=origin, budget=self._budget)
+            sent[step.id] = key
+            changed[step.id] = self._build(step, key, results, origin)
         return changed
+
+    def _build(self, step: Step, key: tuple[Any, ...], results: dict[str, Any], origin: float | None) -> dict[str, Any]:
+        if self._built.get(step.id) != key:
+            self._built[step.id] = key
+            data = pane(step, results, origin=origin, budget=self._budget)
+            mark = self._last_marks.get(step.id)
+            if mark is not None:  # the step did not run here: the pane says where its result came from
+                data["cached"] = cached_text(mark, origin)
+            self.panes[step.id] = data
+        return self.panes[step.id]
+
+    def _key(self, step: Step) -> tuple[Any, ...]:
+        return (*_pane_key(step), step.id in self._last_marks)
 
     def _changed_bars(self, state: ViewState, origin: float | None) -> dict[str, list[Any]]:
         if origin is None:
@@ -218,7 +275,7 @@ class PlanView:
             if self._bars.get(ex.execution) != bar:
                 self._bars[ex.execution] = bar
                 changed[str(ex.execution)] = bar
-            if ex.end is not None and i == self._bars_final:
+            if ex.end is not None and not ex.interrupted and i == self._bars_final:  # a kept call may end it later
                 self._bars_final += 1
         return changed
 
@@ -227,14 +284,15 @@ class PlanView:
         self._seq += 1
         self.widget.batch = {"seq": self._seq, "full": True, "panes": dict(self.panes),
                       "bars": {str(k): v for k, v in self._bars.items()}}
+        self._sent = dict(self._built)
 
     def _on_front_end(self, widget: Any, content: Any, buffers: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "resend":
             self.resend()
-        elif isinstance(content, dict) and content.get("type") == "control" and self.handle is not None:
-            from .steer import on_control
-
-            error = on_control(self.handle, content)
+        elif isinstance(content, dict) and content.get("type") == "pane" and isinstance(content.get("step"), str):
+            self.send_pane(content["step"])
+        elif isinstance(content, dict) and content.get("type") == "control" and self._control is not None:
+            error = self._control(content)
             errors = dict(self.widget.errors)
             key = str(content.get("step") or "")
             if error:
@@ -242,6 +300,15 @@ class PlanView:
             else:
                 errors.pop(key, None)
             self.widget.errors = errors
+
+    def send_pane(self, step_id: str) -> None:
+        """Build ``step_id``'s pane now and send it, unless the browser has it (a click on a
+        step whose pane was not sent, or :meth:`open`)."""
+        data = self.pane(step_id)
+        if data is not None and self._sent.get(step_id) != self._built.get(step_id):
+            self._sent[step_id] = self._built[step_id]
+            self._seq += 1
+            self.widget.batch = {"seq": self._seq, "full": False, "panes": {step_id: data}, "bars": {}}
 
     def _read_decisions(self) -> bool:
         """Add the decisions among the run's new events (read once each); True when some were added."""
@@ -256,9 +323,10 @@ class PlanView:
         self._events_read = len(events)
         return len(self._decisions) != before
 
-    def attach_handle(self, handle: Any) -> None:
-        """Let the view's buttons steer ``handle`` (a background run)."""
-        self.handle = handle
+    def attach_handle(self, handle: Any, control: Any) -> None:
+        """Let the view's buttons steer ``handle`` (a background run): ``control(message)`` applies
+        a button's message and returns the error to show ('' when it was taken)."""
+        self.handle, self._control = handle, control
         self.widget.controls = True
 
     # ------------------------------------------------------------------ panes
@@ -268,11 +336,35 @@ class PlanView:
         if step is None:
             raise KeyError(f"no step {step_id!r} in plan {self.state.plan.id!r}")
         self.widget.selected = step_id
+        self.send_pane(step_id)
         return self.pane(step_id) or {}
 
     def close_pane(self) -> None:
         self.widget.selected = ""
 
     def pane(self, step_id: str) -> dict[str, Any] | None:
-        """The pane sent for ``step_id`` (None for a step that has not started)."""
-        return self.panes.get(step_id)
+        """``step_id``'s pane, built now if it was not sent yet (None for a step that has not started)."""
+        step = next((s for s in self.state.plan.steps if s.id == step_id), None)
+        if step is None or (step.status is Status.not_started and not step.attempts and not step.notes):
+            return self.panes.get(step_id)
+        key = self._key(step)
+        if self._built.get(step_id) == key:
+            return self.panes[step_id]
+        results = {s.id: s.result for s in self.state.plan.steps if s.status is Status.completed}
+        return self._build(step, key, results, self._origin())
+
+    def _origin(self) -> float | None:
+        if self.state.origin is not None:
+            return self.state.origin
+        started = [s.started_at for s in self.state.plan.steps if s.started_at is not None]
+        return min(started) if started else None
+
+
+def _pane_key(step: Step) -> tuple[Any, ...]:
+    """What a pane shows changes only when one of these does."""
+    return (step.status, step.attempts, step.started_at, step.finished_at, step.error, step.notes,
+            id(step.result), len(step.output))
+
+
+def _rel(t: float | None, origin: float | None) -> float | None:
+    return None if t is None or origin is None else round(t - origin, 4)

@@ -15,40 +15,49 @@ const VISIBLE_ROWS = 14; // rows shown at once
 const MAX_BARS = 1500;   // timeline bars drawn (the latest ones)
 const MAX_NODES = 400;   // graph nodes drawn
 
+const MIX = (c) => `color-mix(in srgb,${c} 60%,var(--pb-fg))`;   // a status colour readable on light and dark
+const TINT = (c) => `color-mix(in srgb,${c} 12%,var(--pb-bg))`;  // a faint status background
 const CSS = `
-.pb-root{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.4;
-  color:var(--jp-content-font-color1,#222);max-width:100%}
-.pb-title{font-weight:600;font-size:14px}.pb-dim{color:var(--jp-content-font-color2,#666);font-weight:normal}
-.pb-bar{background:#e0e0e0;border-radius:4px;height:8px;max-width:480px;margin:4px 0}
+.pb-root{--pb-fg:var(--jp-content-font-color1,#222);--pb-fg2:color-mix(in srgb,var(--pb-fg) 72%,var(--pb-bg));
+  --pb-bg:var(--jp-layout-color0,#fff);--pb-bg2:var(--jp-layout-color2,#eee);--pb-line:var(--jp-border-color2,#e0e0e0);
+  font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.4;color:var(--pb-fg);max-width:100%}
+.pb-title{font-weight:600;font-size:14px}.pb-dim{color:var(--pb-fg2);font-weight:normal}
+.pb-bar{background:var(--jp-layout-color3,#e0e0e0);border-radius:4px;height:8px;max-width:480px;margin:4px 0}
 .pb-bar>div{height:8px;border-radius:4px;background:#0b5394;transition:width .2s}
 .pb-bar.ok>div{background:#2e7d32}.pb-bar.bad>div{background:#b71c1c}.pb-bar.warn>div{background:#c77700}
-.pb-verdict{font-weight:600}.pb-verdict.ok{color:#1b6e20}.pb-verdict.bad{color:#b71c1c}
-.pb-verdict.warn{color:#8a5300}.pb-verdict.info{color:#0b5394}
-.pb-tabs{display:flex;gap:4px;margin:6px 0 4px 0;border-bottom:1px solid #ccc}
-.pb-tab{border:1px solid #ccc;border-bottom:none;background:var(--jp-layout-color2,#f3f3f3);padding:2px 10px;
-  cursor:pointer;border-radius:4px 4px 0 0;font:inherit;color:inherit}
-.pb-tab.on{background:var(--jp-layout-color0,#fff);font-weight:600;position:relative;top:1px}
-.pb-scroll{overflow-y:auto;position:relative;border:1px solid #e0e0e0}
+.pb-verdict{font-weight:600}.pb-verdict.ok{color:${MIX("#1b6e20")}}.pb-verdict.bad{color:${MIX("#b71c1c")}}
+.pb-verdict.warn{color:${MIX("#8a5300")}}.pb-verdict.info{color:${MIX("#0b5394")}}
+.pb-cached-count,.pb-row .c,.pb-cachedrow{color:${MIX("#5b3f99")}}
+.pb-tabs{display:flex;gap:4px;margin:6px 0 4px 0;border-bottom:1px solid var(--jp-border-color1,#ccc)}
+.pb-tab{border:1px solid var(--jp-border-color1,#ccc);border-bottom:none;background:var(--pb-bg2);padding:2px 10px;
+  cursor:pointer;border-radius:4px 4px 0 0;font:inherit;color:var(--pb-fg)}
+.pb-tab.on{background:var(--pb-bg);font-weight:600;position:relative;top:1px}
+.pb-scroll{overflow-y:auto;position:relative;border:1px solid var(--pb-line)}
 .pb-row{position:absolute;left:0;right:0;height:${ROW_H}px;display:flex;align-items:center;gap:8px;
-  padding:0 6px;cursor:pointer;white-space:nowrap;overflow:hidden;border-bottom:1px solid #eee;box-sizing:border-box}
-.pb-row:hover{filter:brightness(.96)}.pb-row.open{outline:2px solid #0b5394;outline-offset:-2px}
+  padding:0 6px;cursor:pointer;white-space:nowrap;overflow:hidden;border-bottom:1px solid var(--pb-line);box-sizing:border-box}
+.pb-row:hover{text-decoration:underline}.pb-row.open{outline:2px solid ${MIX("#0b5394")};outline-offset:-2px}
 .pb-row .m{font-family:monospace;width:2.4em}.pb-row .i{font-weight:600;min-width:3em}
-.pb-row .x{font-family:monospace;color:#555}.pb-row .k{flex:1;overflow:hidden;text-overflow:ellipsis}
-.pb-row .d{color:#555;min-width:5em;text-align:right}
-.pb-not_started{color:#555}.pb-in_progress{background:#e3eefb;color:#0b5394}
-.pb-completed{background:#e8f5e9;color:#1b6e20}.pb-failed{background:#fdecea;color:#b71c1c}
-.pb-skipped{background:#f1f1f1;color:#6d6d6d}.pb-blocked{background:#fff4e0;color:#8a5300}
-.pb-pane{border:1px solid #ccc;border-radius:4px;padding:6px 8px;margin:6px 0;background:var(--jp-layout-color0,#fff)}
-.pb-pane table{border-collapse:collapse}.pb-pane th{text-align:left;color:#666;padding:1px 8px 1px 0;vertical-align:top;font-weight:normal}
+.pb-row .x{font-family:monospace}.pb-row .k{flex:1;overflow:hidden;text-overflow:ellipsis}
+.pb-row .d{min-width:5em;text-align:right}
+.pb-not_started{color:${MIX("#555555")}}.pb-in_progress{background:${TINT("#0b5394")};color:${MIX("#0b5394")}}
+.pb-completed{background:${TINT("#2e7d32")};color:${MIX("#1b6e20")}}.pb-failed{background:${TINT("#b71c1c")};color:${MIX("#b71c1c")}}
+.pb-skipped{background:${TINT("#6d6d6d")};color:${MIX("#6d6d6d")}}.pb-blocked{background:${TINT("#c77700")};color:${MIX("#8a5300")}}
+.pb-pane{border:1px solid var(--jp-border-color1,#ccc);border-radius:4px;padding:6px 8px;margin:6px 0;background:var(--pb-bg)}
+.pb-pane table{border-collapse:collapse}.pb-pane th{text-align:left;color:var(--pb-fg2);padding:1px 8px 1px 0;vertical-align:top;font-weight:normal}
 .pb-pane td{padding:1px 0;vertical-align:top}.pb-pane .mono{font-family:monospace;white-space:pre-wrap;word-break:break-all}
-.pb-label{color:#666;font-size:11px;margin-top:6px}
+.pb-label{color:var(--pb-fg2);font-size:11px;margin-top:6px}
 .pb-pre,.pb-text{font-family:monospace;white-space:pre-wrap;margin:2px 0;max-height:320px;overflow:auto;
-  background:var(--jp-layout-color1,#fafafa);padding:4px}
-.pb-err{color:#b71c1c}.pb-trunc{color:#8a5300;font-style:italic;margin-top:4px}
+  color:var(--pb-fg);background:var(--pb-bg);border:1px solid var(--pb-line);padding:4px}
+.pb-err,.pb-pre.pb-err{color:${MIX("#b71c1c")}}.pb-trunc{color:${MIX("#8a5300")};font-style:italic;margin-top:4px}
 .pb-result{max-height:400px;overflow:auto}.pb-result img{max-width:100%}
-.pb-close{float:right;cursor:pointer;border:none;background:none;font-size:14px;color:#666}
-.pb-svgbox{overflow:auto;max-height:440px;border:1px solid #e0e0e0}
-.pb-note{color:#666;font-size:11px;margin:2px 0}
+.pb-close{float:right;cursor:pointer;border:none;background:none;font-size:14px;color:var(--pb-fg2)}
+.pb-svgbox{overflow:auto;max-height:440px;border:1px solid var(--pb-line)}
+.pb-note{color:var(--pb-fg2);font-size:11px;margin:2px 0}
+.pb-scale{font-size:11px;color:var(--pb-fg2);margin:2px 0}
+.planbook-revisions .planbook-removed{color:${MIX("#b71c1c")}}
+.planbook-revisions .planbook-added{color:${MIX("#1b6e20")}}
+.planbook-revisions ins{background:${TINT("#2e7d32")};text-decoration:none}
+.planbook-revisions .planbook-revised{color:${MIX("#8a5300")}}
 .pb-waiting{background:#fff3cd;color:#7a4f00;font-weight:600}
 .pb-banner{background:#ffe8a3;color:#6b4500;border:1px solid #e0b000;border-radius:4px;padding:3px 8px;margin:4px 0;font-weight:600}
 .pb-ctl{display:flex;gap:6px;align-items:center;margin:4px 0}
@@ -56,7 +65,6 @@ const CSS = `
   border:1px solid #999;background:var(--jp-layout-color1,#fafafa);color:inherit}
 .pb-row button{height:18px;line-height:16px}
 .pb-editor{width:100%;box-sizing:border-box;font-family:monospace;font-size:12px;min-height:3.5em}
-.planbook-revisions del{color:#b71c1c}.planbook-revisions ins{background:#e6ffed;text-decoration:none}
 .planbook-revisions ul{margin:2px 0 6px 0;padding-left:20px;list-style:none}
 `;
 
@@ -71,7 +79,8 @@ function storeOf(model) {
   const uid = model.get("uid");
   let store = stores.get(uid);
   if (!store) {
-    store = { panes: {}, bars: {}, seq: 0, asked: false, tab: "steps", follow: true, scroll: 0, listeners: new Set() };
+    store = { panes: {}, bars: {}, seq: 0, asked: false, tab: "steps", follow: true, scroll: 0, scale: "auto",
+      listeners: new Set(), requested: new Set() };
     stores.set(uid, store);
   }
   return store;
@@ -123,13 +132,48 @@ function s(tag, attrs, text) {
   return el;
 }
 
+function plural(n, word) { return `${n} ${word}${n === 1 ? "" : "s"}`; }
+
 function duration(sec) {
   if (sec === null || sec === undefined) return "";
   return sec < 1 ? (sec * 1000).toFixed(1) + " ms" : sec.toFixed(2) + " s";
 }
 
-const COLORS = { not_started: "#9e9e9e", in_progress: "#0b5394", completed: "#2e7d32", failed: "#b71c1c",
-  skipped: "#8d8d8d", blocked: "#c77700" };
+// bar and node fills: white text on each passes WCAG AA (the same as planbook/views/svg.py)
+const COLORS = { not_started: "#616161", in_progress: "#0b5394", completed: "#2e7d32", failed: "#b71c1c",
+  skipped: "#616161", blocked: "#8a5300" };
+const CACHED_MARK = "⟲";
+const MIN_BAR = 4, CHAR_W = 6.2, DOMINANCE = 20;
+
+// a label cut with an ellipsis to fit a bar `width` px wide ("" when nothing fits)
+function clip(text, width) {
+  const room = Math.floor((width - 6) / CHAR_W);
+  if (room <= 0) return "";
+  return text.length <= room ? text : room > 1 ? text.slice(0, room - 1) + "…" : "";
+}
+
+// one duration at least DOMINANCE times the median of the others: a log scale reads better
+function dominated(durations) {
+  if (durations.length < 3) return false;
+  const d = [...durations].sort((a, b) => a - b), rest = d.slice(0, -1), median = rest[Math.floor(rest.length / 2)];
+  return d[d.length - 1] > 0 && (median <= 0 || d[d.length - 1] / median >= DOMINANCE);
+}
+
+function linearTicks(span) {
+  if (span <= 0) return [0];
+  const raw = span / 6, power = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 5, 10].map((f) => f * power).find((v) => raw <= v) || 10 * power;
+  const out = [];
+  for (let i = 0; i * step <= span * (1 + 1e-9); i++) out.push(i * step);
+  return out;
+}
+
+function logTicks(span, unit) {
+  const out = [0];
+  for (let k = Math.floor(Math.log10(unit)); Math.pow(10, k) <= span * 1.0001; k++)
+    if (Math.pow(10, k) >= unit * 0.999) out.push(Math.pow(10, k));
+  return out;
+}
 
 // ------------------------------------------------------------------ the view
 function render({ model, el }) {
@@ -218,8 +262,16 @@ function render({ model, el }) {
     parts.push(bar);
     let line = `Progress: ${done}/${total} steps completed · ${counts}`;
     if (head.budgets) line += ` · ${head.budgets}`;
-    if (head.elapsed !== null && head.elapsed !== undefined) line += ` · elapsed ${duration(head.elapsed)}`;
-    parts.push(h("div", { class: "pb-counts", text: line }));
+    if (head.elapsed !== null && head.elapsed !== undefined) {
+      // while running, moved on by the browser's clock since the kernel's last update
+      const moved = head.status === "running" ? (performance.now() - headSeen) / 1000 : 0;
+      line += ` · elapsed ${duration(head.elapsed + moved)}`;
+    }
+    const countsLine = h("div", { class: "pb-counts", text: line, title: head.elapsed_means || null });
+    if (head.cached_count) countsLine.append(" · ", h("span", { class: "pb-cached-count planbook-cached-count",
+      title: "steps answered from the step cache or a resumed run: their tools did not run here",
+      text: `${CACHED_MARK} ${head.cached_count}` }));
+    parts.push(countsLine);
     if (head.waiting) parts.push(h("div", { class: "pb-banner planbook-waiting-banner",
       text: `Waiting for you: ${head.waiting} step${head.waiting > 1 ? "s" : ""} (${Object.keys(model.get("waiting") || {}).join(", ")}) · approve, skip or edit below` }));
     if (model.get("controls") && (head.status === "running" || head.status === "paused")) {
@@ -274,19 +326,24 @@ function render({ model, el }) {
     const last = Math.min(n, first + VISIBLE_ROWS + 8);
     const selected = model.get("selected");
     const waiting = model.get("waiting") || {};
+    const cachedSteps = (model.get("head") || {}).cached || {};
     const items = [];
     for (let i = first; i < last; i++) {
       const [id, executor, task, needs] = rows[i];
       const code = statuses[i] || "n";
       const [name, mark] = STATUS[code];
+      const cached = cachedSteps[id];
       const waits = code === "n" && id in waiting;
-      const row = h("div", { class: `pb-row planbook-step pb-${name} planbook-${name}${waits ? " pb-waiting planbook-waiting" : ""}${id === selected ? " open" : ""}`,
+      const row = h("div", { class: `pb-row planbook-step pb-${name} planbook-${name}${waits ? " pb-waiting planbook-waiting" : ""}${id === selected ? " open" : ""}` +
+        (cached ? " planbook-step-cached" : ""),
         "data-step": id, style: `top:${i * ROW_H}px`, title: needs.length ? `needs ${needs.join(", ")}` : null,
         onclick: () => open(id) },
-        h("span", { class: "m", text: waits ? "[?]" : mark }), h("span", { class: "i", text: id }),
+        h("span", { class: "m", text: waits ? "[?]" : mark }),
+        cached ? h("span", { class: "c planbook-cached", title: cached[1], text: CACHED_MARK }) : null,
+        h("span", { class: "i", text: id }),
         h("span", { class: "x", text: executor }), h("span", { class: "k", text: waits ? `waiting for you: ${task}` : task }),
         ...(waits ? decideButtons(id, true) : []),
-        h("span", { class: "d", text: stepTime(id, code) }));
+        h("span", { class: "d", text: cached ? cached[0] : stepTime(id, code) }));
       items.push(row);
     }
     spacer.replaceChildren(...items);
@@ -318,13 +375,14 @@ function render({ model, el }) {
       return;
     }
     const table = h("table", {},
-      paneRow("status", `${mark} ${status}`, `pb-${status}`),
+      paneRow("status", pane.status_text || `${mark} ${status}`, `pb-${status}`),
       paneRow("call", pane.call || `${executor} ${task}`, "mono"));
     if (pane.task) table.append(paneRow("task", pane.task));
     if (needs.length) table.append(paneRow("needs", needs.join(", ")));
     if (pane.expect) table.append(paneRow("expect", pane.expect));
     if (pane.attempts) table.append(paneRow("attempts", String(pane.attempts)));
-    if (pane.start !== null && pane.start !== undefined) {
+    if (pane.cached) table.append(paneRow("not run", pane.cached, "pb-cachedrow"));
+    else if (pane.start !== null && pane.start !== undefined) {
       let t = `started +${duration(pane.start)}`;
       if (pane.end !== null && pane.end !== undefined) t += `, ended +${duration(pane.end)} (${duration(pane.duration)})`;
       table.append(paneRow("time", t));
@@ -356,7 +414,11 @@ function render({ model, el }) {
       }
       decide.append(h("div", { class: "pb-err planbook-edit-error", text: error }));
       parts.push(decide);
-    } else if (!store.panes[id]) parts.push(h("div", { class: "pb-note", text: "not run yet" }));
+    } else if (!store.panes[id]) { // a step far from the running ones: its pane is built when asked for
+      const ran = (statuses[index] || "n") !== "n";
+      if (ran && !store.requested.has(id)) { store.requested.add(id); model.send({ type: "pane", step: id }); }
+      parts.push(h("div", { class: "pb-note", text: ran ? "loading… (the kernel sends this pane once the cell is not busy)" : "not run yet" }));
+    }
     if (pane.truncated) parts.push(h("div", { class: "pb-trunc", text: pane.truncated }));
     paneBox.replaceChildren(h("div", { class: "pb-pane", "data-pane": id }, ...parts));
   }
@@ -367,56 +429,120 @@ function render({ model, el }) {
     let bars = Object.entries(store.bars).map(([n, b]) => ({ n: +n, step: b[0], attempt: b[1], revision: b[2],
       worker: b[3], start: b[4], end: b[5], ok: b[6] }));
     bars.sort((a, b) => a.start - b.start || a.n - b.n);
-    if (!bars.length) { timeline.replaceChildren(h("div", { class: "pb-note", text: "No step has run yet." })); return; }
+    const cached = Object.entries(head.cached || {}).filter(([, c]) => c[2] !== null && c[2] !== undefined)
+      .map(([step, c]) => ({ step, kind: c[0], why: c[1], at: c[2] }));
+    if (!bars.length && !cached.length) {
+      timeline.replaceChildren(h("div", { class: "pb-note", text: "No step has run yet." })); return;
+    }
     const hidden = Math.max(0, bars.length - MAX_BARS);
     bars = bars.slice(hidden);
     const now = head.now !== null && head.now !== undefined ? head.now : 0;
-    const t0 = bars[0].start;
-    const t1 = Math.max(now, ...bars.map((b) => (b.end === null ? now : b.end)), t0 + 1e-6);
-    // lanes: a bar goes to the first lane free at its start, so parallel executions sit side by side
+    const endOf = (b) => (b.end === null ? Math.max(now, b.start) : b.end);
+    const span = Math.max(1e-6, now, ...bars.map(endOf), ...cached.map((c) => c.at));
+    const durations = bars.map((b) => Math.max(0, endOf(b) - b.start));
+    const auto = dominated(durations);
+    const log = store.scale === "log" || (store.scale !== "linear" && auto);
+    const positive = durations.filter((d) => d > 0);
+    const unit = Math.max(positive.length ? Math.min(...positive) : span / 1000, span / 1e5);
+    const W = 760, left = 8, right = W - 12, laneH = 18, top = 20;
+    const x = (t) => left + (log ? Math.log1p(Math.max(0, t) / unit) / Math.log1p(span / unit) : Math.max(0, t) / span)
+      * (right - left);
+    // lanes by drawn extent: a bar (at least MIN_BAR wide) goes to the first lane free where it starts
+    const items = bars.map((b) => ({ x0: x(b.start), w: Math.max(MIN_BAR, x(endOf(b)) - x(b.start)), bar: b }))
+      .concat(cached.map((c) => ({ x0: x(c.at), w: MIN_BAR * 2, cached: c })));
+    items.sort((a, b) => a.x0 - b.x0);
     const lanes = [];
-    for (const b of bars) {
-      const end = b.end === null ? t1 : b.end;
-      let lane = lanes.findIndex((free) => free <= b.start + 1e-9);
-      if (lane < 0) { lane = lanes.length; lanes.push(end); } else lanes[lane] = end;
-      b.lane = lane;
+    for (const it of items) {
+      let lane = lanes.findIndex((free) => free <= it.x0 + 0.01);
+      if (lane < 0) { lane = lanes.length; lanes.push(0); }
+      lanes[lane] = it.x0 + it.w + 1;
+      it.lane = lane;
     }
-    const W = 760, left = 40, laneH = 18, top = 18;
-    const x = (t) => left + ((t - t0) / (t1 - t0)) * (W - left - 10);
-    const height = top + lanes.length * laneH + 24;
-    const svg = s("svg", { class: "pb-gantt", width: W, height, viewBox: `0 0 ${W} ${height}` });
-    svg.append(s("text", { x: 2, y: 12, "font-size": 11, fill: "#666" },
-      `${bars.length} executions in ${lanes.length} lane(s), ${duration(t1 - t0)}` + (hidden ? ` (the ${hidden} earliest not drawn)` : "")));
-    let revision = bars[0].revision;
-    for (const b of bars) {
-      if (b.revision !== revision) { // a replan: a dashed line where the new revision starts
-        revision = b.revision;
-        svg.append(s("line", { x1: x(b.start), x2: x(b.start), y1: top - 4, y2: height - 20, stroke: "#8a5300",
-          "stroke-dasharray": "4 3", class: "pb-replan" }));
-        svg.append(s("text", { x: x(b.start) + 2, y: height - 8, "font-size": 10, fill: "#8a5300" }, `revision ${revision}`));
+    const axisY = top + lanes.length * laneH + 2;
+    // revision markers: a label goes on the first row where it does not overlap another
+    const starts = new Map();
+    for (const b of bars) if (b.revision > 1 && (!starts.has(b.revision) || b.start < starts.get(b.revision)))
+      starts.set(b.revision, b.start);
+    const rowEnds = [], markers = [];
+    for (const revision of [...starts.keys()].sort((a, b) => a - b)) {
+      const mx = x(starts.get(revision)), width = `revision ${revision}`.length * CHAR_W + 6;
+      let row = rowEnds.findIndex((end) => end <= mx);
+      if (row < 0) { row = rowEnds.length; rowEnds.push(0); }
+      rowEnds[row] = mx + width;
+      markers.push([row, mx, revision]);
+    }
+    const markerTop = axisY + 20;
+    const height = markerTop + rowEnds.length * 12 + 6;
+    const svg = s("svg", { class: "pb-gantt planbook-timeline", width: W, height, viewBox: `0 0 ${W} ${height}`,
+      "data-scale": log ? "log" : "linear" });
+    let caption = `${plural(bars.length, "execution")} in ${plural(lanes.length, "lane")}, ${duration(span)}`;
+    if (cached.length) caption += `, ${cached.length} answered without running (${CACHED_MARK}: dashed bars)`;
+    if (hidden) caption += ` (the ${hidden} earliest not drawn)`;
+    if (log) caption += " · log time scale" + (store.scale === "log" ? "" : " (one step dominates)");
+    svg.append(s("text", { x: 2, y: 12, "font-size": 11, style: "fill:var(--pb-fg)" }, caption));
+    for (const it of items) {
+      const y = top + it.lane * laneH;
+      const g = s("g", {});
+      let label;
+      if (it.cached) {
+        const c = it.cached;
+        g.setAttribute("class", "pb-bar-cached");
+        g.setAttribute("data-step", c.step);
+        g.append(s("title", {}, `${c.step} ${CACHED_MARK} ${c.why} (taken at +${duration(c.at)})`));
+        g.append(s("rect", { x: it.x0, y, width: it.w, height: laneH - 4, rx: 2,
+          style: "fill:var(--pb-bg);stroke:#2e7d32;stroke-dasharray:3 2;stroke-width:1.5" }));
+        label = [clip(c.step, it.w), "var(--pb-fg)"];
+      } else {
+        const b = it.bar, isCritical = critical.has(b.n);
+        const state = b.ok === null ? "running" : b.ok ? "completed" : "failed";
+        const color = b.ok === null ? COLORS.in_progress : b.ok ? COLORS.completed : COLORS.failed;
+        g.setAttribute("class", `pb-bar-ex pb-${state}${isCritical ? " pb-critical" : ""}`);
+        g.setAttribute("data-step", b.step);
+        g.setAttribute("data-execution", b.n);
+        g.append(s("title", {}, `#${b.n} step ${b.step}, attempt ${b.attempt}, revision ${b.revision}` +
+          `${b.worker ? ", " + b.worker : ""}: +${duration(b.start)} → ` +
+          `${b.end === null ? "running" : "+" + duration(b.end) + " (" + duration(b.end - b.start) + ")"}` +
+          (isCritical ? " · critical path" : "")));
+        g.append(s("rect", { x: it.x0, y, width: it.w, height: laneH - 4, rx: 2,
+          style: `fill:${color}` + (isCritical ? ";stroke:#ff9800;stroke-width:2.5" : "") }));
+        label = [clip(b.attempt > 1 ? `${b.step} ↻${b.attempt}` : b.step, it.w), "#fff"];
       }
-      const end = b.end === null ? t1 : b.end;
-      const color = b.ok === null ? COLORS.in_progress : b.ok ? COLORS.completed : COLORS.failed;
-      const rect = s("rect", { x: x(b.start), y: top + b.lane * laneH, width: Math.max(2, x(end) - x(b.start)),
-        height: laneH - 4, fill: color, rx: 2, class: `pb-bar-ex${critical.has(b.n) ? " pb-critical" : ""}`,
-        "data-step": b.step, "data-execution": b.n,
-        stroke: critical.has(b.n) ? "#ff9800" : "none", "stroke-width": critical.has(b.n) ? 3 : 0 });
-      rect.append(s("title", {}, `#${b.n} step ${b.step}, attempt ${b.attempt}${b.worker ? ", " + b.worker : ""}: ` +
-        `${duration(b.start)} → ${b.end === null ? "running" : duration(b.end)}` + (critical.has(b.n) ? " (critical path)" : "")));
-      rect.addEventListener("click", () => open(b.step));
-      rect.style.cursor = "pointer";
-      svg.append(rect);
-      if (x(end) - x(b.start) > 24) {
-        const label = b.attempt > 1 ? `${b.step} ↻${b.attempt}` : b.step;
-        svg.append(s("text", { x: x(b.start) + 3, y: top + b.lane * laneH + 10, "font-size": 10, fill: "#fff",
-          "pointer-events": "none" }, label));
-      } else if (b.attempt > 1) {
-        svg.append(s("text", { x: x(b.start), y: top + b.lane * laneH - 1, "font-size": 9, fill: "#b71c1c" }, "↻"));
+      if (label[0]) g.append(s("text", { x: it.x0 + 3, y: y + 10, "font-size": 10, class: "pb-on-bar",
+        style: `fill:${label[1]};pointer-events:none` }, label[0]));
+      g.style.cursor = "pointer";
+      const step = it.cached ? it.cached.step : it.bar.step;
+      g.addEventListener("click", () => open(step));
+      svg.append(g);
+    }
+    svg.append(s("line", { x1: left, x2: right, y1: axisY, y2: axisY, style: "stroke:var(--pb-fg)" }));
+    let lastLabel = -1e9;
+    for (const t of log ? logTicks(span, unit) : linearTicks(span)) {
+      const tx = x(t), text = t === 0 ? "0" : duration(t);
+      svg.append(s("line", { class: "pb-tick", x1: tx, x2: tx, y1: axisY, y2: axisY + 4, style: "stroke:var(--pb-fg)" }));
+      if (tx - lastLabel >= text.length * CHAR_W + 8) {
+        svg.append(s("text", { class: "pb-tick-label", x: tx, y: axisY + 14, "font-size": 10,
+          "text-anchor": tx > right - 20 ? "end" : tx < left + 20 ? "start" : "middle", style: "fill:var(--pb-fg)" }, text));
+        lastLabel = tx;
       }
     }
-    const legend = h("div", { class: "pb-note", text: "Bars: green completed, red failed, blue running; ↻ a retry; " +
-      "dashed line: a replan; orange outline: the critical path. Click a bar to open its step." });
-    timeline.replaceChildren(svg, legend);
+    for (const [row, mx, revision] of markers) {
+      const g = s("g", { class: "pb-replan" });
+      g.append(s("title", {}, `revision ${revision} starts here (a replan)`));
+      g.append(s("line", { x1: mx, x2: mx, y1: top - 4, y2: markerTop + row * 12 + 2,
+        style: `stroke:${MIX("#b26a00")};stroke-dasharray:4 3` }));
+      g.append(s("text", { x: mx + 2, y: markerTop + row * 12 + 9, "font-size": 10, style: `fill:${MIX("#b26a00")}` },
+        `revision ${revision}`));
+      svg.append(g);
+    }
+    const toggle = h("label", { class: "pb-scale" });
+    const box = h("input", { type: "checkbox", class: "pb-logscale" });
+    box.checked = log;
+    box.addEventListener("change", () => { store.scale = box.checked ? "log" : "linear"; drawTimeline(); });
+    toggle.append(box, " log time scale" + (auto ? " (on by itself: one step dominates)" : ""));
+    const legend = h("div", { class: "pb-note", text: "Bars: green completed, red failed, blue running, dashed: " +
+      "answered from the cache or a resume; ↻ a retry; dashed line: a replan; orange outline: the critical path. " +
+      "Hover a bar for its times, click it to open its step." });
+    timeline.replaceChildren(toggle, svg, legend);
   }
 
   function drawGraph() {
@@ -436,20 +562,17 @@ function render({ model, el }) {
     const nodeW = 110, nodeH = 26, gapX = 40, gapY = 10;
     const W = perLayer.length * (nodeW + gapX) + 10, H = Math.max(...perLayer) * (nodeH + gapY) + 10;
     const svg = s("svg", { class: "pb-graph", width: W, height: H, viewBox: `0 0 ${W} ${H}` });
-    const defs = s("defs");
-    const marker = s("marker", { id: "pb-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 6, markerHeight: 6,
-      orient: "auto-start-reverse" });
-    marker.append(s("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#888" }));
-    defs.append(marker);
-    svg.append(defs);
     const at = (i) => [5 + pos[i][0] * (nodeW + gapX), 5 + pos[i][1] * (nodeH + gapY)];
     for (let i = 0; i < shown.length; i++) {
       for (const need of shown[i][3]) {
         if (!index.has(need)) continue;
         const [x1, y1] = at(index.get(need)), [x2, y2] = at(i);
+        const ym = y2 + nodeH / 2;
         svg.append(s("path", { d: `M ${x1 + nodeW} ${y1 + nodeH / 2} C ${x1 + nodeW + gapX / 2} ${y1 + nodeH / 2}, ` +
-          `${x2 - gapX / 2} ${y2 + nodeH / 2}, ${x2} ${y2 + nodeH / 2}`, fill: "none", stroke: "#888",
-          "marker-end": "url(#pb-arrow)", class: "pb-edge" }));
+          `${x2 - gapX / 2} ${ym}, ${x2 - 6} ${ym}`, class: "pb-edge", style: "fill:none;stroke:var(--pb-fg2);stroke-width:1.2" }));
+        // the arrowhead as its own shape (a <marker> needs an id, and ids collide between views)
+        svg.append(s("path", { d: `M ${x2 - 8} ${ym - 4} L ${x2} ${ym} L ${x2 - 8} ${ym + 4} z`, class: "pb-arrowhead",
+          style: "fill:var(--pb-fg2)" }));
       }
     }
     const selected = model.get("selected");
@@ -458,11 +581,12 @@ function render({ model, el }) {
       const [status] = STATUS[statuses[i] || "n"];
       const [x, y] = at(i);
       const g = s("g", { class: `pb-node planbook-${status}`, "data-step": id, cursor: "pointer" });
-      g.append(s("rect", { x, y, width: nodeW, height: nodeH, rx: 5, fill: COLORS[status], opacity: 0.9,
-        stroke: id === selected ? "#000" : "none", "stroke-width": 2 }));
-      g.append(s("text", { x: x + 6, y: y + 17, "font-size": 11, fill: "#fff" },
-        (id.length > 16 ? id.slice(0, 15) + "…" : id)));
-      g.append(s("title", {}, `${id} (${status}): ${task}`));
+      const cached = ((model.get("head") || {}).cached || {})[id];
+      g.append(s("rect", { x, y, width: nodeW, height: nodeH, rx: 5, style: `fill:${COLORS[status]}` +
+        (id === selected ? ";stroke:var(--pb-fg);stroke-width:2" : cached ? ";stroke:#fff;stroke-dasharray:3 2;stroke-width:1.5" : "") }));
+      g.append(s("text", { x: x + 6, y: y + 17, "font-size": 11, class: "pb-on-bar", style: "fill:#fff" },
+        clip(cached ? `${id} ${CACHED_MARK}` : id, nodeW)));
+      g.append(s("title", {}, `${id} (${status}${cached ? ", " + cached[0] : ""}): ${task}`));
       g.addEventListener("click", () => open(id));
       svg.append(g);
     }
@@ -488,10 +612,12 @@ function render({ model, el }) {
       const items = [];
       for (const id of d.removed) items.push(h("li", { class: "planbook-removed" }, "− ", h("del", { text: `${id}: ${d.steps[id] || ""}` }), " (removed)"));
       for (const id of d.added) items.push(h("li", { class: "planbook-added" }, "+ ", h("ins", { text: `${id}: ${d.steps[id] || ""}` }), " (added)"));
-      for (const id of d.revised) items.push(h("li", { class: "planbook-revised", style: "color:#8a5300" }, `~ ${id}: ${d.steps[id] || ""} (revised)`));
+      for (const id of d.revised) items.push(h("li", { class: "planbook-revised" }, `~ ${id}: ${d.steps[id] || ""} (revised)`));
       if (!items.length) items.push(h("li", { class: "pb-dim", text: "(no change)" }));
+      if (d.rejected) items.push(h("li", { class: "planbook-rejected", style: "white-space:pre-wrap", text: `Refused: ${d.rejected}` }));
       parts.push(h("div", { class: "planbook-diff" },
-        h("div", { text: `Revision ${d.from_revision} → ${d.to_revision}` + (d.reason ? ` (after: ${d.reason})` : "") }),
+        h("div", { text: `Revision ${d.from_revision} → ${d.to_revision}` + (d.reason ? ` (after: ${d.reason})` : "") +
+          (d.rejected ? " — rejected, the plan did not change" : "") }),
         h("ul", {}, ...items)));
     }
     revisions.replaceChildren(...parts);
@@ -522,7 +648,11 @@ function render({ model, el }) {
   model.on(events, schedule);
   store.listeners.add(schedule);
   // while steps run, their times move on between the kernel's updates
-  const ticker = setInterval(() => { if (store.tab === "steps" && (model.get("statuses") || "").includes("r")) drawRows(); }, 500);
+  const ticker = setInterval(() => {
+    if (!(model.get("statuses") || "").includes("r")) return;
+    drawHeader();
+    if (store.tab === "steps") drawRows();
+  }, 500);
   draw();
   return () => {
     clearInterval(ticker);

@@ -1,0 +1,469 @@
+"""An MCP server's tools as a planbook :class:`~planbook.tools.Toolbox`.
+
+An MCP session is bound to the event loop and the task that opened it, and a notebook's
+own loop is already running. So each connection owns one private loop thread for the
+server's life: the session is opened and closed in one task there, and a tool call from
+any thread (the runner's, a parallel worker) is ``run_coroutine_threadsafe(...).result()``.
+Ctrl-C and a step's timeout therefore work as for any blocking tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import shlex
+import sys
+import tempfile
+import threading
+import warnings
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from ..errors import PlanbookError
+from ..tools import Tool, Toolbox
+from .schema import signature
+
+#: seconds to wait for a server to start and list its tools
+START_TIMEOUT = 60.0
+
+
+class MCPError(PlanbookError, RuntimeError):
+    """An MCP server cannot be reached, started or used; the message says which and why."""
+
+
+def _require_sdk() -> None:
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise MCPError('MCP needs the official SDK: pip install "planbook[mcp]" (mcp>=2)') from None
+
+
+class MCPTool(Tool):
+    """A tool served by an MCP server: the server's schema is what a model is shown."""
+
+    def __init__(self, fn: Any, *, name: str, mcp_name: str, description: str, input_schema: dict[str, Any],
+                 hints: Any, cache: bool, version: str | None = None) -> None:
+        read_only = bool(getattr(hints, "read_only_hint", None))
+        #: the MCP spec's defaults: a tool that is not read-only may be destructive
+        self.destructive = not read_only and getattr(hints, "destructive_hint", None) is not False
+        idempotent = (read_only or bool(getattr(hints, "idempotent_hint", None))) and not self.destructive
+        # cache=True (asked for on connect) applies to the tools that may be called twice; the
+        # others are never cached (a cached call would skip its effect), as for any tool
+        super().__init__(fn, name=name, description=description, cache=cache and idempotent, idempotent=idempotent,
+                         version=version)
+        #: the tool's name on the server (``name`` is the name in plans, with the prefix)
+        self.mcp_name = mcp_name
+        self.input_schema = input_schema
+        self.hints = hints
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        schema = dict(self.input_schema)
+        schema.pop("title", None)
+        return schema
+
+
+class _Connection:
+    """One server process (or URL) and its session, on a private event-loop thread."""
+
+    def __init__(self, label: str, *, command: list[str] | None, env: Mapping[str, str] | None, cwd: str | None,
+                 url: str | None, headers: Mapping[str, str] | None) -> None:
+        self.label = label
+        self.command, self.env, self.cwd, self.url, self.headers = command, env, cwd, url, headers
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=f"planbook-mcp {label}", daemon=True)
+        self.session: Any = None
+        self.version: str | None = None
+        self.pid: int | None = None
+        self.closed = False
+        self._stop: asyncio.Event | None = None
+        self._main: Future[None] | None = None
+        self._log_text: str | None = None
+        self.log_path: str | None = None
+        if command is not None:
+            fd, self.log_path = tempfile.mkstemp(prefix="planbook-mcp-", suffix=".log")
+            os.close(fd)
+
+    # ------------------------------------------------------------- life
+    def start(self, timeout: float) -> list[Any]:
+        """Start the server, open the session, list the tools (all pages)."""
+        self.thread.start()
+        ready: Future[list[Any]] = Future()
+        self._main = asyncio.run_coroutine_threadsafe(self._serve(ready), self.loop)
+        self._main.add_done_callback(lambda f: ready.done() or ready.set_exception(
+            f.exception() or MCPError(f"the MCP server {self.label} ended before listing its tools")))
+        try:
+            return ready.result(timeout)
+        except BaseException as exc:
+            self.close()
+            if isinstance(exc, (KeyboardInterrupt, MCPError)):
+                raise
+            if isinstance(exc, TimeoutError):
+                raise MCPError(f"the MCP server {self.label} did not list its tools within {timeout:g} s"
+                               f"{self._log_tail()}") from None
+            raise MCPError(f"could not start the MCP server {self.label}: {_reason(exc)}{self._log_tail()}") from None
+
+    async def _serve(self, ready: Future[list[Any]]) -> None:
+        from mcp import ClientSession
+
+        self._stop = asyncio.Event()
+        async with self._transport() as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                initialized = await session.initialize()
+                info = getattr(initialized, "server_info", None)
+                #: the server's name and version: part of a cached call's key (a new server version
+                #: may answer differently)
+                self.version = f"{getattr(info, 'name', '?')} {getattr(info, 'version', '?')}"
+                tools: list[Any] = []
+                cursor = None
+                while True:
+                    from mcp.types import PaginatedRequestParams
+
+                    page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+                    tools.extend(page.tools)
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+                self.session = session
+                if self.log_path is not None:
+                    self.pid = _pid_with_stderr(self.log_path)
+                ready.set_result(tools)
+                await self._stop.wait()
+
+    def _transport(self) -> Any:
+        if self.url is not None:
+            from mcp.client.streamable_http import streamable_http_client
+
+            client = None
+            if self.headers:
+                import httpx2  # the SDK's HTTP client
+
+                client = httpx2.AsyncClient(headers=dict(self.headers))
+            return streamable_http_client(self.url, http_client=client)
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        assert self.command is not None and self.log_path is not None
+        params = StdioServerParameters(command=self.command[0], args=self.command[1:], env=dict(self.env or {}) or None,
+                                       cwd=self.cwd)
+        self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - the server writes it while it runs
+        return stdio_client(params, errlog=self._log)
+
+    def close(self) -> None:
+        """Close the session and stop the server (waits for the process to end). Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.thread.is_alive():
+            if self._stop is not None:
+                self.loop.call_soon_threadsafe(self._stop.set)
+            if self._main is not None:
+                try:
+                    self._main.result(15)
+                except BaseException:  # noqa: BLE001 - a session that already broke still closes
+                    pass
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(5)
+        if not self.thread.is_alive():
+            self.loop.close()
+        if self.log_path is not None:
+            if getattr(self, "_log", None) is not None:
+                self._log.close()
+            self._log_text = self._read_log()
+            try:
+                os.unlink(self.log_path)
+            except OSError:
+                pass
+
+    # ------------------------------------------------------------- calls
+    def call(self, name: str, args: dict[str, Any], timeout: float | None) -> Any:
+        if self.closed:
+            raise MCPError(f"the MCP server {self.label} is closed: connect again to call {name!r}")
+        if self.session is None or self._main is None or self._main.done():
+            raise MCPError(f"the MCP server {self.label} is gone{self._exit_note()}{self._log_tail()}")
+        future = asyncio.run_coroutine_threadsafe(self.session.call_tool(name, args), self.loop)
+        try:
+            result = future.result(timeout)
+        except KeyboardInterrupt:
+            future.cancel()
+            raise
+        except TimeoutError:
+            future.cancel()
+            raise MCPError(f"MCP tool {name!r} on {self.label} did not answer within {timeout:g} s") from None
+        except Exception as exc:
+            if self.pid is not None and not _alive(self.pid) or self._main.done():
+                raise MCPError(f"the MCP server {self.label} stopped during the call to {name!r}"
+                               f"{self._exit_note()}: {_reason(exc)}{self._log_tail()}") from None
+            raise MCPError(f"MCP tool {name!r} on {self.label} failed: {_reason(exc)}") from None
+        if result.is_error:
+            raise MCPError(f"MCP tool {name!r} on {self.label} reported an error: {_text_of(result) or '(no message)'}")
+        if result.structured_content is not None:
+            return result.structured_content
+        return _content_value(result)
+
+    # ------------------------------------------------------------- the log
+    def log_text(self) -> str:
+        return self._log_text if self._log_text is not None else self._read_log()
+
+    def _read_log(self) -> str:
+        if self.log_path is None:
+            return ""
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def _log_tail(self, lines: int = 5) -> str:
+        tail = [line for line in self.log_text().splitlines() if line.strip()][-lines:]
+        return ("; the server's last log lines:\n  " + "\n  ".join(tail)) if tail else ""
+
+    def _exit_note(self) -> str:
+        if self.pid is None:
+            return ""
+        return f" (pid {self.pid} has exited)" if not _alive(self.pid) else f" (pid {self.pid})"
+
+
+class MCPToolbox(Toolbox):
+    """The tools of one MCP server. Use it as ``tools=`` of a run; ``close()`` stops the server.
+
+    ``with planbook.mcp.connect([...]) as tools:`` closes it at the end of the block; the
+    server is also stopped at interpreter exit (a kernel's shutdown).
+    """
+
+    def __init__(self, connection: _Connection) -> None:
+        super().__init__()
+        self._connection = connection
+        self._key: tuple[Any, ...] = ()
+
+    @property
+    def server(self) -> str:
+        """What was connected to: the command line or the URL."""
+        return self._connection.label
+
+    @property
+    def pid(self) -> int | None:
+        """The server process's id (stdio servers on Linux; None otherwise)."""
+        return self._connection.pid
+
+    @property
+    def server_log(self) -> str:
+        """What the server wrote to its stderr (kept after ``close()``)."""
+        return self._connection.log_text()
+
+    @property
+    def closed(self) -> bool:
+        return self._connection.closed
+
+    def close(self) -> None:
+        """Stop the server and close the session; calls after this raise :class:`MCPError`."""
+        self._connection.close()
+        _LIVE[:] = [box for box in _LIVE if box is not self]  # by identity: a Mapping's == compares items
+
+    def __enter__(self) -> MCPToolbox:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"pid {self.pid}" if self.pid else "open"
+        return f"MCPToolbox({self.server!r}, {state}: {sorted(self)})"
+
+
+#: the open connections: connecting again to the same thing (a re-run notebook cell)
+#: closes the earlier one, so one server is left, not two; all are closed at exit
+_LIVE: list[MCPToolbox] = []
+
+
+
+def _program(name: str) -> str:
+    """A server installed in the kernel's own environment (``pip install mcp-server-time`` in a
+    virtualenv whose ``bin`` is not on PATH, as when Jupyter was started without activating it)
+    is found beside the interpreter; anything else is left for the OS to find, or to report."""
+    import shutil
+    import sys
+
+    if os.sep in name or (os.altsep and os.altsep in name) or shutil.which(name):
+        return name
+    beside = shutil.which(name, path=os.path.dirname(sys.executable))
+    return beside or name
+
+def connect(
+    command: str | Sequence[str] | None = None,
+    *,
+    url: str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    prefix: str = "",
+    cache: bool = False,
+    call_timeout: float | None = None,
+    replace: bool = True,
+    start_timeout: float = START_TIMEOUT,
+) -> MCPToolbox:
+    """Start an MCP server (``command``, over stdio) or reach one (``url``, streamable HTTP).
+
+    Returns a Toolbox with the server's tools, typed from their input schemas so a plan is
+    checked before it runs. ``prefix`` is put before every tool name (to combine servers
+    whose names clash). ``cache=True`` lets a run with a store reuse earlier results (off
+    by default: a server's read-only or idempotent hints do not mean "same answer").
+    ``call_timeout``: seconds one call may take. ``replace``: close an open connection to
+    the same command or URL first (a notebook cell run again leaves one server, not two).
+    """
+    if (command is None) == (url is None):
+        raise ValueError("connect() takes a command (a stdio server) or url= (streamable HTTP), exactly one")
+    _require_sdk()
+    argv: list[str] | None = None
+    if command is not None:
+        argv = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
+        if not argv:
+            raise ValueError("connect(): the command is empty; give the server's command line, "
+                             "e.g. connect('mcp-server-time --local-timezone UTC')")
+        label = shlex.join(argv)
+        argv[0] = _program(argv[0])
+    else:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError(f"connect(url=...): {url!r} is not an http(s) URL of a streamable-HTTP MCP endpoint")
+        label = url
+    if prefix and not prefix.isidentifier():
+        raise ValueError(f"prefix {prefix!r} must make tool names Python identifiers (letters, digits, _)")
+    key = (tuple(argv) if argv else url, tuple(sorted((env or {}).items())), cwd, prefix)
+    for earlier in [box for box in _LIVE if box._key == key] if replace else []:
+        warnings.warn(f"closed the earlier connection to the same MCP server ({earlier!r}): connect(..., "
+                      "replace=False) keeps both", stacklevel=2)
+        earlier.close()
+    connection = _Connection(label, command=argv, env=env, cwd=cwd, url=url, headers=headers)
+    listed = connection.start(start_timeout)
+    box = MCPToolbox(connection)
+    try:
+        for spec in listed:
+            name = prefix + _identifier(spec.name)
+            if name in box:
+                raise MCPError(f"the MCP server {label} has two tools named {name!r} in plans "
+                               f"({box[name].mcp_name!r} and {spec.name!r})")  # type: ignore[attr-defined]
+            box.add(_make_tool(connection, spec, name, cache, call_timeout))
+    except BaseException:
+        connection.close()
+        raise
+    box._key = key
+    _LIVE.append(box)
+    return box
+
+
+def _make_tool(connection: _Connection, spec: Any, name: str, cache: bool, timeout: float | None) -> MCPTool:
+    schema = dict(spec.input_schema or {"type": "object"})
+    sig, annotations = signature(spec.name, schema)
+    mcp_name = spec.name
+
+    def call(**kwargs: Any) -> Any:
+        return connection.call(mcp_name, kwargs, timeout)
+
+    call.__name__ = name
+    call.__signature__ = sig  # type: ignore[attr-defined]
+    call.__annotations__ = dict(annotations)
+    description = (spec.description or spec.title or "").strip().splitlines()
+    return MCPTool(call, name=name, mcp_name=mcp_name, description=description[0] if description else "",
+                   input_schema=schema, hints=spec.annotations, cache=cache, version=connection.version)
+
+
+def _identifier(name: str) -> str:
+    text = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+    return text if text.isidentifier() else f"t_{text}"
+
+
+def close_all() -> None:
+    """Stop every server this process connected to (run at interpreter exit)."""
+    for box in list(_LIVE):
+        try:
+            box.close()
+        except Exception:  # noqa: BLE001 - at exit, the others still close
+            pass
+
+
+atexit.register(close_all)
+
+
+# ------------------------------------------------------------------ helpers
+def _text_of(result: Any) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content if getattr(c, "type", "") == "text").strip()
+
+
+def _content_value(result: Any) -> Any:
+    """Text content as a string (one block) or a list; other blocks as their JSON."""
+    if all(getattr(c, "type", "") == "text" for c in result.content):
+        texts = [c.text for c in result.content]
+        return texts[0] if len(texts) == 1 else texts
+    return [c.model_dump(mode="json", exclude_none=True) for c in result.content]
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost useful message of an exception (task groups wrap them)."""
+    while getattr(exc, "exceptions", None):  # an exception group (3.11+, or anyio's backport)
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        pass
+    if sys.platform.startswith("linux"):
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def _pid_with_stderr(path: str) -> int | None:
+    """The child process whose stderr is ``path`` (Linux: /proc), so tests and messages can name it."""
+    if not os.path.isdir("/proc"):
+        return None
+    me = os.getpid()
+    real = os.path.realpath(path)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/fd/2") != real:
+                continue
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me:
+            return int(entry)
+    return None
+
+
+__all__ = ["MCPError", "MCPTool", "MCPToolbox", "close_all", "connect"]
+
+
+def with_servers(tools: Any, commands: Sequence[str], *, cache: bool = False) -> tuple[Toolbox, list[MCPToolbox]]:
+    """``tools`` plus the tools of each server (a command line or an http(s) URL), for ``--mcp``.
+
+    Returns the combined toolbox and the servers to close when the run ends; a server that
+    fails to start closes the ones already started.
+    """
+    from ..tools import as_toolbox
+
+    servers: list[MCPToolbox] = []
+    try:
+        for command in commands:
+            is_url = command.startswith(("http://", "https://"))
+            servers.append(connect(url=command, cache=cache) if is_url else connect(command, cache=cache, replace=False))
+        if tools is None and len(servers) == 1:
+            return servers[0], servers  # the server's own box: server_log, close()
+        boxes = ([as_toolbox(tools)] if tools is not None else []) + list(servers)
+        return Toolbox.merge(*boxes), servers
+    except BaseException:
+        for server in servers:
+            server.close()
+        raise

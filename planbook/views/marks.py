@@ -1,0 +1,108 @@
+"""Which steps did not run in this run: answered from the step cache, or completed before a resume.
+
+A default never hides work, so every view marks such a step (row, pane, timeline, header).
+The marks come from the run's events: ``step.cached`` (the step cache answered, with the
+run and step the result came from) and ``run.started`` with ``resumed=True`` (a step that
+completed before it was not run again). A step whose note says it was cached but whose
+events are gone (a plan copied out of a result) is still marked, from the note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..models import Event, Plan, Status
+from ..state import CACHED_NOTE
+
+#: the mark a cached or resumed step shows after its status mark
+CACHED_MARK = "⟲"
+
+
+@dataclass(frozen=True)
+class CacheMark:
+    """Why a completed step did not run here: ``kind`` is ``cached`` or ``resumed``."""
+
+    step: str
+    kind: str
+    #: the run the result came from (a cache hit), if known
+    from_run: str | None = None
+    #: the step of that run, if known
+    from_step: str | None = None
+    #: when this run took the result (the event's time), if known
+    at: float | None = None
+
+    def describe(self) -> str:
+        """``cached: the result of step fetch in run R, not run again`` (for a row's tooltip; a pane
+        adds when, with :func:`planbook.views.html.cached_text`)."""
+        if self.kind == "resumed":
+            text = "resumed: completed before the run was resumed, not run again"
+        elif self.from_run:
+            text = f"cached: the result of step {self.from_step or self.step} in run {self.from_run}, not run again"
+        else:
+            text = "cached: a stored result, not run again"
+        return text
+
+
+class MarkBuilder:
+    """Finds the marks one event at a time (a live view feeds the events it has not seen yet)."""
+
+    def __init__(self) -> None:
+        self.marks: dict[str, CacheMark] = {}
+        self._finished: set[str] = set()
+        self.seen = 0  # events fed so far
+
+    def feed(self, event: Event) -> None:
+        self.seen += 1
+        if event.step is not None and event.kind == "step.cached":
+            self.marks[event.step] = CacheMark(event.step, "cached", _text(event.data.get("from_run")),
+                                               _text(event.data.get("from_step")), event.time)
+        elif event.step is not None and event.kind in ("step.finished", "step.started"):
+            self.marks.pop(event.step, None)  # it ran (again) in this run
+            if event.kind == "step.finished":
+                self._finished.add(event.step)
+        elif event.kind == "run.started" and event.data.get("resumed"):
+            for step_id in self._finished:
+                self.marks.setdefault(step_id, CacheMark(step_id, "resumed", at=event.time))
+            self._finished.clear()
+
+    def feed_new(self, events: Sequence[Event]) -> "MarkBuilder":
+        """Feed the events after the ones already seen (``events`` only grows during a run)."""
+        for event in events[self.seen:]:
+            self.feed(event)
+        return self
+
+    def of(self, plan: Plan) -> dict[str, CacheMark]:
+        """The marks of the steps of ``plan`` that are completed now (by id)."""
+        out: dict[str, CacheMark] = {}
+        for step in plan.steps:
+            if step.status is not Status.completed:
+                continue
+            mark = self.marks.get(step.id)
+            if mark is None and step.notes.startswith(CACHED_NOTE):
+                mark = CacheMark(step.id, "cached")
+            if mark is not None:
+                out[step.id] = mark
+        return out
+
+
+def cache_marks(events: Iterable[Event], plan: Plan) -> dict[str, CacheMark]:
+    """The completed steps of ``plan`` that were answered from the cache or a resume, by id."""
+    builder = MarkBuilder()
+    for event in events:
+        builder.feed(event)
+    return builder.of(plan)
+
+
+def cached_count_text(marks: dict[str, CacheMark]) -> str:
+    """``3 cached · 2 resumed`` ('' when every step ran)."""
+    cached = sum(m.kind == "cached" for m in marks.values())
+    resumed = len(marks) - cached
+    parts = [f"{cached} cached"] if cached else []
+    if resumed:
+        parts.append(f"{resumed} resumed")
+    return " · ".join(parts)
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
