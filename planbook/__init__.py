@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .approvals import ApprovalContext, Decision
 from .agents import Agent, AgentContext, AgentReply, FunctionAgent, ScriptedAgent
 from .diff import diff_plans
 from .errors import PlanbookError, PlanError, PlanningError, Problem, RunFailed
@@ -16,6 +17,7 @@ from .planners import Planner, PlanningContext, ScriptedPlanner
 from .planners import make_plan
 from .resume import ResumeError, load_run, resume, runs
 from .runner import Runner, RunState, run
+from .handle import RunHandle, start
 from .views.text import format_diff, format_plan, format_result
 from .tools import Tool, Toolbox, default_toolbox, tool
 from .validate import validate_plan
@@ -37,7 +39,7 @@ __version__ = _version()
 
 __all__ = [
     "Agent", "AgentContext", "AgentReply", "Event", "FunctionAgent", "Plan", "PlanDiff", "PlanError", "PlanbookError",
-    "ResumeError", "load_run", "resume", "runs",
+    "ResumeError", "load_run", "resume", "runs", "ApprovalContext", "Decision", "RunHandle", "start",
     "Planner", "PlanningContext", "PlanningError", "Problem", "RunFailed", "RunResult", "RunState", "Runner",
     "ScriptedAgent", "ScriptedPlanner", "Status", "Step", "Tool", "Toolbox", "Usage", "default_toolbox",
     "diff_plans", "format_diff", "format_plan", "format_result", "make_plan", "run", "tool", "validate_plan",

@@ -114,6 +114,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--faithful", action="store_true",
                      help="with --strategy openmanus or agenticseek: reproduce that design's pitfalls")
     run.add_argument("--plain", action="store_true", help="no live view; print the final result only")
+    run.add_argument("--approve", nargs="?", const=True, default=None, metavar="IDS|TOOLS",
+                     help="ask before steps start: every step, or the step ids / tool names given (comma-separated); "
+                          "tools registered with approve=True always ask. The prompt is [a]pprove [s]kip [e]dit "
+                          "[q]uit on the terminal (quit stops the run: failed, aborted); with standard input not a "
+                          "terminal it is an error. The live table is off while a prompt can come")
+    run.add_argument("--approve-timeout", type=functools.partial(_seconds, option="--approve-timeout"), default=None, metavar="SECONDS",
+                     help="seconds a step may wait for a decision; then the run stops (failed, aborted)")
     run.add_argument("--store", metavar="PATH", help=cli_runs.STORE_HELP)
     run.add_argument("--no-store", action="store_true", help="keep no record of the run (it cannot be resumed)")
     cache = run.add_mutually_exclusive_group()
@@ -162,7 +169,8 @@ def _read_spec(path: str) -> Plan:
 
 
 def _execute(runner: Runner, plain: bool) -> RunResult:
-    if plain or not sys.stdout.isatty():
+    prompting = runner.steering is not None and runner.steering.prompt is not None
+    if plain or prompting or not sys.stdout.isatty():
         result = runner.run()
         print(neutralise(format_result(result)))
     else:
@@ -334,7 +342,12 @@ def _main(argv: Sequence[str] | None) -> int:
             max_steps=args.max_steps, max_replans=args.max_replans, step_timeout=args.timeout,
             parallel=args.parallel, strategy=args.strategy, faithful=args.faithful,
             store=None if args.no_store else cli_runs.store_path(args), cache=args.cache,
+            approve=args.approve.split(",") if isinstance(args.approve, str) else args.approve,
+            approve_timeout=args.approve_timeout,
         )
+        from .cli_prompt import attach_prompt
+
+        attach_prompt(runner)
     except (PlanbookError, UsageProblem, ValueError, TypeError) as exc:  # a bad spec, option or --store
         for server in servers:
             server.close()
@@ -364,6 +377,9 @@ def _resume(args: argparse.Namespace) -> int:
             planner=load_object(args.planner, "planner") if args.planner else None,
             plan=_read_spec(args.plan) if args.plan else None, run=False, force=args.force,
         )
+        from .cli_prompt import attach_prompt
+
+        attach_prompt(runner)  # a step that was waiting asks again, on the terminal
     except RunEnded:  # a finished run: say so, show it
         result = cli_runs.show_run(args)
         print(f"run {args.run_id or 'latest'} already ended; nothing to resume\n{printable(result)}")

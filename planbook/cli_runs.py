@@ -58,6 +58,8 @@ def list_runs(args: argparse.Namespace) -> str:
     lines = [f"{'run':<24} {'status':<22} {'steps':>9} {'model calls':>11}  {'started':<16}  goal"]
     for r in listed:
         verdict = f"{r.status} ({r.reason})" if r.reason and r.reason != r.status else r.status
+        if (r.status, r.reason) == ("running", "waiting"):
+            verdict = "waiting for approval"  # a step waits for a person's decision (planbook.steering)
         if r.writer_gone:  # "running", but its process died: it was cut short, and a resume takes it over
             verdict = "stopped (writer gone)"
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))

@@ -75,6 +75,8 @@ class Dispatcher:
         self.pool: ThreadPool | None = None
         #: tools whose last call took under FAST_CALL seconds (run inline even with a view)
         self.fast_tools: dict[str, bool] = {}
+        #: a decision arrived from another thread (planbook.steering): stop waiting for calls
+        self.nudged = False
         #: tools whose last call on the executor took SLOW_CALL seconds or more (never batched)
         self.slow_tools: set[str] = set()
         self._futures = FuturesExecutor(config.executor) if config.executor is not None else None
@@ -244,7 +246,8 @@ class Dispatcher:
         """The calls that ended, after waiting (in slices, views redrawing) for at least one."""
         while True:
             done = [f for f in self.inflight if f.future.done()]
-            if done:
+            if done or self.nudged:
+                self.nudged = False
                 return done
             self._wait_slice()
             self._expire()
@@ -263,6 +266,11 @@ class Dispatcher:
             self.bus.beat()
         else:
             self.bus.drain()  # events of a call about to time out still count
+
+    def nudge(self) -> None:
+        """Wake the runner's thread from waiting for calls (a decision arrived from another thread)."""
+        self.nudged = True
+        self.completions.put(None)  # type: ignore[arg-type]
 
     def wait(self, seconds: float) -> None:
         """Wait until some call ends or ``seconds`` pass; Ctrl-C raises at once."""

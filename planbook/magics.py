@@ -379,6 +379,21 @@ class PlanMagics(Magics):
             raise UsageError(magic_words(str(exc))) from None
 
     # --------------------------------------------------------------- %run_plan
+    def _background(self, value: Any, args: Any, **options: Any) -> Any:
+        """``--background``: start the run on its own thread and return its handle (displayed as the live view)."""
+        from .handle import start_runner
+
+        approve = args.approve.split(",") if isinstance(args.approve, str) else args.approve
+        try:
+            runner = Runner(value, step_timeout=args.timeout, retries=args.retries, store=self.store(),
+                            strategy=args.strategy, faithful=args.faithful, approve=approve,
+                            approve_timeout=args.approve_timeout, **options)
+        except PlanError as exc:
+            raise CellPlanError(exc.problems) from None
+        except (ValueError, TypeError) as exc:
+            raise UsageError(magic_words(str(exc))) from None
+        return start_runner(runner, view=False if args.no_view else None)
+
     @no_var_expand
     @_readable_help
     @ma.magic_arguments()
@@ -406,8 +421,11 @@ class PlanMagics(Magics):
     @ma.argument("--check", action="store_true", help="raise planbook.RunFailed if the run ends failed (for pipelines)")
     @ma.argument("--restart", action="store_true", help="start a new run even if the last one paused or was interrupted")
     @ma.argument("--no-view", action="store_true", help="no live view (the result is still returned)")
+    @ma.argument("--background", action="store_true", help="run on a thread of its own and return a RunHandle at once: other cells run meanwhile, and the live view's Pause / Continue / Stop and Approve / Skip / Edit buttons reach the run (handle.status, handle.wait(), handle.approve(ID))")
+    @ma.argument("--approve", nargs="?", const=True, default=None, metavar="IDS|TOOLS", help="with --background: steps wait for your decision before they start (every step, or the step ids / tool names given, comma-separated); tools registered with approve=True always ask")
+    @ma.argument("--approve-timeout", type=float, default=None, metavar="SECONDS", help="seconds a step may wait for a decision; then the run stops (failed, aborted)")
     @line_magic
-    def run_plan(self, line: str) -> RunResult:
+    def run_plan(self, line: str) -> Any:
         """Run plan NAME with a live view and return its RunResult.
 
         A paused (``--step``, ``--until``) or interrupted run continues with the next
@@ -428,6 +446,14 @@ class PlanMagics(Magics):
         """
         args = _parse(self.run_plan, line)
         name = _check_name(args.name)
+        if (args.approve or args.approve_timeout is not None) and not args.background:
+            raise UsageError("--approve makes steps wait for your decision, and a run in the foreground keeps the "
+                             "notebook busy, so no click or cell could give it: add --background (%run_plan "
+                             f"{name} --background --approve ...) and decide in the live view or with "
+                             "handle.approve(ID)")
+        if args.background and (args.step or args.until or args.resume or args.restart):
+            raise UsageError("--background runs the plan to its end on its own thread (pause it with handle.pause() "
+                             "or the view's Pause button): drop --step, --until, --resume and --restart")
         if args.force and not args.resume:
             raise UsageError("--force goes with --resume (it takes over a stored run another process was writing)")
         if args.rerun and not args.resume:
@@ -473,6 +499,10 @@ class PlanMagics(Magics):
                                     args.parallel, args.executor, args.planner, args.model, args.tools, args.agents,
                                     args.strategy)
         ) or args.cache or args.no_cache
+        if args.background:
+            return self._background(value, args, planner=planner, tools=tools, agents=agents, on_failure=on_failure,
+                                    max_steps=max_steps, max_replans=max_replans, parallel=parallel,
+                                    executor=executor, cache=cache)
         run = self.runs.get(name)
         unfinished = (
             run is not None
@@ -530,6 +560,11 @@ class PlanMagics(Magics):
                     f"--until {args.until}: step {args.until} already ran in this run ({done.status}), so the run "
                     f"would not stop there; choose a later step, or add --restart to run from the beginning"
                 )
+        if runner.steering is not None and not runner.finished:
+            try:  # a step that asks could never be answered while this cell blocks
+                runner.steering.check_askers(runner)
+            except ValueError as exc:
+                raise UsageError(f"{exc}. In a notebook: %run_plan {name} --background") from None
         bridge = None
         if not args.no_view:
             from .views.show import show_live

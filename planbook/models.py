@@ -364,6 +364,9 @@ EventKind = Literal[
     "llm.call",
     "run.paused",
     "run.finished",
+    "step.waiting",
+    "step.decided",
+    "run.steered",
 ]
 
 
@@ -472,6 +475,7 @@ RunReason = Literal[
     "interrupted",
     "paused",
     "stopped",
+    "waiting",
 ]
 
 

@@ -80,6 +80,7 @@ def resume(
     on_event: Any = None,
     executor: Any = None,
     run: bool = True,
+    approve: Any = None,
     force: bool = False,
 ) -> RunResult | Runner:
     """Continue a stored run (the latest by default) and return its result.
@@ -89,7 +90,8 @@ def resume(
     not idempotent, to run again anyway. ``run=False`` returns the ready :class:`Runner`
     (the magics attach a view first). The run is claimed before anything runs: while
     another live process writes it, :class:`ResumeError` says which; ``force=True`` takes
-    it over anyway (when that process is gone, e.g. on another host).
+    it over anyway (when that process is gone, e.g. on another host). ``approve``: as for
+    :func:`planbook.run`; a step that was waiting for a decision when the run stopped asks again.
     """
     opened = _open(store)
     stored = opened.load_run(run_id or _latest(opened))
@@ -137,7 +139,7 @@ def resume(
         on_failure=policy, retries=config.get("retries") if retrying else None,
         max_steps=config.get("max_steps", 12), max_replans=config.get("max_replans", 5),
         step_timeout=config.get("step_timeout"), parallel=config.get("parallel", 1), executor=executor,
-        store=opened, on_event=on_event, cache=config.get("cache"),
+        store=opened, on_event=on_event, cache=config.get("cache"), approve=approve if approve is not None else config.get("approve"),
     )
     runner.adopt(state, stored.run_id)
     return runner.run() if run else runner

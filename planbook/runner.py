@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .agents import AgentsLike, as_agents
+from .approvals import ApproveLike
 from .budget import Budget
 from .config import RunConfig
 from .dispatch import Dispatcher, Flight
@@ -34,6 +35,7 @@ from . import replanning
 from .refs import resolve
 from .scheduler import Scheduler
 from .spec import is_plan_spec, slug
+from .steering import Steering, build as build_steering
 from .wording import plural
 from .state import CACHED_NOTE, INTERRUPTED_NOTE, KEPT_NOTE, STILL_RUNNING_NOTE, RunState
 from .tools import ToolsLike, as_toolbox
@@ -91,6 +93,8 @@ class Runner:
         clock: Callable[[], float] = time.time,
         strategy: str | None = None,
         faithful: bool = False,
+        approve: ApproveLike = None,
+        approve_timeout: float | None = None,
     ) -> None:
         attach: list[Callable[[Runner], None]] = []
         if strategy is not None or faithful:  # a seed design's bundle of options, from the layer that knows them
@@ -155,10 +159,22 @@ class Runner:
         self._adopted = False
         #: cache keys of steps about to run (their result is cached when they succeed)
         self._cache_keys: dict[str, str] = {}
+        #: approvals, pause and stop from people (None: nothing asks; see planbook.steering)
+        self.steering: Steering | None = None
+        if approve not in (None, False) or approve_timeout is not None or any(
+                getattr(t, "approve", False) for t in self.tools.values()):
+            self.steer(approve, approve_timeout)
         #: history entries that are the plan's step itself (id(step) -> index), copied before it changes
         self._shared: dict[int, int] = {}
         for hook in (*attach, *RUN_HOOKS.values()):
             hook(self)
+
+    def steer(self, approve: ApproveLike = None, approve_timeout: float | None = None) -> Steering:
+        """The run's steering (made on first use: a background run always has one)."""
+        if self.steering is None:
+            self.steering = build_steering(approve, approve_timeout, self.tools, self.state.plan)
+            self.steering.attach(self)
+        return self.steering
 
     def _initial_plan(self, plan: Plan | str) -> Plan:
         """The run's own copy of the plan, checked (or an empty plan awaiting its first one)."""
@@ -303,6 +319,8 @@ class Runner:
             self.plan.step(until)  # KeyError names the known ids
         if max_executions is not None and (isinstance(max_executions, bool) or max_executions < 1):
             raise ValueError(f"max_executions must be a whole number >= 1, got {max_executions!r}")
+        if self.steering is not None and not self.finished:
+            self.steering.check_askers(self)
         try:
             with interrupt_gate(), stdout_routing(), freeze_window() as self._gc:
                 try:
@@ -373,7 +391,8 @@ class Runner:
         return step is not None and step.status in (Status.completed, Status.skipped, Status.failed, Status.blocked)
 
     def _pause(self, why: str) -> None:
-        if not self.state.pending_failures and self.scheduler.peek() is None and not self._replan_for:
+        if not self.state.pending_failures and self.scheduler.peek() is None and not self._replan_for \
+                and not (self.steering is not None and self.steering.waiting):
             self._complete()  # nothing is left to run: the run is over, not paused
             return
         self.state.status, self.state.reason = "paused", "paused"
@@ -400,7 +419,10 @@ class Runner:
             if self.goal_only is None:
                 self.emit("plan.created", steps=[st.id for st in s.plan.steps])
             if self.recorder is not None:
-                self.recorder.begin(s, self.config.model_dump(mode="json"))
+                config = self.config.model_dump(mode="json")
+                if self.steering is not None and self.steering.rule.stored() is not None:
+                    config["approve"] = self.steering.rule.stored()  # a resume asks about the same steps
+                self.recorder.begin(s, config)
         elif resumed and self.recorder is not None and not self._adopted:
             self.recorder.save(s)  # a paused plan may have been edited by hand
         # a run resumed from its store writes nothing before its first call: the steps a crash
@@ -423,6 +445,8 @@ class Runner:
         s = self.state
         if self.finished or not self._start():
             return None
+        if self.steering is not None:
+            self.steering.apply_inbox(self)
         if s.pending_failures:  # a failure's policy was interrupted: apply it first
             pending, s.pending_failures = list(s.pending_failures), []
             for step_id in pending:
@@ -441,6 +465,9 @@ class Runner:
         if not self.dispatch.inflight:
             if self._ending is not None:
                 self._finish(*self._ending)
+            elif self.steering is not None and self.steering.waiting and self._replan_for is None \
+                    and self._pause_why is None:
+                self.steering.wait(self)  # a decision, a pause or a stop wakes it
             elif self._replan_for is None and self._pause_why is None:
                 self._complete()
             return None
@@ -474,6 +501,12 @@ class Runner:
                 return None
             if self.recorder is not None and step.tool is not None and self._from_cache(step):
                 continue
+            if self.steering is not None:
+                cleared = self.steering.clear(self, step)
+                if cleared is None:
+                    return  # one step at a time: nothing after a waiting step starts
+                if not cleared:
+                    continue  # it waits for a decision (or one was applied): look again
             refused = self.budget.execution_refused(s.executions, step.id, retry=bool(step.attempts))
             if refused is not None:
                 self._ending = ("failed", "step_budget", refused)
@@ -819,6 +852,8 @@ def run(
     clock: Callable[[], float] = time.time,
     strategy: str | None = None,
     faithful: bool = False,
+    approve: ApproveLike = None,
+    approve_timeout: float | None = None,
 ) -> RunResult:
     """Run a plan (or a goal, with a planner) to the end and return the :class:`RunResult`.
 
@@ -834,13 +869,18 @@ def run(
     (nothing runs); every other outcome — failures, budgets, interrupts — is in the result.
     ``strategy`` runs the plan as one of the seed designs (``"lesson"``, ``"openmanus"``,
     ``"agenticseek"``; ``"planbook"`` is the default), ``faithful=True`` with its pitfalls
-    (:mod:`planbook.compat.strategies`).
+    (:mod:`planbook.compat.strategies`). ``approve``: steps that wait for a decision before they
+    start — ``True`` (every step), step ids or tool names, or a callable ``(step, context) ->
+    Decision`` that decides (tools registered with ``approve=True`` always ask); a run in the
+    foreground needs that callable (:func:`planbook.start` runs in the background and takes
+    decisions from its handle). ``approve_timeout``: seconds a step may wait; then the run stops
+    (``failed``, ``aborted``) and says so.
     """
     runner = Runner(
         plan, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=retries,
         max_steps=max_steps, max_replans=max_replans, step_timeout=step_timeout, parallel=parallel,
         executor=executor, after_step=after_step, store=store, cache=cache, on_event=on_event, clock=clock,
-        strategy=strategy, faithful=faithful,
+        strategy=strategy, faithful=faithful, approve=approve, approve_timeout=approve_timeout,
     )
     try:
         return runner.run()

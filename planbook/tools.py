@@ -29,6 +29,7 @@ class Tool:
         cache: bool | None = None,
         idempotent: bool = True,
         version: str | None = None,
+        approve: bool = False,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"a tool must be callable, got {fn!r}")
@@ -65,6 +66,11 @@ class Tool:
         self.idempotent = idempotent
         #: part of the cache key: change it when the tool's code changes what it returns
         self.version = version
+        if approve not in (True, False):
+            raise TypeError(f"tool {self.name!r}: approve must be True (every call waits for a decision) or False, "
+                            f"got {approve!r}")
+        #: every step calling it waits for a person's decision first (planbook.approvals)
+        self.approve = approve
         if main_thread and self.is_async:
             raise ValueError(f"tool {self.name!r} is async: it runs on an event loop, not on the main thread; "
                              "drop main_thread=True, or make it a plain function")
@@ -222,9 +228,10 @@ class Toolbox(Mapping[str, Tool]):
         cache: bool | None = None,
         idempotent: bool | None = None,
         version: str | None = None,
+        approve: bool | None = None,
     ) -> Tool:
         """Register ``fn`` (replacing a tool of the same name: re-running a notebook cell must work)."""
-        given = (name, description, main_thread, cache, idempotent, version)
+        given = (name, description, main_thread, cache, idempotent, version, approve)
         if isinstance(fn, Tool) and all(v is None for v in given):
             tool_obj = fn
         else:
@@ -235,7 +242,8 @@ class Toolbox(Mapping[str, Tool]):
                             description=description, main_thread=bool(option(main_thread, "main_thread", False)),
                             cache=option(cache, "cache", None),
                             idempotent=bool(option(idempotent, "idempotent", True)),
-                            version=option(version, "version", None))
+                            version=option(version, "version", None),
+                            approve=option(approve, "approve", False))
         self._tools[tool_obj.name] = tool_obj
         return tool_obj
 
@@ -249,6 +257,7 @@ class Toolbox(Mapping[str, Tool]):
         cache: bool | None = None,
         idempotent: bool = True,
         version: str | None = None,
+        approve: bool = False,
     ) -> Any:
         """Decorator: ``@box.tool`` or ``@box.tool(name="x", main_thread=True, cache=True)``.
 
@@ -257,7 +266,7 @@ class Toolbox(Mapping[str, Tool]):
 
         def register(f: Callable[..., Any]) -> Callable[..., Any]:
             self.add(f, name=name, description=description, main_thread=main_thread, cache=cache,
-                     idempotent=idempotent, version=version)
+                     idempotent=idempotent, version=version, approve=approve)
             return f
 
         return register(fn) if fn is not None else register
@@ -313,6 +322,7 @@ default_toolbox = Toolbox()
 def tool(
     fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None,
     main_thread: bool = False, cache: bool | None = None, idempotent: bool = True, version: str | None = None,
+    approve: bool = False,
 ) -> Any:
     """Register a function in the default toolbox (used when a run is given no ``tools``).
 
@@ -321,10 +331,11 @@ def tool(
     clock, a price, a file); ``cache=False``: never, even when a run asks for ``cache=True``;
     the default follows the run, whose cache is off unless asked for. ``idempotent=False``:
     a resume after a crash asks before calling it again, and it is never cached.
-    ``version``: part of the cache key, instead of the code's fingerprint.
+    ``version``: part of the cache key, instead of the code's fingerprint. ``approve=True``: a step
+    calling it waits for a person's decision before it starts (send an email, spend money).
     """
     return default_toolbox.tool(fn, name=name, description=description, main_thread=main_thread, cache=cache,
-                                idempotent=idempotent, version=version)
+                                idempotent=idempotent, version=version, approve=approve)
 
 
 ToolsLike = Toolbox | Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]] | None

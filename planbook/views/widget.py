@@ -71,6 +71,18 @@ class PlanWidget(anywidget.AnyWidget):
     selected = t.Unicode("").tag(sync=True)
     #: names this model's store of panes in the browser (set at creation, so it is there at once)
     uid = t.Unicode("").tag(sync=True)
+    #: a background run: Pause / Continue / Stop, and Approve / Skip / Edit on waiting steps
+    controls = t.Bool(False).tag(sync=True)
+    #: the steps waiting for a decision, with their arguments (what the editor starts from)
+    waiting = t.Dict().tag(sync=True)
+    #: a refused decision's message, by step id ("" for the run's own buttons), shown inline
+    errors = t.Dict().tag(sync=True)
+    #: a paused run: the arguments of steps that have not started (they can be edited), and the
+    #: failed or skipped steps (they can be retried)
+    editable = t.Dict().tag(sync=True)
+    retryable = t.List().tag(sync=True)
+    #: the decisions people gave, in order: ``[what, step, who, reason]`` (shown with the revisions)
+    decisions = t.List().tag(sync=True)
 
 
 class PlanView:
@@ -82,8 +94,13 @@ class PlanView:
     ``note``: a line above that static HTML.
     """
 
-    def __init__(self, source: Any, *, note: str = "") -> None:
-        self.widget = PlanWidget(uid=secrets.token_hex(8))
+    def __init__(self, source: Any, *, note: str = "", controls: bool = False) -> None:
+        self.widget = PlanWidget(uid=secrets.token_hex(8), controls=controls)
+        #: the RunHandle the buttons steer (planbook.views.steer)
+        self.handle: Any = None
+        self._control: Any = None
+        self._decisions: list[list[str]] = []
+        self._events_read = 0
         self.note = note
         self.renders = 0
         #: every pane built (what a full batch re-sends), by step id
@@ -172,6 +189,19 @@ class PlanView:
             revisions = [d.model_dump(mode="json") for d in state.revisions]
             if revisions != w.revisions:
                 w.revisions = revisions
+            if self.handle is not None:
+                waiting = {i: self.state.plan.step(i).args for i in self.handle.waiting}
+                if waiting != w.waiting:
+                    w.waiting = waiting
+                if self._read_decisions():
+                    w.decisions = list(self._decisions)
+                paused = state.status == "paused"
+                editable = {s.id: s.args for s in plan.steps if paused and s.tool and s.status is Status.not_started}
+                retryable = [s.id for s in plan.steps if paused and s.status in (Status.failed, Status.skipped)]
+                if editable != w.editable:
+                    w.editable = editable
+                if retryable != w.retryable:
+                    w.retryable = retryable
 
     def _cache_marks(self, state: ViewState) -> dict[str, CacheMark]:
         if id(state.events) != self._marks_of:  # another run's events: start again
@@ -194,6 +224,7 @@ class PlanView:
             "elapsed_means": ELAPSED_MEANS,
             "now": round(state.now - origin, 3) if state.now is not None and origin is not None else None,
             "critical": [] if running else state.critical_path(),
+            "waiting": len(self.handle.waiting) if self.handle is not None and running else 0,
             # steps that did not run here: [kind, why, when (seconds from the origin)]
             "cached": {sid: [m.kind, m.describe(), _rel(m.at, origin)] for sid, m in marks.items()},
             "cached_count": cached_count_text(marks),
@@ -260,6 +291,15 @@ class PlanView:
             self.resend()
         elif isinstance(content, dict) and content.get("type") == "pane" and isinstance(content.get("step"), str):
             self.send_pane(content["step"])
+        elif isinstance(content, dict) and content.get("type") == "control" and self._control is not None:
+            error = self._control(content)
+            errors = dict(self.widget.errors)
+            key = str(content.get("step") or "")
+            if error:
+                errors[key] = error
+            else:
+                errors.pop(key, None)
+            self.widget.errors = errors
 
     def send_pane(self, step_id: str) -> None:
         """Build ``step_id``'s pane now and send it, unless the browser has it (a click on a
@@ -269,6 +309,25 @@ class PlanView:
             self._sent[step_id] = self._built[step_id]
             self._seq += 1
             self.widget.batch = {"seq": self._seq, "full": False, "panes": {step_id: data}, "bars": {}}
+
+    def _read_decisions(self) -> bool:
+        """Add the decisions among the run's new events (read once each); True when some were added."""
+        events = self.handle.runner.state.events
+        before = len(self._decisions)
+        for event in events[self._events_read:len(events)]:
+            if event.kind == "step.decided":
+                self._decisions.append([event.data.get("decision", ""), event.step or "", event.data.get("who", ""),
+                                        event.data.get("reason", "")])
+            elif event.kind == "run.steered":
+                self._decisions.append([event.data.get("action", ""), "", event.data.get("who", ""), ""])
+        self._events_read = len(events)
+        return len(self._decisions) != before
+
+    def attach_handle(self, handle: Any, control: Any) -> None:
+        """Let the view's buttons steer ``handle`` (a background run): ``control(message)`` applies
+        a button's message and returns the error to show ('' when it was taken)."""
+        self.handle, self._control = handle, control
+        self.widget.controls = True
 
     # ------------------------------------------------------------------ panes
     def open(self, step_id: str) -> dict[str, Any]:

@@ -58,6 +58,13 @@ const CSS = `
 .planbook-revisions .planbook-added{color:${MIX("#1b6e20")}}
 .planbook-revisions ins{background:${TINT("#2e7d32")};text-decoration:none}
 .planbook-revisions .planbook-revised{color:${MIX("#8a5300")}}
+.pb-waiting{background:#fff3cd;color:#7a4f00;font-weight:600}
+.pb-banner{background:#ffe8a3;color:#6b4500;border:1px solid #e0b000;border-radius:4px;padding:3px 8px;margin:4px 0;font-weight:600}
+.pb-ctl{display:flex;gap:6px;align-items:center;margin:4px 0}
+.pb-ctl button,.pb-row button,.pb-decide button{font:inherit;font-size:12px;padding:0 8px;cursor:pointer;border-radius:3px;
+  border:1px solid #999;background:var(--jp-layout-color1,#fafafa);color:inherit}
+.pb-row button{height:18px;line-height:16px}
+.pb-editor{width:100%;box-sizing:border-box;font-family:monospace;font-size:12px;min-height:3.5em}
 .planbook-revisions ul{margin:2px 0 6px 0;padding-left:20px;list-style:none}
 `;
 
@@ -212,6 +219,27 @@ function render({ model, el }) {
     if (store.tab === "graph") drawGraph();
   };
 
+  // a decision or control goes to the kernel (it arrives once no cell is running there)
+  function send(action, step, args) {
+    model.send({ type: "control", action, step: step || "", args });
+  }
+
+  // the buttons a step offers: Approve / Skip / Edit while it waits; Edit or Retry in a paused run
+  function decideButtons(id, waits) {
+    const stop = (fn) => (e) => { e.stopPropagation(); fn(); };
+    const edit = h("button", { "data-decide": "edit", text: "Edit", onclick: stop(() => {
+      store.editing = id;
+      if (model.get("selected") !== id) open(id); else drawPane();
+    }) });
+    if (waits) return [
+      h("button", { "data-decide": "approve", text: "Approve", onclick: stop(() => send("approve", id)) }),
+      h("button", { "data-decide": "skip", text: "Skip", onclick: stop(() => send("skip", id)) }), edit];
+    if (id in (model.get("editable") || {})) return [edit];
+    if ((model.get("retryable") || []).includes(id))
+      return [h("button", { "data-decide": "retry", text: "Retry", onclick: stop(() => send("retry", id)) })];
+    return [];
+  }
+
   function rowsAndStatus() {
     const rows = model.get("rows") || [];
     const statuses = model.get("statuses") || "";
@@ -244,6 +272,17 @@ function render({ model, el }) {
       title: "steps answered from the step cache or a resumed run: their tools did not run here",
       text: `${CACHED_MARK} ${head.cached_count}` }));
     parts.push(countsLine);
+    if (head.waiting) parts.push(h("div", { class: "pb-banner planbook-waiting-banner",
+      text: `Waiting for you: ${head.waiting} step${head.waiting > 1 ? "s" : ""} (${Object.keys(model.get("waiting") || {}).join(", ")}) · approve, skip or edit below` }));
+    if (model.get("controls") && (head.status === "running" || head.status === "paused")) {
+      const ctl = h("div", { class: "pb-ctl planbook-controls" });
+      if (head.status === "running") ctl.append(h("button", { "data-control": "pause", text: "Pause", onclick: () => send("pause") }));
+      else ctl.append(h("button", { "data-control": "continue", text: "Continue", onclick: () => send("continue") }));
+      ctl.append(h("button", { "data-control": "stop", text: "Stop", onclick: () => send("stop") }));
+      const error = (model.get("errors") || {})[""];
+      if (error) ctl.append(h("span", { class: "pb-err", text: error }));
+      parts.push(ctl);
+    }
     if (head.status && head.status !== "running") {
       parts.push(h("div", { class: `pb-verdict planbook-verdict ${tone}`, text: head.verdict }));
       if (head.why) parts.push(h("div", { class: `pb-verdict ${tone}`, style: "font-weight:normal", text: head.why }));
@@ -286,6 +325,7 @@ function render({ model, el }) {
     const first = Math.max(0, Math.floor(store.scroll / ROW_H) - 4);
     const last = Math.min(n, first + VISIBLE_ROWS + 8);
     const selected = model.get("selected");
+    const waiting = model.get("waiting") || {};
     const cachedSteps = (model.get("head") || {}).cached || {};
     const items = [];
     for (let i = first; i < last; i++) {
@@ -293,14 +333,16 @@ function render({ model, el }) {
       const code = statuses[i] || "n";
       const [name, mark] = STATUS[code];
       const cached = cachedSteps[id];
-      const row = h("div", { class: `pb-row planbook-step pb-${name} planbook-${name}${id === selected ? " open" : ""}` +
+      const waits = code === "n" && id in waiting;
+      const row = h("div", { class: `pb-row planbook-step pb-${name} planbook-${name}${waits ? " pb-waiting planbook-waiting" : ""}${id === selected ? " open" : ""}` +
         (cached ? " planbook-step-cached" : ""),
         "data-step": id, style: `top:${i * ROW_H}px`, title: needs.length ? `needs ${needs.join(", ")}` : null,
         onclick: () => open(id) },
-        h("span", { class: "m", text: mark }),
+        h("span", { class: "m", text: waits ? "[?]" : mark }),
         cached ? h("span", { class: "c planbook-cached", title: cached[1], text: CACHED_MARK }) : null,
         h("span", { class: "i", text: id }),
-        h("span", { class: "x", text: executor }), h("span", { class: "k", text: task }),
+        h("span", { class: "x", text: executor }), h("span", { class: "k", text: waits ? `waiting for you: ${task}` : task }),
+        ...(waits ? decideButtons(id, true) : []),
         h("span", { class: "d", text: cached ? cached[0] : stepTime(id, code) }));
       items.push(row);
     }
@@ -320,6 +362,18 @@ function render({ model, el }) {
     const [, executor, task, needs] = rows[index];
     const [status, mark] = STATUS[statuses[index] || "n"];
     const pane = store.panes[id] || {};
+    const waiting = model.get("waiting") || {};
+    const error = (model.get("errors") || {})[id] || "";
+    const editable = model.get("editable") || {};
+    const argsOf = id in waiting ? waiting[id] : editable[id];
+    if (argsOf === undefined && store.editing === id) store.editing = null;
+    const editor = paneBox.querySelector("textarea.pb-editor");
+    if (store.editing === id && editor && document.activeElement === editor && editor.dataset.step === id) {
+      // the person is typing: keep the editor as it is, show only the latest error
+      const shown = paneBox.querySelector(".planbook-edit-error");
+      if (shown) shown.textContent = error;
+      return;
+    }
     const table = h("table", {},
       paneRow("status", pane.status_text || `${mark} ${status}`, `pb-${status}`),
       paneRow("call", pane.call || `${executor} ${task}`, "mono"));
@@ -345,7 +399,22 @@ function render({ model, el }) {
     if (pane.output) parts.push(h("div", { class: "pb-label", text: "printed" }), h("pre", { class: "pb-pre", text: pane.output }));
     if (pane.traceback) parts.push(h("div", { class: "pb-label", text: "traceback" }),
       h("pre", { class: "pb-pre pb-err", text: pane.traceback }));
-    if (!store.panes[id]) { // a step far from the running ones: its pane is built when asked for
+    const offered = decideButtons(id, id in waiting);
+    if (offered.length) {
+      const label = id in waiting ? "waiting for your decision" : "the run is paused: you can change this step";
+      const decide = h("div", { class: "pb-decide planbook-decide" },
+        h("div", { class: "pb-label", text: label }), ...offered);
+      if (store.editing === id) {
+        const area = h("textarea", { class: "pb-editor planbook-editor", "data-step": id, spellcheck: "false" });
+        area.value = (store.drafts || {})[id] ?? JSON.stringify(argsOf, null, 1);
+        area.addEventListener("input", () => { (store.drafts = store.drafts || {})[id] = area.value; });
+        decide.append(h("div", { class: "pb-label", text: "new arguments (JSON), checked against the tool's signature" }), area,
+          h("div", {}, h("button", { "data-decide": "save", text: "Save and run", onclick: () => send("edit", id, area.value) }),
+            " ", h("button", { "data-decide": "cancel", text: "Cancel", onclick: () => { store.editing = null; drawPane(); } })));
+      }
+      decide.append(h("div", { class: "pb-err planbook-edit-error", text: error }));
+      parts.push(decide);
+    } else if (!store.panes[id]) { // a step far from the running ones: its pane is built when asked for
       const ran = (statuses[index] || "n") !== "n";
       if (ran && !store.requested.has(id)) { store.requested.add(id); model.send({ type: "pane", step: id }); }
       parts.push(h("div", { class: "pb-note", text: ran ? "loading… (the kernel sends this pane once the cell is not busy)" : "not run yet" }));
@@ -528,8 +597,17 @@ function render({ model, el }) {
 
   function drawRevisions() {
     const diffs = model.get("revisions") || [];
-    if (!diffs.length) { revisions.replaceChildren(); return; }
+    const decisions = model.get("decisions") || [];
+    if (!diffs.length && !decisions.length) { revisions.replaceChildren(); return; }
     const parts = [h("div", { style: "font-weight:600;margin-top:6px", text: "Revision history" })];
+    if (decisions.length) {
+      const DONE = { approve: "approved", skip: "skipped", edit: "edited", stop: "stopped", refused: "refused",
+        pause: "paused", resume: "continued" };
+      parts.push(h("ul", { class: "planbook-decisions" }, ...decisions.map(([what, step, who, reason]) =>
+        h("li", { class: `planbook-decision planbook-decision-${what}` },
+          `${step ? step + ": " : "run: "}${DONE[what] || what} by ${who === "timeout" ? "the approve timeout" : "you (" + who + ")"}`
+          + (reason ? ` — ${reason}` : "")))));
+    }
     for (const d of diffs) {
       const items = [];
       for (const id of d.removed) items.push(h("li", { class: "planbook-removed" }, "− ", h("del", { text: `${id}: ${d.steps[id] || ""}` }), " (removed)"));
@@ -565,7 +643,7 @@ function render({ model, el }) {
   };
   let headSeen = performance.now();
   const onHead = () => { headSeen = performance.now(); };
-  const events = "change:head change:rows change:statuses change:revisions change:selected";
+  const events = "change:head change:rows change:statuses change:revisions change:selected change:waiting change:errors change:controls change:decisions change:editable change:retryable";
   model.on("change:head", onHead);
   model.on(events, schedule);
   store.listeners.add(schedule);
