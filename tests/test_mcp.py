@@ -499,3 +499,33 @@ def test_a_server_in_the_kernels_environment_is_found_without_an_activated_path(
     with connect("mcp-server-time --local-timezone UTC") as tools:
         assert "get_current_time" in tools
     assert _program("no-such-mcp-server-xyz") == "no-such-mcp-server-xyz"  # left for the OS to report
+
+
+@needs_servers
+def test_a_tool_the_server_marks_destructive_waits_for_a_decision(tmp_path: Path) -> None:
+    """mcp-server-git marks git_reset destructive: a run that would call it asks first."""
+    from planbook import Decision, run
+    from planbook.mcp import connect
+
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    with connect([sys.executable, "-m", "mcp_server_git", "--repository", str(repo)]) as git:
+        assert git["git_reset"].approve and not git["git_status"].approve and not git["git_log"].approve
+        asked: list[str] = []
+
+        def decide(step: Any, context: Any) -> Decision:
+            asked.append(step.id)
+            return Decision.skip("not today")
+
+        plan = (f"steps:\n  - {{id: st, tool: git_status, args: {{repo_path: '{repo}'}}}}\n"
+                f"  - {{id: rs, tool: git_reset, args: {{repo_path: '{repo}'}}}}\n")
+        assert run(plan.split("  - {id: rs")[0], tools=git).ok  # read-only tools run unasked
+        with pytest.raises(Exception, match="rs|git_reset") as refused:
+            run(plan, tools=git)  # nobody can answer a foreground run: refused before anything runs
+        assert "approve" in str(refused.value)
+        result = run(plan, tools=git, approve=decide)
+        assert "rs" in asked and result.plan.step("rs").status == "skipped"
+    with connect([sys.executable, "-m", "mcp_server_git", "--repository", str(repo)], approve=False) as git:
+        assert not git["git_reset"].approve
+    with pytest.raises(TypeError, match="approve"):
+        connect([sys.executable, "-m", "mcp_server_git", "--repository", str(repo)], approve="yes")  # type: ignore[arg-type]

@@ -44,15 +44,17 @@ class MCPTool(Tool):
     """A tool served by an MCP server: the server's schema is what a model is shown."""
 
     def __init__(self, fn: Any, *, name: str, mcp_name: str, description: str, input_schema: dict[str, Any],
-                 hints: Any, cache: bool, version: str | None = None) -> None:
+                 hints: Any, cache: bool, version: str | None = None, approve: bool | None = None) -> None:
         read_only = bool(getattr(hints, "read_only_hint", None))
         #: the MCP spec's defaults: a tool that is not read-only may be destructive
         self.destructive = not read_only and getattr(hints, "destructive_hint", None) is not False
         idempotent = (read_only or bool(getattr(hints, "idempotent_hint", None))) and not self.destructive
         # cache=True (asked for on connect) applies to the tools that may be called twice; the
         # others are never cached (a cached call would skip its effect), as for any tool
+        # a call the server says may destroy something waits for a decision (approve=False on
+        # connect() lets such calls run unasked; approve=True makes every call ask)
         super().__init__(fn, name=name, description=description, cache=cache and idempotent, idempotent=idempotent,
-                         version=version)
+                         version=version, approve=self.destructive if approve is None else approve)
         #: the tool's name on the server (``name`` is the name in plans, with the prefix)
         self.mcp_name = mcp_name
         self.input_schema = input_schema
@@ -302,6 +304,7 @@ def connect(
     call_timeout: float | None = None,
     replace: bool = True,
     start_timeout: float = START_TIMEOUT,
+    approve: bool | None = None,
 ) -> MCPToolbox:
     """Start an MCP server (``command``, over stdio) or reach one (``url``, streamable HTTP).
 
@@ -309,6 +312,10 @@ def connect(
     checked before it runs. ``prefix`` is put before every tool name (to combine servers
     whose names clash). ``cache=True`` lets a run with a store reuse earlier results (off
     by default: a server's read-only or idempotent hints do not mean "same answer").
+    ``approve``: by default a tool the server marks destructive (``destructive_hint``, or no
+    hint on a tool that is not read-only) waits for a decision before each call, as
+    ``@planbook.tool(approve=True)`` does; ``approve=False`` lets every call run unasked,
+    ``approve=True`` makes every call ask.
     ``call_timeout``: seconds one call may take. ``replace``: close an open connection to
     the same command or URL first (a notebook cell run again leaves one server, not two).
     """
@@ -327,6 +334,8 @@ def connect(
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"connect(url=...): {url!r} is not an http(s) URL of a streamable-HTTP MCP endpoint")
         label = url
+    if approve not in (None, True, False):
+        raise TypeError(f"connect(approve=...): None (destructive tools ask), True or False, got {approve!r}")
     if prefix and not prefix.isidentifier():
         raise ValueError(f"prefix {prefix!r} must make tool names Python identifiers (letters, digits, _)")
     key = (tuple(argv) if argv else url, tuple(sorted((env or {}).items())), cwd, prefix)
@@ -343,7 +352,7 @@ def connect(
             if name in box:
                 raise MCPError(f"the MCP server {label} has two tools named {name!r} in plans "
                                f"({box[name].mcp_name!r} and {spec.name!r})")  # type: ignore[attr-defined]
-            box.add(_make_tool(connection, spec, name, cache, call_timeout))
+            box.add(_make_tool(connection, spec, name, cache, call_timeout, approve))
     except BaseException:
         connection.close()
         raise
@@ -352,7 +361,8 @@ def connect(
     return box
 
 
-def _make_tool(connection: _Connection, spec: Any, name: str, cache: bool, timeout: float | None) -> MCPTool:
+def _make_tool(connection: _Connection, spec: Any, name: str, cache: bool, timeout: float | None,
+               approve: bool | None = None) -> MCPTool:
     schema = dict(spec.input_schema or {"type": "object"})
     sig, annotations = signature(spec.name, schema)
     mcp_name = spec.name
@@ -365,7 +375,8 @@ def _make_tool(connection: _Connection, spec: Any, name: str, cache: bool, timeo
     call.__annotations__ = dict(annotations)
     description = (spec.description or spec.title or "").strip().splitlines()
     return MCPTool(call, name=name, mcp_name=mcp_name, description=description[0] if description else "",
-                   input_schema=schema, hints=spec.annotations, cache=cache, version=connection.version)
+                   input_schema=schema, hints=spec.annotations, cache=cache, version=connection.version,
+                   approve=approve)
 
 
 def _identifier(name: str) -> str:
