@@ -362,7 +362,7 @@ class SQLiteStore:
             rows = []
             for pos, st in enumerate(plan.steps):
                 args, _ = cache.encode_args(st.args, self.redactor)
-                if not cache.row_unchanged(st.id, pos, _row_signature(st, args, self.redactor)):
+                if not (_comparable(st) and cache.row_unchanged(st.id, pos, _row_signature(st, args, self.redactor))):
                     rows.append(self._step_row(cache, run_id, st, pos))
             con.executemany(_UPSERT_STEP, rows)
             self._update_run(con, cache, run_id, state, calls, force=True, extra=(
@@ -657,24 +657,27 @@ _IMMUTABLE = frozenset({str, int, float, bool, type(None), Status})
 
 def _row_signature(step: Step, args: Encoded, redactor: Redactor) -> tuple[Any, ...] | None:
     """What a step's row is made of, for telling whether it changed without encoding it again:
-    its fields and their types (``needs`` copied), its args' encoding, its result when it is
-    an immutable value, and the redactor's secrets then (a secret learned since makes it
-    written again). None when that cannot be told cheaply (a mutable result, an odd field):
-    the row is then always written. No value is kept by identity alone: a list or dict
-    edited in place is never mistaken for the one written."""
-    values = list(record_values(step.__dict__))
-    for i, value in enumerate(values):
-        if type(value) is list:
-            if not all(type(v) is str for v in value):
-                return None
-            values[i] = tuple(value)
-        elif type(value) not in _IMMUTABLE:
-            return None
+    its fields and their types (``needs`` also copied: a list edited in place is never
+    mistaken for the one written), its args' encoding, its result when it is an immutable
+    value, and the redactor's secrets then (a secret learned since makes it written again).
+    None when that cannot be told cheaply (a mutable result): the row is then always written.
+    Cheap, as every row written computes it; :func:`_comparable` checks the rest before a
+    row is skipped."""
     result = step.result
     if type(result) not in _IMMUTABLE:
         return None
-    return (tuple(values), tuple(map(type, values)), args.kind, args.payload, args.shown, type(result), result,
-            redactor._known_text)
+    values = record_values(step.__dict__)
+    return (values, tuple(map(type, values)), tuple(step.needs), args.kind, args.payload, args.shown,
+            type(result), result, redactor._known_text)
+
+
+def _comparable(step: Step) -> bool:
+    """True when every field of the step's record is an immutable value (``needs`` a list of
+    names, compared by its copy): only then may an equal signature stand for an unchanged row."""
+    for value in record_values(step.__dict__):
+        if type(value) not in _IMMUTABLE and not (value is step.needs and all(type(v) is str for v in value)):
+            return False
+    return True
 
 
 def _step(record: str, args_kind: str, args: Any, args_meta: str | None, result: Any) -> Step:
