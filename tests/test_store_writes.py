@@ -73,3 +73,22 @@ def test_a_save_after_the_store_was_read_writes_every_step_again(tmp_path: Path)
         run_id = store.create_run(state.plan, config={})
         store.load_run(run_id)
         assert _rows_written(store, lambda: store.save_state(run_id, state)) == 11
+
+
+def test_durable_fsyncs_every_commit_and_a_run_takes_such_a_store(tmp_path: Path) -> None:
+    import planbook
+
+    def noop(x: int) -> int:
+        """Return x."""
+        return x
+
+    with SQLiteStore(tmp_path / "normal.sqlite") as normal:
+        assert normal._connection().execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    with SQLiteStore(tmp_path / "durable.sqlite", durable=True) as durable:
+        assert durable._connection().execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        result = planbook.run(_plan(3).model_copy(update={"steps": [
+            Step(id=f"s{i}", tool="noop", args={"x": i}) for i in range(3)]}),
+            tools=planbook.Toolbox([noop]), store=durable, cache=False)
+        assert result.ok
+        stored = durable.load_run(durable.latest_run_id() or "")
+        assert [st.result for st in stored.plan.steps] == [0, 1, 2]
