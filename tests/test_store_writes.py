@@ -92,3 +92,14 @@ def test_durable_fsyncs_every_commit_and_a_run_takes_such_a_store(tmp_path: Path
         assert result.ok
         stored = durable.load_run(durable.latest_run_id() or "")
         assert [st.result for st in stored.plan.steps] == [0, 1, 2]
+
+
+def test_a_finished_run_leaves_nothing_of_its_rows_in_the_store_object(tmp_path: Path) -> None:
+    """What a row was made of is kept only while the run is written: a store object a
+    notebook keeps open does not grow with every finished run."""
+    with SQLiteStore(tmp_path / "runs.sqlite") as store:
+        state = RunState(plan=_plan(20))
+        run_id = store.create_run(state.plan, config={})
+        state.status = "completed"
+        store.record_step(run_id, [], state)
+        assert run_id not in store._caches

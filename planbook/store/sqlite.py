@@ -390,6 +390,8 @@ class SQLiteStore:
             return calls
 
         self._run_write(run_id, write)
+        if state.status in ("completed", "failed"):
+            self._caches.pop(run_id, None)  # as in save_state: what a row was made of is not kept past the end
 
     def append_events(self, run_id: str, events: Sequence[Event]) -> None:
         def write(con: sqlite3.Connection, cache: _RunCache) -> int:
