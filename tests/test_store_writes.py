@@ -40,6 +40,7 @@ def test_a_save_writes_only_the_steps_that_changed(tmp_path: Path) -> None:
         assert _rows_written(store, lambda: store.save_state(run_id, state)) == 1  # recorded already
         state.plan.steps = state.plan.steps[:40]  # a replan that drops ten steps
         assert _rows_written(store, lambda: store.save_state(run_id, state)) == 11
+        assert _rows_written(store, lambda: store.save_state(run_id, state)) == 1  # the kept ones are known
         assert len(store.load_run(run_id).plan.steps) == 40
 
 

@@ -95,19 +95,19 @@ class _RunCache:
         #: step id -> (position, what its stored row was made of): see :func:`_row_signature`
         self.rows: dict[str, tuple[int | None, tuple[Any, ...]]] = {}
         self._rows_written: dict[str, tuple[int | None, tuple[Any, ...]]] = {}
-        self._rows_dropped = False
+        self._rows_kept: set[str] | None = None
 
     def begin(self) -> None:
         self.next_history, self.next_events, self.next_counters = self.history, self.events, self.counters
         self.results.clear()  # mutable values may have been edited in place since the last write
         self._record = None
         self._rows_written = {}
-        self._rows_dropped = False
+        self._rows_kept = None
 
     def commit(self) -> None:
         self.history, self.events, self.counters = self.next_history, self.next_events, self.next_counters
-        if self._rows_dropped:
-            self.rows.clear()
+        if self._rows_kept is not None:
+            self.rows = {k: v for k, v in self.rows.items() if k in self._rows_kept}
         self.rows.update(self._rows_written)
 
     def row_unchanged(self, step_id: str, position: int | None, signature: tuple[Any, ...] | None) -> bool:
@@ -127,9 +127,10 @@ class _RunCache:
         else:
             self._rows_written[step_id] = (position, signature)
 
-    def drop_rows(self) -> None:
-        """Rows were deleted: what is known of them is forgotten when this write commits."""
-        self._rows_dropped = True
+    def keep_rows(self, ids: set[str]) -> None:
+        """The rows of every other step were deleted: what is known of them is forgotten when
+        this write commits."""
+        self._rows_kept = ids
 
     def encode_args(self, args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list[Any]]:
         hit = self.args.get(id(args))
@@ -358,7 +359,7 @@ class SQLiteStore:
                 f"DELETE FROM steps WHERE run_id = ? AND step_id NOT IN ({','.join('?' * len(ids))})",
                 (run_id, *ids),
             ).rowcount:
-                cache.drop_rows()
+                cache.keep_rows(set(ids))
             rows = []
             for pos, st in enumerate(plan.steps):
                 args, _ = cache.encode_args(st.args, self.redactor)
