@@ -16,6 +16,9 @@ inside SQLite calls (``execute``/``executemany``), inside JSON encoding, and the
 (Python: records, redaction checks, bookkeeping), from one instrumented run with the
 instrumentation's own cost taken out.
 
+Last, a save (what a replan or a pause writes) of a STEPS-step plan where one step changed:
+its CPU and the rows it writes.
+
 Run: python benchmarks/store_overhead.py [STEPS] [REPEATS]
 """
 
@@ -29,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import planbook
-from planbook.models import Plan, Step
+from planbook.models import Plan, Status, Step
+from planbook.runner import RunState
 from planbook.store import redact, values
 from planbook.store.schema import SCHEMA
 from planbook.store.sqlite import SQLiteStore
@@ -142,6 +146,22 @@ def split(plan: Plan, n: int, folder: Path, extra: float) -> tuple[float, float,
     return sql_us, json_us, max(extra - sql_us - json_us, 0.0)
 
 
+def save_cost(folder: Path, n: int, saves: int = 20) -> tuple[float, float]:
+    """(ms CPU, rows written) per ``save_state`` of an n-step plan with one step changed."""
+    with SQLiteStore(folder / "saves.sqlite") as store:
+        state = RunState(plan=make_plan(n))
+        run_id = store.create_run(state.plan, config={})
+        store.save_state(run_id, state)
+        con = store._connection()
+        rows = con.total_changes
+        c0 = time.process_time()
+        for i in range(saves):
+            state.plan.steps[i].set_state(status=Status.completed, result=i)
+            store.save_state(run_id, state)
+        cpu = time.process_time() - c0
+        return cpu / saves * 1e3, (con.total_changes - rows) / saves
+
+
 def main(n: int = 2000, repeats: int = 5) -> None:
     plan = make_plan(n)
     rows: dict[str, list[float]] = {"no store": [], "SQLite store": [], "durable=True": [], "bare": []}
@@ -159,6 +179,7 @@ def main(n: int = 2000, repeats: int = 5) -> None:
         durable = best["durable=True"] - best["no store"]
         bare = best["bare"]
         sql_us, json_us, py_us = split(plan, n, folder, extra)
+        save_ms, save_rows = save_cost(folder, n)
     print(f"planbook.run, {n} no-op steps, cache=False, a fresh store file each run; CPU, best of {repeats}")
     print(f"{'no store':34s} {best['no store']:8.1f} µs/step")
     print(f"{'SQLite store':34s} {best['SQLite store']:8.1f} µs/step")
@@ -169,6 +190,7 @@ def main(n: int = 2000, repeats: int = 5) -> None:
     print(f"durable=True extra CPU per step: {durable:.1f} µs = {durable / bare:.2f}x the bare transaction")
     print(f"split of the extra (one instrumented run): SQLite {sql_us:.1f} µs, JSON {json_us:.1f} µs, "
           f"Python {py_us:.1f} µs")
+    print(f"a save of the {n}-step plan with one step changed: {save_ms:.2f} ms CPU, {save_rows:g} rows written")
 
 
 if __name__ == "__main__":

@@ -362,7 +362,8 @@ class SQLiteStore:
                 cache.keep_rows(set(ids))
             rows = []
             for pos, st in enumerate(plan.steps):
-                args, _ = cache.encode_args(st.args, self.redactor)
+                # not through the args cache: it would copy every step's args only to evict them
+                args, _ = encode_args(st.args, self.redactor)
                 if not (_comparable(st) and cache.row_unchanged(st.id, pos, _row_signature(st, args, self.redactor))):
                     rows.append(self._step_row(cache, run_id, st, pos))
             con.executemany(_UPSERT_STEP, rows)
