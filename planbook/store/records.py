@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any
 
 from ..models import Event, Plan, PlanDiff, Status, Step
@@ -18,14 +19,15 @@ from .values import shown
 #: a step's fields that go into its record (every field but args and result)
 RECORD_FIELDS = tuple(name for name in Step.model_fields if name not in ("args", "result"))
 _STEP_FIELDS = frozenset(Step.model_fields)
+#: a step's record values from its ``__dict__`` in one C call (every field is in a model's ``__dict__``)
+record_values = itemgetter(*RECORD_FIELDS)
 PLAN_FIELDS = ("id", "goal", "title", "revision")
 
 
 def step_json(step: Step, redactor: Redactor, redacted: list[Any] | None = None) -> str:
     """The step's fields (all but args and result) as redacted JSON; ``redacted``: the paths
     of args that were redacted (loading puts markers there)."""
-    values = step.__dict__
-    record: dict[str, Any] = {name: values.get(name) for name in RECORD_FIELDS}
+    record: dict[str, Any] = dict(zip(RECORD_FIELDS, record_values(step.__dict__)))
     record["status"] = step.status.value
     if redacted:
         record["_redacted"] = [list(p) for p in redacted]

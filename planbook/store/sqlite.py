@@ -33,13 +33,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..models import Event, Plan, Step
+from ..models import Event, Plan, Status, Step
 from .base import (
     CacheHit, RunSummary, StoredRun, StoreError, StoreFormatError, counters_of, new_run_id, not_found,
 )
 from .records import (
-    RECORD_FIELDS, config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json,
-    plan_from_record, plan_json, redacted_paths, step_from_record, step_json,
+    config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json,
+    plan_from_record, plan_json, record_values, redacted_paths, step_from_record, step_json,
 )
 from .redact import Redactor
 from .claims import RunClaimed, is_me, refuse_claim, this_host
@@ -91,15 +91,46 @@ class _RunCache:
         #: step id -> (result object, (kind, payload, meta, history seq it is stored with))
         self.results: dict[str, tuple[Any, tuple[Any, ...]]] = {}
         #: the last step record written in this write: (the field values, by identity; its JSON)
-        self._record: tuple[list[Any], str] | None = None
+        self._record: tuple[tuple[Any, ...], str] | None = None
+        #: step id -> (position, what its stored row was made of): see :func:`_row_signature`
+        self.rows: dict[str, tuple[int | None, tuple[Any, ...]]] = {}
+        self._rows_written: dict[str, tuple[int | None, tuple[Any, ...]]] = {}
+        self._rows_kept: set[str] | None = None
 
     def begin(self) -> None:
         self.next_history, self.next_events, self.next_counters = self.history, self.events, self.counters
         self.results.clear()  # mutable values may have been edited in place since the last write
         self._record = None
+        self._rows_written = {}
+        self._rows_kept = None
 
     def commit(self) -> None:
         self.history, self.events, self.counters = self.next_history, self.next_events, self.next_counters
+        if self._rows_kept is not None:
+            self.rows = {k: v for k, v in self.rows.items() if k in self._rows_kept}
+        self.rows.update(self._rows_written)
+
+    def row_unchanged(self, step_id: str, position: int | None, signature: tuple[Any, ...] | None) -> bool:
+        """True when the stored row of ``step_id`` was written from exactly this (see :func:`_row_signature`)."""
+        return signature is not None and self.rows.get(step_id) == (position, signature)
+
+    def row_written(self, step_id: str, position: int | None, signature: tuple[Any, ...] | None) -> None:
+        """What the row of ``step_id`` is written from in this write (kept once it commits)."""
+        if position is None:  # a status change: the position stays what it was, if known
+            known = self._rows_written.get(step_id) or self.rows.get(step_id)
+            if known is None:
+                return
+            position = known[0]
+        if signature is None:
+            self._rows_written.pop(step_id, None)
+            self.rows.pop(step_id, None)  # nothing to compare with: the next save writes it again
+        else:
+            self._rows_written[step_id] = (position, signature)
+
+    def keep_rows(self, ids: set[str]) -> None:
+        """The rows of every other step were deleted: what is known of them is forgotten when
+        this write commits."""
+        self._rows_kept = ids
 
     def encode_args(self, args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list[Any]]:
         hit = self.args.get(id(args))
@@ -117,10 +148,9 @@ class _RunCache:
         step after its history entry) reuses it."""
         if paths:  # redacted args are listed in the record: not the common case, not kept
             return step_json(step, redactor, paths)
-        values = step.__dict__
-        current = [values.get(name) for name in RECORD_FIELDS]
+        current = record_values(step.__dict__)
         last = self._record
-        if last is not None and all(a is b or a == b for a, b in zip(current, last[0])):
+        if last is not None and current == last[0]:  # element by element: ``a is b or a == b``
             return last[1]
         text = step_json(step, redactor)
         self._record = (current, text)
@@ -309,23 +339,34 @@ class SQLiteStore:
                 raise StoreError(f"a run {run_id!r} is already in the run store {self.location}: "
                                  "choose another run id, or leave it out") from None
             con.executemany(_INSERT_STEP, [self._step_row(cache, run_id, st, pos) for pos, st in enumerate(plan.steps)])
+            cache.commit()
             return cache
 
         self._caches[run_id] = self._write(write)
         return run_id
 
     def save_state(self, run_id: str, state: Any) -> None:
+        """Everything: a step row is written only when what it is made of changed since this
+        process last wrote it (a replan or a pause on a long plan writes what changed, not
+        every step again); anything not known to be unchanged is written."""
         self.redactor.refresh()
         plan: Plan = state.plan
         ids = [st.id for st in plan.steps]
 
         def write(con: sqlite3.Connection, cache: _RunCache) -> int:
             calls = self._sync_lists(con, cache, run_id, state)
-            con.execute(
+            if con.execute(
                 f"DELETE FROM steps WHERE run_id = ? AND step_id NOT IN ({','.join('?' * len(ids))})",
                 (run_id, *ids),
-            )
-            con.executemany(_UPSERT_STEP, [self._step_row(cache, run_id, st, pos) for pos, st in enumerate(plan.steps)])
+            ).rowcount:
+                cache.keep_rows(set(ids))
+            rows = []
+            for pos, st in enumerate(plan.steps):
+                # not through the args cache: it would copy every step's args only to evict them
+                args, _ = encode_args(st.args, self.redactor)
+                if not (_comparable(st) and cache.row_unchanged(st.id, pos, _row_signature(st, args, self.redactor))):
+                    rows.append(self._step_row(cache, run_id, st, pos))
+            con.executemany(_UPSERT_STEP, rows)
             self._update_run(con, cache, run_id, state, calls, force=True, extra=(
                 ", plan = ?, revisions = ?",
                 (plan_json(plan, self.redactor), diffs_json(list(state.revisions), self.redactor)),
@@ -341,15 +382,18 @@ class SQLiteStore:
 
         def write(con: sqlite3.Connection, cache: _RunCache) -> int:
             calls = self._sync_lists(con, cache, run_id, state)
-            for st in steps:
-                row = self._step_row(cache, run_id, st, None)
-                if con.execute(_UPDATE_STEP, row[3:] + (run_id, st.id)).rowcount == 0:
-                    raise StoreError(f"step {st.id!r} is not in the stored plan of run {run_id!r}: save_state must "
-                                     "be called after the plan changes (a replan) and before its steps are recorded")
+            rows = [self._step_row(cache, run_id, st, None)[3:] + (run_id, st.id) for st in steps]
+            if rows and con.executemany(_UPDATE_STEP, rows).rowcount != len(rows):  # one statement for all
+                stored = {r[0] for r in con.execute("SELECT step_id FROM steps WHERE run_id = ?", (run_id,))}
+                missing = next(st.id for st in steps if st.id not in stored)
+                raise StoreError(f"step {missing!r} is not in the stored plan of run {run_id!r}: save_state must "
+                                 "be called after the plan changes (a replan) and before its steps are recorded")
             self._update_run(con, cache, run_id, state, calls)
             return calls
 
         self._run_write(run_id, write)
+        if state.status in ("completed", "failed"):
+            self._caches.pop(run_id, None)  # as in save_state: what a row was made of is not kept past the end
 
     def append_events(self, run_id: str, events: Sequence[Event]) -> None:
         def write(con: sqlite3.Connection, cache: _RunCache) -> int:
@@ -447,6 +491,7 @@ class SQLiteStore:
     def _step_row(self, cache: _RunCache, run_id: str, step: Step, position: int | None) -> tuple[Any, ...]:
         """(run_id, step_id, position, status, record, args x3, result x3, result_ref)."""
         args, paths = cache.encode_args(step.args, self.redactor)
+        cache.row_written(step.id, position, _row_signature(step, args, self.redactor))
         last = cache.results.get(step.id)
         if last is not None and last[0] is step.result:
             kind, payload, meta, ref = last[1]
@@ -608,6 +653,35 @@ _UPDATE_STEP = (
     "UPDATE steps SET status = ?, record = ?, args_kind = ?, args = ?, args_meta = ?, result_kind = ?, result = ?,"
     " result_meta = ?, result_ref = ? WHERE run_id = ? AND step_id = ?"
 )
+
+
+#: values a row signature holds as they are (immutable: an edit replaces them, never changes them)
+_IMMUTABLE = frozenset({str, int, float, bool, type(None), Status})
+
+
+def _row_signature(step: Step, args: Encoded, redactor: Redactor) -> tuple[Any, ...] | None:
+    """What a step's row is made of, for telling whether it changed without encoding it again:
+    its fields and their types (``needs`` also copied: a list edited in place is never
+    mistaken for the one written), its args' encoding, its result when it is an immutable
+    value, and the redactor's secrets then (a secret learned since makes it written again).
+    None when that cannot be told cheaply (a mutable result): the row is then always written.
+    Cheap, as every row written computes it; :func:`_comparable` checks the rest before a
+    row is skipped."""
+    result = step.result
+    if type(result) not in _IMMUTABLE:
+        return None
+    values = record_values(step.__dict__)
+    return (values, tuple(map(type, values)), tuple(step.needs), args.kind, args.payload, args.shown,
+            type(result), result, redactor._known_text)
+
+
+def _comparable(step: Step) -> bool:
+    """True when every field of the step's record is an immutable value (``needs`` a list of
+    names, compared by its copy): only then may an equal signature stand for an unchanged row."""
+    for value in record_values(step.__dict__):
+        if type(value) not in _IMMUTABLE and not (value is step.needs and all(type(v) is str for v in value)):
+            return False
+    return True
 
 
 def _step(record: str, args_kind: str, args: Any, args_meta: str | None, result: Any) -> Step:
