@@ -51,10 +51,12 @@ class MCPTool(Tool):
         idempotent = (read_only or bool(getattr(hints, "idempotent_hint", None))) and not self.destructive
         # cache=True (asked for on connect) applies to the tools that may be called twice; the
         # others are never cached (a cached call would skip its effect), as for any tool
-        # a call the server says may destroy something waits for a decision (approve=False on
-        # connect() lets such calls run unasked; approve=True makes every call ask)
+        # a call the server *says* may destroy something (destructive_hint=True) waits for a
+        # decision; a tool with no hints at all (most servers give none) is idempotent=False
+        # but runs unasked. approve=False on connect() lets every call run, True makes all ask
+        said_destructive = getattr(hints, "destructive_hint", None) is True and not read_only
         super().__init__(fn, name=name, description=description, cache=cache and idempotent, idempotent=idempotent,
-                         version=version, approve=self.destructive if approve is None else approve)
+                         version=version, approve=said_destructive if approve is None else approve)
         #: the tool's name on the server (``name`` is the name in plans, with the prefix)
         self.mcp_name = mcp_name
         self.input_schema = input_schema
@@ -312,8 +314,8 @@ def connect(
     checked before it runs. ``prefix`` is put before every tool name (to combine servers
     whose names clash). ``cache=True`` lets a run with a store reuse earlier results (off
     by default: a server's read-only or idempotent hints do not mean "same answer").
-    ``approve``: by default a tool the server marks destructive (``destructive_hint``, or no
-    hint on a tool that is not read-only) waits for a decision before each call, as
+    ``approve``: by default a tool the server marks ``destructive_hint=True`` waits for a
+    decision before each call, as
     ``@planbook.tool(approve=True)`` does; ``approve=False`` lets every call run unasked,
     ``approve=True`` makes every call ask.
     ``call_timeout``: seconds one call may take. ``replace``: close an open connection to
