@@ -73,6 +73,12 @@ STEERED = ("import time\nwhile not any(e.kind == 'run.steered' and e.data['actio
            "for e in list(held_run.runner.state.events)):\n    time.sleep(0.05)\nprint('{action} arrived')")
 
 
+def _shot_of(output: Any, name: str) -> None:
+    """A screenshot of one output (a run's record, once its live view is gone)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    output.screenshot(path=str(ARTIFACTS / f"browser-{name}.png"))
+
+
 def _row(step: str) -> str:
     return f".planbook-live .pb-row[data-step='{step}']"
 
@@ -146,7 +152,7 @@ def test_approve_edit_and_stop_from_the_live_view(request: pytest.FixtureRequest
         assert "edited by you (widget)" in record.locator(".planbook-revisions").inner_text()
         assert record.locator(".planbook-decision", has_text="m1: approved by you (widget)").count() == 1
         assert record.locator(".planbook-decision", has_text=f"{last}: edited by you (widget)").count() == 1
-        _shot(page, f"steer-{front_end}-edited")
+        _shot_of(record, f"steer-{front_end}-edited")
 
         # the kernel's own record: each step.started after its click, and who decided
         out = _run_cell(page, "r = handle.wait(60)\nprint('STARTED', json.dumps({e.step: e.time for e in r.events "
@@ -191,7 +197,7 @@ def test_approve_edit_and_stop_from_the_live_view(request: pytest.FixtureRequest
         decisions = held.locator(".planbook-decision").all_inner_texts()
         assert decisions == ["run: paused by you (widget)", "run: continued by you (widget)",
                              "run: stopped by you (widget)"], decisions
-        _shot(page, f"steer-{front_end}-stopped")
+        _shot_of(held, f"steer-{front_end}-stopped")
         assert page.get_by_text("Error displaying widget").count() == 0
         assert not errors, f"{front_end}: console errors: {errors}"
     except Exception:
