@@ -36,6 +36,9 @@ class RunHandle:
     the result is ``failed (aborted)``). ``approve(id)``, ``skip(id, why)``, ``edit(id,
     **args)`` decide for a step that waits — or will: a decision given before the step asks
     is kept for it, so a notebook can decide in code and run the same way every time.
+
+    Displayed in a notebook, the handle is the live view (with its buttons) while the run goes,
+    and that output becomes the run's static record when the run ends (every display of it).
     """
 
     def __init__(self, runner: Runner, *, view: Any = None) -> None:

@@ -6,6 +6,8 @@ Skip / Edit on a step that waits — arrive on the kernel's main thread as comm 
 where they become decisions of the :class:`~planbook.handle.RunHandle` (``who="widget"``).
 A decision the handle refuses (an edit that does not fit the tool) is shown in the
 view, beside the step, instead of being raised into a cell nobody is running.
+When the run ends, every display of its handle becomes the run's static record
+(:class:`HandleDisplays`), with the decisions people gave.
 """
 
 from __future__ import annotations
