@@ -36,6 +36,9 @@ class RunHandle:
     the result is ``failed (aborted)``). ``approve(id)``, ``skip(id, why)``, ``edit(id,
     **args)`` decide for a step that waits — or will: a decision given before the step asks
     is kept for it, so a notebook can decide in code and run the same way every time.
+
+    Displayed in a notebook, the handle is the live view (with its buttons) while the run goes,
+    and that output becomes the run's static record when the run ends (every display of it).
     """
 
     def __init__(self, runner: Runner, *, view: Any = None) -> None:
@@ -53,6 +56,10 @@ class RunHandle:
         self.view = view
         #: the plan as the run started (what a saved notebook shows where widgets do not run)
         self._initial = runner.plan.copy_plan()
+        #: where the handle is displayed in a notebook kernel (planbook.views.steer.HandleDisplays)
+        self._displays: Any = None
+        self._displays_lock = threading.Lock()
+        self._ended = False
         context = contextvars.copy_context()  # the cell's parent header travels with the thread
         self._thread = threading.Thread(target=context.run, args=(self._main,), daemon=True,
                                         name=f"planbook-run-{runner.plan.id}")
@@ -102,8 +109,23 @@ class RunHandle:
                 self._asked.notify_all()
 
     def _close_view(self) -> None:
+        """The run ended: the view draws its last state, and every display of the handle becomes
+        the run's static record (before whoever waits is told, so ``wait()`` finds it ready)."""
         if self.view is not None:
             self.view.close()
+        with self._displays_lock:
+            displays, self._ended = self._displays, True
+        if displays is not None:
+            from .views.steer import final_record
+
+            displays.end(final_record(self.runner, self.view))
+
+    def _settle_displays(self) -> None:
+        """On the kernel's main thread, once the run ended: send the record to the displays again,
+        in the running cell (see planbook.views.steer.HandleDisplays)."""
+        displays = self._displays
+        if displays is not None and threading.current_thread() is threading.main_thread():
+            displays.settle()
 
     # ------------------------------------------------------------------ state
     @property
@@ -130,17 +152,22 @@ class RunHandle:
         if not self._future.done():
             raise RuntimeError(f"the run of plan {self.runner.plan.id!r} is still {self.status}: "
                                "call handle.wait() (or `await handle`) for its result")
+        self._settle_displays()
         return self._future.result()
 
     def wait(self, timeout: float | None = None) -> RunResult:
         """Block until the run ends and return its result; TimeoutError after ``timeout`` s
         (the run goes on). A kernel interrupt stops the waiting, not the run."""
         try:
-            return self._future.result(timeout)
+            result = self._future.result(timeout)
         except concurrent.futures.TimeoutError:
             raise TimeoutError(f"the run of plan {self.runner.plan.id!r} is still {self.status} after {timeout:g} s "
                                f"(it goes on{'; waiting for you: ' + ', '.join(self.waiting) if self.waiting else ''})"
                                ) from None
+        finally:
+            if self._future.done():
+                self._settle_displays()
+        return result
 
     def wait_for_approval(self, timeout: float | None = None) -> list[str]:
         """Block until a step waits for your decision (or the run ended or paused); returns the
@@ -154,7 +181,9 @@ class RunHandle:
     def __await__(self) -> Generator[Any, None, RunResult]:
         import asyncio  # only when awaited: importing it costs `import planbook` about 50 ms
 
-        return asyncio.wrap_future(self._future).__await__()
+        result = yield from asyncio.wrap_future(self._future).__await__()
+        self._settle_displays()
+        return result
 
     # ------------------------------------------------------------------ controls
     def pause(self, *, who: Who = "api") -> None:
@@ -277,7 +306,34 @@ class RunHandle:
     def __repr__(self) -> str:
         return f"<RunHandle plan {self.runner.plan.id!r}: {self.status}>"
 
+    def _ipython_display_(self) -> None:
+        """Displayed in a notebook kernel: the live view through a display with a display id, which
+        becomes the run's static record when the run ends (each display, if shown twice)."""
+        from IPython.display import display
+
+        from .views.show import choose_view
+
+        if choose_view() not in ("widget", "html"):  # a terminal: no display to update later
+            display(self._live_bundle()[0], raw=True)
+            return
+        with self._displays_lock:
+            if self._displays is None:
+                from .views.steer import HandleDisplays
+
+                self._displays = HandleDisplays(self)
+                if self._ended:  # the run ended before its first display: show its record
+                    from .views.steer import final_record
+
+                    self._displays.final = final_record(self.runner, self.view)
+            displays = self._displays
+        displays.show()
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        """The live view while the run goes (the record once a display showed how it ended)."""
+        final = self._displays.final if self._displays is not None else None
+        return dict(final) if final is not None else self._live_bundle(include, exclude)
+
+    def _live_bundle(self, include: Any = None, exclude: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
         """The live view (its widget where widgets run). The other forms show the plan as the run
         started, whatever it did since: they do not depend on how far the run got by the time
         the cell's output was made (notebooks compare them)."""
@@ -296,7 +352,7 @@ class RunHandle:
         }
         target = getattr(self.view, "target", None)
         if target is None or not hasattr(target, "_repr_mimebundle_"):
-            return data
+            return data, {}
         bundle = target._repr_mimebundle_(include, exclude)
         widget, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         return {**widget, **data}, metadata

@@ -8,7 +8,8 @@ tool (the signature's error shows inline), then a valid one (the step runs with 
 the revision history shows the ``revised`` diff), checks that another cell answered
 during the run; then, on a second run, clicks **Pause** while a step runs (it finishes,
 nothing new starts), **Continue**, and **Stop** while the next step runs (the run ends
-``failed (aborted)`` once that step finished, and nothing else started).
+``failed (aborted)`` once that step finished, and nothing else started). Each run's live view
+ends as the run's static record, with its diffs and decisions: no widget is left to save.
 
 Run it alone with ``pytest -m browser tests/test_browser_steering.py -p no:cacheprovider``.
 """
@@ -70,6 +71,12 @@ LAST_OUTPUT_JS = """() => {
 # a cell that waits until the run took a control (clicks reach the kernel once it is idle)
 STEERED = ("import time\nwhile not any(e.kind == 'run.steered' and e.data['action'] == '{action}' "
            "for e in list(held_run.runner.state.events)):\n    time.sleep(0.05)\nprint('{action} arrived')")
+
+
+def _shot_of(output: Any, name: str) -> None:
+    """A screenshot of one output (a run's record, once its live view is gone)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    output.screenshot(path=str(ARTIFACTS / f"browser-{name}.png"))
 
 
 def _row(step: str) -> str:
@@ -135,15 +142,17 @@ def test_approve_edit_and_stop_from_the_live_view(request: pytest.FixtureRequest
         _shot(page, f"steer-{front_end}-edit-error")
         editor.fill('{"to": "dan", "times": 2}')
         page.click(f".planbook-live .pb-pane[data-pane='{last}'] button[data-decide='save']")
-        page.wait_for_selector(f"{_row(last)}.planbook-completed", timeout=RUN_TIMEOUT_MS)
-        revised = page.locator(".planbook-live .planbook-revisions .planbook-revised", has_text=f"{last}: send(to='dan', times=2)")
-        revised.wait_for(timeout=RUN_TIMEOUT_MS)
-        history = page.locator(".planbook-live .planbook-revisions").first
-        assert "edited by you (widget)" in history.inner_text()
-        history.locator(".planbook-decision", has_text="m1: approved by you (widget)").wait_for(timeout=RUN_TIMEOUT_MS)
-        assert history.locator(".planbook-decision", has_text=f"{last}: edited by you (widget)").count() == 1
-        page.locator(".planbook-live .pb-verdict", has_text="completed").first.wait_for(timeout=RUN_TIMEOUT_MS)
-        _shot(page, f"steer-{front_end}-edited")
+        # the run ends: its live view becomes the run's static record (no widget left to save), which
+        # shows the edited step, the edit's diff and every decision
+        record = page.locator(".jp-OutputArea-output", has=page.locator(".planbook-record")).first
+        record.locator(".planbook-verdict", has_text="completed").wait_for(timeout=RUN_TIMEOUT_MS)
+        assert page.locator(".planbook-live").count() == 0
+        assert record.locator(f"tr.planbook-step.planbook-completed[data-step='{last}']").count() == 1
+        assert record.locator(".planbook-revisions .planbook-revised", has_text=f"{last}: send(to='dan', times=2)").count() == 1
+        assert "edited by you (widget)" in record.locator(".planbook-revisions").inner_text()
+        assert record.locator(".planbook-decision", has_text="m1: approved by you (widget)").count() == 1
+        assert record.locator(".planbook-decision", has_text=f"{last}: edited by you (widget)").count() == 1
+        _shot_of(record, f"steer-{front_end}-edited")
 
         # the kernel's own record: each step.started after its click, and who decided
         out = _run_cell(page, "r = handle.wait(60)\nprint('STARTED', json.dumps({e.step: e.time for e in r.events "
@@ -181,12 +190,14 @@ def test_approve_edit_and_stop_from_the_live_view(request: pytest.FixtureRequest
         _run_cell(page, "gate.set()\nr2 = held_run.wait(60)\nprint('HELD', r2.status, r2.reason, "
                         "[s.status.value for s in r2.plan.steps])", "HELD")
         assert "HELD failed aborted ['completed', 'completed', 'not_started']" in page.evaluate(LAST_OUTPUT_JS)
-        live.locator(".pb-verdict", has_text="aborted").first.wait_for(timeout=RUN_TIMEOUT_MS)
-        assert live.locator(f".pb-row[data-step='h2'].planbook-completed").count() == 1
-        decisions = live.locator(".planbook-decision").all_inner_texts()
+        held = page.locator(".jp-OutputArea-output", has=page.locator(".planbook-record")).nth(1)
+        held.locator(".planbook-verdict", has_text="aborted").wait_for(timeout=RUN_TIMEOUT_MS)
+        assert page.locator(".planbook-live").count() == 0
+        assert held.locator("tr.planbook-step.planbook-completed[data-step='h2']").count() == 1
+        decisions = held.locator(".planbook-decision").all_inner_texts()
         assert decisions == ["run: paused by you (widget)", "run: continued by you (widget)",
                              "run: stopped by you (widget)"], decisions
-        _shot(page, f"steer-{front_end}-stopped")
+        _shot_of(held, f"steer-{front_end}-stopped")
         assert page.get_by_text("Error displaying widget").count() == 0
         assert not errors, f"{front_end}: console errors: {errors}"
     except Exception:

@@ -6,10 +6,14 @@ Skip / Edit on a step that waits — arrive on the kernel's main thread as comm 
 where they become decisions of the :class:`~planbook.handle.RunHandle` (``who="widget"``).
 A decision the handle refuses (an edit that does not fit the tool) is shown in the
 view, beside the step, instead of being raised into a cell nobody is running.
+When the run ends, every display of its handle becomes the run's static record
+(:class:`HandleDisplays`), with the decisions people gave.
 """
 
 from __future__ import annotations
 
+import threading
+import warnings
 from typing import Any
 
 from .live import LIVE_NOTE, LiveView
@@ -69,3 +73,148 @@ def on_control(handle: Any, content: dict[str, Any]) -> str:
     except (KeyError, ValueError, TypeError, RuntimeError) as exc:
         return str(exc).strip("'\"")
     return ""
+
+
+# ------------------------------------------------------------------ where the handle is displayed
+class HandleDisplays:
+    """Every display of a background run's handle, each with a display id: the live view while
+    the run goes, replaced by the run's static record once it ends (a saved notebook then holds
+    no widget that needs its kernel: no "Error displaying widget", no blank nbconvert HTML).
+
+    A paused run keeps its live view: its Continue button, editor and retry are how it goes on.
+
+    The record is sent twice, because front ends route it differently. From the run's thread
+    (with the parent header of the cell that started the run): JupyterLab and Notebook 7 apply
+    an update by its display id wherever it was shown, even while the kernel is idle. Then once
+    more from the kernel's main thread at the next occasion — ``handle.wait()``, ``await
+    handle``, ``handle.result``, or the start or end of any cell — with the running cell's parent
+    header: nbclient, ``nbconvert --execute`` and papermill read only the messages of the cell
+    they run, and would drop the first.
+    """
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self._lock = threading.Lock()
+        self._shown: list[Any] = []  # IPython DisplayHandles
+        self._owed: list[Any] = []  # displays the main thread still has to update
+        #: the run's static record, once it ended
+        self.final: dict[str, str] | None = None
+
+    def show(self) -> None:
+        """Display the handle (on the main thread): the live view, or the record if the run ended."""
+        from IPython.display import display
+
+        with self._lock:  # the run cannot end between choosing what to show and keeping its display
+            if self.final is not None:
+                display(self.final, raw=True)
+                return
+            data, metadata = self.handle._live_bundle()
+            self._shown.append(display(data, raw=True, metadata=metadata, display_id=True))
+        _watch_cells()
+
+    def end(self, final: dict[str, str]) -> None:
+        """The run ended (its thread): every display becomes ``final`` (and is owed once more)."""
+        with self._lock:
+            self.final = final
+            shown = list(self._shown)
+            self._owed = list(shown)
+        if shown:
+            with _OWING_LOCK:
+                _OWING.append(self)
+        for display in shown:
+            _update(display, final)
+
+    def settle(self) -> None:
+        """Send the record again from the kernel's main thread, in the running cell (see the class)."""
+        with self._lock:
+            owed, self._owed = self._owed, []
+            final = self.final
+        for display in owed:
+            _update(display, final)
+
+
+_OWING: list[HandleDisplays] = []
+_OWING_LOCK = threading.Lock()
+_WATCHING: set[int] = set()  # id() of the shells whose cells settle the owed displays
+
+
+def settle_all(*_: Any) -> None:
+    """Update the displays of every run that ended since (the main thread, at a cell's start and end)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    with _OWING_LOCK:
+        owing = list(_OWING)
+        _OWING.clear()
+    for displays in owing:
+        displays.settle()
+
+
+def _watch_cells() -> None:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or id(shell) in _WATCHING:
+        return
+    _WATCHING.add(id(shell))
+    shell.events.register("pre_run_cell", settle_all)
+    shell.events.register("post_run_cell", settle_all)
+
+
+def _update(display: Any, final: dict[str, str] | None) -> None:
+    try:
+        display.update(final, raw=True)
+    except Exception as exc:  # the run's result is still there: say so, do not raise into a thread
+        warnings.warn(f"a display of a background run could not show how the run ended "
+                      f"({type(exc).__name__}: {exc}); display the handle again", stacklevel=2)
+
+
+def final_record(runner: Any, bridge: LiveView | None) -> dict[str, str]:
+    """How a background run ended, as its displays keep it: the live view's static record (or,
+    without a view, the same from the runner's state) and the decisions people gave."""
+    record = getattr(getattr(bridge, "target", None), "record", None)
+    if record is not None:
+        data = dict(record())
+    else:
+        from .html import state_html
+        from .state import ViewState
+        from .text import format_state, state_markdown
+
+        state = ViewState.of_runner(runner)
+        data = {"text/plain": format_state(state), "text/html": state_html(state),
+                "text/markdown": state_markdown(state)}
+    decisions = decision_lines(runner.state.events)
+    if decisions:
+        data["text/html"] += decisions_html(decisions)
+        data["text/plain"] += "\n\nDecisions:\n" + "\n".join(f"  {line}" for _, line in decisions)
+    return data
+
+
+DONE = {"approve": "approved", "skip": "skipped", "edit": "edited", "stop": "stopped", "refused": "refused",
+        "pause": "paused", "resume": "continued"}
+
+
+def decision_lines(events: list[Any]) -> list[tuple[str, str]]:
+    """``[(what, line)]``: each decision of the run in words, as the live view lists them."""
+    lines = []
+    for event in events:
+        if event.kind == "step.decided":
+            what, step = event.data.get("decision", ""), event.step or ""
+        elif event.kind == "run.steered":
+            what, step = event.data.get("action", ""), ""
+        else:
+            continue
+        who = event.data.get("who", "")
+        line = (f"{step + ': ' if step else 'run: '}{DONE.get(what, what)} by "
+                f"{'the approve timeout' if who == 'timeout' else f'you ({who})'}")
+        reason = event.data.get("reason", "") if event.kind == "step.decided" else ""
+        lines.append((what, line + (f" — {reason}" if reason else "")))
+    return lines
+
+
+def decisions_html(lines: list[tuple[str, str]]) -> str:
+    from .html import NO_MATH, esc
+
+    items = "".join(f'<li class="planbook-decision planbook-decision-{esc(what)}">{esc(line)}</li>'
+                    for what, line in lines)
+    return (f'<div class="planbook-decisions-box {NO_MATH}" style="margin-top:6px"><div style="font-weight:600">'
+            f'Decisions</div><ul class="planbook-decisions">{items}</ul></div>')
