@@ -411,7 +411,9 @@ class Runner:
             self._settle_leftovers()
             s.status, s.reason, s.error = "running", None, None
             self._stale = True  # a paused plan may have been edited by hand
-            self.emit("run.started", resumed=True)
+            # stored=True: continued from the store (planbook.resume), so the steps completed
+            # before did not run in this process; False: a pause in this process, going on
+            self.emit("run.started", resumed=True, stored=self._adopted)
         if not s.started:
             s.started = True
             self.emit("run.started", resumed=False, max_steps=self.max_steps, max_replans=self.max_replans,

@@ -207,6 +207,19 @@ def test_steps_completed_before_a_resume_are_marked_resumed(tmp_path: Path) -> N
     assert f"{CACHED_MARK} 1 resumed" in page and "resumed: completed before the run was resumed" in page
 
 
+def test_steps_of_a_run_paused_and_continued_in_its_own_process_are_not_marked_resumed() -> None:
+    """Continuing a paused run (--step, Pause in the view) is the same run going on: the steps
+    it ran before the pause ran *in this run*, unlike a resume from the store."""
+    from planbook import Runner
+
+    runner = Runner(SPEC, tools=_tools())
+    assert runner.run(until="fetch").status == "paused"
+    result = runner.run()
+    assert result.status == "completed"
+    assert cache_marks(result.events, result.plan) == {}
+    assert "resumed" not in result_html(result).replace("resumed=", "")
+
+
 def test_the_widget_head_and_panes_carry_the_cache_marks(tmp_path: Path) -> None:
     from planbook.views.widget import PlanView
 

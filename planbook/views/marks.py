@@ -2,7 +2,7 @@
 
 A default never hides work, so every view marks such a step (row, pane, timeline, header).
 The marks come from the run's events: ``step.cached`` (the step cache answered, with the
-run and step the result came from) and ``run.started`` with ``resumed=True`` (a step that
+run and step the result came from) and ``run.started`` with ``resumed=True, stored=True`` (a step that
 completed before it was not run again). A step whose note says it was cached but whose
 events are gone (a plan copied out of a result) is still marked, from the note.
 """
@@ -61,7 +61,8 @@ class MarkBuilder:
             self.marks.pop(event.step, None)  # it ran (again) in this run
             if event.kind == "step.finished":
                 self._finished.add(event.step)
-        elif event.kind == "run.started" and event.data.get("resumed"):
+        elif event.kind == "run.started" and event.data.get("resumed") and event.data.get("stored", True):
+            # a resume from the store (events stored before ``stored`` existed count as one)
             for step_id in self._finished:
                 self.marks.setdefault(step_id, CacheMark(step_id, "resumed", at=event.time))
             self._finished.clear()
