@@ -175,3 +175,25 @@ class Kernel:
     def close(self) -> None:
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=True)
+
+
+def note_tools(seen: list[str]) -> Toolbox:
+    """A toolbox with one uncached tool, ``note(x)``, that appends each call's ``x`` to ``seen``."""
+    box = Toolbox()
+
+    @box.tool(cache=False)
+    def note(x: str) -> str:
+        """Note the call."""
+        seen.append(x)
+        return x
+
+    return box
+
+
+def store_files(folder: Any) -> dict[str, bytes]:
+    """A store folder's bytes, less SQLite's own bookkeeping that any reader may create: the
+    -shm index of the write-ahead log, and an empty log (after the last writer closed the store)."""
+    from pathlib import Path
+
+    files = {p.name: p.read_bytes() for p in Path(folder).iterdir() if not p.name.endswith("-shm")}
+    return {name: data for name, data in files.items() if data or not name.endswith("-wal")}

@@ -452,7 +452,6 @@ def test_a_timed_out_python_loop_is_stopped_and_its_late_events_are_ignored() ->
 
 
 def test_a_heartbeat_ticks_on_the_runner_thread_while_a_slow_step_runs() -> None:
-    import time
 
     from planbook import Runner
 

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import planbook
+from helpers import store_files
 from planbook import Plan, ResumeError, RunResult, Step, Toolbox
 from planbook.models import Status
 from planbook.store import RunNotFound, StoreFormatError, Unrestorable
@@ -521,12 +522,6 @@ def _newer(path: Path) -> None:
     con.close()
 
 
-def _store_files(folder: Path) -> dict[str, bytes]:
-    """The store's bytes, less SQLite's own bookkeeping that any reader may create: the -shm
-    index of the write-ahead log, and an empty log (after the last writer closed the store)."""
-    files = {p.name: p.read_bytes() for p in folder.iterdir() if not p.name.endswith("-shm")}
-    return {name: data for name, data in files.items() if data or not name.endswith("-wal")}
-
 
 def _corrupt(path: Path) -> None:
     path.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 40)
@@ -541,7 +536,7 @@ def test_a_corrupt_or_newer_store_is_refused_clearly_and_left_unchanged(
     damage(path)
     # the database and its write-ahead log; the -shm file is SQLite's index of the log, which
     # any reader (even a read-only one) writes
-    files = _store_files(tmp_path)
+    files = store_files(tmp_path)
     for attempt in (lambda: planbook.run(chain(), tools=calls.box, store=path),
                     lambda: planbook.resume(store=path, tools=calls.box),
                     lambda: planbook.runs(path),
@@ -550,7 +545,7 @@ def test_a_corrupt_or_newer_store_is_refused_clearly_and_left_unchanged(
             attempt()
         assert str(path) in str(info.value) and "left as it is" in str(info.value)
     assert calls.made == []  # refused before anything ran
-    assert _store_files(tmp_path) == files
+    assert store_files(tmp_path) == files
 
 
 # ------------------------------------------------------------------ inspection

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 import planbook
-from planbook import Plan, ResumeError, Step, Toolbox
+from helpers import note_tools
+from planbook import Plan, ResumeError, Step
 from planbook.store import RunClaimed
 from planbook.store.claims import this_host
 
@@ -176,29 +177,18 @@ def test_a_writer_on_another_host_cannot_be_checked_so_only_force_takes_over(wor
     assert calls(workdir) == ["add-1-2", "add-3-3", "add-3-3", "hold"]
 
 
-def _box(seen: list[str]) -> Toolbox:
-    box = Toolbox()
-
-    @box.tool(cache=False)
-    def note(x: str) -> str:
-        """Note the call."""
-        seen.append(x)
-        return x
-
-    return box
-
 
 def test_resume_in_python_is_refused_then_forced(tmp_path: Path) -> None:
     store, seen = tmp_path / "runs.sqlite", []
     plan = Plan(id="p", goal="g", steps=[Step(id="a", tool="note", args={"x": "a"}),
                                          Step(id="b", tool="note", args={"x": "b"})])
-    paused = planbook.Runner(plan, tools=_box(seen), store=store).run(until="a")
+    paused = planbook.Runner(plan, tools=note_tools(seen), store=store).run(until="a")
     assert paused.status == "paused"
     _written_elsewhere(store, this_host(), os.getppid())  # a live process on this host writes it
     with pytest.raises(ResumeError, match=rf"is being written by process {os.getppid()} on host "):
-        planbook.resume(store=store, tools=_box(seen))
+        planbook.resume(store=store, tools=note_tools(seen))
     assert seen == ["a"]
-    result = planbook.resume(store=store, tools=_box(seen), force=True)
+    result = planbook.resume(store=store, tools=note_tools(seen), force=True)
     assert result.ok and seen == ["a", "b"]
 
 
@@ -206,7 +196,7 @@ def test_a_paused_run_taken_over_meanwhile_stops_before_running_anything(tmp_pat
     store, seen = tmp_path / "runs.sqlite", []
     plan = Plan(id="p", goal="g", steps=[Step(id="a", tool="note", args={"x": "a"}),
                                          Step(id="b", tool="note", args={"x": "b"})])
-    runner = planbook.Runner(plan, tools=_box(seen), store=store)
+    runner = planbook.Runner(plan, tools=note_tools(seen), store=store)
     assert runner.run(until="a").status == "paused"
     _written_elsewhere(store, this_host(), os.getppid())  # another live process resumed it meanwhile
     with pytest.raises(RunClaimed, match=rf"is being written by process {os.getppid()}"):
@@ -218,7 +208,7 @@ def test_a_resume_that_finds_the_run_changed_since_it_loaded_it_stops(tmp_path: 
     store, seen = tmp_path / "runs.sqlite", []
     plan = Plan(id="p", goal="g", steps=[Step(id="a", tool="note", args={"x": "a"}),
                                          Step(id="b", tool="note", args={"x": "b"})])
-    planbook.Runner(plan, tools=_box(seen), store=store).run(until="a")
+    planbook.Runner(plan, tools=note_tools(seen), store=store).run(until="a")
     from planbook.store.sqlite import SQLiteStore
 
     opened = SQLiteStore(store)
@@ -236,7 +226,7 @@ def test_a_paused_run_resumed_elsewhere_meanwhile_is_not_continued_from_a_stale_
     plan = Plan(id="p", goal="g", steps=[Step(id="a", tool="note", args={"x": "a"}),
                                          Step(id="b", tool="note", args={"x": "b"}),
                                          Step(id="c", tool="note", args={"x": "c"})])
-    runner = planbook.Runner(plan, tools=_box(seen), store=store)
+    runner = planbook.Runner(plan, tools=note_tools(seen), store=store)
     assert runner.run(until="a").status == "paused"
     # another process resumed it, ran b, and was interrupted (its writer is gone now)
     child = subprocess.run([sys.executable, "-c", (
@@ -259,10 +249,10 @@ def test_run_plan_resume_is_refused_while_another_process_writes_and_force_takes
     from IPython.core.error import UsageError
 
     store, seen = tmp_path / "runs.sqlite", []
-    ip.user_ns["claim_box"] = _box(seen)
+    ip.user_ns["claim_box"] = note_tools(seen)
     ip.run_cell_magic("plan", "claimed --tools claim_box", "steps:\n  - {id: a, tool: note, args: {x: a}}\n"
                       "  - {id: b, tool: note, args: {x: b}}\n")
-    planbook.Runner(ip.user_ns["claimed"].copy_plan(), tools=_box(seen), store=store).run(until="a")
+    planbook.Runner(ip.user_ns["claimed"].copy_plan(), tools=note_tools(seen), store=store).run(until="a")
     _written_elsewhere(store, this_host(), os.getppid())
     try:
         ip.run_line_magic("plan_store", str(store))

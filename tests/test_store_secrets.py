@@ -9,14 +9,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import planbook
 from planbook import Plan, RunResult, Step, Toolbox
 from planbook.store.redact import Redactor, echo_forms
-from planbook.store.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[1]
 #: a password with everything repr escapes: a backslash, both quotes, a newline, a tab

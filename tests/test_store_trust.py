@@ -7,7 +7,6 @@ import math
 import sqlite3
 import subprocess
 import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 import planbook
+from helpers import note_tools, store_files
 from planbook import Plan, Step, Toolbox
 from planbook.runner import Runner
 from planbook.store import MemoryStore, StoreError, Unrestorable, open_store
@@ -126,17 +126,6 @@ def test_a_paused_plan_edited_in_place_is_what_the_store_holds_and_what_a_resume
 # ------------------------------------------------------------------ reading never writes
 
 
-def _note_tools(seen: list[str]) -> Toolbox:
-    box = Toolbox()
-
-    @box.tool(cache=False)
-    def note(x: str) -> str:
-        """Note the call."""
-        seen.append(x)
-        return x
-
-    return box
-
 
 def _two_step_plan(plan_id: str = "p") -> Plan:
     return Plan(id=plan_id, goal=f"goal of {plan_id}", steps=[Step(id="a", tool="note", args={"x": "a"}),
@@ -152,20 +141,14 @@ def test_reading_a_path_with_no_store_says_so_and_creates_nothing(tmp_path: Path
     assert list(tmp_path.iterdir()) == []
 
 
-def _files(folder: Path) -> dict[str, bytes]:
-    """The store's bytes, less SQLite's own bookkeeping that any reader may create: the -shm
-    index of the write-ahead log, and an empty log (after the last writer closed the store)."""
-    files = {p.name: p.read_bytes() for p in folder.iterdir() if not p.name.endswith("-shm")}
-    return {name: data for name, data in files.items() if data or not name.endswith("-wal")}
-
 
 def test_reading_a_store_changes_no_byte_of_it(tmp_path: Path) -> None:
     store = tmp_path / "runs.sqlite"
-    planbook.run(_two_step_plan(), tools=_note_tools([]), store=store)
-    before = _files(tmp_path)
+    planbook.run(_two_step_plan(), tools=note_tools([]), store=store)
+    before = store_files(tmp_path)
     assert [r.status for r in planbook.runs(store)] == ["completed"]
     assert planbook.load_run(store=store).outputs == {"a": "a", "b": "b"}
-    assert _files(tmp_path) == before
+    assert store_files(tmp_path) == before
 
 
 def _can_mount_read_only() -> bool:
@@ -182,7 +165,7 @@ def test_a_store_on_a_read_only_disk_is_read_not_called_damaged(tmp_path: Path) 
     folder.mkdir()
     disk.mkdir()
     with SQLiteStore(folder / "runs.sqlite") as store:
-        planbook.run(_two_step_plan(), tools=_note_tools([]), store=store)
+        planbook.run(_two_step_plan(), tools=note_tools([]), store=store)
     assert not (folder / "runs.sqlite-wal").exists()  # closed cleanly: all in the file
     root = Path(__file__).resolve().parents[1]
     script = (f"mount --bind {folder} {disk} && mount -o remount,bind,ro {disk} && "
@@ -201,7 +184,7 @@ def test_a_store_on_a_read_only_disk_is_read_not_called_damaged(tmp_path: Path) 
 def test_a_tilde_in_a_store_path_is_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
-    planbook.run(_two_step_plan(), tools=_note_tools([]), store="~/runs.sqlite")
+    planbook.run(_two_step_plan(), tools=note_tools([]), store="~/runs.sqlite")
     assert (tmp_path / "home" / "runs.sqlite").exists() and not (tmp_path / "~").exists()
     assert [r.status for r in planbook.runs("~/runs.sqlite")] == ["completed"]
     assert isinstance(open_store("~/runs.sqlite"), SQLiteStore)
@@ -240,22 +223,22 @@ def _as_version_1(path: Path) -> None:
 @pytest.mark.skipif(sqlite3.sqlite_version_info < (3, 35), reason="making a version-1 file needs ALTER TABLE DROP COLUMN")
 def test_a_version_1_store_is_read_as_it_is_and_migrated_when_written(tmp_path: Path) -> None:
     store, seen = tmp_path / "runs.sqlite", []
-    planbook.run(_two_step_plan("old"), tools=_note_tools(seen), store=store)
+    planbook.run(_two_step_plan("old"), tools=note_tools(seen), store=store)
     paused = SQLiteStore(store)
-    Runner(_two_step_plan("paused"), tools=_note_tools(seen), store=paused).run(until="a")
+    Runner(_two_step_plan("paused"), tools=note_tools(seen), store=paused).run(until="a")
     paused.close()
     SQLiteStore(store).close()  # the last connection checkpoints: the file holds everything
     _as_version_1(store)
-    before = _files(tmp_path)
+    before = store_files(tmp_path)
     listed = planbook.runs(store)  # read-only: read as it is, nothing changed
     # both runs may start within the same second: their listed order is not what is tested here
     by_plan = {r.plan_id: r for r in listed}
     assert sorted((r.plan_id, r.status) for r in listed) == [("old", "completed"), ("paused", "paused")]
-    assert _files(tmp_path) == before
+    assert store_files(tmp_path) == before
     opened = SQLiteStore(store)  # for writing: migrated in one transaction
     assert sqlite3.connect(store).execute("SELECT version FROM schema_version").fetchall() == [(2,)]
     assert opened.latest_run_id(plan_id="old") == by_plan["old"].run_id
-    resumed = planbook.resume(by_plan["paused"].run_id, store=opened, tools=_note_tools(seen))
+    resumed = planbook.resume(by_plan["paused"].run_id, store=opened, tools=note_tools(seen))
     assert resumed.ok and seen == ["a", "b", "a", "b"]
 
 
@@ -263,14 +246,14 @@ def test_run_plan_resume_finds_the_latest_run_of_its_plan_with_one_query(
     ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, seen = tmp_path / "runs.sqlite", []
-    ip.user_ns["note_box"] = _note_tools(seen)
+    ip.user_ns["note_box"] = note_tools(seen)
     ip.run_cell_magic("plan", "target --tools note_box", "steps:\n  - {id: a, tool: note, args: {x: a}}\n"
                       "  - {id: b, tool: note, args: {x: b}}\n")
     opened = SQLiteStore(store)
     for i in range(30):  # other plans' runs, some newer than the one to find
         if i == 10:
             Runner(ip.user_ns["target"].copy_plan(), tools=ip.user_ns["note_box"], store=opened).run(until="a")
-        planbook.run(_two_step_plan(f"other{i}"), tools=_note_tools([]), store=opened)
+        planbook.run(_two_step_plan(f"other{i}"), tools=note_tools([]), store=opened)
     wanted = opened.latest_run_id(plan_id="target")
     loaded: list[str] = []
     real_load = SQLiteStore.load_run
@@ -330,8 +313,8 @@ def test_args_changed_in_place_to_an_equal_value_of_another_type_are_written_aga
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_both_stores_find_a_plans_latest_run_and_name_its_plan(kind: str, tmp_path: Path) -> None:
     store: Any = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "runs.sqlite")
-    first = planbook.run(_two_step_plan("alpha"), tools=_note_tools([]), store=store)
-    planbook.run(_two_step_plan("beta"), tools=_note_tools([]), store=store)
+    first = planbook.run(_two_step_plan("alpha"), tools=note_tools([]), store=store)
+    planbook.run(_two_step_plan("beta"), tools=note_tools([]), store=store)
     assert first.ok
     listed = store.list_runs()
     assert [r.plan_id for r in listed] == ["beta", "alpha"]

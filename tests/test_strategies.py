@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import planbook
-from planbook import AgentReply, Runner, ScriptedAgent, Status, run
+from planbook import Runner, ScriptedAgent, Status, run
 from planbook.cli import main
 from planbook.compat.agenticseek import AgenticSeekPlanner
 from planbook.compat.model import ScriptedModel
