@@ -50,15 +50,31 @@ def runs(store: Any = None, *, limit: int | None = None) -> list[Any]:
     Reading never writes: a path with no store is an error, and nothing is created."""
     from .store import default_store_path
 
-    return _open(store if store is not None else default_store_path(), readonly=True).list_runs(limit=limit)
+    where = store if store is not None else default_store_path()
+    opened = _open(where, readonly=True)
+    try:
+        return opened.list_runs(limit=limit)
+    finally:
+        _close_if_opened_here(where, opened)
 
 
 def load_run(run_id: str | None = None, *, store: Any = None) -> RunResult:
     """A stored run as a :class:`RunResult` (the latest run by default); reads only."""
     from .store import default_store_path
 
-    opened = _open(store if store is not None else default_store_path(), readonly=True)
-    return opened.load_run(run_id or _latest(opened)).result()
+    where = store if store is not None else default_store_path()
+    opened = _open(where, readonly=True)
+    try:
+        return opened.load_run(run_id or _latest(opened)).result()
+    finally:
+        _close_if_opened_here(where, opened)
+
+
+def _close_if_opened_here(store: Any, opened: Any) -> None:
+    """A store opened here from a path is closed here, not whenever the collector reaches it
+    (an open connection keeps the write-ahead log and its index beside the file)."""
+    if isinstance(store, (str, os.PathLike)):
+        opened.close()
 
 
 def _latest(store: Any) -> str:
@@ -142,7 +158,12 @@ def resume(
         store=opened, on_event=on_event, cache=config.get("cache"), approve=approve if approve is not None else config.get("approve"),
     )
     runner.adopt(state, stored.run_id)
-    return runner.run() if run else runner
+    if not run:
+        return runner
+    try:
+        return runner.run()
+    finally:
+        _close_if_opened_here(store, opened)
 
 
 def _claim(store: Any, stored: Any, force: bool) -> None:
