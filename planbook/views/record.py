@@ -40,8 +40,9 @@ from .state import ViewState
 from .svg import Scale, graph_svg, timeline_svg
 
 #: markup a sanitizer removes, or that would reach outside the notebook: such a result is shown as text
-UNSAFE = re.compile(r"<\s*(script|iframe|object|embed|link|meta|base|form)\b|<[^>]*\son\w+\s*=|javascript:|"
-                    r"(src|href|xlink:href)\s*=\s*[\"']?\s*(https?:|//)|url\(\s*[\"']?\s*(https?:|//)", re.I)
+UNSAFE = re.compile(r"<\s*(script|iframe|object|embed|link|meta|base|form|style)\b|<[^>]*\son\w+\s*=|javascript:|"
+                    r"@import|(src|srcset|href|xlink:href|poster|action|formaction|background)\s*=\s*[\"']?\s*"
+                    r"[^\"'>]*?(https?:|//)|url\(\s*[\"']?\s*(https?:|//)", re.I)
 
 _LABEL = f"color:#555;color:{DIM};font-size:11px;margin-top:4px"
 _PRE = ("font-family:monospace;white-space:pre-wrap;margin:2px 0;max-height:320px;overflow:auto;padding:4px;"
