@@ -49,6 +49,9 @@ class RunHandle:
         #: what a paused run is told (resume, stop, an edit, a retry), applied on the run's thread
         self._paused_inbox: queue.SimpleQueue[tuple[str, Any, concurrent.futures.Future[None] | None]] = \
             queue.SimpleQueue()
+        #: a resume is on its way (a second Continue before the run goes on must not be kept
+        #: for the next pause, where it would continue the run by itself)
+        self._resume_queued = threading.Lock()
         #: notified when a step starts waiting, and when the run ends (wait_for_approval)
         self._asked = threading.Condition()
         runner.subscribe(self._on_event)
@@ -84,7 +87,10 @@ class RunHandle:
                     result = runner.result()
                 elif action == "resume":
                     runner.emit("run.steered", action="resume", who=payload)
-                    result = runner.run()
+                    try:
+                        result = runner.run()
+                    finally:
+                        self._resume_queued.release()
                 else:  # an edit or a retry: the run is idle, so its plan can change here
                     try:
                         payload()
@@ -100,6 +106,7 @@ class RunHandle:
         else:
             self._close_view()
             self._future.set_result(result)
+        self._refuse_pending_changes()
         with self._asked:
             self._asked.notify_all()
 
@@ -197,7 +204,8 @@ class RunHandle:
         if self.runner.state.status != "paused":
             raise RuntimeError(f"the run of plan {self.runner.plan.id!r} is {self.status}, not paused: "
                                "nothing to resume")
-        self._paused_inbox.put(("resume", who, None))
+        if self._resume_queued.acquire(blocking=False):  # else: one is on its way already
+            self._paused_inbox.put(("resume", who, None))
 
     def stop(self, *, who: Who = "api") -> None:
         """End the run like the ``abort`` policy: running steps finish, nothing new starts."""
@@ -253,7 +261,21 @@ class RunHandle:
     def _while_paused(self, change: Any) -> None:
         done: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._paused_inbox.put(("change", change, done))
+        if self.done:  # the run ended meanwhile: nobody else will answer
+            self._refuse_pending_changes()
         done.result()
+
+    def _refuse_pending_changes(self) -> None:
+        """An edit or a retry queued for a pause that is over is answered with an error, never left
+        waiting (a widget click would block the kernel's main thread)."""
+        while True:
+            try:
+                action, _, done = self._paused_inbox.get_nowait()
+            except queue.Empty:
+                return
+            if done is not None and not done.done():
+                done.set_exception(RuntimeError(f"the run of plan {self.runner.plan.id!r} is no longer paused "
+                                                f"({self.status}): {action} was not applied"))
 
     def _edit_now(self, step_id: str, args: dict[str, Any], who: Who) -> None:
         from .steering import edit_step

@@ -586,3 +586,61 @@ def test_a_resumed_run_asks_about_the_steps_approve_named(tmp_path: Any) -> None
     result = planbook.resume(store=str(crashed), tools=box, force=True,
                              approve=lambda step, ctx: Decision.approve())
     assert result.status == "completed" and done == ["a", "b"]
+
+
+def test_a_second_continue_before_the_run_goes_on_is_not_kept_for_the_next_pause() -> None:
+    """Continue clicked twice: the second must not continue the run at its *next* pause."""
+    box, events = Toolbox(), Events()
+    gates = {"a": threading.Event(), "b": threading.Event()}
+    ran: list[str] = []
+    resuming, clicked_twice = threading.Event(), threading.Event()
+
+    @box.tool
+    def slow(label: str) -> str:
+        ran.append(label)
+        if label in gates:
+            assert gates[label].wait(30)
+        return label
+
+    def hold_the_first_resume(event: Any) -> None:
+        events(event)
+        if event.kind == "run.steered" and event.data.get("action") == "resume" and not resuming.is_set():
+            resuming.set()  # the run thread took the first Continue; the run is still paused
+            assert clicked_twice.wait(30)
+
+    plan = ("steps:\n  - {id: a, tool: slow, args: {label: a}}\n  - {id: b, tool: slow, args: {label: b}}\n"
+            "  - {id: c, tool: slow, args: {label: c}}\n")
+    handle = planbook.start(plan, tools=box, view=False, on_event=hold_the_first_resume)
+    events.wait_for("step.started", "a")
+    handle.pause()
+    gates["a"].set()
+    events.wait_for("run.paused")
+    handle.resume()
+    assert resuming.wait(30)
+    handle.resume()  # the second click, while the first is on its way
+    clicked_twice.set()
+    events.wait_for("step.started", "b")
+    handle.pause()
+    gates["b"].set()
+    with events.cond:  # the second pause
+        assert events.cond.wait_for(lambda: sum(e.kind == "run.paused" for e in events.seen) >= 2, 30)
+    assert handle.status == "paused" and ran == ["a", "b"], (handle.status, ran)
+    handle.resume()
+    result = handle.wait(30)
+    assert result.status == "completed" and ran == ["a", "b", "c"]
+
+
+def test_an_edit_queued_for_a_pause_that_ended_is_refused_not_left_waiting() -> None:
+    box = Toolbox()
+
+    @box.tool
+    def step(label: str) -> str:
+        return label
+
+    plan = "steps:\n  - {id: a, tool: step, args: {label: a}}\n  - {id: b, tool: step, args: {label: b}}\n"
+    handle = planbook.start(plan, tools=box, view=False)
+    handle.wait(30)
+    change = threading.Event()
+    with pytest.raises(RuntimeError, match="no longer paused"):
+        handle._while_paused(change.set)  # what edit() and retry() queue while the run is paused
+    assert not change.is_set()
