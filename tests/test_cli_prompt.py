@@ -8,6 +8,7 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,20 +53,32 @@ def _env(workdir: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([root, str(workdir)]), "PYTHONUNBUFFERED": "1"}
 
 
+@pytest.fixture(autouse=True)
+def _close_terminals() -> Iterator[None]:
+    yield
+    while Terminal.opened:
+        Terminal.opened.pop().close()
+
+
 class Terminal:
     """The CLI on a pseudo-terminal: read until a text appears, then type."""
 
-    def __init__(self, workdir: Path, *argv: str) -> None:
+    opened: list["Terminal"] = []
+
+    def __init__(self, workdir: Path, *argv: str, command: list[str] | None = None) -> None:
+        """``planbook run plan.yaml ... ARGV``, or ``planbook COMMAND``."""
         self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen([sys.executable, "-m", "planbook.cli", "run", "plan.yaml", "--tools",
-                                      "mailtools:tools", "--no-store", *argv], cwd=workdir, env=_env(workdir),
-                                     stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+        command = command or ["run", "plan.yaml", "--tools", "mailtools:tools", "--no-store", *argv]
+        self.proc = subprocess.Popen([sys.executable, "-m", "planbook.cli", *command], cwd=workdir,
+                                     env=_env(workdir), stdin=slave, stdout=slave, stderr=slave, close_fds=True)
         os.close(slave)
         self.text = ""
+        Terminal.opened.append(self)
+        self.seen = 0  # expect() searches after what it matched last: a prompt asked again is a new match
 
     def expect(self, wanted: str, timeout: float = 60) -> None:
         end = time.monotonic() + timeout
-        while wanted not in self.text:
+        while wanted not in self.text[self.seen:]:
             left = end - time.monotonic()
             assert left > 0, f"{wanted!r} never appeared; the terminal shows:\n{self.text}"
             ready, _, _ = select.select([self.master], [], [], left)
@@ -76,9 +89,20 @@ class Terminal:
                     chunk = b""
                 assert chunk, f"the command ended before {wanted!r}; the terminal shows:\n{self.text}"
                 self.text += chunk.decode("utf-8", "replace").replace("\r\n", "\n")
+        self.seen = self.text.index(wanted, self.seen) + len(wanted)
 
     def type(self, line: str) -> None:
         os.write(self.master, (line + "\n").encode())
+
+    def close(self) -> None:
+        """A test that failed half way leaves no command waiting at its prompt, nor an open terminal."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            os.close(self.master)
+        except OSError:
+            pass  # finish() closed it
 
     def finish(self) -> int:
         code = self.proc.wait(60)
@@ -166,13 +190,7 @@ def test_resuming_a_run_that_was_waiting_asks_again_on_the_terminal(workdir: Pat
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert "step 'send' waits for approval, and standard input is not a terminal" in proc.stderr
-    master, slave = pty.openpty()
-    term = subprocess.Popen([sys.executable, "-m", "planbook.cli", "resume", "--store", "again.sqlite", "--tools",
-                             "mailtools:tools", "--force"], cwd=workdir, env=env, stdin=slave, stdout=slave,
-                            stderr=slave, close_fds=True)
-    os.close(slave)
-    terminal = Terminal.__new__(Terminal)
-    terminal.master, terminal.proc, terminal.text = master, term, ""
+    terminal = Terminal(workdir, command=["resume", "--store", "again.sqlite", "--tools", "mailtools:tools", "--force"])
     terminal.expect("step send waits for approval")
     terminal.type("a")
     assert terminal.finish() == 0, terminal.text
