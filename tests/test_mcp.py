@@ -473,6 +473,13 @@ def test_a_streamable_http_server_by_url(probe_script: Path) -> None:
             assert sorted(remote) == ["pick", "slow"] and remote.pid is None
             result = planbook.run("steps:\n  - {id: a, tool: pick, args: {mode: slow}}", tools=remote)
             assert result.outputs["a"]["mode"] == "slow"
+        # with headers, planbook hands the SDK an HTTP client made with the SDK's own settings
+        # (timeouts for long calls) and closes it with the session
+        with connect(url=f"http://127.0.0.1:{port}/mcp", headers={"X-Planbook-Test": "1"}) as remote:
+            assert planbook.run("steps:\n  - {id: a, tool: pick, args: {mode: slow}}", tools=remote).ok
+            client = remote._connection.http_client
+            assert client is not None and client.timeout.read is not None and client.timeout.read > 5
+        assert client.is_closed
     finally:
         server.terminate()
         server.wait(30)

@@ -10,6 +10,7 @@ Ctrl-C and a step's timeout therefore work as for any blocking tool.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import atexit
 import os
 import shlex
@@ -81,6 +82,8 @@ class _Connection:
         self.session: Any = None
         self.version: str | None = None
         self.pid: int | None = None
+        #: the HTTP client handed to the SDK (a URL with headers), closed with the session
+        self.http_client: Any = None
         self.closed = False
         self._stop: asyncio.Event | None = None
         self._main: Future[None] | None = None
@@ -113,7 +116,12 @@ class _Connection:
         from mcp import ClientSession
 
         self._stop = asyncio.Event()
-        async with self._transport() as streams:
+        transport, client = self._transport()
+        async with contextlib.AsyncExitStack() as stack:
+            if client is not None:  # the SDK leaves open a client it was handed: closed here, with the session
+                await stack.enter_async_context(client)
+            self.http_client = client
+            streams = await stack.enter_async_context(transport)
             async with ClientSession(streams[0], streams[1]) as session:
                 initialized = await session.initialize()
                 info = getattr(initialized, "server_info", None)
@@ -136,23 +144,24 @@ class _Connection:
                 ready.set_result(tools)
                 await self._stop.wait()
 
-    def _transport(self) -> Any:
+    def _transport(self) -> tuple[Any, Any]:
+        """The SDK transport to open, and the HTTP client it was handed (None: it makes its own)."""
         if self.url is not None:
             from mcp.client.streamable_http import streamable_http_client
 
             client = None
-            if self.headers:
-                import httpx2  # the SDK's HTTP client
+            if self.headers:  # the SDK's own client settings (timeouts for long calls), with the headers
+                from mcp.shared._httpx_utils import create_mcp_http_client
 
-                client = httpx2.AsyncClient(headers=dict(self.headers))
-            return streamable_http_client(self.url, http_client=client)
+                client = create_mcp_http_client(headers=dict(self.headers))
+            return streamable_http_client(self.url, http_client=client), client
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         assert self.command is not None and self.log_path is not None
         params = StdioServerParameters(command=self.command[0], args=self.command[1:], env=dict(self.env or {}) or None,
                                        cwd=self.cwd)
         self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - the server writes it while it runs
-        return stdio_client(params, errlog=self._log)
+        return stdio_client(params, errlog=self._log), None
 
     def close(self) -> None:
         """Close the session and stop the server (waits for the process to end). Idempotent."""
