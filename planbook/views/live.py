@@ -87,8 +87,7 @@ class LiveView:
         self.events = 0
         self.pending = False
         self.closed = False
-        self.started = clock()
-        self.last_draw = self.started
+        self.last_draw = clock()
         #: the thread that made the view (the kernel's execution thread): the only one that draws
         self.thread = threading.get_ident()
         self.usage = Usage.from_events(runner.state.events)

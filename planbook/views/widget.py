@@ -35,7 +35,7 @@ import traitlets as t
 from ..models import Status, Step
 from .html import NO_MATH, cached_text, esc, state_html
 from .marks import CacheMark, MarkBuilder, cached_count_text
-from .panes import PaneBudget, pane
+from .panes import PaneBudget, _rel, pane
 from .state import ELAPSED_MEANS, ViewState, budget_line, row_window, verdict_line
 from .text import format_state, state_markdown
 
@@ -168,10 +168,7 @@ class PlanView:
         state = self.state = ViewState.of(source)
         self.renders += 1
         plan = state.plan
-        origin = state.origin
-        if origin is None:
-            started = [s.started_at for s in plan.steps if s.started_at is not None]
-            origin = min(started) if started else None
+        origin = self._origin()
         key = (id(plan), plan.revision, len(plan.steps))
         marks = self._cache_marks(state)
         new_panes = self._changed_panes(plan.steps, origin, self.widget.selected)
@@ -365,6 +362,3 @@ def _pane_key(step: Step) -> tuple[Any, ...]:
     return (step.status, step.attempts, step.started_at, step.finished_at, step.error, step.notes,
             id(step.result), len(step.output))
 
-
-def _rel(t: float | None, origin: float | None) -> float | None:
-    return None if t is None or origin is None else round(t - origin, 4)
