@@ -101,9 +101,11 @@ class RunHandle:
                 if done is not None:
                     done.set_result(None)
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits, never lost in a thread
+            self.runner.release_store()
             self._close_view()
             self._future.set_exception(exc)
         else:
+            self.runner.release_store()  # before wait() returns: the run has ended, its file is free
             self._close_view()
             self._future.set_result(result)
         self._refuse_pending_changes()

@@ -136,6 +136,8 @@ class Runner:
         self.state = RunState(plan=initial)
         #: where the run persists (None: nowhere); see planbook.persistence
         self.recorder: RunRecorder | None = None
+        #: the store was opened here from a path: release_store() closes it when the run has ended
+        self._owns_store = isinstance(store, (str, os.PathLike))
         if self.config.cache and store is None:
             raise ValueError("cache=True reuses results stored by earlier runs, and this run has no store: "
                              "pass store='runs.sqlite' (or ':memory:'), or drop cache=True")
@@ -825,6 +827,13 @@ class Runner:
         if self.recorder is not None:
             self.recorder.run_id = run_id
 
+    def release_store(self) -> None:
+        """Close a store this runner opened from a path, once its run has ended: not whenever the
+        collector gets to it (an open connection keeps the write-ahead log beside the file, and
+        one connection a run would pile up in a long session). A store object is the caller's."""
+        if self._owns_store and self.recorder is not None:
+            self.recorder.store.close()
+
     def settle(self) -> None:
         """Wait for calls still running from an interrupted run (``--restart`` does this first)."""
         self._settle_leftovers()
@@ -887,7 +896,4 @@ def run(
     try:
         return runner.run()
     finally:
-        if isinstance(store, (str, os.PathLike)) and runner.recorder is not None:
-            # a store this call opened from a path is closed with the run, not whenever the
-            # collector gets to it (an open connection keeps the write-ahead log beside the file)
-            runner.recorder.store.close()
+        runner.release_store()

@@ -644,3 +644,34 @@ def test_an_edit_queued_for_a_pause_that_ended_is_refused_not_left_waiting() -> 
     with pytest.raises(RuntimeError, match="no longer paused"):
         handle._while_paused(change.set)  # what edit() and retry() queue while the run is paused
     assert not change.is_set()
+
+
+def test_twenty_background_runs_with_a_store_path_leave_no_connection_open(tmp_path: Any) -> None:
+    """A store opened from a path is closed when the run ends, not when the collector gets to it."""
+    import gc
+    import os
+
+    box = Toolbox()
+
+    @box.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    plan = "steps:\n  - {id: x, tool: add, args: {a: 1, b: 2}}\n"
+    store = tmp_path / "runs.sqlite"
+    planbook.run(plan, tools=box, store=store)
+
+    def store_fds() -> int:
+        return sum(os.readlink(f"/proc/self/fd/{fd}").startswith(str(store)) for fd in os.listdir("/proc/self/fd")
+                   if os.path.exists(f"/proc/self/fd/{fd}"))
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("counting open files needs /proc")
+    gc.disable()  # what the collector would close must not hide a connection left open
+    try:
+        before = store_fds()
+        for _ in range(20):
+            assert planbook.start(plan, tools=box, view=False, store=store).wait(30).ok
+        assert store_fds() == before == 0
+    finally:
+        gc.enable()
