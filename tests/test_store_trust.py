@@ -18,7 +18,7 @@ from helpers import note_tools, store_files
 from planbook import Plan, Step, Toolbox
 from planbook.runner import Runner
 from planbook.store import MemoryStore, StoreError, Unrestorable, open_store
-from planbook.store.sqlite import SQLiteStore
+from planbook.store.sqlite import SCHEMA_VERSION, SQLiteStore
 
 # ------------------------------------------------------- values that break the encoders
 
@@ -209,37 +209,64 @@ def test_plan_store_expands_a_tilde(ip: Any, tmp_path: Path, monkeypatch: pytest
 # ------------------------------------------------ old store files, and the --resume lookup
 
 
-def _as_version_1(path: Path) -> None:
-    """Turn a store into what a version-1 planbook wrote (no plan id, no writer host or time)."""
-    con = sqlite3.connect(path)
-    con.execute("DROP INDEX runs_by_plan")
-    for column in ("plan_id", "writer_host", "writer_since"):
-        con.execute(f"ALTER TABLE runs DROP COLUMN {column}")
-    con.execute("UPDATE schema_version SET version = 1")
-    con.commit()
-    con.close()
+#: a store written by the planbook before schema version 3 (version 2: history and events
+#: tables): a completed run of plan "old", a run of plan "paused" paused after step a, and a
+#: failed run of plan "typed" whose first step's result (a tuple) is pickled
+STORE_V2 = Path(__file__).parent / "data" / "store_v2.sqlite"
+
+
+def _old_store(tmp_path: Path, version: int) -> Path:
+    """A copy of :data:`STORE_V2`, made what a version-1 planbook wrote when ``version`` is 1
+    (no plan id, no writer host or time)."""
+    path = tmp_path / "runs.sqlite"
+    path.write_bytes(STORE_V2.read_bytes())
+    if version == 1:
+        con = sqlite3.connect(path)
+        con.execute("DROP INDEX runs_by_plan")
+        for column in ("plan_id", "writer_host", "writer_since"):
+            con.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+        con.execute("UPDATE schema_version SET version = 1")
+        con.commit()
+        con.close()
+    return path
+
+
+def _contents(stored: Any) -> tuple[Any, ...]:
+    """What a user reads of a loaded run."""
+    return (stored.goal, stored.counters, [(s.id, s.status, s.result, s.args, s.error) for s in stored.plan.steps],
+            [(s.id, s.status, s.result, s.attempts) for s in stored.history],
+            [(e.kind, e.step, e.data) for e in stored.events], stored.updated)
 
 
 @pytest.mark.skipif(sqlite3.sqlite_version_info < (3, 35), reason="making a version-1 file needs ALTER TABLE DROP COLUMN")
-def test_a_version_1_store_is_read_as_it_is_and_migrated_when_written(tmp_path: Path) -> None:
-    store, seen = tmp_path / "runs.sqlite", []
-    planbook.run(_two_step_plan("old"), tools=note_tools(seen), store=store)
-    paused = SQLiteStore(store)
-    Runner(_two_step_plan("paused"), tools=note_tools(seen), store=paused).run(until="a")
-    paused.close()
-    SQLiteStore(store).close()  # the last connection checkpoints: the file holds everything
-    _as_version_1(store)
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_store_is_read_as_it_is_and_migrated_when_written(tmp_path: Path, version: int) -> None:
+    store, seen = _old_store(tmp_path, version), []
     before = store_files(tmp_path)
     listed = planbook.runs(store)  # read-only: read as it is, nothing changed
-    # both runs may start within the same second: their listed order is not what is tested here
     by_plan = {r.plan_id: r for r in listed}
-    assert sorted((r.plan_id, r.status) for r in listed) == [("old", "completed"), ("paused", "paused")]
+    assert sorted((r.plan_id, r.status, r.steps_done, r.steps_total) for r in listed) == [
+        ("old", "completed", 2, 2), ("paused", "paused", 1, 2), ("typed", "failed", 1, 2)]
+    reader = SQLiteStore(store, readonly=True)
+    as_read = {p: _contents(reader.load_run(r.run_id)) for p, r in by_plan.items()}
+    reader.close()
+    assert as_read["typed"][2][0][2] == ("z", "z")  # the pickled tuple comes back
     assert store_files(tmp_path) == before
     opened = SQLiteStore(store)  # for writing: migrated in one transaction
-    assert sqlite3.connect(store).execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+    con = sqlite3.connect(store)
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "log" in tables and not tables & {"history", "events"}
+    con.close()
+    assert {p: _contents(opened.load_run(r.run_id)) for p, r in by_plan.items()} == as_read
+    assert sorted((r.plan_id, r.status, r.steps_done, r.steps_total) for r in opened.list_runs()) == sorted(
+        (r.plan_id, r.status, r.steps_done, r.steps_total) for r in listed)
     assert opened.latest_run_id(plan_id="old") == by_plan["old"].run_id
     resumed = planbook.resume(by_plan["paused"].run_id, store=opened, tools=note_tools(seen))
-    assert resumed.ok and seen == ["a", "b", "a", "b"]
+    assert resumed.ok and seen == ["b"]
+    again = opened.load_run(by_plan["paused"].run_id)
+    assert [e.kind for e in again.events][:len(as_read["paused"][4])] == [k for k, _, _ in as_read["paused"][4]]
+    assert [(s.id, s.status.value) for s in again.history] == [("a", "completed"), ("b", "completed")]
 
 
 def test_run_plan_resume_finds_the_latest_run_of_its_plan_with_one_query(

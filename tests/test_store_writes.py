@@ -37,11 +37,41 @@ def test_a_save_writes_only_the_steps_that_changed(tmp_path: Path) -> None:
         assert _rows_written(store, lambda: store.save_state(run_id, state)) == 2  # that step, the run
         state.plan.steps[8].set_state(status=Status.in_progress)
         store.record_step(run_id, state.plan.steps[8], state)
-        assert _rows_written(store, lambda: store.save_state(run_id, state)) == 1  # recorded already
+        # recorded in the log; the save brings its row in the steps table up to date, once
+        assert _rows_written(store, lambda: store.save_state(run_id, state)) == 2
+        assert _rows_written(store, lambda: store.save_state(run_id, state)) == 1
         state.plan.steps = state.plan.steps[:40]  # a replan that drops ten steps
         assert _rows_written(store, lambda: store.save_state(run_id, state)) == 11
         assert _rows_written(store, lambda: store.save_state(run_id, state)) == 1  # the kept ones are known
         assert len(store.load_run(run_id).plan.steps) == 40
+
+
+def test_a_step_is_one_row_written_and_the_run_row_only_when_its_status_changes(tmp_path: Path) -> None:
+    """The durability point of a step (the previous step's result and history entry, the
+    events, the next step in progress) is one log row; the run's row is written when a
+    reader of it must see a change: a pause, waiting for approval, the end."""
+    with SQLiteStore(tmp_path / "runs.sqlite") as store:
+        state = RunState(plan=_plan(5))
+        run_id = store.create_run(state.plan, config={})
+        store.save_state(run_id, state)
+        steps = state.plan.steps
+        for i in range(3):
+            steps[i].set_state(status=Status.in_progress, attempts=1)
+            state.executions += 1
+            assert _rows_written(store, lambda: store.record_step(run_id, [steps[i - 1], steps[i]] if i else
+                                                                  [steps[i]], state)) == 1
+            steps[i].set_state(status=Status.completed, result=i)
+            state.history.append(steps[i])
+        [live] = store.list_runs()  # a reader sees the progress the log holds
+        assert (live.status, live.executions, live.steps_done, live.steps_total) == ("running", 3, 2, 5)
+        state.status, state.reason = "running", "waiting"
+        assert _rows_written(store, lambda: store.record_step(run_id, [steps[2]], state)) == 2
+        assert [(r.status, r.reason, r.steps_done) for r in store.list_runs()] == [("running", "waiting", 3)]
+        loaded = store.load_run(run_id)
+        assert [(s.status.value, s.result) for s in loaded.plan.steps][:4] == [
+            ("completed", 0), ("completed", 1), ("completed", 2), ("not_started", None)]
+        assert [s.id for s in loaded.history] == ["s0", "s1", "s2"] and loaded.counters["executions"] == 3
+        assert loaded.counters["reason"] == "waiting"
 
 
 def test_a_save_still_writes_what_changed_in_place_or_may_now_hold_a_secret(tmp_path: Path) -> None:

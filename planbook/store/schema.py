@@ -8,7 +8,10 @@ having been read through a read-only connection only, so it is left byte for byt
 
 Versions: 1 — the first; 2 — each run also keeps its plan's id (``%run_plan NAME
 --resume`` finds NAME's latest run with one indexed query) and the host and time of the
-process writing it (a resume claims the run: :mod:`planbook.store.claims`).
+process writing it (a resume claims the run: :mod:`planbook.store.claims`); 3 — a run's
+history entries, events and step changes are one ``log`` row per write, in place of the
+``history`` and ``events`` tables (:mod:`planbook.store.logrows`: a step is one row
+written, not seven).
 """
 
 from __future__ import annotations
@@ -19,14 +22,17 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .base import StoreError, StoreFormatError
+from .logrows import INSERT_LOG, LOG_TABLE, document, entry_json, value_json
 
 #: the schema this planbook writes; a file with a higher number was written by a newer one
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: the oldest schema this planbook reads (and migrates when it writes)
 OLDEST_VERSION = 1
 #: ``PRAGMA application_id`` of a planbook run store ("plbk")
 APPLICATION_ID = 0x706C626B
-TABLES = ("schema_version", "runs", "steps", "history", "events", "cache")
+#: the tables of a store of each version (1 and 2 are read as they are, and migrated when written)
+TABLES = ("schema_version", "runs", "steps", "log", "cache")
+LEGACY_TABLES = ("schema_version", "runs", "steps", "history", "events", "cache")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -46,7 +52,8 @@ CREATE TABLE IF NOT EXISTS runs (
     writer_pid INTEGER,
     plan_id TEXT,
     writer_host TEXT,
-    writer_since REAL
+    writer_since REAL,
+    log_seq INTEGER NOT NULL DEFAULT -1
 );
 CREATE INDEX IF NOT EXISTS runs_by_creation ON runs (created);
 CREATE TABLE IF NOT EXISTS steps (
@@ -60,21 +67,6 @@ CREATE TABLE IF NOT EXISTS steps (
     result_ref INTEGER,
     UNIQUE (run_id, step_id)
 );
-CREATE TABLE IF NOT EXISTS history (
-    id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    record TEXT NOT NULL,
-    args_kind TEXT NOT NULL, args BLOB, args_meta TEXT,
-    result_kind TEXT NOT NULL, result BLOB, result_meta TEXT
-);
-CREATE UNIQUE INDEX IF NOT EXISTS history_by_run ON history (run_id, seq);
-CREATE TABLE IF NOT EXISTS events (
-    run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    record TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cache (
     key TEXT PRIMARY KEY,
     tool TEXT NOT NULL,
@@ -83,7 +75,7 @@ CREATE TABLE IF NOT EXISTS cache (
     created REAL NOT NULL,
     result_kind TEXT NOT NULL, result BLOB, result_meta TEXT
 );
-"""
+""" + LOG_TABLE + ";"
 
 #: version 1 -> 2: the columns version 2 added to ``runs``
 MIGRATION_2 = ("ALTER TABLE runs ADD COLUMN plan_id TEXT", "ALTER TABLE runs ADD COLUMN writer_host TEXT",
@@ -173,7 +165,7 @@ def check_file(path: Path, location: str, busy_timeout: float) -> int | None:
             f"planbook reads up to {SCHEMA_VERSION}); it was left as it is: upgrade planbook, or pass another "
             "store path"
         )
-    missing = [t for t in TABLES if t not in tables]
+    missing = [t for t in (TABLES if version >= 3 else LEGACY_TABLES) if t not in tables]
     if missing or version < OLDEST_VERSION:
         raise StoreFormatError(f"the run store {location} lacks its tables {', '.join(missing) or 'of a version'} "
                                "(it is damaged); it was left as it is: move it away, or pass another store path")
@@ -191,8 +183,10 @@ def create_schema(con: sqlite3.Connection, location: str) -> None:
     if row[0] is None:
         con.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
         con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-    elif row[0] == 1:
-        _migrate_1_to_2(con)
+    elif row[0] in (1, 2):
+        if row[0] == 1:
+            _migrate_1_to_2(con)
+        _migrate_2_to_3(con)
     elif row[0] != SCHEMA_VERSION:  # another process created it meanwhile, with another version
         raise StoreFormatError(f"the run store {location} has schema version {row[0]}; this planbook "
                                f"writes {SCHEMA_VERSION}: upgrade planbook, or pass another store path")
@@ -208,4 +202,30 @@ def _migrate_1_to_2(con: sqlite3.Connection) -> None:
     rows = con.execute("SELECT id, plan FROM runs").fetchall()
     con.executemany("UPDATE runs SET plan_id = ? WHERE id = ?",
                     [(json.loads(plan).get("id"), run_id) for run_id, plan in rows])
+
+
+def _migrate_2_to_3(con: sqlite3.Connection) -> None:
+    """Version 2 -> 3, in the caller's transaction: each run's history entries and events
+    become its first log row (its steps table and row include it), and the two tables go."""
+    con.execute("ALTER TABLE runs ADD COLUMN log_seq INTEGER NOT NULL DEFAULT -1")
+    for statement in LOG_TABLE.split(";"):
+        con.execute(statement)
+    runs = con.execute("SELECT id, updated, executions, model_calls FROM runs").fetchall()
+    for run_id, updated, executions, model_calls in runs:
+        history = [
+            entry_json(record, value_json(ak, a, am), value_json(rk, r, rm))
+            for record, ak, a, am, rk, r, rm in con.execute(
+                "SELECT record, args_kind, args, args_meta, result_kind, result, result_meta FROM history"
+                " WHERE run_id = ? ORDER BY seq", (run_id,))
+        ]
+        events = [rec for (rec,) in con.execute("SELECT record FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
+        if not (history or events):
+            continue
+        done = con.execute("SELECT count(*) FROM steps WHERE run_id = ? AND status = 'completed'",
+                           (run_id,)).fetchone()[0]
+        con.execute(INSERT_LOG, (run_id, 0, updated, executions, model_calls, done, len(history), len(events),
+                                 document(history, events, [], None)))
+        con.execute("UPDATE runs SET log_seq = 0 WHERE id = ?", (run_id,))
+    con.execute("DROP TABLE history")
+    con.execute("DROP TABLE events")
     con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))

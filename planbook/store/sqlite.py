@@ -37,11 +37,12 @@ from ..models import Event, Plan, Status, Step
 from .base import (
     CacheHit, RunSummary, StoredRun, StoreError, StoreFormatError, counters_of, new_run_id, not_found,
 )
+from .logrows import INSERT_LOG, Replay, document, entry_json, meta_json, statuses_after, step_of, value_json
 from .records import (
     config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json,
     plan_from_record, plan_json, record_values, redacted_paths, step_from_record, step_json,
 )
-from .redact import Redactor
+from .redact import DeferredChecks, Redactor
 from .claims import RunClaimed, is_me, refuse_claim, this_host
 from .schema import DAMAGED, SCHEMA_VERSION, V1_COLUMNS, check_file, connect_readonly, create_schema, is_busy
 from .values import (
@@ -61,12 +62,6 @@ WAL_SIZE_LIMIT = 32 * 1024 * 1024
 ARGS_KEPT = 256
 
 
-def _meta(enc: Encoded) -> str | None:
-    if enc.kind == "json":
-        return None
-    return json.dumps({"shown": enc.shown, "type": enc.type, "reason": enc.reason})
-
-
 def _value(kind: str, payload: Any, meta: str | None) -> Any:
     info = json.loads(meta) if meta else {}
     return decode(kind, payload, info.get("shown"), info.get("type", ""), info.get("reason"))
@@ -74,57 +69,111 @@ def _value(kind: str, payload: Any, meta: str | None) -> Any:
 
 class _RunCache:
     """What this process knows of a run it writes, so a step costs as little as possible:
-    how many history entries and events are stored (their next sequence numbers) and the
-    counters last written. Results and records encoded in one write are shared by identity
-    *within that write* only (a history entry shares its result with the plan's step); args
-    that are plain JSON are reused across writes only while a copy taken when they were
-    encoded is still equal to them, type for type: a plan edited in place between writes is
-    encoded again, never served stale."""
+    how many history entries, events and log rows are stored (their next sequence
+    numbers), the model calls counted, each step's stored status (the count of completed
+    ones goes with every log row, for ``planbook runs``), the status and reason in the run's
+    row, and the counters last written. What a write learns is kept only once it commits
+    (a write retried after a busy file starts again from what was committed).
 
-    def __init__(self, history: int, events: int) -> None:
+    Results and records encoded in one write are shared by identity *within that write*
+    only (a history entry shares its result with the plan's step); args that are plain
+    JSON are reused across writes only while a copy taken when they were encoded is still
+    equal to them, type for type: a plan edited in place between writes is encoded again,
+    never served stale."""
+
+    def __init__(self, history: int, events: int, seq: int, model_calls: int, statuses: dict[str, str],
+                 row_status: tuple[str, str | None]) -> None:
         self.history = self.next_history = history
         self.events = self.next_events = events
+        self.seq = self.next_seq = seq
+        self.model_calls = self.next_model_calls = model_calls
+        self.statuses = statuses
+        self.done = self.next_done = sum(1 for v in statuses.values() if v == "completed")
+        self._status_changes: dict[str, str] = {}
+        self._statuses_replaced: dict[str, str] | None = None
+        self.row_status = self.next_row_status = row_status
+        self.checks: DeferredChecks | None = None
         self.counters: dict[str, Any] | None = None
         self.next_counters: dict[str, Any] | None = None
         #: id(args) -> (the args, a copy of them then, their encoding, redacted paths)
         self.args: dict[int, tuple[Any, Any, Encoded, list[Any]]] = {}
         #: step id -> (result object, (kind, payload, meta, history seq it is stored with))
         self.results: dict[str, tuple[Any, tuple[Any, ...]]] = {}
+        #: id(history entry) -> (the entry, its history seq), for the entries of this write
+        self.entries: dict[int, tuple[Step, int]] = {}
         #: the last step record written in this write: (the field values, by identity; its JSON)
         self._record: tuple[tuple[Any, ...], str] | None = None
-        #: step id -> (position, what its stored row was made of): see :func:`_row_signature`
+        #: step id -> (position, what its row in the steps table was made of): see :func:`_row_signature`
         self.rows: dict[str, tuple[int | None, tuple[Any, ...]]] = {}
         self._rows_written: dict[str, tuple[int | None, tuple[Any, ...]]] = {}
+        self._rows_stale: set[str] = set()
         self._rows_kept: set[str] | None = None
 
-    def begin(self) -> None:
+    def begin(self, checks: DeferredChecks | None) -> None:
+        """A write starts; ``checks``: its records, events and counters are checked for secrets
+        once, all together (None: each as it is encoded)."""
+        self.checks = checks
         self.next_history, self.next_events, self.next_counters = self.history, self.events, self.counters
+        self.next_seq, self.next_model_calls, self.next_done = self.seq, self.model_calls, self.done
+        self.next_row_status = self.row_status
+        self._status_changes = {}
+        self._statuses_replaced = None
         self.results.clear()  # mutable values may have been edited in place since the last write
+        self.entries.clear()
         self._record = None
         self._rows_written = {}
+        self._rows_stale = set()
         self._rows_kept = None
 
     def commit(self) -> None:
         self.history, self.events, self.counters = self.next_history, self.next_events, self.next_counters
+        self.seq, self.model_calls, self.done = self.next_seq, self.next_model_calls, self.next_done
+        self.row_status = self.next_row_status
+        if self._statuses_replaced is not None:
+            self.statuses = self._statuses_replaced
+        self.statuses.update(self._status_changes)
         if self._rows_kept is not None:
             self.rows = {k: v for k, v in self.rows.items() if k in self._rows_kept}
+        for step_id in self._rows_stale:
+            self.rows.pop(step_id, None)
         self.rows.update(self._rows_written)
+        self.entries.clear()
+
+    def knows(self, step_id: str) -> bool:
+        """True when ``step_id`` is a step of the stored plan."""
+        statuses = self.statuses if self._statuses_replaced is None else self._statuses_replaced
+        return step_id in statuses
+
+    def set_status(self, step_id: str, status: str) -> None:
+        """A step's status as this write stores it (the completed count follows)."""
+        old = self._status_changes.get(step_id)
+        if old is None:
+            old = (self.statuses if self._statuses_replaced is None else self._statuses_replaced).get(step_id)
+        self.next_done += (status == "completed") - (old == "completed")
+        self._status_changes[step_id] = status
+
+    def replace_statuses(self, statuses: dict[str, str]) -> None:
+        """The plan as a save writes it: every step's status."""
+        self._statuses_replaced = statuses
+        self._status_changes = {}
+        self.next_done = sum(1 for v in statuses.values() if v == "completed")
+
+    def row_stale(self, step_id: str) -> None:
+        """The step's row in the steps table no longer holds its state (a log row does): the
+        next save writes it."""
+        self._rows_stale.add(step_id)
+        self._rows_written.pop(step_id, None)
 
     def row_unchanged(self, step_id: str, position: int | None, signature: tuple[Any, ...] | None) -> bool:
         """True when the stored row of ``step_id`` was written from exactly this (see :func:`_row_signature`)."""
         return signature is not None and self.rows.get(step_id) == (position, signature)
 
-    def row_written(self, step_id: str, position: int | None, signature: tuple[Any, ...] | None) -> None:
+    def row_written(self, step_id: str, position: int, signature: tuple[Any, ...] | None) -> None:
         """What the row of ``step_id`` is written from in this write (kept once it commits)."""
-        if position is None:  # a status change: the position stays what it was, if known
-            known = self._rows_written.get(step_id) or self.rows.get(step_id)
-            if known is None:
-                return
-            position = known[0]
-        if signature is None:
-            self._rows_written.pop(step_id, None)
-            self.rows.pop(step_id, None)  # nothing to compare with: the next save writes it again
+        if signature is None:  # nothing to compare with: the next save writes it again
+            self.row_stale(step_id)
         else:
+            self._rows_stale.discard(step_id)
             self._rows_written[step_id] = (position, signature)
 
     def keep_rows(self, ids: set[str]) -> None:
@@ -143,7 +192,7 @@ class _RunCache:
             self.args[id(args)] = (args, clone(args), enc, paths)
         return enc, paths
 
-    def record(self, step: Step, redactor: Redactor, paths: list[Any]) -> str:
+    def record(self, step: Step, redactor: Redactor | DeferredChecks, paths: list[Any]) -> str:
         """The step's record as JSON; a step equal field by field to the last one (the plan's
         step after its history entry) reuses it."""
         if paths:  # redacted args are listed in the record: not the common case, not kept
@@ -326,7 +375,7 @@ class SQLiteStore:
         now = time.time()
 
         def write(con: sqlite3.Connection) -> _RunCache:
-            cache = _RunCache(0, 0)
+            cache = _RunCache(0, 0, 0, 0, {st.id: st.status.value for st in plan.steps}, ("running", None))
             try:
                 con.execute(
                     "INSERT INTO runs (id, goal, status, reason, created, updated, config, plan, counters, revisions,"
@@ -346,15 +395,17 @@ class SQLiteStore:
         return run_id
 
     def save_state(self, run_id: str, state: Any) -> None:
-        """Everything: a step row is written only when what it is made of changed since this
-        process last wrote it (a replan or a pause on a long plan writes what changed, not
-        every step again); anything not known to be unchanged is written."""
+        """Everything: the steps table and the run's row brought up to date, and a log row for
+        the history entries and events gained. A step row is written only when what it is
+        made of changed since this process last wrote it (a replan or a pause on a long plan
+        writes what changed, not every step again); anything not known to be unchanged is
+        written."""
         self.redactor.refresh()
         plan: Plan = state.plan
         ids = [st.id for st in plan.steps]
 
-        def write(con: sqlite3.Connection, cache: _RunCache) -> int:
-            calls = self._sync_lists(con, cache, run_id, state)
+        def write(con: sqlite3.Connection, cache: _RunCache) -> None:
+            history, events, calls = self._gained(cache, state)
             if con.execute(
                 f"DELETE FROM steps WHERE run_id = ? AND step_id NOT IN ({','.join('?' * len(ids))})",
                 (run_id, *ids),
@@ -362,61 +413,80 @@ class SQLiteStore:
                 cache.keep_rows(set(ids))
             rows = []
             for pos, st in enumerate(plan.steps):
-                # not through the args cache: it would copy every step's args only to evict them
-                args, _ = encode_args(st.args, self.redactor)
-                if not (_comparable(st) and cache.row_unchanged(st.id, pos, _row_signature(st, args, self.redactor))):
-                    rows.append(self._step_row(cache, run_id, st, pos))
+                encoded = encode_args(st.args, self.redactor)
+                if not (_comparable(st) and cache.row_unchanged(st.id, pos, _row_signature(st, encoded[0],
+                                                                                            self.redactor))):
+                    rows.append(self._step_row(cache, run_id, st, pos, encoded))
             con.executemany(_UPSERT_STEP, rows)
-            self._update_run(con, cache, run_id, state, calls, force=True, extra=(
-                ", plan = ?, revisions = ?",
-                (plan_json(plan, self.redactor), diffs_json(list(state.revisions), self.redactor)),
-            ))
-            return calls
+            cache.replace_statuses({st.id: st.status.value for st in plan.steps})
+            now = time.time()
+            if history or events:
+                self._append_log(con, cache, run_id, state, now, history, events, [], calls, counters=False)
+            cache.next_counters = counters_of(state)
+            cache.next_counters.pop("executions", None)
+            self._update_run(con, cache, run_id, state, now, ", plan = ?, revisions = ?, log_seq = ?",
+                             (plan_json(plan, self.redactor), diffs_json(list(state.revisions), self.redactor),
+                              cache.next_seq - 1))
 
         self._run_write(run_id, write)
         if state.status in ("completed", "failed"):
             self._caches.pop(run_id, None)  # a finished run is written no more: drop what made it fast
 
     def record_step(self, run_id: str, step: Step | Sequence[Step], state: Any) -> None:
+        """One log row: the history entries and events gained, the steps' new state (a step
+        that just ended points at its history entry), the counters. The run's row is written
+        too only when its status or reason changed (a pause, the end, waiting for approval)."""
         steps = [step] if isinstance(step, Step) else list(step)
 
-        def write(con: sqlite3.Connection, cache: _RunCache) -> int:
-            calls = self._sync_lists(con, cache, run_id, state)
-            rows = [self._step_row(cache, run_id, st, None)[3:] + (run_id, st.id) for st in steps]
-            if rows and con.executemany(_UPDATE_STEP, rows).rowcount != len(rows):  # one statement for all
-                stored = {r[0] for r in con.execute("SELECT step_id FROM steps WHERE run_id = ?", (run_id,))}
-                missing = next(st.id for st in steps if st.id not in stored)
-                raise StoreError(f"step {missing!r} is not in the stored plan of run {run_id!r}: save_state must "
-                                 "be called after the plan changes (a replan) and before its steps are recorded")
-            self._update_run(con, cache, run_id, state, calls)
-            return calls
+        def write(con: sqlite3.Connection, cache: _RunCache) -> None:
+            history, events, calls = self._gained(cache, state)
+            deltas = []
+            for st in steps:
+                if not cache.knows(st.id):
+                    raise StoreError(f"step {st.id!r} is not in the stored plan of run {run_id!r}: save_state must "
+                                     "be called after the plan changes (a replan) and before its steps are recorded")
+                entry = cache.entries.get(id(st))
+                if entry is not None and entry[0] is st:  # the step is the history entry just written
+                    deltas.append('{"h":%d}' % entry[1])
+                else:
+                    deltas.append(self._entry(cache, st))
+                cache.set_status(st.id, st.status.value)
+                cache.row_stale(st.id)
+            now = time.time()
+            self._append_log(con, cache, run_id, state, now, history, events, deltas, calls)
+            if (state.status, state.reason) != cache.row_status:
+                self._update_run(con, cache, run_id, state, now)
 
         self._run_write(run_id, write)
         if state.status in ("completed", "failed"):
             self._caches.pop(run_id, None)  # as in save_state: what a row was made of is not kept past the end
 
     def append_events(self, run_id: str, events: Sequence[Event]) -> None:
-        def write(con: sqlite3.Connection, cache: _RunCache) -> int:
-            calls = self._insert_events(con, run_id, cache.events, events)
+        def write(con: sqlite3.Connection, cache: _RunCache) -> None:
+            texts = [event_json(e, cache.checks or self.redactor) for e in events]
+            calls = sum(1 for e in events if e.kind == "llm.call")
             cache.next_events = cache.events + len(events)
-            con.execute("UPDATE runs SET model_calls = model_calls + ?, updated = ? WHERE id = ?",
-                        (calls, time.time(), run_id))
-            return calls
+            self._append_log(con, cache, run_id, None, time.time(), [], texts, [], calls, counters=False)
 
         self._run_write(run_id, write)
 
-    def _run_write(self, run_id: str, write: Callable[[sqlite3.Connection, _RunCache], int]) -> None:
+    def _run_write(self, run_id: str, write: Callable[[sqlite3.Connection, _RunCache], None]) -> None:
         """One write of a run. What the run's cache learns is kept only once it is committed;
-        a write that did not finish makes the next one read the counts from the file again."""
+        a write that did not finish makes the next one read the counts from the file again.
+        Its texts are checked for secrets together, before the log row is written; when
+        redaction would change one, the write is made again with each text redacted."""
         with self._lock:
             try:
-                def attempt(con: sqlite3.Connection) -> _RunCache:
+                def attempt(con: sqlite3.Connection, deferred: bool) -> _RunCache:
                     cache = self._caches.get(run_id) or self._load_cache(con, run_id)
-                    cache.begin()
+                    cache.begin(DeferredChecks(self.redactor) if deferred else None)
                     write(con, cache)
                     return cache
 
-                cache = self._write(attempt)
+                try:
+                    cache = self._write(lambda con: attempt(con, True))
+                except _Recheck:
+                    cache = self._write(lambda con: attempt(con, False))
                 cache.commit()
                 self._caches[run_id] = cache
             except BaseException:
@@ -424,115 +494,140 @@ class SQLiteStore:
                 raise
 
     def _load_cache(self, con: sqlite3.Connection, run_id: str) -> _RunCache:
-        if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+        """What is stored of a run this process has not written yet (a resume, a reopened store)."""
+        row = con.execute("SELECT log_seq, status, reason, model_calls FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
             raise not_found(run_id, self.location, self._latest_ids(con))
-        return _RunCache(
-            con.execute("SELECT coalesce(max(seq) + 1, 0) FROM history WHERE run_id = ?", (run_id,)).fetchone()[0],
-            con.execute("SELECT coalesce(max(seq) + 1, 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0],
-        )
+        log_seq, status, reason, model_calls = row
+        statuses = dict(con.execute("SELECT step_id, status FROM steps WHERE run_id = ?", (run_id,)).fetchall())
+        statuses.update(statuses_after(log_seq, con.execute(
+            "SELECT seq, history, record FROM log WHERE run_id = ? AND seq > ? ORDER BY seq", (run_id, log_seq))))
+        last = con.execute("SELECT seq, model_calls, history, events FROM log WHERE run_id = ? ORDER BY seq DESC"
+                           " LIMIT 1", (run_id,)).fetchone()
+        if last is None:
+            return _RunCache(0, 0, 0, model_calls, statuses, (status, reason))
+        seq, calls, history, events = last
+        return _RunCache(history, events, seq + 1, max(calls, model_calls), statuses, (status, reason))
 
-    def _sync_lists(self, con: sqlite3.Connection, cache: _RunCache, run_id: str, state: Any) -> int:
-        """Write the history entries and events ``state`` gained; returns the model calls among them."""
+    def _gained(self, cache: _RunCache, state: Any) -> tuple[list[str], list[str], int]:
+        """The history entries and events ``state`` gained since the last write, as JSON, and
+        the model calls among those events."""
         history, events = state.history, state.events
         if len(history) < cache.history or len(events) < cache.events:
             raise StoreError(
-                f"run {run_id!r} has {cache.history} history entries and {cache.events} events in the run store "
+                f"run has {cache.history} history entries and {cache.events} events in the run store "
                 f"{self.location}, but the state has {len(history)} and {len(events)}: a resumed run must "
                 "continue from the state loaded from the store"
             )
+        entries = []
         for seq in range(cache.history, len(history)):
             entry = history[seq]
-            args, paths = cache.encode_args(entry.args, self.redactor)
-            result = encode(entry.result, self.redactor)
-            record = cache.record(entry, self.redactor, paths)
-            try:
-                con.execute(
-                    "INSERT INTO history (run_id, seq, record, args_kind, args, args_meta, result_kind, result,"
-                    " result_meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (run_id, seq, record, args.kind, args.payload, _meta(args), result.kind, result.payload,
-                     _meta(result)),
-                )
-            except sqlite3.IntegrityError:
-                raise _two_writers(run_id, self.location) from None
+            entries.append(self._entry(cache, entry))
+            cache.entries[id(entry)] = (entry, seq)
             # the plan's step holds the same result object: its row points at this entry
             cache.results[entry.id] = (entry.result, ("ref", None, None, seq))
-        calls = self._insert_events(con, run_id, cache.events, events[cache.events:])
+        new_events = events[cache.events:]
+        texts = [event_json(e, cache.checks or self.redactor) for e in new_events]
         cache.next_history, cache.next_events = len(history), len(events)
-        return calls
+        return entries, texts, sum(1 for e in new_events if e.kind == "llm.call")
 
-    def _insert_events(self, con: sqlite3.Connection, run_id: str, first: int, events: Sequence[Event]) -> int:
-        if not events:
-            return 0
+    def _entry(self, cache: _RunCache, step: Step) -> str:
+        """A step (a history entry, or a plan step's new state) as an ENTRY of the log."""
+        args, paths = cache.encode_args(step.args, self.redactor)
+        last = cache.results.get(step.id)
+        if last is not None and last[0] is step.result and last[1][0] != "ref":
+            result = value_json(*last[1][:3])
+        else:
+            enc = encode(step.result, self.redactor)
+            result = value_json(enc.kind, enc.payload, meta_json(enc))
+        return entry_json(cache.record(step, cache.checks or self.redactor, paths), value_json(args.kind, args.payload,
+                                                                               meta_json(args)), result)
+
+    def _append_log(self, con: sqlite3.Connection, cache: _RunCache, run_id: str, state: Any, now: float,
+                    history: list[str], events: list[str], deltas: list[str], calls: int, *,
+                    counters: bool = True) -> None:
+        text = None
+        if counters and state is not None:
+            values = counters_of(state)
+            values.pop("executions", None)  # a column of the row (the one counter every step changes)
+            if values != cache.next_counters:
+                text = counters_json(counters_of(state), cache.checks or self.redactor)
+                cache.next_counters = values
+        if cache.checks is not None and not cache.checks.clean():
+            raise _Recheck
+        cache.next_model_calls += calls
         try:
-            con.executemany(
-                "INSERT INTO events (run_id, seq, record) VALUES (?, ?, ?)",
-                [(run_id, first + i, event_json(e, self.redactor))
-                 for i, e in enumerate(events)],
-            )
+            con.execute(INSERT_LOG, (
+                run_id, cache.next_seq, now, state.executions if state is not None else 0, cache.next_model_calls,
+                cache.next_done, cache.next_history, cache.next_events, document(history, events, deltas, text),
+            ))
         except sqlite3.IntegrityError:
             raise _two_writers(run_id, self.location) from None
-        return sum(1 for e in events if e.kind == "llm.call")
+        cache.next_seq += 1
 
-    def _update_run(self, con: sqlite3.Connection, cache: _RunCache, run_id: str, state: Any, calls: int,
-                    force: bool = False, extra: tuple[str, tuple[Any, ...]] = ("", ())) -> None:
-        counters = counters_of(state)
-        if counters == cache.counters and not calls and not force:
-            return  # nothing changed: one page less to write
-        text = counters_json(counters, self.redactor)
+    def _update_run(self, con: sqlite3.Connection, cache: _RunCache, run_id: str, state: Any, now: float,
+                    extra: str = "", values: tuple[Any, ...] = ()) -> None:
+        """The run's row: status, reason, counters and totals (and ``extra`` columns)."""
         cur = con.execute(
             f"UPDATE runs SET status = ?, reason = ?, counters = ?, executions = ?, updated = ?,"
-            f" model_calls = model_calls + ?{extra[0]} WHERE id = ?",
-            (state.status, state.reason, text, state.executions, time.time(), calls, *extra[1], run_id),
+            f" model_calls = ?{extra} WHERE id = ?",
+            (state.status, state.reason, counters_json(counters_of(state), self.redactor), state.executions, now,
+             cache.next_model_calls, *values, run_id),
         )
         if cur.rowcount == 0:
             raise not_found(run_id, self.location, self._latest_ids(con))
-        cache.next_counters = counters
+        cache.next_row_status = (state.status, state.reason)
 
-    def _step_row(self, cache: _RunCache, run_id: str, step: Step, position: int | None) -> tuple[Any, ...]:
-        """(run_id, step_id, position, status, record, args x3, result x3, result_ref)."""
-        args, paths = cache.encode_args(step.args, self.redactor)
+    def _step_row(self, cache: _RunCache, run_id: str, step: Step, position: int,
+                  encoded: tuple[Encoded, list[Any]] | None = None) -> tuple[Any, ...]:
+        """A row of the steps table: (run_id, step_id, position, status, record, args x3, result x3,
+        result_ref). ``encoded``: the step's args encoded already. Not through the args cache:
+        it would copy every step's args only to evict them."""
+        args, paths = encoded or encode_args(step.args, self.redactor)
         cache.row_written(step.id, position, _row_signature(step, args, self.redactor))
         last = cache.results.get(step.id)
         if last is not None and last[0] is step.result:
             kind, payload, meta, ref = last[1]
         else:
             enc = encode(step.result, self.redactor)
-            kind, payload, meta, ref = enc.kind, enc.payload, _meta(enc), None
-            cache.results[step.id] = (step.result, (kind, payload, meta, None))
+            kind, payload, meta, ref = enc.kind, enc.payload, meta_json(enc), None
         return (run_id, step.id, position, step.status.value, cache.record(step, self.redactor, paths),
-                args.kind, args.payload, _meta(args), kind, payload, meta, ref)
+                args.kind, args.payload, meta_json(args), kind, payload, meta, ref)
 
     # ------------------------------------------------------------ reading
     def load_run(self, run_id: str) -> StoredRun:
         def read(con: sqlite3.Connection) -> StoredRun:
             row = con.execute(
-                "SELECT goal, config, plan, counters, revisions, created, updated FROM runs WHERE id = ?", (run_id,)
+                f"SELECT goal, config, plan, counters, revisions, created, updated, {self._column('log_seq')}"
+                " FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
             if row is None:
                 raise not_found(run_id, self.location, self._latest_ids(con))
-            goal, config, plan, counters, revisions, created, updated = row
-            history: list[Step] = []
-            by_seq: dict[int, Any] = {}
-            for seq, record, ak, a, am, rk, r, rm in con.execute(
-                "SELECT seq, record, args_kind, args, args_meta, result_kind, result, result_meta FROM history"
-                " WHERE run_id = ? ORDER BY seq", (run_id,)
-            ):
-                result = _value(rk, r, rm)
-                by_seq[seq] = result
-                history.append(_step(record, ak, a, am, result))
+            goal, config, plan, counters, revisions, created, updated, log_seq = row
+            replay = Replay(log_seq)
+            if self.version >= 3:
+                for seq, at, executions, record in con.execute(
+                        "SELECT seq, time, executions, record FROM log WHERE run_id = ? ORDER BY seq", (run_id,)):
+                    replay.add(seq, at, executions, record)
+            else:
+                read_legacy_lists(con, run_id, replay)
             steps = []
-            for record, ak, a, am, rk, r, rm, ref in con.execute(
-                "SELECT record, args_kind, args, args_meta, result_kind, result, result_meta, result_ref FROM steps"
-                " WHERE run_id = ? ORDER BY position", (run_id,)
+            for step_id, record, ak, a, am, rk, r, rm, ref in con.execute(
+                "SELECT step_id, record, args_kind, args, args_meta, result_kind, result, result_meta, result_ref"
+                " FROM steps WHERE run_id = ? ORDER BY position", (run_id,)
             ):
-                result = by_seq.get(ref) if rk == "ref" else _value(rk, r, rm)
+                changed = replay.changed.get(step_id)
+                if changed is not None:
+                    steps.append(step_of(*changed))
+                    continue
+                result = replay.results[ref] if rk == "ref" else _value(rk, r, rm)
                 steps.append(_step(record, ak, a, am, result))
-            events = [event_from_record(json.loads(rec)) for (rec,) in con.execute(
-                "SELECT record FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
             return StoredRun(
                 run_id=run_id, goal=goal, config=json.loads(config),
-                plan=plan_from_record(json.loads(plan), steps), counters=json.loads(counters), history=history,
-                revisions=diffs_from_records(json.loads(revisions)), events=events, created=created, updated=updated,
+                plan=plan_from_record(json.loads(plan), steps),
+                counters=replay.counters_over(json.loads(counters)),
+                history=replay.history, revisions=diffs_from_records(json.loads(revisions)), events=replay.events,
+                created=created, updated=max(updated, replay.last_time or 0.0),
             )
 
         with self._lock:
@@ -541,13 +636,29 @@ class SQLiteStore:
         return stored
 
     def list_runs(self, *, limit: int | None = None) -> list[RunSummary]:
-        query = (
-            f"SELECT id, goal, status, reason, created, updated, executions, model_calls, writer_pid,"
-            f" {self._column('plan_id')}, {self._column('writer_host')}, {self._column('writer_since')},"
-            " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed'),"
-            " (SELECT count(*) FROM steps s WHERE s.run_id = r.id)"
-            " FROM runs r ORDER BY created DESC, rowid DESC"
-        )
+        if self.version >= 3:
+            # a running run's totals are in its last log row, when that row is newer than its last save
+            query = (
+                "SELECT r.id, r.goal, r.status, r.reason, r.created,"
+                " CASE WHEN l.seq > r.log_seq THEN max(r.updated, l.time) ELSE r.updated END,"
+                " CASE WHEN l.seq > r.log_seq THEN l.executions ELSE r.executions END,"
+                " CASE WHEN l.seq > r.log_seq THEN max(r.model_calls, l.model_calls) ELSE r.model_calls END,"
+                " r.writer_pid, r.plan_id, r.writer_host, r.writer_since,"
+                " CASE WHEN l.seq > r.log_seq THEN l.done ELSE"
+                " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed') END,"
+                " (SELECT count(*) FROM steps s WHERE s.run_id = r.id)"
+                " FROM runs r LEFT JOIN log l ON l.run_id = r.id"
+                " AND l.seq = (SELECT max(seq) FROM log m WHERE m.run_id = r.id)"
+                " ORDER BY r.created DESC, r.rowid DESC"
+            )
+        else:
+            query = (
+                f"SELECT id, goal, status, reason, created, updated, executions, model_calls, writer_pid,"
+                f" {self._column('plan_id')}, {self._column('writer_host')}, {self._column('writer_since')},"
+                " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed'),"
+                " (SELECT count(*) FROM steps s WHERE s.run_id = r.id)"
+                " FROM runs r ORDER BY created DESC, rowid DESC"
+            )
         if limit is not None:
             query += f" LIMIT {int(limit)}"
         rows = self._read(lambda con: con.execute(query).fetchall())
@@ -558,7 +669,9 @@ class SQLiteStore:
         ]
 
     def _column(self, name: str) -> str:
-        """A column version 2 added, or how an older store (read as it is) spells it."""
+        """A column a later version added, or how an older store (read as it is) spells it."""
+        if name == "log_seq":
+            return name if self.version >= 3 else "-1"
         return name if self.version >= 2 else V1_COLUMNS[name]
 
     def latest_run_id(self, *, plan_id: str | None = None) -> str | None:
@@ -580,8 +693,8 @@ class SQLiteStore:
         meanwhile; a writer that is gone is taken over (see :mod:`planbook.store.claims`)."""
 
         def write(con: sqlite3.Connection) -> None:
-            row = con.execute("SELECT status, writer_pid, writer_host, writer_since, updated FROM runs WHERE id = ?",
-                              (run_id,)).fetchone()
+            row = con.execute(f"SELECT status, writer_pid, writer_host, writer_since, {_UPDATED} FROM runs r"
+                              " WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 raise not_found(run_id, self.location, self._latest_ids(con))
             status, pid, host, since, last = row
@@ -596,6 +709,7 @@ class SQLiteStore:
 
         with self._lock:
             self._write(write)
+            self._caches.pop(run_id, None)  # the run's row changed: the next write reads it again
 
     def _latest_ids(self, con: sqlite3.Connection, n: int = 5) -> list[str]:
         return [r[0] for r in con.execute("SELECT id FROM runs ORDER BY created DESC, rowid DESC LIMIT ?", (n,))]
@@ -604,7 +718,7 @@ class SQLiteStore:
         def write(con: sqlite3.Connection) -> None:
             if con.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
                 raise not_found(run_id, self.location, self._latest_ids(con))
-            for table in ("steps", "history", "events"):
+            for table in ("steps", "log"):
                 con.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
         with self._lock:
@@ -631,7 +745,7 @@ class SQLiteStore:
         self._write(lambda con: con.execute(
             "INSERT OR REPLACE INTO cache (key, tool, run_id, step_id, created, result_kind, result, result_meta)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (key, tool, run_id, step_id, time.time(), enc.kind, enc.payload,
-                                                 _meta(enc)),
+                                                 meta_json(enc)),
         ))
         return True
 
@@ -639,6 +753,10 @@ class SQLiteStore:
         """Forget every cached step result; returns how many there were."""
         return self._write(lambda con: con.execute("DELETE FROM cache").rowcount)
 
+
+#: when a run was last written: its row, or a log row written since its last save
+_UPDATED = ("max(r.updated, coalesce((SELECT time FROM log l WHERE l.run_id = r.id AND l.seq > r.log_seq"
+            " ORDER BY l.seq DESC LIMIT 1), 0))")
 
 _STEP_COLUMNS = ("run_id, step_id, position, status, record, args_kind, args, args_meta, result_kind, result,"
                  " result_meta, result_ref")
@@ -648,10 +766,6 @@ _UPSERT_STEP = _INSERT_STEP + (
     " record = excluded.record, args_kind = excluded.args_kind, args = excluded.args, args_meta = excluded.args_meta,"
     " result_kind = excluded.result_kind, result = excluded.result, result_meta = excluded.result_meta,"
     " result_ref = excluded.result_ref"
-)
-_UPDATE_STEP = (
-    "UPDATE steps SET status = ?, record = ?, args_kind = ?, args = ?, args_meta = ?, result_kind = ?, result = ?,"
-    " result_meta = ?, result_ref = ? WHERE run_id = ? AND step_id = ?"
 )
 
 
@@ -690,6 +804,23 @@ def _step(record: str, args_kind: str, args: Any, args_meta: str | None, result:
     if not isinstance(loaded, dict):  # pickled args that no longer load: the step cannot run as it was
         loaded = {UNRESTORABLE_ARGS: loaded}
     return step_from_record(fields, place_markers(loaded, redacted_paths(fields)), result)
+
+
+def read_legacy_lists(con: sqlite3.Connection, run_id: str, replay: Replay) -> None:
+    """The history entries and events of a run in a version-1 or -2 store (read as it is)."""
+    for record, ak, a, am, rk, r, rm in con.execute(
+        "SELECT record, args_kind, args, args_meta, result_kind, result, result_meta FROM history"
+        " WHERE run_id = ? ORDER BY seq", (run_id,)
+    ):
+        result = _value(rk, r, rm)
+        replay.results.append(result)
+        replay.history.append(_step(record, ak, a, am, result))
+    replay.events.extend(event_from_record(json.loads(rec)) for (rec,) in con.execute(
+        "SELECT record FROM events WHERE run_id = ? ORDER BY seq", (run_id,)))
+
+
+class _Recheck(Exception):
+    """A write's texts hold something redaction changes: make it again, each text redacted."""
 
 
 def _two_writers(run_id: str, location: str) -> StoreError:

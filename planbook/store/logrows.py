@@ -1,0 +1,172 @@
+"""The SQLite store's log (schema version 3): one row per write of a run.
+
+A step used to cost seven statements in one transaction (its history entry, two events,
+two step rows, the run's row), each touching its own table and index: about seven pages
+of the write-ahead log where a bare transaction writes two. Now each write of a run
+appends **one** row to ``log``: a JSON document of what the run gained since the last
+write, which a reader replays in order::
+
+    {"h": [ENTRY, ...],   history entries: {"r": RECORD, "a": VALUE, "v": VALUE}
+     "e": [EVENT, ...],   events, as stored before
+     "s": [DELTA, ...],   steps whose status or result changed: an ENTRY, or {"h": N} —
+                          "as history entry N" (a step that just ended is its entry)
+     "c": COUNTERS}       the run's counters, when more than ``executions`` (a column) changed
+
+A VALUE is ``{"json": DATA}``, ``{"pickle": BASE64, "meta": META}`` or ``{"repr": TEXT,
+"meta": META}`` (see :mod:`planbook.store.values`). The ``steps`` table and the run's row
+are brought up to date only by a save (a replan, a pause, a resumed run): the run's
+``log_seq`` is the last log row they include, so a reader applies the step deltas and
+counters of later rows only. Every piece is encoded once, when it is written, and the
+document is joined from the pieces' JSON text, never encoded again.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from ..models import Event, Step
+from .records import event_from_record, redacted_paths, step_from_record
+from .values import UNRESTORABLE_ARGS, Encoded, clone, decode, place_markers
+
+#: a rowid table with an index, not WITHOUT ROWID: a row of about a kilobyte does not fit an
+#: index page's cell, and each insert would also write an overflow page
+LOG_TABLE = """
+CREATE TABLE IF NOT EXISTS log (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    time REAL NOT NULL,
+    executions INTEGER NOT NULL,
+    model_calls INTEGER NOT NULL,
+    done INTEGER NOT NULL,
+    history INTEGER NOT NULL,
+    events INTEGER NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS log_by_run ON log (run_id, seq)
+"""
+INSERT_LOG = ("INSERT INTO log (run_id, seq, time, executions, model_calls, done, history, events, record)"
+              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def meta_json(enc: Encoded) -> str | None:
+    """What a value that is not plain JSON needs to be shown and explained: its repr, type, why."""
+    if enc.kind == "json":
+        return None
+    return json.dumps({"shown": enc.shown, "type": enc.type, "reason": enc.reason})
+
+
+def value_json(kind: str, payload: Any, meta: str | None) -> str:
+    """A stored value (its kind, payload and meta JSON) as a VALUE of the log."""
+    if kind == "json":
+        return '{"json":' + (payload if payload is not None else "null") + "}"
+    if kind == "pickle":
+        text = base64.b64encode(bytes(payload)).decode("ascii")
+    else:
+        text = payload.decode() if isinstance(payload, bytes) else (payload or "")
+    return '{"' + kind + '":' + json.dumps(text) + ',"meta":' + (meta or "null") + "}"
+
+
+def entry_json(record: str, args: str, result: str) -> str:
+    """A history entry or a step delta: its record, args VALUE and result VALUE."""
+    return '{"r":' + record + ',"a":' + args + ',"v":' + result + "}"
+
+
+def document(history: list[str], events: list[str], deltas: list[str], counters: str | None) -> str:
+    """One log row's JSON, joined from JSON texts."""
+    parts = []
+    if history:
+        parts.append('"h":[' + ",".join(history) + "]")
+    if events:
+        parts.append('"e":[' + ",".join(events) + "]")
+    if deltas:
+        parts.append('"s":[' + ",".join(deltas) + "]")
+    if counters is not None:
+        parts.append('"c":' + counters)
+    return "{" + ",".join(parts) + "}"
+
+
+def value_of(stored: dict[str, Any]) -> Any:
+    """A VALUE back (an :class:`~planbook.store.values.Unrestorable` when it cannot be)."""
+    if "json" in stored:
+        return stored["json"]
+    meta = stored.get("meta") or {}
+    if "pickle" in stored:
+        return decode("pickle", base64.b64decode(stored["pickle"]), meta.get("shown"), meta.get("type", ""))
+    if "repr" in stored:
+        return decode("repr", stored["repr"], None, meta.get("type", ""), meta.get("reason"))
+    raise ValueError(f"unknown stored value {sorted(stored)}: this store was written by a newer planbook")
+
+
+def step_of(entry: dict[str, Any], result: Any) -> Step:
+    """A Step from an ENTRY (its result given: a history entry and the plan's step share it)."""
+    fields = entry["r"]
+    args = value_of(entry["a"])
+    if not isinstance(args, dict):  # pickled args that no longer load: the step cannot run as it was
+        args = {UNRESTORABLE_ARGS: args}
+    return step_from_record(fields, place_markers(clone(args), redacted_paths(fields)), result)
+
+
+class Replay:
+    """A run's log read in order: its history, events, and — from the rows after the last
+    save — the latest state of each step that changed and the latest counters."""
+
+    def __init__(self, log_seq: int) -> None:
+        self.log_seq = log_seq
+        self.history: list[Step] = []
+        self.results: list[Any] = []
+        self.events: list[Event] = []
+        #: step id -> (its ENTRY, its result) as the rows after the last save left it
+        self.changed: dict[str, tuple[dict[str, Any], Any]] = {}
+        self.counters: dict[str, Any] | None = None
+        self.executions: int | None = None
+        self.last_time: float | None = None
+
+    def add(self, seq: int, time: float, executions: int, record: str) -> None:
+        doc = json.loads(record)
+        first = len(self.history)
+        entries = doc.get("h", ())
+        for entry in entries:
+            result = value_of(entry["v"])
+            self.results.append(result)
+            self.history.append(step_of(entry, result))
+        self.events.extend(event_from_record(e) for e in doc.get("e", ()))
+        if seq <= self.log_seq:
+            return  # the steps table and the run's row include this row's steps and counters
+        self.last_time, self.executions = time, executions
+        for delta in doc.get("s", ()):
+            if "h" in delta:
+                entry = entries[delta["h"] - first]
+                self.changed[entry["r"]["id"]] = (entry, self.results[delta["h"]])
+            else:
+                self.changed[delta["r"]["id"]] = (delta, value_of(delta["v"]))
+        if "c" in doc:
+            self.counters = doc["c"]
+
+    def counters_over(self, stored: dict[str, Any]) -> dict[str, Any]:
+        """The run's counters: those of its last save (``stored``) or of a later log row, with
+        the executions of the last row (a row carries its counters only when more than the
+        executions changed)."""
+        counters = dict(self.counters if self.counters is not None else stored)
+        if self.executions is not None:
+            counters["executions"] = self.executions
+        return counters
+
+
+def statuses_after(log_seq: int, rows: Iterable[tuple[int, int, str]]) -> dict[str, str]:
+    """Step id -> status, as the log rows after the last save changed them. ``rows``: (seq,
+    history entries in the run after the row, its record), in order."""
+    out: dict[str, str] = {}
+    for seq, history, record in rows:
+        if seq <= log_seq:
+            continue
+        doc = json.loads(record)
+        entries = doc.get("h", [])
+        first = history - len(entries)
+        for delta in doc.get("s", ()):
+            fields = entries[delta["h"] - first]["r"] if "h" in delta else delta["r"]
+            out[fields["id"]] = fields.get("status", "not_started")
+    return out
