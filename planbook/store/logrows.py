@@ -31,13 +31,16 @@ from ..models import Event, Step
 from .records import event_from_record, redacted_paths, step_from_record
 from .values import UNRESTORABLE_ARGS, Encoded, clone, decode, place_markers
 
-#: a rowid table with an index, not WITHOUT ROWID: a row of about a kilobyte does not fit an
-#: index page's cell, and each insert would also write an overflow page
+#: a log row's id is its run's ``log_key`` shifted by this many bits, plus its sequence
+#: number: a run's rows are one range of the table's own b-tree, so a write touches that
+#: tree alone (an index on (run, seq) would be a second tree to write at every step), and
+#: a row of about a kilobyte is kept in a table page, where a WITHOUT ROWID table would
+#: move most of it to an overflow page
+SEQ_BITS = 32
+SEQ_MASK = (1 << SEQ_BITS) - 1
 LOG_TABLE = """
 CREATE TABLE IF NOT EXISTS log (
     id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
     time REAL NOT NULL,
     executions INTEGER NOT NULL,
     model_calls INTEGER NOT NULL,
@@ -45,11 +48,23 @@ CREATE TABLE IF NOT EXISTS log (
     history INTEGER NOT NULL,
     events INTEGER NOT NULL,
     record TEXT NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS log_by_run ON log (run_id, seq)
+)
 """
-INSERT_LOG = ("INSERT INTO log (run_id, seq, time, executions, model_calls, done, history, events, record)"
-              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+INSERT_LOG = ("INSERT INTO log (id, time, executions, model_calls, done, history, events, record)"
+              " VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+#: SQL: the first and last possible log row id of the run ``r``
+RUN_FIRST = f"(r.log_key << {SEQ_BITS})"
+RUN_LAST = f"((r.log_key << {SEQ_BITS}) + {SEQ_MASK})"
+
+
+def log_id(log_key: int, seq: int) -> int:
+    """The id of a run's log row number ``seq``."""
+    return (log_key << SEQ_BITS) + seq
+
+
+def run_range(log_key: int) -> tuple[int, int]:
+    """The first and last possible log row id of a run (for ``id BETWEEN ? AND ?``)."""
+    return log_key << SEQ_BITS, (log_key << SEQ_BITS) + SEQ_MASK
 
 
 def meta_json(enc: Encoded) -> str | None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .base import StoreError, StoreFormatError
-from .logrows import INSERT_LOG, LOG_TABLE, document, entry_json, value_json
+from .logrows import INSERT_LOG, LOG_TABLE, document, entry_json, log_id, value_json
 
 #: the schema this planbook writes; a file with a higher number was written by a newer one
 SCHEMA_VERSION = 3
@@ -53,7 +53,8 @@ CREATE TABLE IF NOT EXISTS runs (
     plan_id TEXT,
     writer_host TEXT,
     writer_since REAL,
-    log_seq INTEGER NOT NULL DEFAULT -1
+    log_seq INTEGER NOT NULL DEFAULT -1,
+    log_key INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_by_creation ON runs (created);
 CREATE TABLE IF NOT EXISTS steps (
@@ -82,6 +83,7 @@ MIGRATION_2 = ("ALTER TABLE runs ADD COLUMN plan_id TEXT", "ALTER TABLE runs ADD
                "ALTER TABLE runs ADD COLUMN writer_since REAL")
 #: created after a migration (the column must exist first)
 PLAN_INDEX = "CREATE INDEX IF NOT EXISTS runs_by_plan ON runs (plan_id, created)"
+LOG_KEY_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS runs_by_log_key ON runs (log_key)"
 #: how a read-only reader of a version-1 store (which cannot migrate it) spells version 2's columns
 V1_COLUMNS = {"plan_id": "json_extract(plan, '$.id')", "writer_host": "NULL", "writer_since": "NULL"}
 
@@ -191,6 +193,7 @@ def create_schema(con: sqlite3.Connection, location: str) -> None:
         raise StoreFormatError(f"the run store {location} has schema version {row[0]}; this planbook "
                                f"writes {SCHEMA_VERSION}: upgrade planbook, or pass another store path")
     con.execute(PLAN_INDEX)
+    con.execute(LOG_KEY_INDEX)
 
 
 def _migrate_1_to_2(con: sqlite3.Connection) -> None:
@@ -208,10 +211,11 @@ def _migrate_2_to_3(con: sqlite3.Connection) -> None:
     """Version 2 -> 3, in the caller's transaction: each run's history entries and events
     become its first log row (its steps table and row include it), and the two tables go."""
     con.execute("ALTER TABLE runs ADD COLUMN log_seq INTEGER NOT NULL DEFAULT -1")
-    for statement in LOG_TABLE.split(";"):
-        con.execute(statement)
-    runs = con.execute("SELECT id, updated, executions, model_calls FROM runs").fetchall()
-    for run_id, updated, executions, model_calls in runs:
+    con.execute("ALTER TABLE runs ADD COLUMN log_key INTEGER")
+    con.execute("UPDATE runs SET log_key = rowid")
+    con.execute(LOG_TABLE)
+    runs = con.execute("SELECT id, log_key, updated, executions, model_calls FROM runs").fetchall()
+    for run_id, log_key, updated, executions, model_calls in runs:
         history = [
             entry_json(record, value_json(ak, a, am), value_json(rk, r, rm))
             for record, ak, a, am, rk, r, rm in con.execute(
@@ -223,7 +227,7 @@ def _migrate_2_to_3(con: sqlite3.Connection) -> None:
             continue
         done = con.execute("SELECT count(*) FROM steps WHERE run_id = ? AND status = 'completed'",
                            (run_id,)).fetchone()[0]
-        con.execute(INSERT_LOG, (run_id, 0, updated, executions, model_calls, done, len(history), len(events),
+        con.execute(INSERT_LOG, (log_id(log_key, 0), updated, executions, model_calls, done, len(history), len(events),
                                  document(history, events, [], None)))
         con.execute("UPDATE runs SET log_seq = 0 WHERE id = ?", (run_id,))
     con.execute("DROP TABLE history")

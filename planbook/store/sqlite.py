@@ -37,7 +37,10 @@ from ..models import Event, Plan, Status, Step
 from .base import (
     CacheHit, RunSummary, StoredRun, StoreError, StoreFormatError, counters_of, new_run_id, not_found,
 )
-from .logrows import INSERT_LOG, Replay, document, entry_json, meta_json, statuses_after, step_of, value_json
+from .logrows import (
+    INSERT_LOG, RUN_FIRST, RUN_LAST, Replay, document, entry_json, log_id, meta_json, run_range, statuses_after,
+    step_of, value_json,
+)
 from .records import (
     config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json,
     plan_from_record, plan_json, record_values, redacted_paths, step_from_record, step_json,
@@ -81,8 +84,10 @@ class _RunCache:
     equal to them, type for type: a plan edited in place between writes is encoded again,
     never served stale."""
 
-    def __init__(self, history: int, events: int, seq: int, model_calls: int, statuses: dict[str, str],
-                 row_status: tuple[str, str | None]) -> None:
+    def __init__(self, log_key: int, history: int, events: int, seq: int, model_calls: int,
+                 statuses: dict[str, str], row_status: tuple[str, str | None]) -> None:
+        #: the run's log rows are ids log_key << 32 + seq (see :mod:`planbook.store.logrows`)
+        self.log_key = log_key
         self.history = self.next_history = history
         self.events = self.next_events = events
         self.seq = self.next_seq = seq
@@ -375,19 +380,26 @@ class SQLiteStore:
         now = time.time()
 
         def write(con: sqlite3.Connection) -> _RunCache:
-            cache = _RunCache(0, 0, 0, 0, {st.id: st.status.value for st in plan.steps}, ("running", None))
             try:
                 con.execute(
                     "INSERT INTO runs (id, goal, status, reason, created, updated, config, plan, counters, revisions,"
-                    " writer_pid, plan_id, writer_host, writer_since)"
-                    " VALUES (?, ?, 'running', NULL, ?, ?, ?, ?, '{}', '[]', ?, ?, ?, ?)",
+                    " writer_pid, plan_id, writer_host, writer_since, log_key)"
+                    " VALUES (?, ?, 'running', NULL, ?, ?, ?, ?, '{}', '[]', ?, ?, ?, ?,"
+                    " (SELECT coalesce(max(log_key), 0) + 1 FROM runs))",
                     (run_id, self.redactor.text(goal if goal is not None else plan.goal), now, now, config_text,
                      plan_json(plan, self.redactor), os.getpid(), self.redactor.text(plan.id), this_host(), now),
                 )
             except sqlite3.IntegrityError:
                 raise StoreError(f"a run {run_id!r} is already in the run store {self.location}: "
                                  "choose another run id, or leave it out") from None
-            con.executemany(_INSERT_STEP, [self._step_row(cache, run_id, st, pos) for pos, st in enumerate(plan.steps)])
+            log_key = con.execute("SELECT log_key FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+            cache = _RunCache(log_key, 0, 0, 0, 0, {st.id: st.status.value for st in plan.steps}, ("running", None))
+            checks = DeferredChecks(self.redactor)  # the records checked for secrets together
+            rows = [self._step_row(cache, run_id, st, pos, checks=checks) for pos, st in enumerate(plan.steps)]
+            if not checks.clean():
+                cache.begin(None)
+                rows = [self._step_row(cache, run_id, st, pos) for pos, st in enumerate(plan.steps)]
+            con.executemany(_INSERT_STEP, rows)
             cache.commit()
             return cache
 
@@ -495,19 +507,23 @@ class SQLiteStore:
 
     def _load_cache(self, con: sqlite3.Connection, run_id: str) -> _RunCache:
         """What is stored of a run this process has not written yet (a resume, a reopened store)."""
-        row = con.execute("SELECT log_seq, status, reason, model_calls FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = con.execute("SELECT log_key, log_seq, status, reason, model_calls FROM runs WHERE id = ?",
+                          (run_id,)).fetchone()
         if row is None:
             raise not_found(run_id, self.location, self._latest_ids(con))
-        log_seq, status, reason, model_calls = row
+        log_key, log_seq, status, reason, model_calls = row
+        first, last_id = run_range(log_key)
         statuses = dict(con.execute("SELECT step_id, status FROM steps WHERE run_id = ?", (run_id,)).fetchall())
-        statuses.update(statuses_after(log_seq, con.execute(
-            "SELECT seq, history, record FROM log WHERE run_id = ? AND seq > ? ORDER BY seq", (run_id, log_seq))))
-        last = con.execute("SELECT seq, model_calls, history, events FROM log WHERE run_id = ? ORDER BY seq DESC"
-                           " LIMIT 1", (run_id,)).fetchone()
+        statuses.update(statuses_after(log_seq, (
+            (i - first, history, record) for i, history, record in con.execute(
+                "SELECT id, history, record FROM log WHERE id BETWEEN ? AND ? ORDER BY id",
+                (first + log_seq + 1, last_id)))))
+        last = con.execute("SELECT id, model_calls, history, events FROM log WHERE id BETWEEN ? AND ?"
+                           " ORDER BY id DESC LIMIT 1", (first, last_id)).fetchone()
         if last is None:
-            return _RunCache(0, 0, 0, model_calls, statuses, (status, reason))
-        seq, calls, history, events = last
-        return _RunCache(history, events, seq + 1, max(calls, model_calls), statuses, (status, reason))
+            return _RunCache(log_key, 0, 0, 0, model_calls, statuses, (status, reason))
+        i, calls, history, events = last
+        return _RunCache(log_key, history, events, i - first + 1, max(calls, model_calls), statuses, (status, reason))
 
     def _gained(self, cache: _RunCache, state: Any) -> tuple[list[str], list[str], int]:
         """The history entries and events ``state`` gained since the last write, as JSON, and
@@ -549,16 +565,16 @@ class SQLiteStore:
         text = None
         if counters and state is not None:
             values = counters_of(state)
-            values.pop("executions", None)  # a column of the row (the one counter every step changes)
+            executions = values.pop("executions", None)  # a column of the row (the one counter every step changes)
             if values != cache.next_counters:
-                text = counters_json(counters_of(state), cache.checks or self.redactor)
+                text = counters_json({**values, "executions": executions}, cache.checks or self.redactor)
                 cache.next_counters = values
         if cache.checks is not None and not cache.checks.clean():
             raise _Recheck
         cache.next_model_calls += calls
         try:
             con.execute(INSERT_LOG, (
-                run_id, cache.next_seq, now, state.executions if state is not None else 0, cache.next_model_calls,
+                log_id(cache.log_key, cache.next_seq), now, state.executions if state is not None else 0, cache.next_model_calls,
                 cache.next_done, cache.next_history, cache.next_events, document(history, events, deltas, text),
             ))
         except sqlite3.IntegrityError:
@@ -579,7 +595,8 @@ class SQLiteStore:
         cache.next_row_status = (state.status, state.reason)
 
     def _step_row(self, cache: _RunCache, run_id: str, step: Step, position: int,
-                  encoded: tuple[Encoded, list[Any]] | None = None) -> tuple[Any, ...]:
+                  encoded: tuple[Encoded, list[Any]] | None = None, *,
+                  checks: DeferredChecks | None = None) -> tuple[Any, ...]:
         """A row of the steps table: (run_id, step_id, position, status, record, args x3, result x3,
         result_ref). ``encoded``: the step's args encoded already. Not through the args cache:
         it would copy every step's args only to evict them."""
@@ -591,24 +608,26 @@ class SQLiteStore:
         else:
             enc = encode(step.result, self.redactor)
             kind, payload, meta, ref = enc.kind, enc.payload, meta_json(enc), None
-        return (run_id, step.id, position, step.status.value, cache.record(step, self.redactor, paths),
+        return (run_id, step.id, position, step.status.value, cache.record(step, checks or self.redactor, paths),
                 args.kind, args.payload, meta_json(args), kind, payload, meta, ref)
 
     # ------------------------------------------------------------ reading
     def load_run(self, run_id: str) -> StoredRun:
         def read(con: sqlite3.Connection) -> StoredRun:
             row = con.execute(
-                f"SELECT goal, config, plan, counters, revisions, created, updated, {self._column('log_seq')}"
-                " FROM runs WHERE id = ?", (run_id,)
+                f"SELECT goal, config, plan, counters, revisions, created, updated, {self._column('log_seq')},"
+                f" {self._column('log_key')} FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
             if row is None:
                 raise not_found(run_id, self.location, self._latest_ids(con))
-            goal, config, plan, counters, revisions, created, updated, log_seq = row
+            goal, config, plan, counters, revisions, created, updated, log_seq, log_key = row
             replay = Replay(log_seq)
             if self.version >= 3:
-                for seq, at, executions, record in con.execute(
-                        "SELECT seq, time, executions, record FROM log WHERE run_id = ? ORDER BY seq", (run_id,)):
-                    replay.add(seq, at, executions, record)
+                first, last_id = run_range(log_key)
+                for i, at, executions, record in con.execute(
+                        "SELECT id, time, executions, record FROM log WHERE id BETWEEN ? AND ? ORDER BY id",
+                        (first, last_id)):
+                    replay.add(i - first, at, executions, record)
             else:
                 read_legacy_lists(con, run_id, replay)
             steps = []
@@ -640,15 +659,15 @@ class SQLiteStore:
             # a running run's totals are in its last log row, when that row is newer than its last save
             query = (
                 "SELECT r.id, r.goal, r.status, r.reason, r.created,"
-                " CASE WHEN l.seq > r.log_seq THEN max(r.updated, l.time) ELSE r.updated END,"
-                " CASE WHEN l.seq > r.log_seq THEN l.executions ELSE r.executions END,"
-                " CASE WHEN l.seq > r.log_seq THEN max(r.model_calls, l.model_calls) ELSE r.model_calls END,"
+                f" CASE WHEN {_NEWER} THEN max(r.updated, l.time) ELSE r.updated END,"
+                f" CASE WHEN {_NEWER} THEN l.executions ELSE r.executions END,"
+                f" CASE WHEN {_NEWER} THEN max(r.model_calls, l.model_calls) ELSE r.model_calls END,"
                 " r.writer_pid, r.plan_id, r.writer_host, r.writer_since,"
-                " CASE WHEN l.seq > r.log_seq THEN l.done ELSE"
+                f" CASE WHEN {_NEWER} THEN l.done ELSE"
                 " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed') END,"
                 " (SELECT count(*) FROM steps s WHERE s.run_id = r.id)"
-                " FROM runs r LEFT JOIN log l ON l.run_id = r.id"
-                " AND l.seq = (SELECT max(seq) FROM log m WHERE m.run_id = r.id)"
+                f" FROM runs r LEFT JOIN log l ON l.id = (SELECT max(id) FROM log WHERE id BETWEEN {RUN_FIRST}"
+                f" AND {RUN_LAST})"
                 " ORDER BY r.created DESC, r.rowid DESC"
             )
         else:
@@ -670,7 +689,7 @@ class SQLiteStore:
 
     def _column(self, name: str) -> str:
         """A column a later version added, or how an older store (read as it is) spells it."""
-        if name == "log_seq":
+        if name in ("log_seq", "log_key"):
             return name if self.version >= 3 else "-1"
         return name if self.version >= 2 else V1_COLUMNS[name]
 
@@ -716,10 +735,12 @@ class SQLiteStore:
 
     def delete_run(self, run_id: str) -> None:
         def write(con: sqlite3.Connection) -> None:
-            if con.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
+            row = con.execute("SELECT log_key FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
                 raise not_found(run_id, self.location, self._latest_ids(con))
-            for table in ("steps", "log"):
-                con.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            con.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+            con.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
+            con.execute("DELETE FROM log WHERE id BETWEEN ? AND ?", run_range(row[0]))
 
         with self._lock:
             self._write(write)
@@ -755,8 +776,10 @@ class SQLiteStore:
 
 
 #: when a run was last written: its row, or a log row written since its last save
-_UPDATED = ("max(r.updated, coalesce((SELECT time FROM log l WHERE l.run_id = r.id AND l.seq > r.log_seq"
-            " ORDER BY l.seq DESC LIMIT 1), 0))")
+_UPDATED = (f"max(r.updated, coalesce((SELECT time FROM log WHERE id BETWEEN {RUN_FIRST} + r.log_seq + 1"
+            f" AND {RUN_LAST} ORDER BY id DESC LIMIT 1), 0))")
+#: the log row ``l`` is newer than the last save of its run ``r``
+_NEWER = f"l.id > {RUN_FIRST} + r.log_seq"
 
 _STEP_COLUMNS = ("run_id, step_id, position, status, record, args_kind, args, args_meta, result_kind, result,"
                  " result_meta, result_ref")
