@@ -395,16 +395,16 @@ class Event(BaseModel):
         A run makes two or more events per step; ``model_construct`` spends more time in
         its generic bookkeeping than a no-op step takes.
         """
-        event = cls.__new__(cls)
-        object.__setattr__(event, "__dict__", {"kind": kind, "time": time, "step": step, "revision": revision,
-                                               "data": data})
-        object.__setattr__(event, "__pydantic_fields_set__", _EVENT_FIELDS)
-        object.__setattr__(event, "__pydantic_extra__", None)
-        object.__setattr__(event, "__pydantic_private__", None)
+        event = _new(cls)  # object's own __new__ and __setattr__, bound once: a third of the time
+        _set(event, "__dict__", {"kind": kind, "time": time, "step": step, "revision": revision, "data": data})
+        _set(event, "__pydantic_fields_set__", _EVENT_FIELDS)
+        _set(event, "__pydantic_extra__", None)
+        _set(event, "__pydantic_private__", None)
         return event
 
 
 _EVENT_FIELDS = frozenset({"kind", "time", "step", "revision", "data"})
+_new, _set = object.__new__, object.__setattr__
 
 
 @dataclass(slots=True)

@@ -119,7 +119,7 @@ class Runner:
         self.agents = as_agents(agents)
         self.clock = clock
         self.budget = Budget(self.config.max_steps, self.config.max_replans)
-        self.bus = EventBus(self._record_event, self._make_event, on_event)
+        self.bus = EventBus(self._record_event, on_event)
 
         self.goal_only: str | None = None
         with collector_paused():  # nothing here makes garbage: collecting would only rescan the new plan
@@ -262,11 +262,12 @@ class Runner:
     def emit(self, kind: EventKind, step: str | None = None, **data: Any) -> Event:
         return self.bus.emit(kind, step, **data)
 
-    def _make_event(self, kind: EventKind, step: str | None, data: dict[str, Any]) -> Event:
-        return Event.record(kind, self.clock(), step, self.state.plan.revision, data)
-
-    def _record_event(self, event: Event) -> None:
-        self.state.events.append(event)
+    def _record_event(self, kind: EventKind, step: str | None, data: dict[str, Any]) -> Event:
+        """Make an event and keep it in the run's record (the bus then delivers it)."""
+        s = self.state
+        event = Event.record(kind, self.clock(), step, s.plan.revision, data)
+        s.events.append(event)
+        return event
 
     # --------------------------------------------------------------- state
     @property
@@ -580,7 +581,7 @@ class Runner:
     def _begin(self, step: Step, executor: Any) -> Flight:
         """Count the execution, mark the step in progress and record that (the call is not started yet)."""
         s = self.state
-        s.executions += 1
+        s.__dict__["executions"] += 1  # not through pydantic's __setattr__: this is every execution
         self._unshare(step)
         step.set_state(
             attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None,
