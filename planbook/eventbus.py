@@ -27,9 +27,9 @@ RUN_HOOKS: dict[str, Callable[[Any], None]] = {}
 class EventBus:
     """Handlers, heartbeats and the inbox of events from worker threads."""
 
-    def __init__(self, record: Callable[[EventKind, str | None, dict[str, Any]], Event],
+    def __init__(self, record: Callable[[EventKind, str | None, dict[str, Any], float | None], Event],
                  handlers: EventHandler | Iterable[EventHandler] | None = None) -> None:
-        #: ``record(kind, step, data)`` makes the event and keeps it in the run's record
+        #: ``record(kind, step, data, at)`` makes the event (at time ``at``, None: now) and keeps it
         self._record = record
         self.handlers: list[EventHandler] = []
         if callable(handlers):
@@ -45,9 +45,10 @@ class EventBus:
     def emit(self, kind: EventKind, step: str | None = None, **data: Any) -> Event:
         return self.publish(kind, step, data)
 
-    def publish(self, kind: EventKind, step: str | None, data: dict[str, Any]) -> Event:
-        """Record and deliver an event whose data the caller built (and hands over)."""
-        event = self._record(kind, step, data)
+    def publish(self, kind: EventKind, step: str | None, data: dict[str, Any], at: float | None = None) -> Event:
+        """Record and deliver an event whose data the caller built (and hands over); ``at``: its
+        time, if the caller has just read the run's clock."""
+        event = self._record(kind, step, data, at)
         if not self.handlers:  # nobody listens: the event is only recorded
             return event
         for handler in list(self.handlers):

@@ -134,8 +134,8 @@ def _succeeded(value: Any, kind: str, name: str | None, output: str, **fields: A
     """The outcome of a call that returned ``value``: completed with its summary, or failed for an iterator.
 
     ``kind`` and ``name`` (``"tool"``, ``"search"``) say who returned it, in a failure's message."""
-    kind = type(value)
-    if kind in _PLAIN and not fields and (kind is not int or value.bit_length() <= 4 * SUMMARY_LIMIT):
+    of = type(value)
+    if of in _PLAIN and not fields and (of is not int or value.bit_length() <= 4 * SUMMARY_LIMIT):
         return Outcome(True, value, None, None, output, summary=repr(value))  # the common case, made directly
     problem = _iterator_problem(value, f"{kind} {name!r}")
     if problem is not None:
