@@ -17,7 +17,8 @@ from typing import Any
 from .agents import AgentContext
 from .config import RunConfig
 from .eventbus import EventBus
-from .execute import CallHandle, CallInterrupted, Outcome, call_step, describe_exception, prepare_tool_call
+from .execute import (CallHandle, CallInterrupted, Outcome, call_inline, call_step, describe_exception,
+                      prepare_tool_call)
 from .executors import Call, FuturesExecutor, InlineExecutor, NotReached, StepAbandoned, ThreadPool
 from .interrupts import waiting
 from .models import Plan, Step
@@ -178,16 +179,18 @@ class Dispatcher:
                 self.inflight.append(flight)
                 return
             work = prepared
-        else:
-            work = self._work(flight, results, None if executor is INLINE else self.clock)
-        self.inflight.append(flight)
-        if executor is INLINE:
-            try:
-                flight.future = Call.done_with(work())
+        elif executor is INLINE:
+            self.inflight.append(flight)
+            context = self._context_maker(step, flight.token, results) if step.agent is not None else _no_context
+            try:  # called here, not wrapped for an executor: this is every step of a plain run
+                flight.future = Call.done_with(call_inline(step, results, self.tools, self.agents, context, None))
             except KeyboardInterrupt:  # Ctrl-C inside the call: it did not complete
                 self.inflight.remove(flight)
                 raise
             return
+        else:
+            work = self._work(flight, results, self.clock)
+        self.inflight.append(flight)
         try:
             flight.future = executor.submit(work, self.completions)
         except Exception as exc:  # noqa: BLE001 - the executor refused the call (a closed Dask client)

@@ -27,10 +27,10 @@ RUN_HOOKS: dict[str, Callable[[Any], None]] = {}
 class EventBus:
     """Handlers, heartbeats and the inbox of events from worker threads."""
 
-    def __init__(self, record: Callable[[Event], None], make_event: Callable[..., Event],
+    def __init__(self, record: Callable[[EventKind, str | None, dict[str, Any], float | None], Event],
                  handlers: EventHandler | Iterable[EventHandler] | None = None) -> None:
+        #: ``record(kind, step, data, at)`` makes the event (at time ``at``, None: now) and keeps it
         self._record = record
-        self._make_event = make_event
         self.handlers: list[EventHandler] = []
         if callable(handlers):
             self.handlers.append(handlers)
@@ -45,10 +45,10 @@ class EventBus:
     def emit(self, kind: EventKind, step: str | None = None, **data: Any) -> Event:
         return self.publish(kind, step, data)
 
-    def publish(self, kind: EventKind, step: str | None, data: dict[str, Any]) -> Event:
-        """Record and deliver an event whose data the caller built (and hands over)."""
-        event = self._make_event(kind, step, data)
-        self._record(event)
+    def publish(self, kind: EventKind, step: str | None, data: dict[str, Any], at: float | None = None) -> Event:
+        """Record and deliver an event whose data the caller built (and hands over); ``at``: its
+        time, if the caller has just read the run's clock."""
+        event = self._record(kind, step, data, at)
         if not self.handlers:  # nobody listens: the event is only recorded
             return event
         for handler in list(self.handlers):

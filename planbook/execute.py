@@ -31,13 +31,13 @@ from typing import Any
 
 from .agents import AgentContext, AgentReply
 from .executors import StepAbandoned
-from .interrupts import call_user, defer_interrupt, waiting
+from .interrupts import call_user_with, defer_interrupt, waiting
 from .models import Step
 from .refs import resolve
 from .tools import Tool
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     """What one execution produced. ``ok`` is the executor's own verdict."""
 
@@ -130,9 +130,14 @@ def _iterator_problem(value: Any, who: str) -> str | None:
             f"it and a retry would get nothing. Return a list instead: {hint}")
 
 
-def _succeeded(value: Any, who: str, output: str, **fields: Any) -> Outcome:
-    """The outcome of a call that returned ``value``: completed with its summary, or failed for an iterator."""
-    problem = _iterator_problem(value, who)
+def _succeeded(value: Any, kind: str, name: str | None, output: str, **fields: Any) -> Outcome:
+    """The outcome of a call that returned ``value``: completed with its summary, or failed for an iterator.
+
+    ``kind`` and ``name`` (``"tool"``, ``"search"``) say who returned it, in a failure's message."""
+    of = type(value)
+    if of in _PLAIN and not fields and (of is not int or value.bit_length() <= 4 * SUMMARY_LIMIT):
+        return Outcome(True, value, None, None, output, summary=repr(value))  # the common case, made directly
+    problem = _iterator_problem(value, f"{kind} {name!r}")
     if problem is not None:
         return Outcome(ok=False, error=f"TypeError: {problem}", output=output, notes=fields.get("notes", ""))
     return Outcome(ok=True, result=value, output=output, summary=summarize(value), **fields)
@@ -384,9 +389,9 @@ def call_step(
     ``clock``: time the call where it runs (a worker's queue wait is not the step's time).
     """
     if clock is None:
-        return _call_step(step, results, tools, agents, context, handle)
+        return call_inline(step, results, tools, agents, context, handle)
     started = clock()
-    outcome = _call_step(step, results, tools, agents, context, handle)
+    outcome = call_inline(step, results, tools, agents, context, handle)
     outcome.worker, outcome.started, outcome.finished = threading.current_thread().name, started, clock()
     return outcome
 
@@ -407,7 +412,7 @@ class ToolCall:
         with capture_stdout() as out:
             try:
                 value = _call(self.fn, **self.args)
-                outcome = _succeeded(value, f"tool {getattr(self.fn, '__name__', 'of step ' + repr(self.step_id))!r}",
+                outcome = _succeeded(value, "tool", getattr(self.fn, "__name__", "of step " + repr(self.step_id)),
                                      out.getvalue())
             except KeyboardInterrupt:
                 # a BaseException would stop the executor's own loop (a Dask worker's): carry it back
@@ -432,14 +437,19 @@ def prepare_tool_call(step: Step, results: Mapping[str, Any], tools: Mapping[str
 
 def _call(fn: Callable[..., Any], *args: Any, _handle: CallHandle | None = None, **kwargs: Any) -> Any:
     """Call a tool or an agent (interruptible only while inside it); await what it returns."""
-    value = call_user(fn, *args, **kwargs)
+    return _call_with(fn, args, kwargs, _handle)
+
+
+def _call_with(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], handle: CallHandle | None) -> Any:
+    """:func:`_call` with the arguments as they are held (a step's args are passed on, not repacked)."""
+    value = call_user_with(fn, args, kwargs)
     # an attribute lookup on the type: inspect.isawaitable's ABC check costs more than a no-op tool
     if hasattr(type(value), "__await__") and inspect.isawaitable(value):
-        value = _run_coroutine(value, _handle)
+        value = _run_coroutine(value, handle)
     return value
 
 
-def _call_step(
+def call_inline(
     step: Step,
     results: Mapping[str, Any],
     tools: Mapping[str, Tool],
@@ -447,27 +457,53 @@ def _call_step(
     context: Callable[[], AgentContext],
     handle: CallHandle | None,
 ) -> Outcome:
-    with capture_stdout() as out:
-        try:
-            if step.tool is not None:
-                tool = tools[step.tool]
-                args = tool.coerce(resolve(step.args, results))
-                value = _call(tool.fn, _handle=handle, **args)
-                return _succeeded(value, f"tool {step.tool!r}", out.getvalue())
-            agent = agents[step.agent or ""]
-            reply = _call(agent, step.task, context(), _handle=handle)
-            if not isinstance(reply, AgentReply):
-                return Outcome(
-                    ok=False,
-                    error=f"agent {step.agent!r} returned {type(reply).__name__}, not an AgentReply: "
-                    "it must say whether it succeeded",
-                    output=out.getvalue(),
-                )
-            if not reply.ok:
-                error = reply.notes or (str(reply.answer) if reply.answer is not None else "the agent reported failure")
-                return Outcome(ok=False, result=reply.answer, error=error, output=out.getvalue(), notes=reply.notes)
-            return _succeeded(reply.answer, f"agent {step.agent!r}", out.getvalue(), notes=reply.notes, stop=reply.stop)
-        except (KeyboardInterrupt, StepAbandoned, CallInterrupted):
-            raise
-        except BaseException as exc:  # noqa: BLE001 - SystemExit from a tool is a failed step, not the end
-            return _failure(exc, out.getvalue())
+    """:func:`call_step` untimed, with positional arguments: a plain run's every step comes here."""
+    # what capture_stdout does, inline: this runs once per step, and a run holds the router
+    router = sys.stdout
+    if not (isinstance(router, _ThreadRoutedStream) and router is _router):
+        with capture_stdout() as printed:  # no run holds the router (a call on its own)
+            return _call_captured(step, results, tools, agents, context, handle, printed)
+    ident = threading.get_ident()
+    buffers = router.buffers
+    outer = buffers.get(ident)  # a step that runs a plan of its own: the outer capture resumes after
+    out = buffers[ident] = io.StringIO()
+    try:
+        return _call_captured(step, results, tools, agents, context, handle, out)
+    finally:
+        if outer is not None:
+            buffers[ident] = outer
+        else:
+            buffers.pop(ident, None)
+
+
+def _call_captured(
+    step: Step,
+    results: Mapping[str, Any],
+    tools: Mapping[str, Tool],
+    agents: Mapping[str, Any],
+    context: Callable[[], AgentContext],
+    handle: CallHandle | None,
+    out: io.StringIO,
+) -> Outcome:
+    try:
+        if step.tool is not None:
+            tool = tools[step.tool]
+            value = _call_with(tool.fn, (), tool.coerce(resolve(step.args, results)), handle)
+            return _succeeded(value, "tool", step.tool, out.getvalue())
+        agent = agents[step.agent or ""]
+        reply = _call(agent, step.task, context(), _handle=handle)
+        if not isinstance(reply, AgentReply):
+            return Outcome(
+                ok=False,
+                error=f"agent {step.agent!r} returned {type(reply).__name__}, not an AgentReply: "
+                "it must say whether it succeeded",
+                output=out.getvalue(),
+            )
+        if not reply.ok:
+            error = reply.notes or (str(reply.answer) if reply.answer is not None else "the agent reported failure")
+            return Outcome(ok=False, result=reply.answer, error=error, output=out.getvalue(), notes=reply.notes)
+        return _succeeded(reply.answer, "agent", step.agent, out.getvalue(), notes=reply.notes, stop=reply.stop)
+    except (KeyboardInterrupt, StepAbandoned, CallInterrupted):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from a tool is a failed step, not the end
+        return _failure(exc, out.getvalue())

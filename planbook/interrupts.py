@@ -22,6 +22,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from threading import get_ident
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -86,8 +87,13 @@ def _active() -> InterruptGate | None:
 
 def call_user(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call user code: Ctrl-C raises inside it, but not once it has returned."""
-    gate = _active()
-    if gate is None:
+    return call_user_with(fn, args, kwargs)
+
+
+def call_user_with(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """:func:`call_user` with the arguments as they are held (a tool's args are not packed twice)."""
+    gate = _gate
+    if gate is None or get_ident() != threading.main_thread().ident:
         return fn(*args, **kwargs)
     mode, frame = gate.mode, gate.call_frame
     gate.mode, gate.call_frame = _CALL, sys._getframe()

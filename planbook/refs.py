@@ -53,6 +53,10 @@ def args_with_refs(args: Mapping[str, Any]) -> set[str]:
     return {name for name, value in args.items() if find_refs(value)}
 
 
+#: value types resolve returns as they are
+_AS_IS = frozenset({int, float, bool, type(None)})
+
+
 def resolve(value: Any, results: Mapping[str, Any]) -> Any:
     """Replace references with results. A missing id raises KeyError naming it."""
     if isinstance(value, str):
@@ -70,7 +74,13 @@ def resolve(value: Any, results: Mapping[str, Any]) -> Any:
         return INLINE_REF.sub(sub, value)
     if isinstance(value, (int, float, bool)) or value is None:
         return value
-    if isinstance(value, dict) or isinstance(value, Mapping):
+    if type(value) is dict:  # a step's args: its plain values are taken as they are, without a call each
+        out = {}
+        for k, v in value.items():
+            kind = type(v)
+            out[k] = v if kind in _AS_IS or (kind is str and "$" not in v) else resolve(v, results)
+        return out
+    if isinstance(value, Mapping):
         return {k: resolve(v, results) for k, v in value.items()}
     if isinstance(value, list):
         return [resolve(v, results) for v in value]

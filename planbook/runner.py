@@ -27,7 +27,8 @@ from .execute import stdout_routing, summarize
 from .executors import NotReached
 from .gcwindow import FreezeWindow, collector_paused, freeze_window
 from .interrupts import checkpoint, interrupt_gate
-from .models import Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage
+from .models import (Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage,
+                     finished_data, started_data)
 from .persistence import UNCACHED_NOTE, RunRecorder
 from .planners import Planner
 from .policies import chain_for, handle_failure
@@ -119,7 +120,7 @@ class Runner:
         self.agents = as_agents(agents)
         self.clock = clock
         self.budget = Budget(self.config.max_steps, self.config.max_replans)
-        self.bus = EventBus(self._record_event, self._make_event, on_event)
+        self.bus = EventBus(self._record_event, on_event)
 
         self.goal_only: str | None = None
         with collector_paused():  # nothing here makes garbage: collecting would only rescan the new plan
@@ -262,11 +263,13 @@ class Runner:
     def emit(self, kind: EventKind, step: str | None = None, **data: Any) -> Event:
         return self.bus.emit(kind, step, **data)
 
-    def _make_event(self, kind: EventKind, step: str | None, data: dict[str, Any]) -> Event:
-        return Event.record(kind, self.clock(), step, self.state.plan.revision, data)
-
-    def _record_event(self, event: Event) -> None:
-        self.state.events.append(event)
+    def _record_event(self, kind: EventKind, step: str | None, data: dict[str, Any], at: float | None = None) -> Event:
+        """Make an event and keep it in the run's record (the bus then delivers it). ``at``: its
+        time, when the caller just read the clock (a step's start or end: one time, kept once)."""
+        s = self.state
+        event = Event.record(kind, self.clock() if at is None else at, step, s.plan.revision, data)
+        s.events.append(event)
+        return event
 
     # --------------------------------------------------------------- state
     @property
@@ -292,17 +295,19 @@ class Runner:
     def result(self) -> RunResult:
         """A snapshot of the run so far (the runner may go on after a pause)."""
         s = self.state
-        # a finished run's plan no longer changes: share it; a paused one goes on, so copy it
-        plan = s.plan if self.finished else s.plan.copy_plan()
+        # a finished run's plan and record no longer change: share them (no second list of a
+        # long run's events); a paused one goes on, so copy them
+        done = self.finished
+        plan = s.plan if done else s.plan.copy_plan()
         # model_construct: this data was validated on the way in; re-validating thousands
         # of steps and events on every snapshot would dominate the cost of long runs
         return RunResult.model_construct(
             status=s.status,
             reason=s.reason,
             plan=plan,
-            history=list(s.history),
-            revisions=list(s.revisions),
-            events=list(s.events),
+            history=s.history if done else list(s.history),
+            revisions=s.revisions if done else list(s.revisions),
+            events=s.events if done else list(s.events),
             outputs={st.id: st.result for st in plan.steps if st.status is Status.completed},
             error=s.error,
             traceback=s.traceback,
@@ -311,7 +316,7 @@ class Runner:
             max_steps=self.max_steps,
             max_replans=self.max_replans,
             usage=Usage.from_events(s.events),
-            records=list(s.records),
+            records=s.records if done else list(s.records),
         )
 
     # ------------------------------------------------------------- running
@@ -580,11 +585,12 @@ class Runner:
     def _begin(self, step: Step, executor: Any) -> Flight:
         """Count the execution, mark the step in progress and record that (the call is not started yet)."""
         s = self.state
-        s.executions += 1
+        s.__dict__["executions"] += 1  # not through pydantic's __setattr__: this is every execution
         self._unshare(step)
+        started = self.clock()
         step.set_state(
             attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None,
-            started_at=self.clock(), finished_at=None,
+            started_at=started, finished_at=None,
             **({"notes": ""} if step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE) else {}),
         )
         flight = Flight(step, s.executions)
@@ -592,8 +598,8 @@ class Runner:
             flight.cache_key = self._cache_keys.pop(step.id, None)
         self.dispatch.prepare(flight, executor)
         try:
-            self.bus.publish("step.started", step.id, {"attempt": step.attempts, "execution": s.executions,
-                                                       "worker": executor.name})
+            self.bus.publish("step.started", step.id, started_data(step.attempts, s.executions, executor.name),
+                             started)
         except KeyboardInterrupt:  # Ctrl-C in a view as the step starts: it has not started
             self._uncount(flight, "")
             raise
@@ -673,11 +679,11 @@ class Runner:
         ))
         if outcome.ok:
             self.scheduler.completed(step)
-            finished = {"duration": step.duration, "execution": flight.execution,
-                        "result": outcome.summary if outcome.summary is not None else summarize(outcome.result)}
+            finished = finished_data(step.duration, flight.execution,
+                                     outcome.summary if outcome.summary is not None else summarize(outcome.result))
             if kept:
                 finished["kept"] = True
-            self.bus.publish("step.finished", step.id, finished)
+            self.bus.publish("step.finished", step.id, finished, now)
             if kept or self._ending is not None:
                 return
             if outcome.stop is not None:
@@ -687,8 +693,10 @@ class Runner:
             return
         s.last_error = f"step {step.id} failed: {outcome.error}"
         s.pending_failures.append(step.id)  # until its policy is applied (Ctrl-C may come first)
-        self.emit("step.failed", step=step.id, duration=step.duration, error=outcome.error,
-                  execution=flight.execution, **({"kept": True} if kept else {}))
+        failed = {"duration": step.duration, "error": outcome.error, "execution": flight.execution}
+        if kept:
+            failed["kept"] = True
+        self.bus.publish("step.failed", step.id, failed, now)
         if kept:
             return  # its policy is applied when the run continues
         s.pending_failures.remove(step.id)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import copy
 import inspect
+import types
+import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 import warnings
-from typing import Any, get_args, get_type_hints
+from typing import Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -48,6 +50,8 @@ class Tool:
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
         self.args_model = _args_model(fn, self.name)
         self._fields = dict(self.args_model.model_fields)  # looked up on every call: cache it
+        #: per argument, the types pydantic passes through unchanged (None: any value); see coerce
+        self._plain, self._required = _plain_fields(self._fields)
         #: always run on the runner's thread, even when a live view runs steps in a worker
         #: thread (for objects bound to a thread: a sqlite3 connection, signal handlers, GUI calls)
         self.main_thread = main_thread
@@ -121,7 +125,22 @@ class Tool:
         return problems
 
     def coerce(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        """The args as the function will receive them (pydantic-coerced). Raises ValueError."""
+        """The args as the function will receive them (pydantic-coerced). Raises ValueError.
+
+        Args whose values already have their parameter's plain type (an ``int`` for ``int``,
+        a ``str`` for ``str | None``, anything for an unannotated one) are what pydantic
+        would return: they are passed on without building the model (a call of a fast tool
+        cost more in validation than in the tool).
+        """
+        plain = self._plain
+        if plain is not None:  # None: a subclass that checks args its own way
+            for name, value in args.items():
+                allowed = plain.get(name, _SLOW)
+                if allowed is not None and type(value) not in allowed:
+                    break
+            else:
+                if self._required.issubset(args):
+                    return dict(args)
         fields = self._fields
         known = {k: v for k, v in args.items() if k in fields}
         try:
@@ -142,6 +161,30 @@ class Tool:
         except (TypeError, ValueError):
             return True
         return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+#: the types whose values pydantic returns as they are, when the value has exactly that type
+_PASSED: frozenset[type] = frozenset({int, float, str, bool, type(None)})
+#: the pass-through types of a parameter coerce must hand to pydantic: none
+_SLOW: frozenset[type] = frozenset()
+
+
+def _plain_fields(fields: Mapping[str, Any]) -> tuple[dict[str, frozenset[type] | None], frozenset[str]]:
+    """For :meth:`Tool.coerce`: each parameter's pass-through types (None: ``Any``), and the
+    required names. A parameter with constraints or another type is left out (pydantic checks it)."""
+    plain: dict[str, frozenset[type] | None] = {}
+    for name, info in fields.items():
+        annotation = info.annotation
+        if info.metadata:
+            continue
+        if annotation is Any:
+            plain[name] = None
+            continue
+        members = get_args(annotation) if get_origin(annotation) in (typing.Union, types.UnionType) else (annotation,)
+        if all(isinstance(m, type) and m in _PASSED for m in members):
+            plain[name] = frozenset(members)
+    required = frozenset(name for name, info in fields.items() if info.is_required())
+    return plain, required
 
 
 def _type_name(annotation: Any) -> str:

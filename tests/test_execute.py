@@ -285,17 +285,21 @@ def test_event_kinds_in_order_for_a_simple_run() -> None:
     assert result.events[1].data == {"steps": ["a", "b", "c"]}  # the engine formats no plan text
     assert [e.step for e in result.events[2:8]] == ["a", "a", "b", "b", "c", "c"]
     assert result.events[2].data == {"attempt": 1, "execution": 1, "worker": "main"}
-    assert result.events[3].data == {"duration": 2.0, "result": "'a'", "execution": 1}  # start, started event, finish
+    # one clock reading at the start (the started event's time too), one at the finish
+    assert result.events[3].data == {"duration": 1.0, "result": "'a'", "execution": 1}
+    assert (result.events[2].time, result.events[3].time) == (result.plan.step("a").started_at,
+                                                              result.plan.step("a").finished_at)
     assert result.events[-1].data == {"status": "completed", "reason": "goal_met", "error": None,
                                       "executions": 3, "replans": 0}
 
 
 def test_the_injected_clock_gives_deterministic_times() -> None:
     result = run(THREE, tools=Lab().tools, clock=Ticker(100.0))
-    # one clock reading per event and two per execution (start and finish)
-    assert [e.time for e in result.events] == [100.0, 101.0, 103.0, 105.0, 107.0, 109.0, 111.0, 113.0, 114.0]
+    # one clock reading per event of the run, and two per execution (its start and finish, which
+    # its step.started and step.finished events carry)
+    assert [e.time for e in result.events] == [100.0, 101.0, 102.0, 103.0, 104.0, 105.0, 106.0, 107.0, 108.0]
     a = result.plan.step("a")
-    assert (a.started_at, a.finished_at, a.duration) == (102.0, 104.0, 2.0)
+    assert (a.started_at, a.finished_at, a.duration) == (102.0, 103.0, 1.0)
     again = run(THREE, tools=Lab().tools, clock=Ticker(100.0))
     assert [e.time for e in again.events] == [e.time for e in result.events]
 
@@ -342,7 +346,7 @@ def test_failure_events_carry_the_error() -> None:
                  on_failure="skip", clock=Ticker())
     assert kinds(result)[2:6] == ["step.started", "step.failed", "step.skipped", "step.started"]
     failed = events_of(result, "step.failed")[0]
-    assert (failed.step, failed.data) == ("x", {"duration": 2.0, "error": "RuntimeError: nope", "execution": 1})
+    assert (failed.step, failed.data) == ("x", {"duration": 1.0, "error": "RuntimeError: nope", "execution": 1})
     assert events_of(result, "step.skipped")[0].data == {"error": "RuntimeError: nope"}
 
 

@@ -67,7 +67,7 @@ def test_rows_are_coloured_by_status_and_show_errors() -> None:
     assert '<tr class="planbook-step planbook-failed"' in page and "background:#fdecea" in page
     assert "ConnectionError: beta &lt;down&gt; &amp; out" in page
     assert "width:50.0%" in page
-    assert page.count("500.0 ms") == 2  # two readings of the fake clock (0.25 s each) per step
+    assert page.count("250.0 ms") == 2  # a step's start and end are two readings of the fake clock (0.25 s apart)
 
 
 def test_result_html_has_the_verdict_budgets_and_revisions() -> None:

@@ -4,8 +4,10 @@ as_agents, and the rule that returning is not success)."""
 from __future__ import annotations
 
 import warnings
+from typing import Annotated, Any, Optional
 
 import pytest
+from pydantic import Field
 from helpers import Lab
 
 import planbook
@@ -141,6 +143,36 @@ def test_coerce_and_kwargs_tools() -> None:
     assert tool.coerce({"n": "3", "colour": "red"}) == {"n": 3, "colour": "red"}
     with pytest.raises(ValueError, match=r"bad arguments for tool 'anything': n: .* \(got 'x'\)"):
         tool.coerce({"n": "x"})
+
+
+
+def typed(n: int, ratio: float = 1.0, name: str | None = None, flag: bool = False, raw: Any = None,
+          maybe: Optional[int] = None, pos: Annotated[int, Field(gt=0)] = 1, items: list[int] | None = None) -> int:
+    """Typed arguments of several kinds."""
+    return n
+
+
+def test_coerce_passes_plain_values_as_pydantic_would() -> None:
+    """Values that already have their parameter's plain type skip the model; anything else
+    (a string for an int, a bool for an int, an int for a float, a missing arg) goes through it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every annotation resolves
+        tool = Tool(typed)
+    cases: list[dict[str, Any]] = [
+        {"n": 3}, {"n": 3, "ratio": 2.5, "name": "x", "flag": True, "raw": [1, "a"], "maybe": None},
+        {"n": "3"}, {"n": True}, {"n": 3, "ratio": 2}, {"n": 3, "name": None}, {"n": 3, "items": ["1", 2]},
+        {"n": 3, "maybe": "4"}, {"n": 3, "pos": 5},
+    ]
+    for args in cases:
+        fields = tool._fields
+        expected = dict(tool.args_model.model_validate(args).__dict__)
+        got = tool.coerce(args)
+        assert got == {k: expected[k] for k in args if k in fields}, args
+        assert all(type(got[k]) is type(expected[k]) for k in got), args
+        assert got is not args
+    for bad in ({"ratio": 1.0}, {"n": "x"}, {"n": 3, "maybe": "four"}):
+        with pytest.raises(ValueError, match="bad arguments for tool 'typed'"):
+            tool.coerce(bad)
 
 
 # ------------------------------------------------------------------ agents
