@@ -194,11 +194,11 @@ def test_redacting_plain_data_copies_only_what_changed() -> None:
 
 
 def test_the_fast_path_looks_for_every_word_it_names() -> None:
-    from planbook.store.redact import SUSPECT_WORDS, _suspicious
+    from planbook.store.redact import SUSPECT_WORDS, suspicious
 
     for word in SUSPECT_WORDS:
-        assert _suspicious(f"xx {word.upper()} yy"), word
-    assert not _suspicious('{"id":"s1","task":"step 1","status":"completed","attempts":1}')
+        assert suspicious(f"xx {word.upper()} yy"), word
+    assert not suspicious('{"id":"s1","task":"step 1","status":"completed","attempts":1}')
 
 
 def test_a_known_secret_escaped_in_json_is_still_found() -> None:
@@ -209,7 +209,7 @@ def test_a_known_secret_escaped_in_json_is_still_found() -> None:
 
 
 def test_every_secret_word_is_suspicious() -> None:
-    from planbook.store.redact import _HOLDING_SUFFIXES, _HOLDING_WORDS, _suspicious
+    from planbook.store.redact import _HOLDING_SUFFIXES, _HOLDING_WORDS, suspicious
 
     for word in (*_HOLDING_WORDS, *_HOLDING_SUFFIXES):
-        assert _suspicious(word), word
+        assert suspicious(word), word

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from operator import itemgetter
+from types import UnionType
+from typing import Any, Literal, Protocol, Union, get_args, get_origin, runtime_checkable
 
 from ..errors import PlanbookError
 from ..models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
@@ -268,6 +270,48 @@ def counters_of(state: Any) -> dict[str, Any]:
         value = values[name] if name in values else getattr(state, name, None)
         out[name] = value.copy() if isinstance(value, (dict, list)) else value
     return out
+
+
+_COUNTER_KEYS: dict[type, tuple[Callable[[dict[str, Any]], Any], tuple[int, ...]]] = {}
+
+
+def counters_key(state: Any) -> tuple[Any, ...]:
+    """What :func:`counters_of` would give, but ``executions``, as one tuple to compare with
+    the last one written: a step changes only ``executions`` as a rule, and telling that
+    this way costs a tenth of building the dict. Containers are compared by a snapshot of
+    their items (the state changes them in place)."""
+    known = _COUNTER_KEYS.get(type(state))
+    if known is None:
+        names = tuple(n for n in counters_of(state) if n != "executions")
+        values = state.__dict__ if hasattr(state, "__dict__") else {}
+        if not names or not all(n in values for n in names):  # not a pydantic state: the slow way
+            return tuple(sorted((k, repr(v)) for k, v in counters_of(state).items() if k != "executions"))
+        getter = itemgetter(*names) if len(names) > 1 else (lambda d, n=names[0]: (d[n],))
+        fields = getattr(type(state), "model_fields", {})
+        containers = tuple(i for i, n in enumerate(names) if _may_hold_container(fields.get(n)))
+        known = _COUNTER_KEYS[type(state)] = (getter, containers)
+    getter, containers = known
+    flat = getter(state.__dict__)
+    return flat + tuple(_snapshot(flat[i]) for i in containers)
+
+
+def _may_hold_container(field: Any) -> bool:
+    """True unless the field's type says it holds only scalars (str, int, a Literal, None...)."""
+    if field is None:
+        return True
+    scalar = (str, int, float, bool, type(None))
+    annotation = field.annotation
+    args = get_args(annotation) if get_origin(annotation) in (Union, UnionType, Literal) else (annotation,)
+    return get_origin(annotation) is not Literal and not all(a in scalar for a in args)
+
+
+def _snapshot(value: Any) -> Any:
+    """A container's items as they are now (a state changes its dicts and lists in place)."""
+    if type(value) is dict:
+        return tuple((k, _snapshot(v)) for k, v in value.items())
+    if type(value) in (list, tuple, set):
+        return (type(value), tuple(map(_snapshot, value)))
+    return value
 
 
 def not_found(run_id: str, location: str, latest: Sequence[str]) -> RunNotFound:

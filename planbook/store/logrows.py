@@ -8,8 +8,11 @@ write, which a reader replays in order::
 
     {"h": [ENTRY, ...],   history entries: {"r": RECORD, "a": VALUE, "v": VALUE}
      "e": [EVENT, ...],   events, as stored before
-     "s": [DELTA, ...],   steps whose status or result changed: an ENTRY, or {"h": N} —
-                          "as history entry N" (a step that just ended is its entry)
+     "s": [DELTA, ...],   steps whose status or result changed: an ENTRY, {"h": N} —
+                          "as history entry N" (a step that just ended is its entry) —,
+                          or {"p": PATCH} (schema version 4): the step's row in the steps
+                          table with these fields changed ({"id": ..., "status": ...,
+                          "attempts": ..., "started_at": ...} for a step going in progress)
      "c": COUNTERS}       the run's counters, when more than ``executions`` (a column) changed
 
 A VALUE is ``{"json": DATA}``, ``{"pickle": BASE64, "meta": META}`` or ``{"repr": TEXT,
@@ -136,6 +139,9 @@ class Replay:
         self.events: list[Event] = []
         #: step id -> (its ENTRY, its result) as the rows after the last save left it
         self.changed: dict[str, tuple[dict[str, Any], Any]] = {}
+        #: step id -> the fields that differ from its row in the steps table (a PATCH), when
+        #: the rows after the last save changed it only so
+        self.patched: dict[str, dict[str, Any]] = {}
         self.counters: dict[str, Any] | None = None
         self.executions: int | None = None
         self.last_time: float | None = None
@@ -153,11 +159,19 @@ class Replay:
             return  # the steps table and the run's row include this row's steps and counters
         self.last_time, self.executions = time, executions
         for delta in doc.get("s", ()):
+            if "p" in delta:
+                patch = delta["p"]
+                step_id = patch["id"]
+                if step_id in self.changed:  # a writer patches only a step no later row changed
+                    raise ValueError(f"log row {seq} patches step {step_id!r}, which an earlier row replaced")
+                self.patched[step_id] = patch
+                continue
             if "h" in delta:
                 entry = entries[delta["h"] - first]
                 self.changed[entry["r"]["id"]] = (entry, self.results[delta["h"]])
             else:
                 self.changed[delta["r"]["id"]] = (delta, value_of(delta["v"]))
+            self.patched.pop(entry["r"]["id"] if "h" in delta else delta["r"]["id"], None)
         if "c" in doc:
             self.counters = doc["c"]
 
@@ -182,6 +196,10 @@ def statuses_after(log_seq: int, rows: Iterable[tuple[int, int, str]]) -> dict[s
         entries = doc.get("h", [])
         first = history - len(entries)
         for delta in doc.get("s", ()):
+            if "p" in delta:  # a patch names the status only when it changed it
+                if "status" in delta["p"]:
+                    out[delta["p"]["id"]] = delta["p"]["status"]
+                continue
             fields = entries[delta["h"] - first]["r"] if "h" in delta else delta["r"]
             out[fields["id"]] = fields.get("status", "not_started")
     return out

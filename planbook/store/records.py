@@ -13,7 +13,7 @@ from typing import Any
 
 from ..models import Event, Plan, PlanDiff, Status, Step
 from .base import StoreError
-from .redact import Redactor
+from .redact import DeferredChecks, Redactor
 from .values import shown
 
 #: a step's fields that go into its record (every field but args and result)
@@ -21,19 +21,47 @@ RECORD_FIELDS = tuple(name for name in Step.model_fields if name not in ("args",
 _STEP_FIELDS = frozenset(Step.model_fields)
 #: a step's record values from its ``__dict__`` in one C call (every field is in a model's ``__dict__``)
 record_values = itemgetter(*RECORD_FIELDS)
+_ALWAYS = object()  # never a field's value: the field is always written
+
+
+def _default_object(name: str) -> Any:
+    field = Step.model_fields[name]
+    return _ALWAYS if field.is_required() or field.default_factory is not None else field.default
+
+
+#: each record field's default object (a required field, or one made by a factory, has none)
+_RECORD_DEFAULTS = tuple(map(_default_object, RECORD_FIELDS))
 PLAN_FIELDS = ("id", "goal", "title", "revision")
 
 
-def step_json(step: Step, redactor: Redactor, redacted: list[Any] | None = None) -> str:
+def step_json(step: Step, redactor: Redactor | DeferredChecks, redacted: list[Any] | None = None) -> str:
     """The step's fields (all but args and result) as redacted JSON; ``redacted``: the paths
-    of args that were redacted (loading puts markers there)."""
-    record: dict[str, Any] = dict(zip(RECORD_FIELDS, record_values(step.__dict__)))
-    record["status"] = step.status.value
+    of args that were redacted (loading puts markers there).
+
+    A field that holds its default object itself (``None``, ``""``, ``0``, ``not_started``)
+    is left out: reading fills it in again (:func:`step_from_record`), and a step's record
+    is written at least twice per execution, mostly defaults. Only its texts are checked for
+    secrets: the field names are planbook's own, and numbers are never redacted."""
+    record: dict[str, Any] = {
+        name: value for name, value, default in zip(RECORD_FIELDS, record_values(step.__dict__), _RECORD_DEFAULTS)
+        if value is not default
+    }
+    status = record.get("status")
+    if status is not None:
+        record["status"] = status.value
     if redacted:
         record["_redacted"] = [list(p) for p in redacted]
+        return _step_text(record, redactor)
+    try:
+        return redactor.json_record(record, [v for v in record.values() if type(v) is str], step.needs)
+    except (TypeError, ValueError):  # a field holding an object (a newer Step field): its repr
+        return _step_text(record, redactor)
+
+
+def _step_text(record: dict[str, Any], redactor: Redactor | DeferredChecks) -> str:
     try:
         return redactor.json_text(record)
-    except (TypeError, ValueError):  # a field holding an object (a newer Step field): its repr
+    except (TypeError, ValueError):
         return redactor.json_text(_jsonable(redactor.data(record), redactor))
 
 

@@ -172,7 +172,19 @@ class Redactor:
         searched once for anything redaction could change (a known secret, a secret-like word,
         credentials in a URL); only then is the data walked. TypeError for non-JSON data."""
         text = _dump(value)
-        if not _suspicious(text) and not any(s in text for s in self._known_forms):
+        if not suspicious(text) and not any(s in text for s in self._known_forms):
+            return text
+        return _dump(self.data(value))
+
+    def json_record(self, value: dict[str, Any], texts: list[str], more: Iterable[Any] = ()) -> str:
+        """Like :meth:`json_text` for a mapping whose names are planbook's own and whose values
+        are texts, numbers and lists of texts (a step's record): only ``texts`` and the
+        strings in ``more`` are searched, not the JSON around them."""
+        text = _dump(value)
+        if not texts and not more:
+            return text
+        joined = "\x00".join([*texts, *(v for v in more if type(v) is str)])
+        if not suspicious(joined) and not any(s in joined for s in self._known_forms):
             return text
         return _dump(self.data(value))
 
@@ -182,7 +194,7 @@ class Redactor:
             return text
         if self._known is not None:
             text = self._known.sub(REDACTED_TEXT, text)
-        return _SHAPES.sub(_shape, text) if _suspicious(text) else text
+        return _SHAPES.sub(_shape, text) if suspicious(text) else text
 
     def data(self, value: Any) -> Any:
         """A redacted copy of plain data: secret-named mapping values and secrets in strings.
@@ -238,6 +250,13 @@ class DeferredChecks:
         self.texts.append(text)
         return text
 
+    def json_record(self, value: dict[str, Any], texts: list[str], more: Iterable[Any] = ()) -> str:
+        """:meth:`Redactor.json_record`, its check left for :meth:`clean`."""
+        self.texts.extend(texts)
+        if more:
+            self.texts.extend(v for v in more if type(v) is str)
+        return _dump(value)
+
     def data(self, value: Any) -> Any:
         return self.redactor.data(value)
 
@@ -247,7 +266,7 @@ class DeferredChecks:
     def clean(self) -> bool:
         """True when redaction would have changed none of the texts (what ``json_text`` checks)."""
         joined = "\x00".join(self.texts)  # a separator no JSON text holds: no match spans two texts
-        return not _suspicious(joined) and not any(s in joined for s in self.redactor._known_forms)
+        return not suspicious(joined) and not any(s in joined for s in self.redactor._known_forms)
 
 
 def echo_forms(secret: str) -> set[str]:
@@ -340,7 +359,9 @@ SUSPECT_WORDS = ("key", "token", "secret", "passw", "pw", "passphrase", "auth", 
                  "session", "bearer", "sk-", "://")
 
 
-def _suspicious(text: str) -> bool:
+def suspicious(text: str) -> bool:
+    """True when ``text`` may hold something redaction changes, apart from known secrets
+    (False proves it holds none: see :data:`SUSPECT_WORDS`)."""
     low = text.lower()
     return ("key" in low or "token" in low or "secret" in low or "passw" in low or "pw" in low
             or "passphrase" in low or "auth" in low or "cookie" in low or "credential" in low

@@ -11,7 +11,11 @@ Versions: 1 — the first; 2 — each run also keeps its plan's id (``%run_plan 
 process writing it (a resume claims the run: :mod:`planbook.store.claims`); 3 — a run's
 history entries, events and step changes are one ``log`` row per write, in place of the
 ``history`` and ``events`` tables (:mod:`planbook.store.logrows`: a step is one row
-written, not seven).
+written, not seven); 4 — a log row may change a step by a patch of its row in the steps
+table (a step going in progress writes its status, attempt and start time, not the whole
+step again). A version-3 file is a version-4 file without patches: migrating it changes
+only its version number, and an older planbook refuses a version-4 file instead of
+misreading its patches.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from .base import StoreError, StoreFormatError
 from .logrows import INSERT_LOG, LOG_TABLE, document, entry_json, log_id, value_json
 
 #: the schema this planbook writes; a file with a higher number was written by a newer one
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: the oldest schema this planbook reads (and migrates when it writes)
 OLDEST_VERSION = 1
 #: ``PRAGMA application_id`` of a planbook run store ("plbk")
@@ -185,10 +189,12 @@ def create_schema(con: sqlite3.Connection, location: str) -> None:
     if row[0] is None:
         con.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
         con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-    elif row[0] in (1, 2):
+    elif row[0] in (1, 2, 3):
         if row[0] == 1:
             _migrate_1_to_2(con)
-        _migrate_2_to_3(con)
+        if row[0] <= 2:
+            _migrate_2_to_3(con)
+        con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
     elif row[0] != SCHEMA_VERSION:  # another process created it meanwhile, with another version
         raise StoreFormatError(f"the run store {location} has schema version {row[0]}; this planbook "
                                f"writes {SCHEMA_VERSION}: upgrade planbook, or pass another store path")
@@ -232,4 +238,3 @@ def _migrate_2_to_3(con: sqlite3.Connection) -> None:
         con.execute("UPDATE runs SET log_seq = 0 WHERE id = ?", (run_id,))
     con.execute("DROP TABLE history")
     con.execute("DROP TABLE events")
-    con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))

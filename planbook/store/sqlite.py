@@ -32,20 +32,22 @@ import random
 import sqlite3
 import threading
 import time
+from operator import itemgetter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ..models import Event, Plan, Status, Step
 from .base import (
-    CacheHit, RunSummary, StoredRun, StoreError, StoreFormatError, counters_of, new_run_id, not_found,
+    CacheHit, RunSummary, StoredRun, StoreError, StoreFormatError, counters_key, counters_of, new_run_id,
+    not_found,
 )
 from .logrows import (
     INSERT_LOG, RUN_FIRST, RUN_LAST, Replay, document, entry_json, log_id, meta_json, run_range, statuses_after,
     step_of, value_json,
 )
 from .records import (
-    config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json,
+    RECORD_FIELDS, config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json,
     plan_from_record, plan_json, record_values, redacted_paths, step_from_record, step_json,
 )
 from .redact import DeferredChecks, Redactor
@@ -101,8 +103,9 @@ class _RunCache:
         self._statuses_replaced: dict[str, str] | None = None
         self.row_status = self.next_row_status = row_status
         self.checks: DeferredChecks | None = None
-        self.counters: dict[str, Any] | None = None
-        self.next_counters: dict[str, Any] | None = None
+        #: the counters last written, as :func:`~planbook.store.base.counters_key` gives them
+        self.counters: tuple[Any, ...] | None = None
+        self.next_counters: tuple[Any, ...] | None = None
         #: id(args) -> (the args, a copy of them then, their encoding, redacted paths)
         self.args: dict[int, tuple[Any, Any, Encoded, list[Any]]] = {}
         #: step id -> (result object, (kind, payload, meta, history seq it is stored with))
@@ -171,6 +174,15 @@ class _RunCache:
         next save writes it."""
         self._rows_stale.add(step_id)
         self._rows_written.pop(step_id, None)
+
+    def base_row(self, step_id: str) -> tuple[Any, ...] | None:
+        """What the stored row of ``step_id`` was written from (see :func:`_row_signature`),
+        while that row is the step's latest state in the store (no log row changed it since);
+        else None."""
+        known = self.rows.get(step_id)
+        if known is None or step_id in self._rows_stale:
+            return None
+        return known[1]
 
     def row_unchanged(self, step_id: str, position: int | None, signature: tuple[Any, ...] | None) -> bool:
         """True when the stored row of ``step_id`` was written from exactly this (see :func:`_row_signature`)."""
@@ -437,8 +449,7 @@ class SQLiteStore:
             now = time.time()
             if history or events:
                 self._append_log(con, cache, run_id, state, now, history, events, [], calls, counters=False)
-            cache.next_counters = counters_of(state)
-            cache.next_counters.pop("executions", None)
+            cache.next_counters = counters_key(state)
             self._update_run(con, cache, run_id, state, now, ", plan = ?, revisions = ?, log_seq = ?",
                              (plan_json(plan, self.redactor), diffs_json(list(state.revisions), self.redactor),
                               cache.next_seq - 1))
@@ -464,7 +475,7 @@ class SQLiteStore:
                 if entry is not None and entry[0] is st:  # the step is the history entry just written
                     deltas.append('{"h":%d}' % entry[1])
                 else:
-                    deltas.append(self._entry(cache, st))
+                    deltas.append(self._patch(cache, st) or self._entry(cache, st))
                 cache.set_status(st.id, st.status.value)
                 cache.row_stale(st.id)
             now = time.time()
@@ -562,16 +573,50 @@ class SQLiteStore:
         return entry_json(cache.record(step, cache.checks or self.redactor, paths), value_json(args.kind, args.payload,
                                                                                meta_json(args)), result)
 
+    def _patch(self, cache: _RunCache, step: Step) -> str | None:
+        """The step's new state as a PATCH of its row in the steps table, when that row is
+        what a reader starts from, this process knows exactly what it was written from, and
+        only the fields a step's start changes (status, attempt, times, error, notes) differ:
+        a step going in progress writes those, not its task, args and result again. None
+        when that cannot be proved cheaply (the caller writes a whole ENTRY)."""
+        base = cache.base_row(step.id)
+        if base is None:
+            return None
+        values, types, needs, args_kind, args_payload, _shown, result_type, result, secrets = base
+        if secrets is not self.redactor._known_text:  # a secret learned since: the row may hold it
+            return None
+        current = step.result
+        if type(current) is not result_type or not (current is result or current == result):
+            return None
+        now = record_values(step.__dict__)
+        rest = _UNSTARTED(now)
+        rest_types = tuple(map(type, rest))
+        if (rest != _UNSTARTED(values) or rest_types != _UNSTARTED(types) or not _IMMUTABLE.issuperset(rest_types)
+                or tuple(step.needs) != needs):
+            return None
+        patch: dict[str, Any] = {"id": step.id}
+        for name, i in _STARTED:
+            value = now[i]
+            kind = type(value)
+            if value is values[i] or (kind is types[i] and value == values[i]):
+                continue
+            if kind not in _IMMUTABLE:
+                return None
+            patch[name] = value.value if kind is Status else value
+        args, paths = cache.encode_args(step.args, self.redactor)
+        if paths or args.kind != args_kind or args.payload != args_payload:
+            return None
+        return '{"p":' + (cache.checks or self.redactor).json_text(patch) + "}"
+
     def _append_log(self, con: sqlite3.Connection, cache: _RunCache, run_id: str, state: Any, now: float,
                     history: list[str], events: list[str], deltas: list[str], calls: int, *,
                     counters: bool = True) -> None:
         text = None
         if counters and state is not None:
-            values = counters_of(state)
-            executions = values.pop("executions", None)  # a column of the row (the one counter every step changes)
-            if values != cache.next_counters:
-                text = counters_json({**values, "executions": executions}, cache.checks or self.redactor)
-                cache.next_counters = values
+            key = counters_key(state)  # all but executions, a column of the row (the one counter every step changes)
+            if key != cache.next_counters:
+                text = counters_json(counters_of(state), cache.checks or self.redactor)
+                cache.next_counters = key
         if cache.checks is not None and not cache.checks.clean():
             raise _Recheck
         cache.next_model_calls += calls
@@ -643,7 +688,7 @@ class SQLiteStore:
                     steps.append(step_of(*changed))
                     continue
                 result = replay.results[ref] if rk == "ref" else _value(rk, r, rm)
-                steps.append(_step(record, ak, a, am, result))
+                steps.append(_step(record, ak, a, am, result, replay.patched.get(step_id)))
             return StoredRun(
                 run_id=run_id, goal=goal, config=json.loads(config),
                 plan=plan_from_record(json.loads(plan), steps),
@@ -797,6 +842,13 @@ _UPSERT_STEP = _INSERT_STEP + (
 
 #: values a row signature holds as they are (immutable: an edit replaces them, never changes them)
 _IMMUTABLE = frozenset({str, int, float, bool, type(None), Status})
+#: the record fields a step's start changes (see ``Runner._begin``), as (name, position)
+_STARTED = tuple((name, RECORD_FIELDS.index(name)) for name in (
+    "status", "attempts", "started_at", "finished_at", "error", "traceback", "notes"))
+#: the other record fields but ``needs`` (a list, compared by its copy), from a record's values;
+#: a patch is written only when these are the same values, of the same types, as in the row
+_UNSTARTED = itemgetter(*(i for i, name in enumerate(RECORD_FIELDS)
+                          if name != "needs" and i not in {i for _, i in _STARTED}))
 
 
 def _row_signature(step: Step, args: Encoded, redactor: Redactor) -> tuple[Any, ...] | None:
@@ -824,8 +876,12 @@ def _comparable(step: Step) -> bool:
     return True
 
 
-def _step(record: str, args_kind: str, args: Any, args_meta: str | None, result: Any) -> Step:
+def _step(record: str, args_kind: str, args: Any, args_meta: str | None, result: Any,
+          patch: dict[str, Any] | None = None) -> Step:
+    """A step from its row; ``patch``: the fields a later log row changed (a PATCH)."""
     fields = json.loads(record)
+    if patch:
+        fields.update(patch)
     loaded = _value(args_kind, args, args_meta)
     if not isinstance(loaded, dict):  # pickled args that no longer load: the step cannot run as it was
         loaded = {UNRESTORABLE_ARGS: loaded}

@@ -18,10 +18,10 @@ import json
 import pickle
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..refs import WHOLE_REF
-from .redact import REDACTED_TEXT, Redactor, dump_json
+from .redact import REDACTED_TEXT, Redactor, dump_json, suspicious
 
 ValueKind = Literal["json", "pickle", "repr"]
 #: a shown repr is cut to this many characters
@@ -89,9 +89,10 @@ def type_name(value: Any) -> str:
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
-@dataclass(frozen=True)
-class Encoded:
-    """A value as a store writes it: ``kind``, the payload, and a repr for views."""
+class Encoded(NamedTuple):
+    """A value as a store writes it: ``kind``, the payload, and a repr for views. A tuple:
+    a step's write makes several, and a frozen dataclass cost more to make than to encode
+    a small value."""
 
     kind: ValueKind
     payload: str | bytes
@@ -102,6 +103,10 @@ class Encoded:
     @property
     def restorable(self) -> bool:
         return self.kind != "repr"
+
+
+#: ``None``, as every store writes it
+NULL = Encoded("json", "null")
 
 
 def _unrestorable(value: Any, reason: str, redactor: Redactor) -> Encoded:
@@ -126,7 +131,7 @@ def encode(value: Any, redactor: Redactor) -> Encoded:
     """JSON, else pickle, else repr; a value holding a known secret is never written.
     Never raises: a value that breaks every encoder is written as its repr, not restorable."""
     if value is None:
-        return Encoded("json", "null")
+        return NULL
     text = plain_json_text(value)
     if text is not None:
         if redactor.has_known_secret(text):
@@ -213,7 +218,14 @@ def place_markers(args: dict[str, Any], paths: list[Path]) -> dict[str, Any]:
 
 
 def encode_args(args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list[Path]]:
-    """Redacted args, encoded like a result (markers are written as ``***``)."""
+    """Redacted args, encoded like a result (markers are written as ``***``).
+
+    Plain args whose JSON text holds nothing redaction could change (the test
+    :meth:`Redactor.json_text` makes) are that text: most args are, and walking them
+    first cost as much as encoding them."""
+    text = plain_json_text(args) if type(args) is dict else None
+    if text is not None and not suspicious(text) and not redactor.has_known_secret(text):
+        return Encoded("json", text), []
     stored, paths = redact_args(args, redactor)
     if paths and is_plain_json(_unmarked(stored)):
         return Encoded("json", dump_json(_unmarked(stored))), paths
