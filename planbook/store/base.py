@@ -301,12 +301,14 @@ def _may_hold_container(field: Any) -> bool:
         return True
     scalar = (str, int, float, bool, type(None))
     annotation = field.annotation
-    args = get_args(annotation) if get_origin(annotation) in (Union, UnionType, Literal) else (annotation,)
-    return get_origin(annotation) is not Literal and not all(a in scalar for a in args)
+    args = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+    return not all(a in scalar or get_origin(a) is Literal for a in args)
 
 
 def _snapshot(value: Any) -> Any:
     """A container's items as they are now (a state changes its dicts and lists in place)."""
+    if not value and type(value) in (dict, list):
+        return type(value)
     if type(value) is dict:
         return tuple((k, _snapshot(v)) for k, v in value.items())
     if type(value) in (list, tuple, set):

@@ -54,7 +54,8 @@ from .redact import DeferredChecks, Redactor
 from .claims import RunClaimed, is_me, refuse_claim, this_host
 from .schema import DAMAGED, SCHEMA_VERSION, V1_COLUMNS, check_file, connect_readonly, create_schema, is_busy
 from .values import (
-    UNRESTORABLE_ARGS, Encoded, Unrestorable, clone, decode, encode, encode_args, place_markers, same_plain,
+    UNRESTORABLE_ARGS, Encoded, Unrestorable, clone, decode, encode, encode_args, place_markers, plain_json_text,
+    same_plain,
 )
 
 T = TypeVar("T")
@@ -89,7 +90,7 @@ class _RunCache:
     equal to them, type for type: a plan edited in place between writes is encoded again,
     never served stale."""
 
-    def __init__(self, log_key: int, history: int, events: int, seq: int, model_calls: int,
+    def __init__(self, redactor: Redactor, log_key: int, history: int, events: int, seq: int, model_calls: int,
                  statuses: dict[str, str], row_status: tuple[str, str | None]) -> None:
         #: the run's log rows are ids log_key << 32 + seq (see :mod:`planbook.store.logrows`)
         self.log_key = log_key
@@ -103,6 +104,7 @@ class _RunCache:
         self._statuses_replaced: dict[str, str] | None = None
         self.row_status = self.next_row_status = row_status
         self.checks: DeferredChecks | None = None
+        self._deferred = DeferredChecks(redactor)
         #: the counters last written, as :func:`~planbook.store.base.counters_key` gives them
         self.counters: tuple[Any, ...] | None = None
         self.next_counters: tuple[Any, ...] | None = None
@@ -120,10 +122,14 @@ class _RunCache:
         self._rows_stale: set[str] = set()
         self._rows_kept: set[str] | None = None
 
-    def begin(self, checks: DeferredChecks | None) -> None:
-        """A write starts; ``checks``: its records, events and counters are checked for secrets
-        once, all together (None: each as it is encoded)."""
-        self.checks = checks
+    def begin(self, deferred: bool) -> None:
+        """A write starts; ``deferred``: its records, events and counters are checked for
+        secrets once, all together (else each as it is encoded)."""
+        if deferred:
+            self._deferred.texts.clear()
+            self.checks = self._deferred
+        else:
+            self.checks = None
         self.next_history, self.next_events, self.next_counters = self.history, self.events, self.counters
         self.next_seq, self.next_model_calls, self.next_done = self.seq, self.model_calls, self.done
         self.next_row_status = self.row_status
@@ -207,10 +213,29 @@ class _RunCache:
             return hit[2], hit[3]
         enc, paths = encode_args(args, redactor)
         if enc.kind == "json" and not paths:  # plain data: a copy tells whether they changed
-            if len(self.args) >= ARGS_KEPT:  # only the steps in flight need it: keep memory per step flat
-                del self.args[next(iter(self.args))]
-            self.args[id(args)] = (args, clone(args), enc, paths)
+            self._keep_args(args, enc)
         return enc, paths
+
+    def args_as_stored(self, args: dict[str, Any], kind: str, payload: Any) -> bool:
+        """True when ``args`` are plain data whose JSON text is ``payload``, as a row stores
+        it: written then with no redaction (a redacted payload holds ``***``, never the text
+        of the args), so they are unchanged and need no redaction now. Kept in the args
+        cache, so the step's history entry does not encode them again."""
+        hit = self.args.get(id(args))
+        if hit is not None and hit[0] is args and same_plain(hit[1], args):
+            return not hit[3] and hit[2].kind == kind and hit[2].payload == payload
+        if kind != "json" or type(args) is not dict:
+            return False
+        text = plain_json_text(args)
+        if text is None or text != payload:
+            return False
+        self._keep_args(args, Encoded("json", text))
+        return True
+
+    def _keep_args(self, args: dict[str, Any], enc: Encoded) -> None:
+        if len(self.args) >= ARGS_KEPT:  # only the steps in flight need it: keep memory per step flat
+            del self.args[next(iter(self.args))]
+        self.args[id(args)] = (args, clone(args), enc, [])
 
     def record(self, step: Step, redactor: Redactor | DeferredChecks, paths: list[Any]) -> str:
         """The step's record as JSON; a step equal field by field to the last one (the plan's
@@ -377,10 +402,13 @@ class SQLiteStore:
 
         return self._until_free(attempt)
 
-    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def _check_writable(self) -> None:
         if self.readonly:
             raise StoreError(f"the run store {self.location} was opened read-only (to list or show runs): "
                              "open it without readonly=True to write")
+
+    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        self._check_writable()
         return self._retrying("BEGIN IMMEDIATE", fn)
 
     def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -408,11 +436,12 @@ class SQLiteStore:
                 raise StoreError(f"a run {run_id!r} is already in the run store {self.location}: "
                                  "choose another run id, or leave it out") from None
             log_key = con.execute("SELECT log_key FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
-            cache = _RunCache(log_key, 0, 0, 0, 0, {st.id: st.status.value for st in plan.steps}, ("running", None))
+            cache = _RunCache(self.redactor, log_key, 0, 0, 0, 0, {st.id: st.status.value for st in plan.steps},
+                              ("running", None))
             checks = DeferredChecks(self.redactor)  # the records checked for secrets together
             rows = [self._step_row(cache, run_id, st, pos, checks=checks) for pos, st in enumerate(plan.steps)]
             if not checks.clean():
-                cache.begin(None)
+                cache.begin(False)
                 rows = [self._step_row(cache, run_id, st, pos) for pos, st in enumerate(plan.steps)]
             con.executemany(_INSERT_STEP, rows)
             cache.commit()
@@ -501,18 +530,19 @@ class SQLiteStore:
         a write that did not finish makes the next one read the counts from the file again.
         Its texts are checked for secrets together, before the log row is written; when
         redaction would change one, the write is made again with each text redacted."""
+        self._check_writable()
         with self._lock:
             try:
                 def attempt(con: sqlite3.Connection, deferred: bool) -> _RunCache:
                     cache = self._caches.get(run_id) or self._load_cache(con, run_id)
-                    cache.begin(DeferredChecks(self.redactor) if deferred else None)
+                    cache.begin(deferred)
                     write(con, cache)
                     return cache
 
                 try:
-                    cache = self._write(lambda con: attempt(con, True))
+                    cache = self._retrying("BEGIN IMMEDIATE", lambda con: attempt(con, True))
                 except _Recheck:
-                    cache = self._write(lambda con: attempt(con, False))
+                    cache = self._retrying("BEGIN IMMEDIATE", lambda con: attempt(con, False))
                 cache.commit()
                 self._caches[run_id] = cache
             except BaseException:
@@ -535,9 +565,10 @@ class SQLiteStore:
         last = con.execute("SELECT id, model_calls, history, events FROM log WHERE id BETWEEN ? AND ?"
                            " ORDER BY id DESC LIMIT 1", (first, last_id)).fetchone()
         if last is None:
-            return _RunCache(log_key, 0, 0, 0, model_calls, statuses, (status, reason))
+            return _RunCache(self.redactor, log_key, 0, 0, 0, model_calls, statuses, (status, reason))
         i, calls, history, events = last
-        return _RunCache(log_key, history, events, i - first + 1, max(calls, model_calls), statuses, (status, reason))
+        return _RunCache(self.redactor, log_key, history, events, i - first + 1, max(calls, model_calls), statuses,
+                         (status, reason))
 
     def _gained(self, cache: _RunCache, state: Any) -> tuple[list[str], list[str], int]:
         """The history entries and events ``state`` gained since the last write, as JSON, and
@@ -603,8 +634,7 @@ class SQLiteStore:
             if kind not in _IMMUTABLE:
                 return None
             patch[name] = value.value if kind is Status else value
-        args, paths = cache.encode_args(step.args, self.redactor)
-        if paths or args.kind != args_kind or args.payload != args_payload:
+        if not cache.args_as_stored(step.args, args_kind, args_payload):
             return None
         return '{"p":' + (cache.checks or self.redactor).json_text(patch) + "}"
 

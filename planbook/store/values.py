@@ -261,13 +261,22 @@ def clone(value: Any) -> Any:
     return value
 
 
+_CONTAINERS = (dict, list)
+
+
 def same_plain(a: Any, b: Any) -> bool:
     """``a == b`` for plain data, type for type (``1``, ``1.0`` and ``True`` differ; a tuple is
     not a list): whether a copy of args still stands for them."""
     if type(a) is not type(b):
         return False
     if type(a) is dict:
-        return len(a) == len(b) and all(k in b and same_plain(v, b[k]) for k, v in a.items())
+        if a != b:  # one C comparison; then only the types (1 == 1.0 == True)
+            return False
+        for k, v in a.items():
+            w = b[k]
+            if type(v) is not type(w) or (type(v) in _CONTAINERS and not same_plain(v, w)):
+                return False
+        return True
     if type(a) is list:
         return len(a) == len(b) and all(same_plain(x, y) for x, y in zip(a, b))
     return bool(a == b)
