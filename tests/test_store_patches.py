@@ -149,3 +149,20 @@ def test_a_version_3_store_is_read_as_it_is_and_migrated_when_written(tmp_path: 
     con = sqlite3.connect(path)
     assert con.execute("SELECT version FROM schema_version").fetchall() == [(4,)]
     con.close()
+
+
+def test_a_record_is_checked_for_secrets_by_its_texts_whatever_their_type(tmp_path: Path) -> None:
+    """Records are checked by their texts, not their JSON (field names are planbook's own):
+    a text of a str subclass, or a secret in ``needs``, is redacted all the same."""
+    path = tmp_path / "runs.sqlite"
+    with SQLiteStore(path, secrets=["hunter22"]) as store:
+        plan = Plan(id="p", steps=[Step(id="a", tool="t"), Step(id="b", tool="t", needs=["a"])])
+        plan.steps[0].set_state(task=Text("log in with password=swordfish1"))  # as set_state keeps it
+        plan.steps[1].needs.append(Text("hunter22"))
+        run_id = store.create_run(plan, config={})
+        con = sqlite3.connect(path)
+        records = " ".join(r for (r,) in con.execute("SELECT record FROM steps"))
+        con.close()
+        assert "swordfish1" not in records and "hunter22" not in records
+        loaded = store.load_run(run_id).plan.steps
+        assert loaded[0].task == "log in with password=***" and loaded[1].needs == ["a", "***"]

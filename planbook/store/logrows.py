@@ -1,4 +1,4 @@
-"""The SQLite store's log (schema version 3): one row per write of a run.
+"""The SQLite store's log (schema versions 3 and 4): one row per write of a run.
 
 A step used to cost seven statements in one transaction (its history entry, two events,
 two step rows, the run's row), each touching its own table and index: about seven pages

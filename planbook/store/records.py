@@ -53,7 +53,7 @@ def step_json(step: Step, redactor: Redactor | DeferredChecks, redacted: list[An
         record["_redacted"] = [list(p) for p in redacted]
         return _step_text(record, redactor)
     try:
-        return redactor.json_record(record, [v for v in record.values() if type(v) is str], step.needs)
+        return redactor.json_record(record, [v for v in record.values() if isinstance(v, str)], step.needs)
     except (TypeError, ValueError):  # a field holding an object (a newer Step field): its repr
         return _step_text(record, redactor)
 

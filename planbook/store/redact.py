@@ -183,7 +183,7 @@ class Redactor:
         text = _dump(value)
         if not texts and not more:
             return text
-        joined = "\x00".join([*texts, *(v for v in more if type(v) is str)])
+        joined = "\x00".join([*texts, *(v for v in more if isinstance(v, str))])
         if not suspicious(joined) and not any(s in joined for s in self._known_forms):
             return text
         return _dump(self.data(value))
@@ -254,7 +254,7 @@ class DeferredChecks:
         """:meth:`Redactor.json_record`, its check left for :meth:`clean`."""
         self.texts.extend(texts)
         if more:
-            self.texts.extend(v for v in more if type(v) is str)
+            self.texts.extend(v for v in more if isinstance(v, str))
         return _dump(value)
 
     def data(self, value: Any) -> Any:

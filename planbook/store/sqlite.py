@@ -1,6 +1,6 @@
 """The SQLite run store: one file, WAL mode, the standard library's ``sqlite3``.
 
-- **One row a step** (schema version 3): a write of a run appends one row to its log
+- **One row a step** (schema versions 3 and 4): a write of a run appends one row to its log
   (:mod:`planbook.store.logrows`); the steps table and the run's row are brought up to
   date by a save (a replan, a pause, a resumed run) and when the run's status changes.
 - **Durable at each step**: ``record_step`` commits before it returns. With WAL and
