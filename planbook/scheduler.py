@@ -31,30 +31,41 @@ class Scheduler:
     (a replan, a retry put back by hand, a resumed run).
     """
 
-    def __init__(self, plan: Plan, on_blocked: Callable[[Step, list[str]], None]) -> None:
+    def __init__(
+        self, plan: Plan, on_blocked: Callable[[Step, list[str]], None], *, position: dict[str, int] | None = None
+    ) -> None:
         self.on_blocked = on_blocked
-        self.rebuild(plan)
+        self.rebuild(plan, position=position)
 
-    def rebuild(self, plan: Plan, undecided: Collection[str] = ()) -> None:
+    def rebuild(
+        self, plan: Plan, undecided: Collection[str] = (), *, position: dict[str, int] | None = None
+    ) -> None:
         """Index ``plan`` afresh. ``undecided``: failed steps whose policy is still to be
         applied (an interrupt came first); a retry may yet run them, so what needs them
-        is not blocked."""
+        is not blocked. ``position``: each step id's index in ``plan.steps`` when the caller
+        has it (validation builds it: see planbook.validate.checked_positions); it becomes
+        the scheduler's own."""
         self.plan = plan
         steps = plan.steps
-        by_id = self.by_id = {s.id: s for s in steps}
-        self.position = {s.id: i for i, s in enumerate(steps)}
+        if position is None:
+            position = {s.id: i for i, s in enumerate(steps)}
+        self.position = position
+        by_id: dict[str, Step] = {}
+        self.by_id = by_id
         dependents: dict[str, list[str]] = {}
         unmet: dict[str, int] = {}
         self.dependents, self.unmet = dependents, unmet
         #: failed steps whose dependents run anyway
-        released = self.released = getattr(self, "released", set()) & by_id.keys()
+        released = self.released = getattr(self, "released", set()) & position.keys()
         heap: list[int] = []
         self._heap = heap
         dead: list[Step] = []
         not_started, completed, failed = Status.not_started, Status.completed, Status.failed
         # one pass, one lookup per need: this runs for every plan before it starts, at any size
+        # (a need's step is found by its position, so by_id fills in the same pass)
         for i, step in enumerate(steps):
             sid, needs = step.id, step.needs
+            by_id[sid] = step
             if len(needs) > 1:
                 needs = list(dict.fromkeys(needs))
             for need in needs:
@@ -67,7 +78,7 @@ class Scheduler:
             if status is not_started:
                 count = 0
                 for need in needs:
-                    state = by_id[need].status
+                    state = steps[position[need]].status
                     if state is not completed and not (state is failed and need in released):
                         count += 1
                 unmet[sid] = count
