@@ -25,7 +25,7 @@ from .errors import PlanError, Problem
 from .eventbus import RUN_HOOKS, EventBus, EventHandler
 from .execute import stdout_routing, summarize
 from .executors import NotReached
-from .gcwindow import FreezeWindow, collector_paused, freeze_window
+from .gcwindow import FreezeWindow, collector_paused, freeze_window, worth_keeping
 from .interrupts import checkpoint, interrupt_gate
 from .models import (Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage,
                      finished_data, started_data)
@@ -125,7 +125,7 @@ class Runner:
         self.goal_only: str | None = None
         # nothing here makes garbage: collecting would only rescan the new plan, which lives on
         # (reading a spec string does leave some: then the collector goes on as usual)
-        with collector_paused(keep=isinstance(plan, Plan)):
+        with collector_paused(keep=isinstance(plan, Plan) and worth_keeping(len(plan.steps))):
             initial, positions = self._initial_plan(plan)
             scheduler = Scheduler(initial, self._blocked, position=positions)
         pinned: list[str] = []

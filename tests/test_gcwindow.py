@@ -79,14 +79,21 @@ def test_a_disabled_collector_stays_disabled() -> None:
         gc.enable()
 
 
-def test_a_runs_copy_of_its_plan_is_in_the_oldest_generation() -> None:
-    def noop(x: int = 0) -> int:
-        """Return x."""
-        return x
+def noop(x: int = 0) -> int:
+    """Return x."""
+    return x
 
+
+def test_a_long_runs_copy_of_its_plan_is_in_the_oldest_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planbook import gcwindow
+
+    monkeypatch.setattr(gcwindow, "KEEP_FROM", 20)
     gc.collect()
     runner = Runner(Plan(steps=[Step(id=str(i), tool="noop") for i in range(20)]), tools=Toolbox([noop]),
                     max_steps=20)
     old = oldest()
     assert all(id(step) in old for step in runner.plan.steps)
     assert runner.run().ok
+    gc.collect()
+    short = Runner(Plan(steps=[Step(id=str(i), tool="noop") for i in range(19)]), tools=Toolbox([noop]))
+    assert not any(id(step) in oldest() for step in short.plan.steps)  # left to the collector as usual
