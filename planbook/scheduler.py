@@ -50,9 +50,12 @@ class Scheduler:
         if position is None:
             position = {s.id: i for i, s in enumerate(steps)}
         self.position = position
-        by_id: dict[str, Step] = {}
-        self.by_id = by_id
+        # one key per step, in plan order (so each key goes with its step): filled in one C
+        # loop, without hashing again, rather than one insertion per step
+        self.by_id = dict(zip(position, steps)) if len(position) == len(steps) else {s.id: s for s in steps}
         dependents: dict[str, list[str]] = {}
+        #: not-started steps that need others: how many of their needs are not met yet (a
+        #: step that needs nothing is ready at once and is never counted down)
         unmet: dict[str, int] = {}
         self.dependents, self.unmet = dependents, unmet
         #: failed steps whose dependents run anyway
@@ -62,10 +65,8 @@ class Scheduler:
         dead: list[Step] = []
         not_started, completed, failed = Status.not_started, Status.completed, Status.failed
         # one pass, one lookup per need: this runs for every plan before it starts, at any size
-        # (a need's step is found by its position, so by_id fills in the same pass)
         for i, step in enumerate(steps):
             sid, needs = step.id, step.needs
-            by_id[sid] = step
             if len(needs) > 1:
                 needs = list(dict.fromkeys(needs))
             for need in needs:
@@ -76,6 +77,9 @@ class Scheduler:
                     waiting.append(sid)
             status = step.status
             if status is not_started:
+                if not needs:
+                    heap.append(i)
+                    continue
                 count = 0
                 for need in needs:
                     state = steps[position[need]].status
@@ -86,7 +90,7 @@ class Scheduler:
                     heap.append(i)
             elif status in _DEAD and sid not in released and sid not in undecided:
                 dead.append(step)
-        heapq.heapify(heap)
+        # no heapify: positions were appended in increasing order, and a sorted list is a heap
         for step in dead:
             self._block_dependents(step)
 
@@ -142,7 +146,8 @@ class Scheduler:
     def again(self, step: Step) -> None:
         """``step`` is ``not_started`` again (a retry, an interrupted call): it is ready once more."""
         if step.id in self.position and all(self._satisfied(self.by_id[n]) for n in step.needs):
-            self.unmet[step.id] = 0
+            if step.needs:
+                self.unmet[step.id] = 0
             heapq.heappush(self._heap, self.position[step.id])
 
     def _satisfied(self, need: Step) -> bool:

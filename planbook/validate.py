@@ -45,13 +45,23 @@ def _check(
         add("the plan has no steps: add at least one (a tool call or a task for an agent)", None, "empty")
         return problems, {}
 
-    first: dict[str, int] = {}  # each id's first position
+    steps = plan.steps
+    step_ids = [s.id for s in steps]
+    # each id's first position; when no id repeats (the usual case) built in one C loop, not
+    # one insertion per step (at 100,000 steps a table of 5 MB, grown eight times)
+    first: dict[str, int] = dict(zip(step_ids, range(len(step_ids))))
+    unique = len(first) == len(step_ids)
+    if not unique:
+        first = {}
     repeats: dict[str, int] = {}
-    for i, step in enumerate(plan.steps):
-        if not step.id.strip():
-            add("a step id must not be empty", step, "empty_id")
-        elif _PLAIN_ID.match(step.id) is None and (bad := id_problem(step.id)) is not None:
-            add(bad, step, "bad_id", "id")
+    for i, sid in enumerate(step_ids):
+        if not sid.strip():
+            add("a step id must not be empty", steps[i], "empty_id")
+        elif _PLAIN_ID.match(sid) is None and (bad := id_problem(sid)) is not None:
+            add(bad, steps[i], "bad_id", "id")
+        if unique:
+            continue
+        step = steps[i]
         if step.id in first:
             add(f"duplicate step id {step.id!r}: every step needs its own id", step, "duplicate_id")
             n = repeats[step.id] = repeats.get(step.id, 0) + 1
