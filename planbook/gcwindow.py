@@ -11,6 +11,9 @@ returns, everything is handed back (``gc.unfreeze``) and collected as usual.
 Young garbage is collected before each freeze, so what is held back is at most the
 garbage that was already old. Nothing is done when the process froze objects itself
 (a pre-fork server): their freeze is theirs to undo, not ours.
+
+Before a run, checking its plan runs with the collector paused (``collector_paused``);
+a long plan's copy then goes straight to the oldest generation, by the same rules.
 """
 
 from __future__ import annotations
