@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -78,9 +79,7 @@ def test_the_scheduler_takes_the_index_checking_built() -> None:
         return problems, positions
 
     steps = [Step(id="b", tool="noop", needs=["a"]), Step(id="a", tool="noop"), Step(id="c", tool="noop", needs=["b"])]
-    import unittest.mock
-
-    with unittest.mock.patch.object(validate, "_check", keeping):
+    with mock.patch.object(validate, "_check", keeping):
         runner = Runner(Plan(steps=steps), tools=Toolbox([noop]))
     assert runner.scheduler.position is built[0] and built[0] == {"b": 0, "a": 1, "c": 2}
     assert [sid for sid in runner.scheduler.by_id] == ["b", "a", "c"]
