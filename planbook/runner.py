@@ -25,7 +25,7 @@ from .errors import PlanError, Problem
 from .eventbus import RUN_HOOKS, EventBus, EventHandler
 from .execute import stdout_routing, summarize
 from .executors import NotReached
-from .gcwindow import FreezeWindow, collector_paused, freeze_window
+from .gcwindow import FreezeWindow, collector_paused, freeze_window, worth_keeping
 from .interrupts import checkpoint, interrupt_gate
 from .models import (Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage,
                      finished_data, started_data)
@@ -40,7 +40,7 @@ from .steering import Steering, build as build_steering
 from .wording import plural
 from .state import CACHED_NOTE, INTERRUPTED_NOTE, KEPT_NOTE, STILL_RUNNING_NOTE, RunState
 from .tools import ToolsLike, as_toolbox
-from .validate import validate_plan
+from .validate import checked_positions
 
 __all__ = ["INTERRUPTED_NOTE", "RunState", "Runner", "run"]
 
@@ -123,11 +123,15 @@ class Runner:
         self.bus = EventBus(self._record_event, on_event)
 
         self.goal_only: str | None = None
-        with collector_paused():  # nothing here makes garbage: collecting would only rescan the new plan
-            initial = self._initial_plan(plan)
-            scheduler = Scheduler(initial, self._blocked)
-        pinned = sorted({st.tool for st in initial.steps if st.tool and self.tools[st.tool].main_thread})
-        if self.config.step_timeout is not None and pinned:
+        # nothing here makes garbage: collecting would only rescan the new plan, which lives on
+        # (reading a spec string does leave some: then the collector goes on as usual)
+        with collector_paused(keep=isinstance(plan, Plan) and worth_keeping(len(plan.steps))):
+            initial, positions = self._initial_plan(plan)
+            scheduler = Scheduler(initial, self._blocked, position=positions)
+        pinned: list[str] = []
+        if self.config.step_timeout is not None:  # only a timeout cares (and this is a pass over the plan)
+            pinned = sorted({st.tool for st in initial.steps if st.tool and self.tools[st.tool].main_thread})
+        if pinned:
             raise ValueError(f"step_timeout cannot stop tools that run on the main thread ({', '.join(pinned)}): "
                              "drop main_thread=True from them or run without a timeout")
         policy = self.config.policy
@@ -179,8 +183,9 @@ class Runner:
             self.steering.attach(self)
         return self.steering
 
-    def _initial_plan(self, plan: Plan | str) -> Plan:
-        """The run's own copy of the plan, checked (or an empty plan awaiting its first one)."""
+    def _initial_plan(self, plan: Plan | str) -> tuple[Plan, dict[str, int] | None]:
+        """The run's own copy of the plan, checked (or an empty plan awaiting its first one),
+        and the position of each of its step ids (checking built it; None when not checked)."""
         if isinstance(plan, Plan):
             # a plan run again starts clean: only completed steps keep their run state
             initial = plan.copy_plan(fresh=True)
@@ -191,8 +196,9 @@ class Runner:
             initial = Plan.parse(plan)
         else:
             raise TypeError(f"run() takes a Plan, a plan spec or (with a planner) a goal; got {type(plan).__name__}")
+        positions = None
         if self.goal_only is None:
-            validate_plan(initial, self.tools, self.agents)
+            positions = checked_positions(initial, self.tools, self.agents)
             if self.planner is None:
                 replanning = [st.id for st in initial.steps if st.on_failure == "replan"]
                 if replanning:
@@ -201,7 +207,7 @@ class Runner:
                                 step=sid, code="bad_policy", line=initial.line_of(sid))
                         for sid in replanning
                     ])
-        return initial
+        return initial, positions
 
     # ------------------------------------------------------------ settings
     @property

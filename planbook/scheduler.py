@@ -31,23 +31,35 @@ class Scheduler:
     (a replan, a retry put back by hand, a resumed run).
     """
 
-    def __init__(self, plan: Plan, on_blocked: Callable[[Step, list[str]], None]) -> None:
+    def __init__(
+        self, plan: Plan, on_blocked: Callable[[Step, list[str]], None], *, position: dict[str, int] | None = None
+    ) -> None:
         self.on_blocked = on_blocked
-        self.rebuild(plan)
+        self.rebuild(plan, position=position)
 
-    def rebuild(self, plan: Plan, undecided: Collection[str] = ()) -> None:
+    def rebuild(
+        self, plan: Plan, undecided: Collection[str] = (), *, position: dict[str, int] | None = None
+    ) -> None:
         """Index ``plan`` afresh. ``undecided``: failed steps whose policy is still to be
         applied (an interrupt came first); a retry may yet run them, so what needs them
-        is not blocked."""
+        is not blocked. ``position``: each step id's index in ``plan.steps`` when the caller
+        has it (validation builds it: see planbook.validate.checked_positions); it becomes
+        the scheduler's own."""
         self.plan = plan
         steps = plan.steps
-        by_id = self.by_id = {s.id: s for s in steps}
-        self.position = {s.id: i for i, s in enumerate(steps)}
+        if position is None:
+            position = {s.id: i for i, s in enumerate(steps)}
+        self.position = position
+        # one key per step, in plan order (so each key goes with its step): filled in one C
+        # loop, without hashing again, rather than one insertion per step
+        self.by_id = dict(zip(position, steps)) if len(position) == len(steps) else {s.id: s for s in steps}
         dependents: dict[str, list[str]] = {}
+        #: not-started steps that need others: how many of their needs are not met yet (a
+        #: step that needs nothing is ready at once and is never counted down)
         unmet: dict[str, int] = {}
         self.dependents, self.unmet = dependents, unmet
         #: failed steps whose dependents run anyway
-        released = self.released = getattr(self, "released", set()) & by_id.keys()
+        released = self.released = getattr(self, "released", set()) & position.keys()
         heap: list[int] = []
         self._heap = heap
         dead: list[Step] = []
@@ -65,9 +77,12 @@ class Scheduler:
                     waiting.append(sid)
             status = step.status
             if status is not_started:
+                if not needs:
+                    heap.append(i)
+                    continue
                 count = 0
                 for need in needs:
-                    state = by_id[need].status
+                    state = steps[position[need]].status
                     if state is not completed and not (state is failed and need in released):
                         count += 1
                 unmet[sid] = count
@@ -75,7 +90,7 @@ class Scheduler:
                     heap.append(i)
             elif status in _DEAD and sid not in released and sid not in undecided:
                 dead.append(step)
-        heapq.heapify(heap)
+        # no heapify: positions were appended in increasing order, and a sorted list is a heap
         for step in dead:
             self._block_dependents(step)
 
@@ -131,7 +146,8 @@ class Scheduler:
     def again(self, step: Step) -> None:
         """``step`` is ``not_started`` again (a retry, an interrupted call): it is ready once more."""
         if step.id in self.position and all(self._satisfied(self.by_id[n]) for n in step.needs):
-            self.unmet[step.id] = 0
+            if step.needs:
+                self.unmet[step.id] = 0
             heapq.heappush(self._heap, self.position[step.id])
 
     def _satisfied(self, need: Step) -> bool:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -64,3 +65,32 @@ def test_a_plan_listed_in_dependency_order_with_odd_ids_is_checked_the_slow_way(
     assert Runner(Plan(steps=steps), tools=Toolbox([noop])).run().outputs == {"données": None, "next": None}
     with pytest.raises(PlanError, match=r"holds U\+0020 \(space\)"):
         Runner(Plan(steps=[Step(id="two words", tool="noop")]), tools=Toolbox([noop]))
+
+
+def test_the_scheduler_takes_the_index_checking_built() -> None:
+    """Checking indexes every id; the run's scheduler uses that index as its positions
+    rather than hashing every id of a long plan again."""
+    built: list[dict[str, int]] = []
+    real = validate._check
+
+    def keeping(*args: Any) -> Any:
+        problems, positions = real(*args)
+        built.append(positions)
+        return problems, positions
+
+    steps = [Step(id="b", tool="noop", needs=["a"]), Step(id="a", tool="noop"), Step(id="c", tool="noop", needs=["b"])]
+    with mock.patch.object(validate, "_check", keeping):
+        runner = Runner(Plan(steps=steps), tools=Toolbox([noop]))
+    assert runner.scheduler.position is built[0] and built[0] == {"b": 0, "a": 1, "c": 2}
+    assert [sid for sid in runner.scheduler.by_id] == ["b", "a", "c"]
+    result = runner.run()  # a need listed after its step still comes first
+    assert result.ok and [h.id for h in result.history] == ["a", "b", "c"]
+
+
+def test_a_wrong_need_is_matched_against_the_ids_outside_the_plan_too() -> None:
+    plan = Plan(steps=[Step(id="b", tool="noop", needs=["lod"]), Step(id="c", tool="noop", needs=["load", "b", "b"])])
+    found = validate.plan_problems(plan, Toolbox([noop]), [], known_ids=["load"])
+    assert [(p.step, p.code, p.message) for p in found] == [
+        ("b", "unknown_need", "needs 'lod', but no step has that id; did you mean 'load'?")]
+    found = validate.plan_problems(plan, Toolbox([noop]), [])
+    assert [(p.step, p.code) for p in found] == [("b", "unknown_need"), ("c", "unknown_need")]

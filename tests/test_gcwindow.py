@@ -1,0 +1,99 @@
+"""The collector around checking a plan: paused, and what a run keeps joins the oldest
+generation at once (see planbook/gcwindow.py), without holding back anyone's garbage."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+from planbook import Plan, Runner, Step, Toolbox
+from planbook.gcwindow import collector_paused
+
+
+class Node:
+    """Something that can be in a reference cycle."""
+
+    me: object = None
+
+
+def oldest() -> set[int]:
+    return {id(o) for o in gc.get_objects(generation=2)}
+
+
+def test_what_a_kept_block_makes_joins_the_oldest_generation() -> None:
+    gc.collect()
+    with collector_paused(keep=True):
+        assert not gc.isenabled()
+        made = [[i] for i in range(50)]
+    assert gc.isenabled()
+    old = oldest()
+    assert id(made) in old and all(id(m) in old for m in made)
+
+
+def test_young_garbage_from_before_is_collected_not_promoted() -> None:
+    gc.collect()
+    node = Node()
+    node.me = node
+    gone = weakref.ref(node)
+    del node
+    with collector_paused(keep=True):
+        pass
+    assert gone() is None
+
+
+def test_nothing_moves_after_an_exception_or_without_keep() -> None:
+    gc.collect()
+    made: list[list[int]] = []
+    with pytest.raises(ValueError):
+        with collector_paused(keep=True):
+            made.append([1])
+            raise ValueError("bad plan")
+    assert gc.isenabled()
+    with collector_paused():
+        made.append([2])
+    old = oldest()
+    assert not any(id(m) in old for m in made)
+
+
+def test_objects_frozen_by_the_process_stay_frozen() -> None:
+    gc.collect()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with collector_paused(keep=True):
+            made = [1]
+        assert gc.get_freeze_count() == frozen and id(made) not in oldest()
+    finally:
+        gc.unfreeze()
+
+
+def test_a_disabled_collector_stays_disabled() -> None:
+    gc.disable()
+    try:
+        with collector_paused(keep=True):
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def noop(x: int = 0) -> int:
+    """Return x."""
+    return x
+
+
+def test_a_long_runs_copy_of_its_plan_is_in_the_oldest_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planbook import gcwindow
+
+    monkeypatch.setattr(gcwindow, "KEEP_FROM", 20)
+    gc.collect()
+    runner = Runner(Plan(steps=[Step(id=str(i), tool="noop") for i in range(20)]), tools=Toolbox([noop]),
+                    max_steps=20)
+    old = oldest()
+    assert all(id(step) in old for step in runner.plan.steps)
+    assert runner.run().ok
+    gc.collect()
+    short = Runner(Plan(steps=[Step(id=str(i), tool="noop") for i in range(19)]), tools=Toolbox([noop]))
+    assert not any(id(step) in oldest() for step in short.plan.steps)  # left to the collector as usual
