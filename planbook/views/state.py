@@ -72,48 +72,69 @@ class TimelineBuilder:
         self._worked = 0.0  # the run's working time before its current stretch
         self._since: float | None = None  # when the current stretch of work began (None: not working)
         self._ran = False
+        self.seen = 0  # events fed so far
 
     def feed(self, event: Event) -> Execution | None:
         """Account for one event; returns the execution it started or ended, if any."""
-        if self.origin is None and event.kind != "llm.call":  # the calls that planned a run come before it
+        self.seen += 1
+        kind = event.kind
+        if self.origin is None and kind != "llm.call":  # the calls that planned a run come before it
             self.origin = event.time
-        if event.kind == "run.started":
+        # the kinds in the order a run makes them most (two step events a step)
+        if kind == "step.started":
+            step = event.step
+            if step is None:
+                return None
+            self._interrupted.pop(step, None)  # it runs again: the interrupted bar stays as it was
+            data = event.data
+            count = self._count + 1
+            number = int(data.get("execution") or count)
+            self._count = number if number > count else count
+            ex = Execution(number, step, int(data.get("attempt") or 1), event.revision,
+                           _worker(data.get("worker")), event.time)
+            self._open[step] = ex
+            self.executions.append(ex)
+            return ex
+        if kind == "step.finished" or kind == "step.failed":
+            step = event.step
+            if step is None:
+                return None
+            data = event.data
+            ex = self._open.pop(step, None)
+            if ex is None:  # a call that completed while the run was interrupted, kept when it continued
+                ex = self._interrupted.pop(step, None)
+                if ex is None or data.get("execution") not in (None, ex.execution):
+                    return None
+                ex.interrupted, ex.error = False, None
+            duration = data.get("duration")
+            ex.end = ex.start + float(duration) if isinstance(duration, (int, float)) else event.time
+            ex.ok = kind == "step.finished"
+            if not ex.ok:
+                ex.error = str(data.get("error") or "")
+            return ex
+        if kind == "run.started":
             self._ran = True
             if self._since is None:
                 self._since = event.time
-        elif event.kind in ("run.paused", "run.finished") and self._since is not None:
-            self._worked += max(0.0, event.time - self._since)
-            self._since = None
-        if event.kind == "step.started" and event.step is not None:
-            self._interrupted.pop(event.step, None)  # it runs again: the interrupted bar stays as it was
-            self._count += 1
-            number = int(event.data.get("execution") or self._count)
-            self._count = max(self._count, number)
-            ex = Execution(execution=number, step=event.step, attempt=int(event.data.get("attempt") or 1),
-                           revision=event.revision, worker=_worker(event.data.get("worker")), start=event.time)
-            self._open[event.step] = ex
-            self.executions.append(ex)
-            return ex
-        if event.kind in ("step.finished", "step.failed") and event.step is not None:
-            ex = self._open.pop(event.step, None)
-            if ex is None:  # a call that completed while the run was interrupted, kept when it continued
-                ex = self._interrupted.pop(event.step, None)
-                if ex is None or event.data.get("execution") not in (None, ex.execution):
-                    return None
-                ex.interrupted, ex.error = False, None
-            duration = event.data.get("duration")
-            ex.end = ex.start + float(duration) if isinstance(duration, (int, float)) else event.time
-            ex.ok = event.kind == "step.finished"
-            if not ex.ok:
-                ex.error = str(event.data.get("error") or "")
-            return ex
-        if event.kind == "run.finished":  # an interrupted step never finishes: close its bar where the run stopped
-            for ex in self._open.values():
-                ex.end, ex.ok, ex.interrupted = event.time, False, True
-                ex.error = "interrupted"
-                self._interrupted[ex.step] = ex
-            self._open.clear()
+        elif kind == "run.paused" or kind == "run.finished":
+            if self._since is not None:
+                self._worked += max(0.0, event.time - self._since)
+                self._since = None
+            if kind == "run.finished":  # an interrupted step never finishes: close its bar where the run stopped
+                for ex in self._open.values():
+                    ex.end, ex.ok, ex.interrupted = event.time, False, True
+                    ex.error = "interrupted"
+                    self._interrupted[ex.step] = ex
+                self._open.clear()
         return None
+
+    def feed_new(self, events: Sequence[Event], end: int | None = None) -> "TimelineBuilder":
+        """Feed the events after the ones already fed (up to ``end``): a live view reads a run's
+        record, which only grows, when it draws."""
+        feed = self.feed
+        for event in events[self.seen:end]:
+            feed(event)
+        return self
 
     def working_time(self, now: float | None = None) -> float | None:
         """The run's working time: every stretch from ``run.started`` to the ``run.paused`` or

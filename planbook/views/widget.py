@@ -58,8 +58,32 @@ def row_of(step: Step) -> list[Any]:
     return [step.id, executor, step.task or step.describe(), list(step.needs)]
 
 
+#: the traits this module fills only with JSON it builds (str, numbers, None, lists, dicts):
+#: they are sent without ipywidgets' search of the whole state for binary buffers, which
+#: costs more than the update itself for a long plan's rows and bars. ``waiting`` and
+#: ``editable`` hold steps' arguments (any value a tool takes) and take the general path.
+JSON_TRAITS = frozenset({"head", "rows", "statuses", "batch", "revisions", "selected", "uid", "controls"})
+
+
 class PlanWidget(anywidget.AnyWidget):
     """The anywidget model: the synced traits, drawn by ``static/planview.js``."""
+
+    def send_state(self, key: Any = None) -> None:
+        """Send these traits (all when None) as ipywidgets does, but without looking for binary
+        buffers in the traits of :data:`JSON_TRAITS` (there are none: see there)."""
+        keys = [key] if isinstance(key, str) else key
+        if keys is None or not JSON_TRAITS.issuperset(keys):
+            super().send_state(key)
+            return
+        state = {k: getattr(self, k) for k in keys}  # their to_json is ipywidgets' default: the value itself
+        if not state:
+            return
+        lock = self._property_lock
+        if lock:  # ipywidgets keeps the values it is sending there, to know an echo from the browser
+            for name, value in state.items():
+                if name in lock:
+                    lock[name] = value
+        self._send({"method": "update", "state": state, "buffer_paths": []}, buffers=[])
 
     _esm = STATIC / "planview.js"
 
