@@ -32,7 +32,7 @@ WARN_REASONS = frozenset({"steps_skipped"})
 ELAPSED_MEANS = "the run's working time: time paused at a breakpoint or after an interrupt is not counted"
 
 
-@dataclass
+@dataclass(slots=True)  # a live view makes one a step: slots make that half the work
 class Execution:
     """One execution of a step (a bar of the timeline). Field names follow ``RunResult.timeline``."""
 
@@ -301,10 +301,12 @@ def verdict_line(state: Any) -> str:
 def frontier(steps: Sequence[Step]) -> int:
     """Index of the first running step, else of the last step that is no longer waiting."""
     at = 0
+    running, waiting = Status.in_progress, Status.not_started  # read once, not per step
     for i, step in enumerate(steps):
-        if step.status is Status.in_progress:
+        status = step.status
+        if status is running:
             return i
-        if step.status is not Status.not_started:
+        if status is not waiting:
             at = i
     return at
 
@@ -319,7 +321,8 @@ def row_window(steps: Sequence[Step], max_rows: int, *, before: int | None = Non
     n = len(steps)
     if n <= max_rows:
         return 0, n
-    running = [i for i, s in enumerate(steps) if s.status is Status.in_progress]
+    in_progress = Status.in_progress
+    running = [i for i, s in enumerate(steps) if s.status is in_progress]
     context = max_rows // 3 if before is None else before
     if running:
         first, last = running[0], running[-1]

@@ -257,16 +257,18 @@ class PlanView:
         changed: dict[str, dict[str, Any]] = {}
         start, end = row_window(steps, EAGER_ROWS)
         sent = self._sent
+        not_started = Status.not_started  # read once, not per step
         for i, step in enumerate(steps):
-            if step.status is Status.not_started and not step.attempts and not step.notes:
-                continue
-            if not (start <= i < end or step.id in sent or step.error or step.id == selected):
+            if not start <= i < end and not (step.id in sent or step.error or step.id == selected):
                 continue  # built on demand (self.pane), so a fast run does not pay for panes nobody opens
+            if step.status is not_started and not step.attempts and not step.notes:
+                continue
             key = self._key(step)
             if sent.get(step.id) == key:
                 continue
             if results is None:
-                results = {s.id: s.result for s in steps if s.status is Status.completed}
+                completed = Status.completed
+                results = {s.id: s.result for s in steps if s.status is completed}
             sent[step.id] = key
             changed[step.id] = self._build(step, key, results, origin)
         return changed
@@ -289,15 +291,19 @@ class PlanView:
             return {}
         changed: dict[str, list[Any]] = {}
         executions = state.timeline
-        for i in range(self._bars_final, len(executions)):
+        bars, final = self._bars, self._bars_final
+        for i in range(final, len(executions)):
             ex = executions[i]
+            end = ex.end
             bar = [ex.step, ex.attempt, ex.revision, ex.worker, round(ex.start - origin, 4),
-                   None if ex.end is None else round(ex.end - origin, 4), ex.ok]
-            if self._bars.get(ex.execution) != bar:
-                self._bars[ex.execution] = bar
-                changed[str(ex.execution)] = bar
-            if ex.end is not None and not ex.interrupted and i == self._bars_final:  # a kept call may end it later
-                self._bars_final += 1
+                   None if end is None else round(end - origin, 4), ex.ok]
+            number = ex.execution
+            if bars.get(number) != bar:
+                bars[number] = bar
+                changed[str(number)] = bar
+            if end is not None and not ex.interrupted and i == final:  # a kept call may end it later
+                final += 1
+        self._bars_final = final
         return changed
 
     def resend(self) -> None:
