@@ -91,10 +91,11 @@ class MarkBuilder:
         """The marks of the steps of ``plan`` that are completed now (by id)."""
         out: dict[str, CacheMark] = {}
         completed = Status.completed  # read once, not per step
+        found = self.marks.get
         for step in plan.steps:
             if step.status is not completed:
                 continue
-            mark = self.marks.get(step.id)
+            mark = found(step.id)
             if mark is None and step.notes.startswith(CACHED_NOTE):
                 mark = CacheMark(step.id, "cached")
             if mark is not None:

@@ -85,13 +85,18 @@ class TimelineBuilder:
             step = event.step
             if step is None:
                 return None
-            self._interrupted.pop(step, None)  # it runs again: the interrupted bar stays as it was
+            if self._interrupted:
+                self._interrupted.pop(step, None)  # it runs again: the interrupted bar stays as it was
             data = event.data
             count = self._count + 1
-            number = int(data.get("execution") or count)
+            number = data.get("execution") or count
+            if type(number) is not int:
+                number = int(number)
             self._count = number if number > count else count
-            ex = Execution(number, step, int(data.get("attempt") or 1), event.revision,
-                           _worker(data.get("worker")), event.time)
+            attempt = data.get("attempt") or 1
+            worker = data.get("worker")
+            ex = Execution(number, step, attempt if type(attempt) is int else int(attempt), event.revision,
+                           worker if worker is None or type(worker) is str else str(worker), event.time)
             self._open[step] = ex
             self.executions.append(ex)
             return ex
@@ -107,7 +112,10 @@ class TimelineBuilder:
                     return None
                 ex.interrupted, ex.error = False, None
             duration = data.get("duration")
-            ex.end = ex.start + float(duration) if isinstance(duration, (int, float)) else event.time
+            if type(duration) is float:
+                ex.end = ex.start + duration
+            else:
+                ex.end = ex.start + float(duration) if isinstance(duration, (int, float)) else event.time
             ex.ok = kind == "step.finished"
             if not ex.ok:
                 ex.error = str(data.get("error") or "")
@@ -149,10 +157,6 @@ class TimelineBuilder:
         for event in events:
             self.feed(event)
         return self
-
-
-def _worker(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 def with_overlaps(executions: Sequence[Execution], now: float | None = None) -> list[Execution]:
@@ -323,13 +327,24 @@ def row_window(steps: Sequence[Step], max_rows: int, *, before: int | None = Non
         return 0, n
     in_progress = Status.in_progress
     running = [i for i, s in enumerate(steps) if s.status is in_progress]
-    context = max_rows // 3 if before is None else before
     if running:
-        first, last = running[0], running[-1]
+        return window_around(n, max_rows, running[0], running[-1], running[0], before)
+    return window_around(n, max_rows, None, None, frontier(steps), before)
+
+
+def window_around(n: int, max_rows: int, first: int | None, last: int | None, front: int,
+                  before: int | None = None) -> tuple[int, int]:
+    """:func:`row_window` from what it looks at: ``n`` rows, the first and last running ones
+    (None: nothing runs) and the :func:`frontier` (a view that has the statuses as a string
+    finds these without a pass over the steps)."""
+    if n <= max_rows:
+        return 0, n
+    context = max_rows // 3 if before is None else before
+    if first is not None and last is not None:
         start = first - context
         if last - start >= max_rows:  # the running steps are spread out: keep the first ones in view
             start = first - min(context, max(0, max_rows - 1 - (last - first)))
     else:
-        start = frontier(steps) - context
+        start = front - context
     start = max(0, min(start, n - max_rows))
     return start, start + max_rows
