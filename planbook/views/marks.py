@@ -96,7 +96,7 @@ class MarkBuilder:
             if step.status is not completed:
                 continue
             mark = found(step.id)
-            if mark is None and step.notes.startswith(CACHED_NOTE):
+            if mark is None and (notes := step.notes) and notes.startswith(CACHED_NOTE):
                 mark = CacheMark(step.id, "cached")
             if mark is not None:
                 out[step.id] = mark
