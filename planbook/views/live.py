@@ -50,8 +50,10 @@ class Throttle:
         #: before this time the bucket holds less than a token (-inf: work it out on the next ask)
         self._due = float("-inf")
 
-    def allow(self) -> bool:
-        now = self.clock()
+    def allow(self, now: float | None = None) -> bool:
+        """Take a token if there is one; ``now``: the clock, if the caller has just read it."""
+        if now is None:
+            now = self.clock()
         if now < self._due:
             return False
         self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.rate)
@@ -118,7 +120,12 @@ class LiveView:
         self.events += 1
         if self._note is not None and threading.get_ident() == self.thread:
             self._note(event, self.state)
-        if event.kind in FLUSH_NOW or self.throttle.allow():
+        if event.kind in FLUSH_NOW:
+            self.flush()
+            return
+        throttle = self.throttle
+        now = throttle.clock()
+        if now >= throttle._due and throttle.allow(now):  # "not yet" without a call, most events
             self.flush()
         else:
             self.pending = True

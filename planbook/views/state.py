@@ -171,7 +171,8 @@ def critical_path(executions: Sequence[Execution], plan: Plan) -> list[int]:
     """The chain of executions that had to run one after another — the same definition as
     ``RunResult.timeline`` (:mod:`planbook.timeline`), with the plan's needs."""
     needs = {s.id: s.needs for s in plan.steps}
-    return critical_chain(executions, lambda i, ex: needs.get(ex.step, ()))[0]
+    found = needs.get
+    return critical_chain(executions, lambda i, ex: found(ex.step, ()))[0]
 
 
 @dataclass
