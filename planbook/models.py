@@ -184,7 +184,7 @@ class Step(StepSpec):
         """One line: what the step does, for diffs and prompts."""
         if self.agent:
             return f"[{self.agent.upper()}] {self.task}".rstrip()
-        call = f"{self.tool}({', '.join(f'{k}={v!r}' for k, v in self.args.items())})"
+        call = f"{self.tool}({', '.join([f'{k}={v!r}' for k, v in self.args.items()])})"  # a list: faster
         return f"{self.task} → {call}" if self.task else call
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:

@@ -44,13 +44,25 @@ def critical_chain(records: Sequence[Any], needs_of: Callable[[int, Any], Iterab
     length: dict[int, float] = {}
     previous: dict[int, int | None] = {}
     for i, r in enumerate(records):
-        if r.end is None:
+        end = r.end
+        if end is None:
             continue
-        before = [latest[s] for s in (*needs_of(i, r), r.step) if s in latest]
-        best = max(before, key=lambda j: length[j], default=None)
-        length[i] = max(r.end - r.start, 0.0) + (length[best] if best is not None else 0.0)
+        step = r.step
+        # the longest chain among the executions waited for: the first of the longest, in the
+        # order of the needs and then the step's own previous attempt
+        best: int | None = None
+        best_length = 0.0
+        for s in needs_of(i, r):
+            j = latest.get(s)
+            if j is not None and (best is None or length[j] > best_length):
+                best, best_length = j, length[j]
+        j = latest.get(step)
+        if j is not None and (best is None or length[j] > best_length):
+            best, best_length = j, length[j]
+        took = end - r.start
+        length[i] = (0.0 if took < 0.0 else took) + best_length
         previous[i] = best
-        latest[r.step] = i
+        latest[step] = i
     if not length:
         return [], 0.0
     end = max(length, key=lambda j: length[j])

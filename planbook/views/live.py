@@ -37,20 +37,36 @@ class ViewTarget(Protocol):
 
 
 class Throttle:
-    """A token bucket: ``burst`` updates at once, then ``rate`` per second on average."""
+    """A token bucket: ``burst`` updates at once, then ``rate`` per second on average.
+
+    Asked again before the next token is due, it answers "not yet" from the time it worked
+    out then (one clock reading, no arithmetic): a fast run asks on every event.
+    """
 
     def __init__(self, rate: float = 10.0, burst: int = 3, clock: Callable[[], float] = time.monotonic) -> None:
         self.rate, self.burst, self.clock = rate, burst, clock
         self.tokens = float(burst)
         self.last = clock()
+        #: before this time the bucket holds less than a token (-inf: work it out on the next ask)
+        self._due = float("-inf")
 
-    def allow(self) -> bool:
-        now = self.clock()
+    def allow(self, now: float | None = None) -> bool:
+        """Take a token if there is one; ``now``: the clock, if the caller has just read it."""
+        if now is None:
+            now = self.clock()
+        if now < self._due:
+            return False
         self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.rate)
         self.last = now
         if self.tokens >= 1.0:
             self.tokens -= 1.0
             return True
+        # the bucket fills linearly and stays under its cap until then, so asking earlier
+        # changes nothing: the tokens are worked out again from ``last`` once it is due
+        if self.burst >= 1 and self.rate > 0:
+            self._due = now + (1.0 - self.tokens) / self.rate
+        else:
+            self._due = float("inf")  # never a token (what the arithmetic above gives too)
         return False
 
 
@@ -90,20 +106,26 @@ class LiveView:
         self.last_draw = clock()
         #: the thread that made the view (the kernel's execution thread): the only one that draws
         self.thread = threading.get_ident()
-        self.usage = Usage.from_events(runner.state.events)
-        self.timeline = TimelineBuilder().feed_all(runner.state.events)
+        self.usage = Usage()
+        self.timeline = TimelineBuilder()
+        self._read: list[Event] | None = None  # the event list the usage and timeline were read from
         self._note = getattr(target, "note_event", None)
+        self._catch_up()
         runner.subscribe(self)
         runner.add_heartbeat(self.beat, heartbeat)
 
     def __call__(self, event: Event) -> None:
+        # every event of a run comes here, thousands a second: only count it and decide whether
+        # to draw; the usage and the timeline read the new events when a state is taken
         self.events += 1
-        if event.kind == "llm.call":
-            self.usage.add(event.data)
-        self.timeline.feed(event)
         if self._note is not None and threading.get_ident() == self.thread:
             self._note(event, self.state)
-        if event.kind in FLUSH_NOW or self.throttle.allow():
+        if event.kind in FLUSH_NOW:
+            self.flush()
+            return
+        throttle = self.throttle
+        now = throttle.clock()
+        if now >= throttle._due and throttle.allow(now):  # "not yet" without a call, most events
             self.flush()
         else:
             self.pending = True
@@ -116,7 +138,25 @@ class LiveView:
             self.flush()
 
     def state(self) -> ViewState:
+        self._catch_up()
         return ViewState.of_runner(self.runner, usage=self.usage, timeline=self.timeline)
+
+    def _catch_up(self) -> None:
+        """Feed the usage and the timeline the run's events they have not read yet (the run's
+        record only grows; a runner given another state is read again from its start)."""
+        events = self.runner.state.events
+        if events is not self._read:
+            self._read = events
+            self.usage, self.timeline = Usage(), TimelineBuilder()
+        start = self.timeline.seen
+        end = len(events)
+        if start == end:
+            return
+        usage = self.usage
+        for event in events[start:end]:
+            if event.kind == "llm.call":
+                usage.add(event.data)
+        self.timeline.feed_new(events, end)
 
     def flush(self) -> None:
         """Draw now, if on the view's own thread (elsewhere: leave it pending for that thread)."""

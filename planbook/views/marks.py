@@ -69,18 +69,34 @@ class MarkBuilder:
 
     def feed_new(self, events: Sequence[Event]) -> "MarkBuilder":
         """Feed the events after the ones already seen (``events`` only grows during a run)."""
+        marks, finished, feed = self.marks, self._finished, self.feed
         for event in events[self.seen:]:
-            self.feed(event)
+            # what :meth:`feed` does with a step's own events, without a call for each (a
+            # run makes two a step); marks of other kinds are rare, and go through feed
+            kind = event.kind
+            if kind == "step.finished" and event.step is not None:
+                self.seen += 1
+                if marks:
+                    marks.pop(event.step, None)
+                finished.add(event.step)
+            elif kind == "step.started" and event.step is not None:
+                self.seen += 1
+                if marks:
+                    marks.pop(event.step, None)
+            else:
+                feed(event)
         return self
 
     def of(self, plan: Plan) -> dict[str, CacheMark]:
         """The marks of the steps of ``plan`` that are completed now (by id)."""
         out: dict[str, CacheMark] = {}
+        completed = Status.completed  # read once, not per step
+        found = self.marks.get
         for step in plan.steps:
-            if step.status is not Status.completed:
+            if step.status is not completed:
                 continue
-            mark = self.marks.get(step.id)
-            if mark is None and step.notes.startswith(CACHED_NOTE):
+            mark = found(step.id)
+            if mark is None and (notes := step.notes) and notes.startswith(CACHED_NOTE):
                 mark = CacheMark(step.id, "cached")
             if mark is not None:
                 out[step.id] = mark

@@ -32,7 +32,7 @@ WARN_REASONS = frozenset({"steps_skipped"})
 ELAPSED_MEANS = "the run's working time: time paused at a breakpoint or after an interrupt is not counted"
 
 
-@dataclass
+@dataclass(slots=True)  # a live view makes one a step: slots make that half the work
 class Execution:
     """One execution of a step (a bar of the timeline). Field names follow ``RunResult.timeline``."""
 
@@ -72,48 +72,77 @@ class TimelineBuilder:
         self._worked = 0.0  # the run's working time before its current stretch
         self._since: float | None = None  # when the current stretch of work began (None: not working)
         self._ran = False
+        self.seen = 0  # events fed so far
 
     def feed(self, event: Event) -> Execution | None:
         """Account for one event; returns the execution it started or ended, if any."""
-        if self.origin is None and event.kind != "llm.call":  # the calls that planned a run come before it
+        self.seen += 1
+        kind = event.kind
+        if self.origin is None and kind != "llm.call":  # the calls that planned a run come before it
             self.origin = event.time
-        if event.kind == "run.started":
+        # the kinds in the order a run makes them most (two step events a step)
+        if kind == "step.started":
+            step = event.step
+            if step is None:
+                return None
+            if self._interrupted:
+                self._interrupted.pop(step, None)  # it runs again: the interrupted bar stays as it was
+            data = event.data
+            count = self._count + 1
+            number = data.get("execution") or count
+            if type(number) is not int:
+                number = int(number)
+            self._count = number if number > count else count
+            attempt = data.get("attempt") or 1
+            worker = data.get("worker")
+            ex = Execution(number, step, attempt if type(attempt) is int else int(attempt), event.revision,
+                           worker if worker is None or type(worker) is str else str(worker), event.time)
+            self._open[step] = ex
+            self.executions.append(ex)
+            return ex
+        if kind == "step.finished" or kind == "step.failed":
+            step = event.step
+            if step is None:
+                return None
+            data = event.data
+            ex = self._open.pop(step, None)
+            if ex is None:  # a call that completed while the run was interrupted, kept when it continued
+                ex = self._interrupted.pop(step, None)
+                if ex is None or data.get("execution") not in (None, ex.execution):
+                    return None
+                ex.interrupted, ex.error = False, None
+            duration = data.get("duration")
+            if type(duration) is float:
+                ex.end = ex.start + duration
+            else:
+                ex.end = ex.start + float(duration) if isinstance(duration, (int, float)) else event.time
+            ex.ok = kind == "step.finished"
+            if not ex.ok:
+                ex.error = str(data.get("error") or "")
+            return ex
+        if kind == "run.started":
             self._ran = True
             if self._since is None:
                 self._since = event.time
-        elif event.kind in ("run.paused", "run.finished") and self._since is not None:
-            self._worked += max(0.0, event.time - self._since)
-            self._since = None
-        if event.kind == "step.started" and event.step is not None:
-            self._interrupted.pop(event.step, None)  # it runs again: the interrupted bar stays as it was
-            self._count += 1
-            number = int(event.data.get("execution") or self._count)
-            self._count = max(self._count, number)
-            ex = Execution(execution=number, step=event.step, attempt=int(event.data.get("attempt") or 1),
-                           revision=event.revision, worker=_worker(event.data.get("worker")), start=event.time)
-            self._open[event.step] = ex
-            self.executions.append(ex)
-            return ex
-        if event.kind in ("step.finished", "step.failed") and event.step is not None:
-            ex = self._open.pop(event.step, None)
-            if ex is None:  # a call that completed while the run was interrupted, kept when it continued
-                ex = self._interrupted.pop(event.step, None)
-                if ex is None or event.data.get("execution") not in (None, ex.execution):
-                    return None
-                ex.interrupted, ex.error = False, None
-            duration = event.data.get("duration")
-            ex.end = ex.start + float(duration) if isinstance(duration, (int, float)) else event.time
-            ex.ok = event.kind == "step.finished"
-            if not ex.ok:
-                ex.error = str(event.data.get("error") or "")
-            return ex
-        if event.kind == "run.finished":  # an interrupted step never finishes: close its bar where the run stopped
-            for ex in self._open.values():
-                ex.end, ex.ok, ex.interrupted = event.time, False, True
-                ex.error = "interrupted"
-                self._interrupted[ex.step] = ex
-            self._open.clear()
+        elif kind == "run.paused" or kind == "run.finished":
+            if self._since is not None:
+                self._worked += max(0.0, event.time - self._since)
+                self._since = None
+            if kind == "run.finished":  # an interrupted step never finishes: close its bar where the run stopped
+                for ex in self._open.values():
+                    ex.end, ex.ok, ex.interrupted = event.time, False, True
+                    ex.error = "interrupted"
+                    self._interrupted[ex.step] = ex
+                self._open.clear()
         return None
+
+    def feed_new(self, events: Sequence[Event], end: int | None = None) -> "TimelineBuilder":
+        """Feed the events after the ones already fed (up to ``end``): a live view reads a run's
+        record, which only grows, when it draws."""
+        feed = self.feed
+        for event in events[self.seen:end]:
+            feed(event)
+        return self
 
     def working_time(self, now: float | None = None) -> float | None:
         """The run's working time: every stretch from ``run.started`` to the ``run.paused`` or
@@ -130,10 +159,6 @@ class TimelineBuilder:
         return self
 
 
-def _worker(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
 def with_overlaps(executions: Sequence[Execution], now: float | None = None) -> list[Execution]:
     """Fill each execution's ``overlaps`` (the executions that ran at the same time)."""
     found = overlaps_of(executions, now)
@@ -146,7 +171,8 @@ def critical_path(executions: Sequence[Execution], plan: Plan) -> list[int]:
     """The chain of executions that had to run one after another — the same definition as
     ``RunResult.timeline`` (:mod:`planbook.timeline`), with the plan's needs."""
     needs = {s.id: s.needs for s in plan.steps}
-    return critical_chain(executions, lambda i, ex: needs.get(ex.step, ()))[0]
+    found = needs.get
+    return critical_chain(executions, lambda i, ex: found(ex.step, ()))[0]
 
 
 @dataclass
@@ -280,10 +306,12 @@ def verdict_line(state: Any) -> str:
 def frontier(steps: Sequence[Step]) -> int:
     """Index of the first running step, else of the last step that is no longer waiting."""
     at = 0
+    running, waiting = Status.in_progress, Status.not_started  # read once, not per step
     for i, step in enumerate(steps):
-        if step.status is Status.in_progress:
+        status = step.status
+        if status is running:
             return i
-        if step.status is not Status.not_started:
+        if status is not waiting:
             at = i
     return at
 
@@ -298,14 +326,26 @@ def row_window(steps: Sequence[Step], max_rows: int, *, before: int | None = Non
     n = len(steps)
     if n <= max_rows:
         return 0, n
-    running = [i for i, s in enumerate(steps) if s.status is Status.in_progress]
-    context = max_rows // 3 if before is None else before
+    in_progress = Status.in_progress
+    running = [i for i, s in enumerate(steps) if s.status is in_progress]
     if running:
-        first, last = running[0], running[-1]
+        return window_around(n, max_rows, running[0], running[-1], running[0], before)
+    return window_around(n, max_rows, None, None, frontier(steps), before)
+
+
+def window_around(n: int, max_rows: int, first: int | None, last: int | None, front: int,
+                  before: int | None = None) -> tuple[int, int]:
+    """:func:`row_window` from what it looks at: ``n`` rows, the first and last running ones
+    (None: nothing runs) and the :func:`frontier` (a view that has the statuses as a string
+    finds these without a pass over the steps)."""
+    if n <= max_rows:
+        return 0, n
+    context = max_rows // 3 if before is None else before
+    if first is not None and last is not None:
         start = first - context
         if last - start >= max_rows:  # the running steps are spread out: keep the first ones in view
             start = first - min(context, max(0, max_rows - 1 - (last - first)))
     else:
-        start = frontier(steps) - context
+        start = front - context
     start = max(0, min(start, n - max_rows))
     return start, start + max_rows
