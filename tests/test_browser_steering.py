@@ -39,7 +39,8 @@ CELLS = [
     + "".join(f"  - {{id: m{i}, tool: send, args: {{to: bob, times: 1}}, needs: [{'first' if i == 1 else f'm{i - 1}'}]}}\n"
               for i in range(1, APPROVALS + 2)),
     "handle = %run_plan mails --tools box --background\nhandle",
-    "print('other cell answers while the run waits:', handle.status)",
+    # the run reaches its first approval on its own thread: this cell may start before it does
+    "handle.wait_for_approval(60)\nprint('other cell answers while the run waits:', handle.status)",
 ]
 
 # click a control and return the browser's wall clock at the click (ms since the epoch)
