@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .gcwindow import collector_paused, worth_keeping
 from .models import Step
 
 #: how the note on a step begins when the cache was asked for and this call could not use it
@@ -37,7 +38,10 @@ class RunRecorder:
     def begin(self, state: Any, config: dict[str, Any]) -> None:
         """Create the run in the store (a resumed run exists already) and save its state."""
         if self.run_id is None:
-            self.run_id = self.store.create_run(state.plan, goal=state.plan.goal, config=config)
+            # a row and what it was written from, for every step: all of it lives on, as the
+            # plan's copy does (see gcwindow.collector_paused)
+            with collector_paused(keep=worth_keeping(len(state.plan.steps))):
+                self.run_id = self.store.create_run(state.plan, goal=state.plan.goal, config=config)
             self._claimed = True
             # the plan was just written as it is (a full save would write every step again):
             # what the state adds is its counters and first events
