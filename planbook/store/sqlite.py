@@ -32,8 +32,8 @@ import random
 import sqlite3
 import threading
 import time
-from operator import itemgetter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
