@@ -162,7 +162,7 @@ def save_cost(folder: Path, n: int, saves: int = 20) -> tuple[float, float]:
         return cpu / saves * 1e3, (con.total_changes - rows) / saves
 
 
-def main(n: int = 2000, repeats: int = 5) -> None:
+def main(n: int = 2000, repeats: int = 9) -> None:
     plan = make_plan(n)
     rows: dict[str, list[float]] = {"no store": [], "SQLite store": [], "durable=True": [], "bare": []}
     with tempfile.TemporaryDirectory() as name:
@@ -194,4 +194,4 @@ def main(n: int = 2000, repeats: int = 5) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000, int(sys.argv[2]) if len(sys.argv) > 2 else 5)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000, int(sys.argv[2]) if len(sys.argv) > 2 else 9)
