@@ -219,8 +219,9 @@ class _RunCache:
     def args_as_stored(self, args: dict[str, Any], kind: str, payload: Any) -> bool:
         """True when ``args`` are plain data whose JSON text is ``payload``, as a row stores
         it: written then with no redaction (a redacted payload holds ``***``, never the text
-        of the args), so they are unchanged and need no redaction now. Kept in the args
-        cache, so the step's history entry does not encode them again."""
+        of the args), so they are unchanged and, while the same secrets are known (the
+        caller checks), need none now. Kept in the args cache, so the step's history entry
+        does not encode them again."""
         hit = self.args.get(id(args))
         if hit is not None and hit[0] is args and same_plain(hit[1], args):
             return not hit[3] and hit[2].kind == kind and hit[2].payload == payload
