@@ -47,14 +47,15 @@ class Throttle:
         self.rate, self.burst, self.clock = rate, burst, clock
         self.tokens = float(burst)
         self.last = clock()
-        #: before this time the bucket holds less than a token (-inf: work it out on the next ask)
-        self._due = float("-inf")
+        #: before this time the bucket holds less than a token (-inf: work it out on the next ask);
+        #: a caller that reads the clock anyway may compare with it before asking
+        self.due = float("-inf")
 
     def allow(self, now: float | None = None) -> bool:
         """Take a token if there is one; ``now``: the clock, if the caller has just read it."""
         if now is None:
             now = self.clock()
-        if now < self._due:
+        if now < self.due:
             return False
         self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.rate)
         self.last = now
@@ -64,9 +65,9 @@ class Throttle:
         # the bucket fills linearly and stays under its cap until then, so asking earlier
         # changes nothing: the tokens are worked out again from ``last`` once it is due
         if self.burst >= 1 and self.rate > 0:
-            self._due = now + (1.0 - self.tokens) / self.rate
+            self.due = now + (1.0 - self.tokens) / self.rate
         else:
-            self._due = float("inf")  # never a token (what the arithmetic above gives too)
+            self.due = float("inf")  # never a token (what the arithmetic above gives too)
         return False
 
 
@@ -125,7 +126,7 @@ class LiveView:
             return
         throttle = self.throttle
         now = throttle.clock()
-        if now >= throttle._due and throttle.allow(now):  # "not yet" without a call, most events
+        if now >= throttle.due and throttle.allow(now):  # "not yet" without a call, most events
             self.flush()
         else:
             self.pending = True

@@ -54,14 +54,17 @@ class MarkBuilder:
 
     def feed(self, event: Event) -> None:
         self.seen += 1
-        if event.step is not None and event.kind == "step.cached":
-            self.marks[event.step] = CacheMark(event.step, "cached", _text(event.data.get("from_run")),
-                                               _text(event.data.get("from_step")), event.time)
-        elif event.step is not None and event.kind in ("step.finished", "step.started"):
-            self.marks.pop(event.step, None)  # it ran (again) in this run
-            if event.kind == "step.finished":
-                self._finished.add(event.step)
-        elif event.kind == "run.started" and event.data.get("resumed") and event.data.get("stored", True):
+        kind, step = event.kind, event.step
+        # a step's own events first: a run makes two a step, every other kind is rare
+        if (kind == "step.finished" or kind == "step.started") and step is not None:
+            if self.marks:
+                self.marks.pop(step, None)  # it ran (again) in this run
+            if kind == "step.finished":
+                self._finished.add(step)
+        elif step is not None and kind == "step.cached":
+            self.marks[step] = CacheMark(step, "cached", _text(event.data.get("from_run")),
+                                         _text(event.data.get("from_step")), event.time)
+        elif kind == "run.started" and event.data.get("resumed") and event.data.get("stored", True):
             # a resume from the store (events stored before ``stored`` existed count as one)
             for step_id in self._finished:
                 self.marks.setdefault(step_id, CacheMark(step_id, "resumed", at=event.time))
@@ -69,22 +72,9 @@ class MarkBuilder:
 
     def feed_new(self, events: Sequence[Event]) -> "MarkBuilder":
         """Feed the events after the ones already seen (``events`` only grows during a run)."""
-        marks, finished, feed = self.marks, self._finished, self.feed
+        feed = self.feed
         for event in events[self.seen:]:
-            # what :meth:`feed` does with a step's own events, without a call for each (a
-            # run makes two a step); marks of other kinds are rare, and go through feed
-            kind = event.kind
-            if kind == "step.finished" and event.step is not None:
-                self.seen += 1
-                if marks:
-                    marks.pop(event.step, None)
-                finished.add(event.step)
-            elif kind == "step.started" and event.step is not None:
-                self.seen += 1
-                if marks:
-                    marks.pop(event.step, None)
-            else:
-                feed(event)
+            feed(event)
         return self
 
     def of(self, plan: Plan) -> dict[str, CacheMark]:
