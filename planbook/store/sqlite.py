@@ -47,7 +47,7 @@ from .logrows import (
     step_of, value_json,
 )
 from .records import (
-    RECORD_FIELDS, config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json,
+    RECORD_FIELDS, config_json, counters_json, diffs_from_records, diffs_json, event_from_record, events_json,
     plan_from_record, plan_json, record_values, redacted_paths, step_from_record, step_json,
 )
 from .redact import DeferredChecks, Redactor
@@ -509,41 +509,64 @@ class SQLiteStore:
                 cache.set_status(st.id, st.status.value)
                 cache.row_stale(st.id)
             now = time.time()
-            self._append_log(con, cache, run_id, state, now, history, events, deltas, calls)
+            row = self._log_row(cache, state, now, history, events, deltas, calls)
             if (state.status, state.reason) != cache.row_status:
+                if not con.in_transaction:  # two statements: one transaction
+                    con.execute("BEGIN IMMEDIATE")
                 self._update_run(con, cache, run_id, state, now)
+            self._insert_log(con, cache, run_id, row)
 
-        self._run_write(run_id, write)
+        self._run_write(run_id, write, lone=True)
         if state.status in ("completed", "failed"):
             self._caches.pop(run_id, None)  # as in save_state: what a row was made of is not kept past the end
 
     def append_events(self, run_id: str, events: Sequence[Event]) -> None:
         def write(con: sqlite3.Connection, cache: _RunCache) -> None:
-            texts = [event_json(e, cache.checks or self.redactor) for e in events]
+            texts = events_json(events, cache.checks or self.redactor)
             calls = sum(1 for e in events if e.kind == "llm.call")
             cache.next_events = cache.events + len(events)
             self._append_log(con, cache, run_id, None, time.time(), [], texts, [], calls, counters=False)
 
         self._run_write(run_id, write)
 
-    def _run_write(self, run_id: str, write: Callable[[sqlite3.Connection, _RunCache], None]) -> None:
-        """One write of a run. What the run's cache learns is kept only once it is committed;
-        a write that did not finish makes the next one read the counts from the file again.
-        Its texts are checked for secrets together, before the log row is written; when
-        redaction would change one, the write is made again with each text redacted."""
+    def _run_write(self, run_id: str, write: Callable[[sqlite3.Connection, _RunCache], None], *,
+                   lone: bool = False) -> None:
+        """One write of a run, in one transaction. What the run's cache learns is kept only once
+        it is committed; a write that did not finish makes the next one read the counts from the
+        file again. Its texts are checked for secrets together, before the log row is written;
+        when redaction would change one, the write is made again with each text redacted.
+
+        ``lone``: ``write`` begins the transaction itself before any statement but its last, the
+        log row, so that a write which is that one row is a transaction of one statement (SQLite
+        takes the write lock when it starts, as ``BEGIN IMMEDIATE`` does): a step costs one
+        statement, not three."""
         self._check_writable()
-        with self._lock:
-            try:
-                def attempt(con: sqlite3.Connection, deferred: bool) -> _RunCache:
-                    cache = self._caches.get(run_id) or self._load_cache(con, run_id)
+
+        def attempt(deferred: bool) -> _RunCache:
+            with self._lock:
+                con = self._connection()
+                cache = self._caches.get(run_id)
+                if cache is None or not lone:
+                    con.execute("BEGIN IMMEDIATE")
+                try:
+                    if cache is None:
+                        cache = self._load_cache(con, run_id)
                     cache.begin(deferred)
                     write(con, cache)
+                    if con.in_transaction:
+                        con.execute("COMMIT")
                     return cache
+                except BaseException:
+                    if con.in_transaction:
+                        con.execute("ROLLBACK")
+                    raise
 
+        with self._lock:
+            try:
                 try:
-                    cache = self._retrying("BEGIN IMMEDIATE", lambda con: attempt(con, True))
+                    cache = self._until_free(lambda: attempt(True))
                 except _Recheck:
-                    cache = self._retrying("BEGIN IMMEDIATE", lambda con: attempt(con, False))
+                    cache = self._until_free(lambda: attempt(False))
                 cache.commit()
                 self._caches[run_id] = cache
             except BaseException:
@@ -589,7 +612,7 @@ class SQLiteStore:
             # the plan's step holds the same result object: its row points at this entry
             cache.results[entry.id] = (entry.result, ("ref", None, None, seq))
         new_events = events[cache.events:]
-        texts = [event_json(e, cache.checks or self.redactor) for e in new_events]
+        texts = events_json(new_events, cache.checks or self.redactor)
         cache.next_history, cache.next_events = len(history), len(events)
         return entries, texts, sum(1 for e in new_events if e.kind == "llm.call")
 
@@ -642,6 +665,13 @@ class SQLiteStore:
     def _append_log(self, con: sqlite3.Connection, cache: _RunCache, run_id: str, state: Any, now: float,
                     history: list[str], events: list[str], deltas: list[str], calls: int, *,
                     counters: bool = True) -> None:
+        self._insert_log(con, cache, run_id,
+                         self._log_row(cache, state, now, history, events, deltas, calls, counters=counters))
+
+    def _log_row(self, cache: _RunCache, state: Any, now: float, history: list[str], events: list[str],
+                 deltas: list[str], calls: int, *, counters: bool = True) -> tuple[Any, ...]:
+        """The values of the write's log row, its texts checked for secrets (:class:`_Recheck`
+        when redaction would change one); the model calls it counts are added to the run's."""
         text = None
         if counters and state is not None:
             key = counters_key(state)  # all but executions, a column of the row (the one counter every step changes)
@@ -651,11 +681,13 @@ class SQLiteStore:
         if cache.checks is not None and not cache.checks.clean():
             raise _Recheck
         cache.next_model_calls += calls
+        return (log_id(cache.log_key, cache.next_seq), now, state.executions if state is not None else 0,
+                cache.next_model_calls, cache.next_done, cache.next_history, cache.next_events,
+                document(history, events, deltas, text))
+
+    def _insert_log(self, con: sqlite3.Connection, cache: _RunCache, run_id: str, row: tuple[Any, ...]) -> None:
         try:
-            con.execute(INSERT_LOG, (
-                log_id(cache.log_key, cache.next_seq), now, state.executions if state is not None else 0, cache.next_model_calls,
-                cache.next_done, cache.next_history, cache.next_events, document(history, events, deltas, text),
-            ))
+            con.execute(INSERT_LOG, row)
         except sqlite3.IntegrityError:
             raise _two_writers(run_id, self.location) from None
         cache.next_seq += 1
