@@ -1,4 +1,4 @@
-"""The SQLite store's log (schema versions 3 and 4): one row per write of a run.
+"""The SQLite store's log (schema versions 3 to 5): one row per write of a run.
 
 A step used to cost seven statements in one transaction (its history entry, two events,
 two step rows, the run's row), each touching its own table and index: about seven pages
@@ -14,6 +14,11 @@ write, which a reader replays in order::
                           table with these fields changed ({"id": ..., "status": ...,
                           "attempts": ..., "started_at": ...} for a step going in progress)
      "c": COUNTERS}       the run's counters, when more than ``executions`` (a column) changed
+
+or, as a run's first row (schema version 5), ``{"b": [ENTRY, ...]}``: the plan's steps as
+the run was created, in order — a fresh plan is written as this one row, not a row per step
+in the steps table. Until the run's first save they are its steps' base (what a PATCH
+changes); that save writes every step to the steps table, which is the base from then on.
 
 A VALUE is ``{"json": DATA}``, ``{"pickle": BASE64, "meta": META}`` or ``{"repr": TEXT,
 "meta": META}`` (see :mod:`planbook.store.values`). The ``steps`` table and the run's row
@@ -119,9 +124,10 @@ def value_of(stored: dict[str, Any]) -> Any:
     raise ValueError(f"unknown stored value {sorted(stored)}: this store was written by a newer planbook")
 
 
-def step_of(entry: dict[str, Any], result: Any) -> Step:
-    """A Step from an ENTRY (its result given: a history entry and the plan's step share it)."""
-    fields = entry["r"]
+def step_of(entry: dict[str, Any], result: Any, patch: dict[str, Any] | None = None) -> Step:
+    """A Step from an ENTRY (its result given: a history entry and the plan's step share it);
+    ``patch``: the fields a later log row changed (a PATCH)."""
+    fields = {**entry["r"], **patch} if patch else entry["r"]
     args = value_of(entry["a"])
     if not isinstance(args, dict):  # pickled args that no longer load: the step cannot run as it was
         args = {UNRESTORABLE_ARGS: args}
@@ -143,6 +149,8 @@ class Replay:
         #: the rows after the last save changed it only so
         self.patched: dict[str, dict[str, Any]] = {}
         self.counters: dict[str, Any] | None = None
+        #: the ENTRY of each step as the run was created, when no save wrote the steps table since
+        self.created: list[dict[str, Any]] | None = None
         self.executions: int | None = None
         self.last_time: float | None = None
 
@@ -158,6 +166,8 @@ class Replay:
         if seq <= self.log_seq:
             return  # the steps table and the run's row include this row's steps and counters
         self.last_time, self.executions = time, executions
+        if "b" in doc:
+            self.created = doc["b"]
         for delta in doc.get("s", ()):
             if "p" in delta:
                 patch = delta["p"]
@@ -193,6 +203,8 @@ def statuses_after(log_seq: int, rows: Iterable[tuple[int, int, str]]) -> dict[s
         if seq <= log_seq:
             continue
         doc = json.loads(record)
+        for entry in doc.get("b", ()):
+            out[entry["r"]["id"]] = entry["r"].get("status", "not_started")
         entries = doc.get("h", [])
         first = history - len(entries)
         for delta in doc.get("s", ()):

@@ -42,13 +42,7 @@ def step_json(step: Step, redactor: Redactor | DeferredChecks, redacted: list[An
     is left out: reading fills it in again (:func:`step_from_record`), and a step's record
     is written at least twice per execution, mostly defaults. Only its texts are checked for
     secrets: the field names are planbook's own, and numbers are never redacted."""
-    record: dict[str, Any] = {
-        name: value for name, value, default in zip(RECORD_FIELDS, record_values(step.__dict__), _RECORD_DEFAULTS)
-        if value is not default
-    }
-    status = record.get("status")
-    if status is not None:
-        record["status"] = status.value
+    record = step_record(step)
     if redacted:
         record["_redacted"] = [list(p) for p in redacted]
         return _step_text(record, redactor)
@@ -56,6 +50,19 @@ def step_json(step: Step, redactor: Redactor | DeferredChecks, redacted: list[An
         return redactor.json_record(record, [v for v in record.values() if isinstance(v, str)], step.needs)
     except (TypeError, ValueError):  # a field holding an object (a newer Step field): its repr
         return _step_text(record, redactor)
+
+
+def step_record(step: Step) -> dict[str, Any]:
+    """The step's record as data, not yet checked for secrets (see :func:`step_json`): the
+    fields that do not hold their default object, its status as its name."""
+    record: dict[str, Any] = {
+        name: value for name, value, default in zip(RECORD_FIELDS, record_values(step.__dict__), _RECORD_DEFAULTS)
+        if value is not default
+    }
+    status = record.get("status")
+    if status is not None:
+        record["status"] = status.value
+    return record
 
 
 def _step_text(record: dict[str, Any], redactor: Redactor | DeferredChecks) -> str:

@@ -172,9 +172,14 @@ class Redactor:
         searched once for anything redaction could change (a known secret, a secret-like word,
         credentials in a URL); only then is the data walked. TypeError for non-JSON data."""
         text = _dump(value)
-        if not suspicious(text) and not any(s in text for s in self._known_forms):
+        if self.unchanged(text):
             return text
         return _dump(self.data(value))
+
+    def unchanged(self, text: str) -> bool:
+        """True when redaction would change nothing in ``text`` (False may be a false alarm:
+        see :data:`SUSPECT_WORDS`)."""
+        return not suspicious(text) and not any(s in text for s in self._known_forms)
 
     def json_record(self, value: dict[str, Any], texts: list[str], more: Iterable[Any] = ()) -> str:
         """Like :meth:`json_text` for a mapping whose names are planbook's own and whose values
@@ -183,8 +188,7 @@ class Redactor:
         text = _dump(value)
         if not texts and not more:
             return text
-        joined = "\x00".join([*texts, *(v for v in more if isinstance(v, str))])
-        if not suspicious(joined) and not any(s in joined for s in self._known_forms):
+        if self.unchanged("\x00".join([*texts, *(v for v in more if isinstance(v, str))])):
             return text
         return _dump(self.data(value))
 
@@ -265,8 +269,8 @@ class DeferredChecks:
 
     def clean(self) -> bool:
         """True when redaction would have changed none of the texts (what ``json_text`` checks)."""
-        joined = "\x00".join(self.texts)  # a separator no JSON text holds: no match spans two texts
-        return not suspicious(joined) and not any(s in joined for s in self.redactor._known_forms)
+        # a separator no JSON text holds: no match spans two texts
+        return self.redactor.unchanged("\x00".join(self.texts))
 
 
 def echo_forms(secret: str) -> set[str]:

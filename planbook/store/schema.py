@@ -15,7 +15,10 @@ written, not seven); 4 — a log row may change a step by a patch of its row in 
 table (a step going in progress writes its status, attempt and start time, not the whole
 step again). A version-3 file is a version-4 file without patches: migrating it changes
 only its version number, and an older planbook refuses a version-4 file instead of
-misreading its patches.
+misreading its patches; 5 — a fresh plan's steps are written as its run's first log row (one
+row, in place of a row per step in the steps table, which a run's first save fills) and the
+run's row counts its steps (``steps_total``). A version-4 file is a version-5 file whose
+runs count their steps in the steps table: migrating it adds the column, left empty.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from .base import StoreError, StoreFormatError
 from .logrows import INSERT_LOG, LOG_TABLE, document, entry_json, log_id, value_json
 
 #: the schema this planbook writes; a file with a higher number was written by a newer one
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: the oldest schema this planbook reads (and migrates when it writes)
 OLDEST_VERSION = 1
 #: ``PRAGMA application_id`` of a planbook run store ("plbk")
@@ -58,7 +61,8 @@ CREATE TABLE IF NOT EXISTS runs (
     writer_host TEXT,
     writer_since REAL,
     log_seq INTEGER NOT NULL DEFAULT -1,
-    log_key INTEGER
+    log_key INTEGER,
+    steps_total INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_by_creation ON runs (created);
 CREATE TABLE IF NOT EXISTS steps (
@@ -189,11 +193,14 @@ def create_schema(con: sqlite3.Connection, location: str) -> None:
     if row[0] is None:
         con.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
         con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-    elif row[0] in (1, 2, 3):
+    elif row[0] in (1, 2, 3, 4):
         if row[0] == 1:
             _migrate_1_to_2(con)
         if row[0] <= 2:
             _migrate_2_to_3(con)
+        # 3 -> 4 changes nothing stored; 4 -> 5: a run's steps_total, empty (the steps table counts them)
+        if "steps_total" not in {row[1] for row in con.execute("PRAGMA table_info(runs)")}:
+            con.execute("ALTER TABLE runs ADD COLUMN steps_total INTEGER")
         con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
     elif row[0] != SCHEMA_VERSION:  # another process created it meanwhile, with another version
         raise StoreFormatError(f"the run store {location} has schema version {row[0]}; this planbook "
