@@ -272,7 +272,7 @@ def counters_of(state: Any) -> dict[str, Any]:
     return out
 
 
-_COUNTER_KEYS: dict[type, tuple[Callable[[dict[str, Any]], Any], tuple[int, ...]]] = {}
+_COUNTER_KEYS: dict[type, tuple[Callable[[dict[str, Any]], Any], Callable[[tuple[Any, ...]], Any]]] = {}
 
 
 def counters_key(state: Any) -> tuple[Any, ...]:
@@ -288,11 +288,13 @@ def counters_key(state: Any) -> tuple[Any, ...]:
             return tuple(sorted((k, repr(v)) for k, v in counters_of(state).items() if k != "executions"))
         getter = itemgetter(*names) if len(names) > 1 else (lambda d, n=names[0]: (d[n],))
         fields = getattr(type(state), "model_fields", {})
-        containers = tuple(i for i, n in enumerate(names) if _may_hold_container(fields.get(n)))
-        known = _COUNTER_KEYS[type(state)] = (getter, containers)
-    getter, containers = known
+        containers = [i for i, n in enumerate(names) if _may_hold_container(fields.get(n))]
+        pick = (itemgetter(*containers) if len(containers) > 1 else
+                (lambda t, i=containers[0]: (t[i],)) if containers else (lambda t: ()))
+        known = _COUNTER_KEYS[type(state)] = (getter, pick)
+    getter, pick = known
     flat = getter(state.__dict__)
-    return flat + tuple(_snapshot(flat[i]) for i in containers)
+    return flat + tuple(map(_snapshot, pick(flat)))
 
 
 def _may_hold_container(field: Any) -> bool:

@@ -54,8 +54,8 @@ from .redact import DeferredChecks, Redactor
 from .claims import RunClaimed, is_me, refuse_claim, this_host
 from .schema import DAMAGED, SCHEMA_VERSION, V1_COLUMNS, check_file, connect_readonly, create_schema, is_busy
 from .values import (
-    UNRESTORABLE_ARGS, Encoded, Unrestorable, clone, decode, dump_json, encode, encode_args, place_markers,
-    plain_json_text, same_plain,
+    UNRESTORABLE_ARGS, Encoded, Unrestorable, clone, decode, dump_json, encode, encode_args, is_plain_json,
+    place_markers, plain_json_text, same_plain,
 )
 
 T = TypeVar("T")
@@ -69,6 +69,13 @@ WAL_AUTOCHECKPOINT = 4000
 WAL_SIZE_LIMIT = 32 * 1024 * 1024
 #: encoded args kept per run (a step's args are written two or three times while it runs)
 ARGS_KEPT = 256
+
+
+#: this process's id, kept current across ``fork``: a store compares it at every write (it never
+#: carries a connection into a child process), and ``os.getpid()`` is a system call each time
+_PROCESS = [os.getpid()]
+if hasattr(os, "register_at_fork"):  # POSIX; where there is no fork, the id never changes
+    os.register_at_fork(after_in_child=lambda: _PROCESS.__setitem__(0, os.getpid()))
 
 
 def _value(kind: str, payload: Any, meta: str | None) -> Any:
@@ -116,9 +123,10 @@ class _RunCache:
         self.entries: dict[int, tuple[Step, int]] = {}
         #: the last step record written in this write: (the field values, by identity; its JSON)
         self._record: tuple[tuple[Any, ...], str] | None = None
-        #: step id -> (position, what its row in the steps table was made of): see :func:`_row_signature`
-        self.rows: dict[str, tuple[int | None, tuple[Any, ...]]] = {}
-        self._rows_written: dict[str, tuple[int | None, tuple[Any, ...]]] = {}
+        #: step id -> (position, what its row in the steps table was made of — see
+        #: :func:`_row_signature` —, a copy of its args then when they were written as they are)
+        self.rows: dict[str, tuple[int | None, tuple[Any, ...], Any]] = {}
+        self._rows_written: dict[str, tuple[int | None, tuple[Any, ...], Any]] = {}
         self._rows_stale: set[str] = set()
         self._rows_kept: set[str] | None = None
         #: the run's steps are in its first log row and not yet in the steps table: its next
@@ -184,26 +192,28 @@ class _RunCache:
         self._rows_stale.add(step_id)
         self._rows_written.pop(step_id, None)
 
-    def base_row(self, step_id: str) -> tuple[Any, ...] | None:
-        """What the stored row of ``step_id`` was written from (see :func:`_row_signature`),
-        while that row is the step's latest state in the store (no log row changed it since);
-        else None."""
+    def base_row(self, step_id: str) -> tuple[tuple[Any, ...], Any] | None:
+        """What the stored row of ``step_id`` was written from (see :func:`_row_signature`)
+        and the copy of its args, while that row is the step's latest state in the store (no
+        log row changed it since); else None."""
         known = self.rows.get(step_id)
         if known is None or step_id in self._rows_stale:
             return None
-        return known[1]
+        return known[1], known[2]
 
     def row_unchanged(self, step_id: str, position: int | None, signature: tuple[Any, ...] | None) -> bool:
         """True when the stored row of ``step_id`` was written from exactly this (see :func:`_row_signature`)."""
-        return signature is not None and self.rows.get(step_id) == (position, signature)
+        known = self.rows.get(step_id)
+        return signature is not None and known is not None and known[0] == position and known[1] == signature
 
-    def row_written(self, step_id: str, position: int, signature: tuple[Any, ...] | None) -> None:
-        """What the row of ``step_id`` is written from in this write (kept once it commits)."""
+    def row_written(self, step_id: str, position: int, signature: tuple[Any, ...] | None, args: Any) -> None:
+        """What the row of ``step_id`` is written from in this write (kept once it commits);
+        ``args``: the step's args when the row holds them as they are (no redaction), else None."""
         if signature is None:  # nothing to compare with: the next save writes it again
             self.row_stale(step_id)
         else:
             self._rows_stale.discard(step_id)
-            self._rows_written[step_id] = (position, signature)
+            self._rows_written[step_id] = (position, signature, None if args is None else clone(args))
 
     def keep_rows(self, ids: set[str]) -> None:
         """The rows of every other step were deleted: what is known of them is forgotten when
@@ -219,27 +229,33 @@ class _RunCache:
             self._keep_args(args, enc)
         return enc, paths
 
-    def args_as_stored(self, args: dict[str, Any], kind: str, payload: Any) -> bool:
+    def args_as_stored(self, args: dict[str, Any], copy: Any, kind: str, payload: Any) -> bool:
         """True when ``args`` are plain data whose JSON text is ``payload``, as a row stores
         it: written then with no redaction (a redacted payload holds ``***``, never the text
         of the args), so they are unchanged and, while the same secrets are known (the
-        caller checks), need none now. Kept in the args cache, so the step's history entry
-        does not encode them again."""
+        caller checks), need none now. ``copy``: the copy of the args taken when the row was
+        written with them as they are (None when it was not): equal to them, type for type,
+        it proves it without encoding them again. Kept in the args cache, so the step's
+        history entry does not encode them again."""
         hit = self.args.get(id(args))
         if hit is not None and hit[0] is args and same_plain(hit[1], args):
             return not hit[3] and hit[2].kind == kind and hit[2].payload == payload
         if kind != "json" or type(args) is not dict:
             return False
+        if copy is not None and same_plain(copy, args):
+            self._keep_args(args, Encoded("json", payload), copy)
+            return True
         text = plain_json_text(args)
         if text is None or text != payload:
             return False
         self._keep_args(args, Encoded("json", text))
         return True
 
-    def _keep_args(self, args: dict[str, Any], enc: Encoded) -> None:
+    def _keep_args(self, args: dict[str, Any], enc: Encoded, copy: Any = None) -> None:
+        """``copy``: a copy of ``args`` already taken (kept unchanged: nobody else holds it)."""
         if len(self.args) >= ARGS_KEPT:  # only the steps in flight need it: keep memory per step flat
             del self.args[next(iter(self.args))]
-        self.args[id(args)] = (args, clone(args), enc, [])
+        self.args[id(args)] = (args, clone(args) if copy is None else copy, enc, [])
 
     def record(self, step: Step, redactor: Redactor | DeferredChecks, paths: list[Any]) -> str:
         """The step's record as JSON; a step equal field by field to the last one (the plan's
@@ -329,12 +345,12 @@ class SQLiteStore:
 
     def _connection(self) -> sqlite3.Connection:
         """This process's connection (opened again after a fork)."""
-        if self._con is not None and self._pid == os.getpid():
+        if self._con is not None and self._pid == _PROCESS[0]:
             return self._con
         if self.readonly:
             con = connect_readonly(self.path, self.location, self.busy_timeout)
             con.isolation_level = None
-            self._con, self._pid = con, os.getpid()
+            self._con, self._pid = con, _PROCESS[0]
             return con
         con = sqlite3.connect(str(self.path), timeout=self.busy_timeout, isolation_level=None,
                               check_same_thread=False)
@@ -350,13 +366,13 @@ class SQLiteStore:
         except BaseException:
             con.close()
             raise
-        self._con, self._pid = con, os.getpid()
+        self._con, self._pid = con, _PROCESS[0]
         self._caches.clear()  # a forked child re-reads what is stored
         return con
 
     def close(self) -> None:
         with self._lock:
-            if self._con is not None and self._pid == os.getpid():
+            if self._con is not None and self._pid == _PROCESS[0]:
                 self._con.close()
             self._con = None
             self._caches.clear()
@@ -475,7 +491,7 @@ class SQLiteStore:
             if st.status is not Status.not_started or st.result is not None or text is None:
                 return None
             entries.append({"r": step_record(st), "a": {"json": args}, "v": none})
-            cache.row_written(st.id, pos, _row_signature(st, Encoded("json", text), self.redactor))
+            cache.row_written(st.id, pos, _row_signature(st, Encoded("json", text), self.redactor), args)
         try:
             doc = dump_json({"b": entries})
         except (TypeError, ValueError, RecursionError):  # a field holding an object: written step by step
@@ -649,8 +665,25 @@ class SQLiteStore:
         return entries, texts, sum(1 for e in new_events if e.kind == "llm.call")
 
     def _entry(self, cache: _RunCache, step: Step) -> str:
-        """A step (a history entry, or a plan step's new state) as an ENTRY of the log."""
+        """A step (a history entry, or a plan step's new state) as an ENTRY of the log.
+
+        Plain args and a plain result are encoded with the record in one text (one encoder
+        call, as most steps are): its texts go to the write's deferred check, and the text is
+        searched for a known secret as a whole (a hit is written the long way, where a result
+        holding one is not restorable)."""
         args, paths = cache.encode_args(step.args, self.redactor)
+        checks = cache.checks
+        if checks is not None and not paths and args.kind == "json":
+            try:
+                text = None
+                if is_plain_json(step.result):
+                    record = step_record(step)
+                    text = checks.json_record({"r": record, "a": {"json": step.args}, "v": {"json": step.result}},
+                                              [v for v in record.values() if isinstance(v, str)], step.needs)
+            except (TypeError, ValueError, OverflowError, RecursionError):  # an object, a huge int, deep nesting
+                text = None
+            if text is not None and not self.redactor.has_known_secret(text):
+                return text
         last = cache.results.get(step.id)
         if last is not None and last[0] is step.result and last[1][0] != "ref":
             result = value_json(*last[1][:3])
@@ -669,7 +702,7 @@ class SQLiteStore:
         base = cache.base_row(step.id)
         if base is None:
             return None
-        values, types, needs, args_kind, args_payload, _shown, result_type, result, secrets = base
+        (values, types, needs, args_kind, args_payload, _shown, result_type, result, secrets), args_copy = base
         if secrets is not self.redactor._known_text:  # a secret learned since: the row may hold it
             return None
         current = step.result
@@ -690,9 +723,11 @@ class SQLiteStore:
             if kind not in _IMMUTABLE:
                 return None
             patch[name] = value.value if kind is Status else value
-        if not cache.args_as_stored(step.args, args_kind, args_payload):
+        if not cache.args_as_stored(step.args, args_copy, args_kind, args_payload):
             return None
-        return '{"p":' + (cache.checks or self.redactor).json_text(patch) + "}"
+        # only its texts are checked for secrets: the names are planbook's own, numbers never redacted
+        return '{"p":' + (cache.checks or self.redactor).json_record(
+            patch, [v for v in patch.values() if isinstance(v, str)]) + "}"
 
     def _append_log(self, con: sqlite3.Connection, cache: _RunCache, run_id: str, state: Any, now: float,
                     history: list[str], events: list[str], deltas: list[str], calls: int, *,
@@ -744,7 +779,8 @@ class SQLiteStore:
         result_ref). ``encoded``: the step's args encoded already. Not through the args cache:
         it would copy every step's args only to evict them."""
         args, paths = encoded or encode_args(step.args, self.redactor)
-        cache.row_written(step.id, position, _row_signature(step, args, self.redactor))
+        cache.row_written(step.id, position, _row_signature(step, args, self.redactor),
+                          step.args if args.kind == "json" and not paths and type(step.args) is dict else None)
         last = cache.results.get(step.id)
         if last is not None and last[0] is step.result:
             kind, payload, meta, ref = last[1]
