@@ -40,7 +40,7 @@ class RunRecorder:
         if self.run_id is None:
             # a row and what it was written from, for every step: all of it lives on, as the
             # plan's copy does (see gcwindow.collector_paused)
-            with collector_paused(keep=worth_keeping(len(state.plan.steps))):
+            with collector_paused(keep=worth_keeping(len(state.plan.steps), stored=True)):
                 self.run_id = self.store.create_run(state.plan, goal=state.plan.goal, config=config)
             self._claimed = True
             # the plan was just written as it is (a full save would write every step again):
