@@ -52,16 +52,18 @@ def step_json(step: Step, redactor: Redactor | DeferredChecks, redacted: list[An
         return _step_text(record, redactor)
 
 
-def step_record(step: Step) -> dict[str, Any]:
+def step_record(step: Step, values: tuple[Any, ...] | None = None) -> dict[str, Any]:
     """The step's record as data, not yet checked for secrets (see :func:`step_json`): the
-    fields that do not hold their default object, its status as its name."""
+    fields that do not hold their default object, its status as its name. ``values``: the
+    step's ``record_values`` when the caller has them already."""
     record: dict[str, Any] = {
-        name: value for name, value, default in zip(RECORD_FIELDS, record_values(step.__dict__), _RECORD_DEFAULTS)
+        name: value for name, value, default in zip(
+            RECORD_FIELDS, record_values(step.__dict__) if values is None else values, _RECORD_DEFAULTS)
         if value is not default
     }
     status = record.get("status")
     if status is not None:
-        record["status"] = status.value
+        record["status"] = status._value_  # the member's value, without the enum's descriptor
     return record
 
 

@@ -490,8 +490,9 @@ class SQLiteStore:
             text = plain_json_text(args) if type(args) is dict else None
             if st.status is not Status.not_started or st.result is not None or text is None:
                 return None
-            entries.append({"r": step_record(st), "a": {"json": args}, "v": none})
-            cache.row_written(st.id, pos, _row_signature(st, Encoded("json", text), self.redactor), args)
+            values = record_values(st.__dict__)
+            entries.append({"r": step_record(st, values), "a": {"json": args}, "v": none})
+            cache.row_written(st.id, pos, _row_signature(st, Encoded("json", text), self.redactor, values), args)
         try:
             doc = dump_json({"b": entries})
         except (TypeError, ValueError, RecursionError):  # a field holding an object: written step by step
@@ -554,7 +555,7 @@ class SQLiteStore:
                     deltas.append('{"h":%d}' % entry[1])
                 else:
                     deltas.append(self._patch(cache, st) or self._entry(cache, st))
-                cache.set_status(st.id, st.status.value)
+                cache.set_status(st.id, st.status._value_)
                 cache.row_stale(st.id)
             now = time.time()
             row = self._log_row(cache, state, now, history, events, deltas, calls)
@@ -722,7 +723,7 @@ class SQLiteStore:
                 continue
             if kind not in _IMMUTABLE:
                 return None
-            patch[name] = value.value if kind is Status else value
+            patch[name] = value._value_ if kind is Status else value
         if not cache.args_as_stored(step.args, args_copy, args_kind, args_payload):
             return None
         # only its texts are checked for secrets: the names are planbook's own, numbers never redacted
@@ -989,7 +990,8 @@ _UNSTARTED = itemgetter(*(i for i, name in enumerate(RECORD_FIELDS)
                           if name != "needs" and i not in {i for _, i in _STARTED}))
 
 
-def _row_signature(step: Step, args: Encoded, redactor: Redactor) -> tuple[Any, ...] | None:
+def _row_signature(step: Step, args: Encoded, redactor: Redactor,
+                   values: tuple[Any, ...] | None = None) -> tuple[Any, ...] | None:
     """What a step's row is made of, for telling whether it changed without encoding it again:
     its fields and their types (``needs`` also copied: a list edited in place is never
     mistaken for the one written), its args' encoding, its result when it is an immutable
@@ -1000,7 +1002,8 @@ def _row_signature(step: Step, args: Encoded, redactor: Redactor) -> tuple[Any, 
     result = step.result
     if type(result) not in _IMMUTABLE:
         return None
-    values = record_values(step.__dict__)
+    if values is None:
+        values = record_values(step.__dict__)
     return (values, tuple(map(type, values)), tuple(step.needs), args.kind, args.payload, args.shown,
             type(result), result, redactor._known_text)
 
