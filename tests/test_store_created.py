@@ -185,3 +185,49 @@ def test_a_version_4_store_counts_steps_in_its_table_and_migrates_when_written(t
         assert writer.list_runs()[0].steps_total == 3  # the new column is empty: the table counts them
         writer.create_run(_plan(2))
         assert sorted(s.steps_total for s in writer.list_runs()) == [2, 3]
+
+
+def test_a_history_entry_encoded_in_one_call_keeps_no_secret(tmp_path: Path) -> None:
+    """Plain args and a plain result are encoded with the record at once; a known secret in
+    the result still makes it unrestorable, and one in a text of the record is redacted."""
+    secret = "sk-live-0123456789abcdefXYZ"
+    path = tmp_path / "runs.sqlite"
+    plan = _plan(2)
+    with SQLiteStore(path, secrets=[secret]) as store:
+        run_id = store.create_run(plan)
+        state = RunState(plan=plan)
+        s1, s2 = plan.steps
+        _start(store, run_id, state, s1, 100.0)
+        _finish(state, s1, 101.0, {"echo": secret})
+        _start(store, run_id, state, s2, 102.0, [s1])
+        _finish(state, s2, 103.0, 7)
+        s2.set_state(notes=f"the key was {secret}")
+        state.history[-1].set_state(notes=f"the key was {secret}")
+        store.record_step(run_id, [s2], state)
+        loaded = store.load_run(run_id)
+    raw = path.read_bytes() + (path.with_name(path.name + "-wal").read_bytes()
+                               if path.with_name(path.name + "-wal").exists() else b"")
+    assert secret.encode() not in raw
+    first = loaded.history[0].result
+    assert getattr(first, "reason", "").startswith("it held a secret")
+    assert loaded.history[1].result == 7 and secret not in loaded.history[1].notes and "***" in loaded.history[1].notes
+
+
+@pytest.mark.parametrize("edit", ["append", "retype"])
+def test_args_edited_in_place_after_the_created_row_are_written_whole(tmp_path: Path, edit: str) -> None:
+    """The copy taken when the created row was written tells that the args changed since
+    (a value of another type counts): the step is then written whole, not as a patch."""
+    path = tmp_path / "runs.sqlite"
+    plan = _plan(2)
+    with SQLiteStore(path) as store:
+        run_id = store.create_run(plan)
+        step = plan.steps[0]
+        if edit == "append":
+            step.args["tags"].append("c")
+        else:
+            step.args["x"] = 1.0  # equal to 1, of another type
+        _start(store, run_id, RunState(plan=plan), step, 100.0)
+        loaded = store.load_run(run_id).plan.steps[0]
+    assert loaded.args == step.args and type(loaded.args["x"]) is type(step.args["x"])
+    deltas = [d for (r,) in _table(path, "SELECT record FROM log ORDER BY id") for d in json.loads(r).get("s", [])]
+    assert deltas and "p" not in deltas[-1]  # written whole
