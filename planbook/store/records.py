@@ -94,10 +94,17 @@ def plan_from_record(record: dict[str, Any], steps: list[Step]) -> Plan:
     return Plan.model_construct(**{k: record[k] for k in PLAN_FIELDS if k in record}, steps=steps)
 
 
+def _event_record(event: Event) -> dict[str, Any]:
+    """An event's fields (an ``Event``'s own ``__dict__`` is exactly them, in order: not copied)."""
+    if type(event) is Event:
+        return event.__dict__
+    return {"kind": event.kind, "time": event.time, "step": event.step, "revision": event.revision,
+            "data": event.data}
+
+
 def event_json(event: Event, redactor: Redactor | DeferredChecks) -> str:
     """An event as redacted JSON; objects in its data become their repr."""
-    record = {"kind": event.kind, "time": event.time, "step": event.step, "revision": event.revision,
-              "data": event.data}
+    record = dict(_event_record(event))
     try:
         return redactor.json_text(record)
     except (TypeError, ValueError, RecursionError):  # an object, a huge int, a deep or circular value
@@ -116,8 +123,7 @@ def events_json(events: Sequence[Event], redactor: Redactor | DeferredChecks) ->
         return []
     if len(events) == 1:
         return [event_json(events[0], redactor)]
-    records = [{"kind": e.kind, "time": e.time, "step": e.step, "revision": e.revision, "data": e.data}
-               for e in events]
+    records = [_event_record(e) for e in events]
     try:
         return [redactor.json_text(records)[1:-1]]
     except (TypeError, ValueError, RecursionError):

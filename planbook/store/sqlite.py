@@ -1,8 +1,10 @@
 """The SQLite run store: one file, WAL mode, the standard library's ``sqlite3``.
 
-- **One row a step** (schema versions 3 and 4): a write of a run appends one row to its log
+- **One row a step** (schema versions 3 to 5): a write of a run appends one row to its log
   (:mod:`planbook.store.logrows`); the steps table and the run's row are brought up to
-  date by a save (a replan, a pause, a resumed run) and when the run's status changes.
+  date by a save (a replan, a pause, a resumed run) and when the run's status changes. A
+  step's write that is its log row alone is a transaction of that one statement. A fresh
+  plan is created as one log row too (version 5), not a row per step.
 - **Durable at each step**: ``record_step`` commits before it returns. With WAL and
   ``synchronous=NORMAL`` a commit survives the process being killed (the data is in the
   WAL file); ``durable=True`` (``synchronous=FULL``) also survives a power cut, at the
