@@ -96,12 +96,9 @@ def collector_paused(*, keep: bool = False) -> Iterator[None]:
     gc.disable()
     try:
         yield
-    except BaseException:
+        if promote and gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
+    finally:
         if was_enabled:
             gc.enable()
-        raise
-    if promote and gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
-    if was_enabled:
-        gc.enable()

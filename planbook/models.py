@@ -7,7 +7,7 @@ executes anything.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from enum import Enum
@@ -533,10 +533,14 @@ class Usage(BaseModel):
     @classmethod
     def from_events(cls, events: "list[Event]") -> "Usage":
         usage = cls()
+        usage.add_events(events)
+        return usage
+
+    def add_events(self, events: "Iterable[Event]") -> None:
+        """Count the model calls among ``events``."""
         for event in events:
             if event.kind == "llm.call":
-                usage.add(event.data)
-        return usage
+                self.add(event.data)
 
 
 class RunResult(BaseModel):

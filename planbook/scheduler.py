@@ -43,8 +43,8 @@ class Scheduler:
         """Index ``plan`` afresh. ``undecided``: failed steps whose policy is still to be
         applied (an interrupt came first); a retry may yet run them, so what needs them
         is not blocked. ``position``: each step id's index in ``plan.steps`` when the caller
-        has it (validation builds it: see planbook.validate.checked_positions); it becomes
-        the scheduler's own."""
+        has it (validation builds it: see planbook.validate.checked_positions), its keys in
+        plan order; it becomes the scheduler's own."""
         self.plan = plan
         steps = plan.steps
         if position is None:

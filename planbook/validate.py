@@ -78,7 +78,7 @@ def _check(
     ids: set[str] | None = None
     refs_of: list[list[str]] = []  # each step's references, found once (cycles use them too)
     #: every need listed before its step (the usual order): then there is no cycle, and no graph to search
-    ordered = len(first) == len(plan.steps)
+    ordered = unique
     for i, step in enumerate(plan.steps):
         refs = find_refs(step.args)
         refs_of.append(refs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,7 @@ def no_automatic_collections():
         gc.set_threshold(*before)
 
 
+@pytest.mark.usefixtures("no_automatic_collections")
 def test_what_a_kept_block_makes_joins_the_oldest_generation() -> None:
     gc.collect()
     with collector_paused(keep=True):
@@ -44,6 +46,7 @@ def test_what_a_kept_block_makes_joins_the_oldest_generation() -> None:
     assert id(made) in old and all(id(m) in old for m in made)
 
 
+@pytest.mark.usefixtures("no_automatic_collections")
 def test_young_garbage_from_before_is_collected_not_promoted() -> None:
     gc.collect()
     node = Node()
@@ -111,3 +114,30 @@ def test_a_long_runs_copy_of_its_plan_is_in_the_oldest_generation(monkeypatch: p
     gc.collect()
     short = Runner(Plan(steps=[Step(id=str(i), tool="noop") for i in range(19)]), tools=Toolbox([noop]))
     assert not any(id(step) in oldest() for step in short.plan.steps)  # left to the collector as usual
+
+
+@pytest.mark.usefixtures("no_automatic_collections")
+@pytest.mark.parametrize("stored", [True, False])
+def test_creating_a_long_run_in_a_store_keeps_what_it_makes(monkeypatch: pytest.MonkeyPatch, tmp_path: Any,
+                                                            stored: bool) -> None:
+    """From KEEP_STORED_FROM steps, creating the run in a store promotes what was made so far
+    (the store's rows and the run's copy of its plan); a run without a store leaves it young."""
+    from planbook import gcwindow
+    from planbook.store.sqlite import SQLiteStore
+
+    monkeypatch.setattr(gcwindow, "KEEP_STORED_FROM", 20)
+    gc.collect()
+    store = SQLiteStore(tmp_path / "runs.sqlite") if stored else None
+    runner = Runner(Plan(steps=[Step(id=str(i), tool="noop") for i in range(20)]), tools=Toolbox([noop]),
+                    max_steps=20, store=store, cache=False)
+    kept: list[bool] = []
+
+    def first_start(event: Any) -> None:
+        if event.kind == "step.started" and not kept:  # after the run was created in the store
+            kept.append(id(runner.plan.steps[-1]) in oldest())
+
+    runner.subscribe(first_start)
+    assert runner.run().ok
+    if store is not None:
+        store.close()
+    assert kept == [stored]

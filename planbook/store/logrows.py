@@ -178,10 +178,12 @@ class Replay:
                 continue
             if "h" in delta:
                 entry = entries[delta["h"] - first]
-                self.changed[entry["r"]["id"]] = (entry, self.results[delta["h"]])
+                changed = (entry, self.results[delta["h"]])
             else:
-                self.changed[delta["r"]["id"]] = (delta, value_of(delta["v"]))
-            self.patched.pop(entry["r"]["id"] if "h" in delta else delta["r"]["id"], None)
+                changed = (delta, value_of(delta["v"]))
+            step_id = changed[0]["r"]["id"]
+            self.changed[step_id] = changed
+            self.patched.pop(step_id, None)
         if "c" in doc:
             self.counters = doc["c"]
 

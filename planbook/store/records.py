@@ -46,10 +46,31 @@ def step_json(step: Step, redactor: Redactor | DeferredChecks, redacted: list[An
     if redacted:
         record["_redacted"] = [list(p) for p in redacted]
         return _step_text(record, redactor)
-    try:
-        return redactor.json_record(record, [v for v in record.values() if isinstance(v, str)], step.needs)
-    except (TypeError, ValueError):  # a field holding an object (a newer Step field): its repr
+    texts = record_texts(record, step.needs)
+    if texts is None:  # a field holding a list, a mapping or an object: the whole text is checked
         return _step_text(record, redactor)
+    try:
+        return redactor.json_record(record, texts)
+    except (TypeError, ValueError):  # a text or number JSON cannot write (a huge int): its repr
+        return _step_text(record, redactor)
+
+
+def record_texts(record: dict[str, Any], needs: Any) -> list[str] | None:
+    """Every text of a step's record, for the secret check (its values, and the ids in
+    ``needs``, the step's list of them); None when a field holds anything else than a text,
+    a number or None — a list or a mapping set on the step keeps its texts nested, so then
+    the record's whole JSON is checked instead."""
+    texts = []
+    for value in record.values():
+        if isinstance(value, str):
+            texts.append(value)
+        elif value is needs:
+            if not all(isinstance(v, str) for v in value):
+                return None
+            texts.extend(value)
+        elif value is not None and not isinstance(value, (int, float)):
+            return None
+    return texts
 
 
 def step_record(step: Step, values: tuple[Any, ...] | None = None) -> dict[str, Any]:

@@ -181,14 +181,12 @@ class Redactor:
         see :data:`SUSPECT_WORDS`)."""
         return not suspicious(text) and not any(s in text for s in self._known_forms)
 
-    def json_record(self, value: dict[str, Any], texts: list[str], more: Iterable[Any] = ()) -> str:
-        """Like :meth:`json_text` for a mapping whose names are planbook's own and whose values
-        are texts, numbers and lists of texts (a step's record): only ``texts`` and the
-        strings in ``more`` are searched, not the JSON around them."""
+    def json_record(self, value: dict[str, Any], texts: list[str]) -> str:
+        """Like :meth:`json_text` for data whose names are planbook's own and whose every text
+        is in ``texts`` (a step's record: see ``records.record_texts``): only those are
+        searched, not the JSON around them."""
         text = _dump(value)
-        if not texts and not more:
-            return text
-        if self.unchanged("\x00".join([*texts, *(v for v in more if isinstance(v, str))])):
+        if not texts or self.unchanged("\x00".join(texts)):
             return text
         return _dump(self.data(value))
 
@@ -254,11 +252,9 @@ class DeferredChecks:
         self.texts.append(text)
         return text
 
-    def json_record(self, value: dict[str, Any], texts: list[str], more: Iterable[Any] = ()) -> str:
+    def json_record(self, value: dict[str, Any], texts: list[str]) -> str:
         """:meth:`Redactor.json_record`, its check left for :meth:`clean`."""
         self.texts.extend(texts)
-        if more:
-            self.texts.extend(v for v in more if isinstance(v, str))
         return _dump(value)
 
     def data(self, value: Any) -> Any:

@@ -50,7 +50,8 @@ from .logrows import (
 )
 from .records import (
     RECORD_FIELDS, config_json, counters_json, diffs_from_records, diffs_json, event_from_record, events_json,
-    plan_from_record, plan_json, record_values, redacted_paths, step_from_record, step_json, step_record,
+    plan_from_record, plan_json, record_texts, record_values, redacted_paths, step_from_record, step_json,
+    step_record,
 )
 from .redact import DeferredChecks, Redactor
 from .claims import RunClaimed, is_me, refuse_claim, this_host
@@ -681,8 +682,10 @@ class SQLiteStore:
                 text = None
                 if is_plain_json(step.result):
                     record = step_record(step)
-                    text = checks.json_record({"r": record, "a": {"json": step.args}, "v": {"json": step.result}},
-                                              [v for v in record.values() if isinstance(v, str)], step.needs)
+                    texts = record_texts(record, step.needs)
+                    if texts is not None:  # else the long way: its record is checked whole
+                        text = checks.json_record(
+                            {"r": record, "a": {"json": step.args}, "v": {"json": step.result}}, texts)
             except (TypeError, ValueError, OverflowError, RecursionError):  # an object, a huge int, deep nesting
                 text = None
             if text is not None and not self.redactor.has_known_secret(text):

@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any, Literal, NamedTuple
 
 from ..refs import WHOLE_REF
-from .redact import REDACTED_TEXT, Redactor, dump_json, suspicious
+from .redact import REDACTED_TEXT, Redactor, dump_json
 
 ValueKind = Literal["json", "pickle", "repr"]
 #: a shown repr is cut to this many characters
@@ -224,7 +224,7 @@ def encode_args(args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list
     :meth:`Redactor.json_text` makes) are that text: most args are, and walking them
     first cost as much as encoding them."""
     text = plain_json_text(args) if type(args) is dict else None
-    if text is not None and not suspicious(text) and not redactor.has_known_secret(text):
+    if text is not None and redactor.unchanged(text):
         return Encoded("json", text), []
     stored, paths = redact_args(args, redactor)
     if paths and is_plain_json(_unmarked(stored)):

@@ -153,10 +153,7 @@ class LiveView:
         end = len(events)
         if start == end:
             return
-        usage = self.usage
-        for event in events[start:end]:
-            if event.kind == "llm.call":
-                usage.add(event.data)
+        self.usage.add_events(events[start:end])
         self.timeline.feed_new(events, end)
 
     def flush(self) -> None:

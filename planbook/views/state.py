@@ -349,3 +349,12 @@ def window_around(n: int, max_rows: int, first: int | None, last: int | None, fr
         start = front - context
     start = max(0, min(start, n - max_rows))
     return start, start + max_rows
+
+
+def window_of_codes(codes: str, max_rows: int) -> tuple[int, int]:
+    """:func:`row_window` of steps given as their status letters (``r`` running, ``n`` not
+    started: see ``planbook.views.widget.STATUS_CODES``), read with string searches."""
+    first = codes.find("r")
+    if first >= 0:
+        return window_around(len(codes), max_rows, first, codes.rfind("r"), first)
+    return window_around(len(codes), max_rows, None, None, max(0, len(codes.rstrip("n")) - 1))

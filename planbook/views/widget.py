@@ -37,7 +37,7 @@ from ..models import Status, Step
 from .html import NO_MATH, cached_text, esc, state_html
 from .marks import CacheMark, MarkBuilder, cached_count_text
 from .panes import PaneBudget, _rel, pane
-from .state import ELAPSED_MEANS, ViewState, budget_line, row_window, verdict_line, window_around
+from .state import ELAPSED_MEANS, ViewState, budget_line, verdict_line, window_of_codes
 from .text import format_state, state_markdown
 
 STATIC = Path(__file__).with_name("static")
@@ -250,10 +250,8 @@ class PlanView:
         return self._last_marks
 
     def _head(self, state: ViewState, origin: float | None, marks: dict[str, CacheMark],
-              counts: dict[Status, int] | None = None) -> dict[str, Any]:
+              counts: dict[Status, int]) -> dict[str, Any]:
         plan = state.plan
-        if counts is None:
-            counts = plan.counts()
         running = state.status in (None, "running")
         return {
             "id": plan.id, "title": plan.display_title, "goal": plan.goal if plan.goal != plan.display_title else "",
@@ -272,17 +270,11 @@ class PlanView:
             "cached_count": cached_count_text(marks),
         }
 
-    def _changed_panes(self, steps: list[Step], origin: float | None, selected: str = "",
-                       statuses: str | None = None) -> dict[str, dict[str, Any]]:
+    def _changed_panes(self, steps: list[Step], origin: float | None, selected: str,
+                       statuses: str) -> dict[str, dict[str, Any]]:
         """The panes that changed among the steps worth sending now (see the module docstring).
-        ``statuses``: the steps' status letters, if the caller has them (the window is read from them)."""
-        if statuses is None or len(statuses) != len(steps):
-            start, end = row_window(steps, EAGER_ROWS)
-        else:
-            first = statuses.find("r")
-            front = first if first >= 0 else max(0, len(statuses.rstrip("n")) - 1)
-            start, end = window_around(len(steps), EAGER_ROWS, first if first >= 0 else None,
-                                       statuses.rfind("r") if first >= 0 else None, front)
+        ``statuses``: the steps' status letters (the window is read from them)."""
+        start, end = window_of_codes(statuses, EAGER_ROWS)
         sent = self._sent
         # the steps worth a look: the window, and outside it those the browser has, the open
         # one and those with an error (in plan order, as a full pass would find them)
