@@ -1,0 +1,368 @@
+"""What never reaches a store: API keys, Authorization headers, and values named like secrets.
+
+Three rules, applied to step args, step records, run state and event data before a
+store writes them:
+
+- **by name**: the value of a mapping key (an argument, a header, an event field) whose
+  name is secret-like is replaced, whole (the user and password of ``auth=(user, pw)``
+  alike). A name is secret-like, in any case and with any separator, when one of its
+  words (split at ``_``, ``-``, ``.``, spaces and camelCase) is ``key``, ``token``,
+  ``secret``, ``password``, ``passwd``, ``pw``, ``pwd``, ``passphrase``, ``auth``,
+  ``authorization``, ``cookie``, ``credential(s)``, ``session``, ``secrets``,
+  ``passwords``, or ends with one of them (``apikey``, ``accesstoken``, ``basicauth``) —
+  unless its last word says it *describes* a secret rather than holds one
+  (``token_count``, ``key_name``, ``secret_path``, ``auth_url``, ``session_id``,
+  ``max_tokens`` and ``keys`` are kept).
+- **by value**: strings that are known secrets (the model key and base-URL credentials of
+  the environment — the same set a model cassette redacts — plus any given to the store,
+  plus every value redacted by name, learned: the strings and numbers in it), in every
+  form they can be echoed in — as they are, as ``repr`` shows them (escaped quotes,
+  backslashes, ``\n``, ``\t``), as JSON or ``ascii`` escapes them.
+- **by shape**: ``Bearer …``, ``Authorization: …``, ``sk-…`` keys, ``name=value`` pairs
+  and ``"name": value`` (JSON) with a secret-like name (URL queries, environment dumps), and ``user:password@`` in URLs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+from ..refs import WHOLE_REF
+
+#: What a redacted value is written as (and shown as).
+REDACTED_TEXT = "***"
+
+_HOLDING_WORDS = frozenset({
+    "key", "token", "secret", "secrets", "password", "passwords", "passwd", "pwd", "pw", "passphrase",
+    "auth", "authorization", "cookie", "cookies", "credential", "credentials", "apikey", "privatekey",
+    "session", "sessions",
+})
+_HOLDING_SUFFIXES = ("key", "token", "secret", "password", "passwd", "passphrase", "auth", "cookie", "credentials")
+#: a last word like these names a property of a secret, not the secret itself
+_DESCRIBING_WORDS = frozenset({
+    "count", "counts", "limit", "limits", "max", "min", "len", "length", "size", "type", "kind", "name",
+    "names", "id", "ids", "file", "path", "env", "var", "field", "fields", "used", "usage", "budget",
+    "url", "uri", "endpoint", "method", "scheme", "provider", "timeout", "ttl", "expiry", "expires",
+})
+#: words ending in "key" that are not keys
+_NOT_KEYS = frozenset({"monkey", "donkey", "turkey", "whiskey", "hockey", "jockey", "turnkey"})
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+@lru_cache(maxsize=4096)
+def is_secret_name(name: str) -> bool:
+    """True when a value under ``name`` is treated as a secret (see the module docstring)."""
+    words = [w.lower() for w in _WORDS.findall(name)]
+    if not words or words[-1] in _DESCRIBING_WORDS:
+        return False
+    return any(
+        w in _HOLDING_WORDS or (w.endswith(_HOLDING_SUFFIXES) and w not in _NOT_KEYS) for w in words
+    )
+
+
+_SHAPES = re.compile(
+    r"(?P<auth>\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?)[^\r\n\"']+"
+    r"|(?P<bearer>\b[Bb]earer\s+)[A-Za-z0-9\-._~+/]+=*"
+    r"|\bsk-[A-Za-z0-9_\-]{16,}"
+    r"|(?P<url>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s:@\"']+:[^/\s@\"']+@"
+    r"|(?P<pair>(?P<pname>[A-Za-z_][A-Za-z0-9_.\-]*)\s*=\s*|\"(?P<qname>[A-Za-z_][A-Za-z0-9_.\- ]*)\"\s*:\s*\"?)"
+    r"(?P<pvalue>[^\s&\"';,}\]]+)",
+    re.IGNORECASE,
+)
+
+
+def _shape(match: re.Match[str]) -> str:
+    if match.group("auth") is not None:
+        return match.group("auth") + REDACTED_TEXT
+    if match.group("bearer") is not None:
+        return match.group("bearer") + REDACTED_TEXT
+    if match.group("url") is not None:
+        return match.group("url") + REDACTED_TEXT + "@"
+    if match.group("pair") is not None:
+        name = match.group("pname") or match.group("qname")
+        if is_secret_name(name) and match.group("pvalue") != REDACTED_TEXT:
+            return match.group("pair") + REDACTED_TEXT
+        return match.group(0)
+    return "sk-" + REDACTED_TEXT
+
+
+def environment_secrets(env: Mapping[str, str] | None = None) -> list[str]:
+    """The secrets a model cassette redacts: the model key and the base URL's credentials."""
+    env = os.environ if env is None else env
+    key, url = env.get("OPENAI_API_KEY"), env.get("OPENAI_BASE_URL")
+    if not key and not url:  # the usual offline case: no need to load the model layer
+        return []
+    from planbook.llm.config import resolve_config  # lazily: the model layer is not light
+
+    return resolve_config(env=env).secrets()
+
+
+class Redactor:
+    """Redacts text and plain data (dicts, lists, tuples); other objects are left to the caller.
+
+    ``secrets``: strings never to be written, besides the environment's (read again on
+    :meth:`refresh`, so a key set after the store was opened is still hidden).
+    """
+
+    #: secrets shorter than this are not hunted for in text (masking every "1" garbles it)
+    MIN_SECRET = 4
+
+    def __init__(self, secrets: Iterable[str] = (), *, env: Mapping[str, str] | None = None) -> None:
+        self._given = {s for s in secrets if s}
+        self._env = env
+        self._env_key: tuple[str | None, str | None] | None = None
+        self._known: re.Pattern[str] | None = None
+        self._known_bytes: tuple[bytes, ...] = ()
+        self._known_text: re.Pattern[str] | None = None
+        self._known_forms: tuple[str, ...] = ()
+        self.refresh()
+
+    def add_secrets(self, secrets: Iterable[str]) -> None:
+        """Hide these strings too (e.g. an LLM config's ``secrets()``)."""
+        self._given |= {s for s in secrets if s}
+        self._env_key = None
+        self.refresh()
+
+    def learn(self, values: Iterable[Any]) -> None:
+        """Values that were redacted by name (a ``password=`` arg, the tuple of ``auth=``):
+        the strings and numbers in them are hidden wherever else they turn up from now on —
+        an error message that echoes the argument, a result, an event — not only under their name."""
+        new = {v for v in secret_texts(values) if len(v) >= self.MIN_SECRET and v not in self._given}
+        if new:
+            self.add_secrets(new)
+
+    def refresh(self) -> None:
+        """Re-read the environment's secrets if the key or base URL changed."""
+        env = os.environ if self._env is None else self._env
+        now = (env.get("OPENAI_API_KEY"), env.get("OPENAI_BASE_URL"))
+        if now == self._env_key:
+            return
+        self._env_key = now
+        found = {s for s in self._given | set(environment_secrets(env)) if len(s) >= self.MIN_SECRET}
+        # every form a secret is echoed in: as is, repr's escapes (an exception's {password!r})
+        forms = {form for s in found for form in echo_forms(s)}
+        ordered = sorted(forms, key=len, reverse=True)  # longest first: no part of one is left
+        self._known = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._known_bytes = tuple(s.encode("utf-8", "surrogatepass") for s in ordered)
+        # in JSON text a secret may appear escaped (a quote, a backslash, a control character)
+        as_json = {_dump(s)[1:-1] for s in ordered} | set(ordered)
+        known = "|".join(map(re.escape, sorted(as_json, key=len, reverse=True)))
+        self._known_text = re.compile(known) if known else None
+        self._known_forms = tuple(as_json)
+
+    @property
+    def has_secrets(self) -> bool:
+        """True when there are known secret strings to look for."""
+        return self._known is not None
+
+    def has_known_secret(self, data: str | bytes) -> bool:
+        """True when ``data`` (text, JSON text, or a pickle's bytes) holds a known secret."""
+        if self._known_text is None:
+            return False
+        if isinstance(data, bytes):
+            return any(s in data for s in self._known_bytes)
+        return self._known_text.search(data) is not None
+
+    def json_text(self, value: Any) -> str:
+        """``value`` (plain data) as compact JSON, redacted. The fast path: the JSON text is
+        searched once for anything redaction could change (a known secret, a secret-like word,
+        credentials in a URL); only then is the data walked. TypeError for non-JSON data."""
+        text = _dump(value)
+        if self.unchanged(text):
+            return text
+        return _dump(self.data(value))
+
+    def unchanged(self, text: str) -> bool:
+        """True when redaction would change nothing in ``text`` (False may be a false alarm:
+        see :data:`SUSPECT_WORDS`)."""
+        return not suspicious(text) and not any(s in text for s in self._known_forms)
+
+    def json_record(self, value: dict[str, Any], texts: list[str]) -> str:
+        """Like :meth:`json_text` for data whose names are planbook's own and whose every text
+        is in ``texts`` (a step's record: see ``records.record_texts``): only those are
+        searched, not the JSON around them."""
+        text = _dump(value)
+        if not texts or self.unchanged("\x00".join(texts)):
+            return text
+        return _dump(self.data(value))
+
+    def text(self, text: str) -> str:
+        """``text`` with known secrets and secret shapes replaced by ``***``."""
+        if not text:
+            return text
+        if self._known is not None:
+            text = self._known.sub(REDACTED_TEXT, text)
+        return _SHAPES.sub(_shape, text) if suspicious(text) else text
+
+    def data(self, value: Any) -> Any:
+        """A redacted copy of plain data: secret-named mapping values and secrets in strings.
+
+        Returns ``value`` itself when nothing had to change (no copy on the fast path).
+        """
+        t = type(value)
+        if t in _SCALARS:
+            return value
+        if t is str:
+            return self.text(value) if value else value
+        if isinstance(value, dict):
+            out: dict[Any, Any] | None = None
+            for k, v in value.items():
+                if type(v) in _SCALARS:
+                    if v is None or type(k) is not str or not is_secret_name(k):
+                        continue
+                    new: Any = REDACTED_TEXT
+                elif type(k) is str and is_secret_name(k):
+                    new = REDACTED_TEXT
+                else:
+                    new = self.data(v)
+                if new is not v:
+                    if out is None:
+                        out = dict(value)
+                    out[k] = new
+            return value if out is None else out
+        if isinstance(value, (list, tuple)):
+            items = [self.data(v) for v in value]
+            if all(a is b for a, b in zip(items, value)):
+                return value
+            return items if isinstance(value, list) else tuple(items)
+        if isinstance(value, str):
+            return self.text(value)
+        return value
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+class DeferredChecks:
+    """A redactor's JSON encoding with its check left for later: each text is encoded as it
+    is and kept, and :meth:`clean` tells, in one pass over them all, whether redaction would
+    have changed any (then the caller encodes them again with the redactor itself). A step's
+    write encodes about six small texts: one check of them all costs a fraction of six."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self.texts: list[str] = []
+
+    def json_text(self, value: Any) -> str:
+        text = _dump(value)
+        self.texts.append(text)
+        return text
+
+    def json_record(self, value: dict[str, Any], texts: list[str]) -> str:
+        """:meth:`Redactor.json_record`, its check left for :meth:`clean`."""
+        self.texts.extend(texts)
+        return _dump(value)
+
+    def data(self, value: Any) -> Any:
+        return self.redactor.data(value)
+
+    def text(self, text: str) -> str:
+        return self.redactor.text(text)
+
+    def clean(self) -> bool:
+        """True when redaction would have changed none of the texts (what ``json_text`` checks)."""
+        # a separator no JSON text holds: no match spans two texts
+        return self.redactor.unchanged("\x00".join(self.texts))
+
+
+def echo_forms(secret: str) -> set[str]:
+    """The texts ``secret`` shows as when a program echoes it: itself, its ``repr`` and
+    ``ascii`` without the quotes (escaped backslashes, quotes, ``\\n``, ``\\t``; a quote
+    escaped whichever quotes repr chose), and JSON's escapes (``ensure_ascii`` or not)."""
+    forms = {secret, repr(secret)[1:-1], ascii(secret)[1:-1], json.dumps(secret)[1:-1], _dump(secret)[1:-1]}
+    forms.add(repr(secret + "'\"")[1:-4])  # inside the repr of a text with both quotes: ' escaped too
+    return {f for f in forms if f}
+
+
+def secret_texts(values: Iterable[Any]) -> list[str]:
+    """The strings in ``values``, and their numbers as text, through lists, tuples, sets and
+    dict values (the password in requests' ``auth=(user, password)``)."""
+    found: list[str] = []
+    todo = list(values)
+    while todo:
+        value = todo.pop()
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, bytes):
+            found.append(value.decode("utf-8", "replace"))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            found.append(str(value))
+        elif isinstance(value, dict):
+            todo.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            todo.extend(value)
+    return found
+
+
+def shown_arg(name: Any, value: Any, show: Callable[[Any], str]) -> str:
+    """How a view prints an arg: ``***`` for a secret-named one (a ``$id`` reference is shown:
+    it names a step, not a secret), else ``show(value)``."""
+    if type(name) is str and is_secret_name(name) and not (isinstance(value, str) and WHOLE_REF.match(value)):
+        return REDACTED_TEXT
+    return show(value)
+
+
+@lru_cache(maxsize=64)
+def _redactor_for(secrets: frozenset[str]) -> "Redactor":
+    return Redactor(secrets, env={})
+
+
+def hide_secret_args(args: Mapping[str, Any], outcome: Any, result_of: Callable[[str], Any] | None = None) -> None:
+    """Replace, in a step's ``outcome`` (its ``error``, ``traceback`` and ``output`` texts),
+    every form of the values of the step's secret-named args — so an exception that echoes
+    ``{password!r}`` leaves no trace in the step, its events, the run's error or what the CLI
+    prints, with or without a store. ``result_of``: a step's result by id, for an arg given
+    as a ``$id`` reference."""
+    values: list[Any] = []
+    for name, value in args.items():
+        if type(name) is str and is_secret_name(name):
+            ref = WHOLE_REF.match(value) if isinstance(value, str) and result_of is not None else None
+            if ref is not None and result_of is not None:
+                value = result_of(re.split(r"[.\[]", ref.group(1), maxsplit=1)[0])
+            values.append(value)
+    texts = [t for t in secret_texts(values) if len(t) >= Redactor.MIN_SECRET]
+    texts += environment_secrets()  # the model key and base-URL credentials, echoed by a tool
+    if not texts:
+        return
+    redactor = _redactor_for(frozenset(texts))
+    for field in ("error", "traceback", "output"):
+        text = getattr(outcome, field, None)
+        if text:
+            setattr(outcome, field, redactor.text(text))
+#: compact JSON, one encoder for every call (json.dumps with options builds one each time)
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _compact_json() -> Callable[[Any], str]:
+    """Compact JSON, made by one C encoder for every call: ``JSONEncoder.encode`` builds a new
+    one each time, which costs more than encoding a step's record. Without cycle markers
+    (nothing is shared between calls, so threads may call it at once), a value that
+    contains itself raises RecursionError, as deep nesting does."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: the pure-Python encoder
+        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    chunks = make(None, _not_json, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    return lambda value: "".join(chunks(value, 0))
+
+
+#: compact JSON (``ensure_ascii=False``): what every stored text is written with
+dump_json = _dump = _compact_json()
+#: a superset of what redaction changes, apart from known secrets: the words every secret-like
+#: name and secret shape holds, and the "://" of credentials in a URL. Plain substring tests
+#: of the lowercased text, spelled out: a case-insensitive regex is ten times slower here.
+SUSPECT_WORDS = ("key", "token", "secret", "passw", "pw", "passphrase", "auth", "cookie", "credential",
+                 "session", "bearer", "sk-", "://")
+
+
+def suspicious(text: str) -> bool:
+    """True when ``text`` may hold something redaction changes, apart from known secrets
+    (False proves it holds none: see :data:`SUSPECT_WORDS`)."""
+    low = text.lower()
+    return ("key" in low or "token" in low or "secret" in low or "passw" in low or "pw" in low
+            or "passphrase" in low or "auth" in low or "cookie" in low or "credential" in low
+            or "session" in low or "bearer" in low or "sk-" in low or "://" in low)
