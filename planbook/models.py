@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
 
 from ._render import render
+from .outbound import RunSecrets, shown_arg
 from .refs import find_refs
 
 
@@ -184,7 +185,8 @@ class Step(StepSpec):
         """One line: what the step does, for diffs and prompts."""
         if self.agent:
             return f"[{self.agent.upper()}] {self.task}".rstrip()
-        call = f"{self.tool}({', '.join([f'{k}={v!r}' for k, v in self.args.items()])})"  # a list: faster
+        # a secret-named arg shows as *** (a diff, a prompt, a tooltip: all of them leave the run)
+        call = f"{self.tool}({', '.join([f'{k}={shown_arg(k, v, repr)}' for k, v in self.args.items()])})"
         return f"{self.task} → {call}" if self.task else call
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
@@ -575,6 +577,21 @@ class RunResult(BaseModel):
         from .timeline import build_timeline
 
         return build_timeline(self.records, self.history)
+
+    #: the run's gate (its secrets); a result read back from a store gets one from its plan
+    _secrets: "RunSecrets | None" = PrivateAttr(default=None)
+
+    def gated(self, secrets: RunSecrets) -> "RunResult":
+        """This result, shown through ``secrets`` (the run's gate) wherever it is displayed."""
+        self._secrets = secrets
+        return self
+
+    @property
+    def secrets(self) -> RunSecrets:
+        """What this run knows to be secret: every view of it hides these (see :mod:`planbook.outbound`)."""
+        if self._secrets is None:
+            self._secrets = RunSecrets.of_plan(self.plan)
+        return self._secrets
 
     @property
     def ok(self) -> bool:

@@ -60,7 +60,7 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool = False) ->
         tracer.id_generator = ids  # the SDK's tracer: a stored run's trace id comes from its run id
     redactor = None
     if capture_content:
-        from .store.redact import Redactor
+        from .outbound.redact import Redactor
 
         redactor = Redactor()
 

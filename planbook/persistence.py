@@ -22,8 +22,12 @@ UNCACHED_NOTE = "not cached: "
 class RunRecorder:
     """Writes one run to one store; owns the step cache lookups of that run."""
 
-    def __init__(self, store: Any, *, cache: bool | None, run_id: str | None = None) -> None:
+    def __init__(self, store: Any, *, cache: bool | None, run_id: str | None = None, secrets: Any = None) -> None:
         self.store = store
+        redactor = getattr(store, "redactor", None)
+        if secrets is not None and redactor is not None:
+            # the run's secrets (a password arg, a token a step returned) reach the file as ***
+            secrets.on_learn(redactor.add_secrets)
         #: the run's cache choice: True (every tool that allows it), False (none), None (only
         #: tools registered with ``cache=True``); see :func:`uses_cache`
         self.cache = cache

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from planbook.refs import resolve
 from planbook.store import Unrestorable, step_cache_key
 from planbook.store.cachekey import code_fingerprint, fingerprint_problem, why_uncacheable
-from planbook.store.redact import Redactor
+from planbook.outbound.redact import Redactor
 from planbook.store.values import REDACTED
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

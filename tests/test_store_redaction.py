@@ -11,7 +11,7 @@ import pytest
 from planbook.models import Event, Plan, Status, Step
 from planbook.runner import RunState
 from planbook.store import MemoryStore, Redacted, Unrestorable
-from planbook.store.redact import Redactor, is_secret_name
+from planbook.outbound.redact import Redactor, is_secret_name
 from planbook.store.sqlite import SQLiteStore
 
 ENV_KEY = "sk-envkey0123456789abcdefXYZ"
@@ -194,7 +194,7 @@ def test_redacting_plain_data_copies_only_what_changed() -> None:
 
 
 def test_the_fast_path_looks_for_every_word_it_names() -> None:
-    from planbook.store.redact import SUSPECT_WORDS, suspicious
+    from planbook.outbound.redact import SUSPECT_WORDS, suspicious
 
     for word in SUSPECT_WORDS:
         assert suspicious(f"xx {word.upper()} yy"), word
@@ -209,7 +209,7 @@ def test_a_known_secret_escaped_in_json_is_still_found() -> None:
 
 
 def test_every_secret_word_is_suspicious() -> None:
-    from planbook.store.redact import _HOLDING_SUFFIXES, _HOLDING_WORDS, suspicious
+    from planbook.outbound.redact import _HOLDING_SUFFIXES, _HOLDING_WORDS, suspicious
 
     for word in (*_HOLDING_WORDS, *_HOLDING_SUFFIXES):
         assert suspicious(word), word

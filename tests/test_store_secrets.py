@@ -14,7 +14,7 @@ import pytest
 
 import planbook
 from planbook import Plan, RunResult, Step, Toolbox
-from planbook.store.redact import Redactor, echo_forms
+from planbook.outbound.redact import Redactor, echo_forms
 
 ROOT = Path(__file__).resolve().parents[1]
 #: a password with everything repr escapes: a backslash, both quotes, a newline, a tab

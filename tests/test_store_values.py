@@ -17,7 +17,7 @@ import pytest
 from planbook.models import Plan, Status, Step
 from planbook.runner import RunState
 from planbook.store import MemoryStore, Redacted, Unrestorable
-from planbook.store.redact import Redactor
+from planbook.outbound.redact import Redactor
 from planbook.store.sqlite import SQLiteStore
 from planbook.store.values import decode, encode, encode_args, is_plain_json
 

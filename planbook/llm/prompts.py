@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..models import Plan, Step
-from ..safetext import one_line
+from ..outbound.text import one_line
 from .text import shorten
 
 __all__ = [

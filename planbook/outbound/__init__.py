@@ -11,3 +11,177 @@ passes through this package. Its parts:
 
 It sits in the data layer: it imports nothing of the engine, the views or the surfaces.
 """
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..refs import WHOLE_REF, find_refs
+from .redact import REDACTED_TEXT, Redactor, is_secret_name, secret_texts, shown_arg, suspicious
+from .text import indent_lines, md_code, md_text, neutralise, one_line
+
+#: the parts of a reference after a step id: ``$login.token``, ``$login[0]``
+_REF_TAIL = re.compile(r"[.\[]")
+
+
+def secret_arg_values(args: Mapping[str, Any]) -> tuple[list[Any], list[str]]:
+    """The literal values given to ``args``' secret-named arguments, and the ids of the steps
+    whose results feed them by reference (``token: $login``)."""
+    values: list[Any] = []
+    holders: list[str] = []
+    for name, value in args.items():
+        if type(name) is not str or not is_secret_name(name):
+            continue
+        refs = find_refs(value)
+        if refs:
+            # ``$login.token`` names the step ``login`` (or one called ``login.token``)
+            holders.extend({part for ref in refs for part in (ref, _REF_TAIL.split(ref, maxsplit=1)[0])})
+            if not (isinstance(value, str) and WHOLE_REF.match(value)):
+                values.append(value)  # ``"Bearer ${login}"``: the literal part is secret too
+        else:
+            values.append(value)
+    return values, holders
+
+
+class RunSecrets:
+    """The gate of one run: what the run knows to be secret, and the one way its text and values
+    are made fit to leave it.
+
+    A value given to a secret-named argument (``password=``, ``api_key=``) is a secret of the
+    run, in every form it takes: the goal or title that mentions it, an error that echoes it, a
+    result that repeats it, the arguments of an edit. A step whose result feeds a secret-named
+    argument of a later step (``token: $login``) *holds* a secret: its result is shown as ``***``
+    and its texts are hidden wherever they turn up. The store, the views, the spans and the
+    command line all ask this object (through the run, its result or its view state), so a
+    new surface is safe by going through it, not by its own care.
+
+    Thread-safe: steps finish on worker threads while a view reads on the main thread.
+    """
+
+    def __init__(self, secrets: Iterable[str] = (), *, env: Mapping[str, str] | None = None) -> None:
+        self.redactor = Redactor(secrets, env=env)
+        #: ids of the steps whose results are secrets (they feed a secret-named argument)
+        self.holders: set[str] = set()
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[list[str]], None]] = []
+        self._known: set[str] = set()
+
+    # --------------------------------------------------------------- learning
+    @classmethod
+    def of_plan(cls, plan: Any, *, env: Mapping[str, str] | None = None) -> "RunSecrets":
+        """The secrets a plan names (a plan not run, a stored run read back)."""
+        secrets = cls(env=env)
+        secrets.learn_plan(plan)
+        return secrets
+
+    def learn_plan(self, plan: Any) -> None:
+        """Every secret-named argument of ``plan``'s steps: its value is a secret, and the steps
+        it references hold one (their results, if they have any yet, are learned too)."""
+        values: list[Any] = []
+        holders: list[str] = []
+        for step in plan.steps:
+            if step.args:
+                v, h = secret_arg_values(step.args)
+                values += v
+                holders += h
+        if holders:
+            with self._lock:
+                new = set(holders) - self.holders
+                self.holders |= new
+            if new:
+                values += [s.result for s in plan.steps if s.id in new and s.result is not None]
+        if values:
+            self.learn(values)
+
+    def learn_result(self, step: Any) -> None:
+        """``step`` has a result: if it feeds a secret-named argument, the result is a secret."""
+        if step.id in self.holders and step.result is not None:
+            self.learn([step.result])
+
+    def learn(self, values: Iterable[Any]) -> None:
+        """The strings and numbers in ``values`` are secrets of this run from now on."""
+        texts = [t for t in secret_texts(values) if len(t) >= Redactor.MIN_SECRET]
+        with self._lock:
+            new = [t for t in dict.fromkeys(texts) if t not in self._known]
+            if not new:
+                return
+            self._known.update(new)
+            self.redactor.add_secrets(new)
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(new)
+
+    def on_learn(self, listener: Callable[[list[str]], None]) -> None:
+        """Call ``listener(texts)`` with the secrets known now and with every one learned later
+        (a store's redactor: a run's secrets reach its file as ``***``)."""
+        with self._lock:
+            self._listeners.append(listener)
+            known = sorted(self._known)
+        if known:
+            listener(known)
+
+    @property
+    def known(self) -> frozenset[str]:
+        """The secret texts this run has learned (not the environment's)."""
+        return frozenset(self._known)
+
+    # ---------------------------------------------------------------- hiding
+    def text(self, text: str | None) -> str:
+        """``text`` with this run's secrets, the environment's and every secret shape (``Bearer …``,
+        ``user:pw@`` in a URL, ``password=…``) replaced by ``***``."""
+        if not text:
+            return text or ""
+        self.redactor.refresh()
+        return self.redactor.text(text)
+
+    def data(self, value: Any) -> Any:
+        """Plain data redacted as :meth:`text` (secret-named keys whole); other objects as they are."""
+        self.redactor.refresh()
+        return self.redactor.data(value)
+
+    def result(self, step: Any) -> Any:
+        """What may be shown of ``step``'s result: ``***`` for a step that holds a secret."""
+        if step.id in self.holders and step.result is not None:
+            return REDACTED_TEXT
+        return step.result
+
+    def holds_secret(self, step_id: str) -> bool:
+        return step_id in self.holders
+
+    def scrub(self, outcome: Any, fields: tuple[str, ...] = ("error", "traceback", "output")) -> None:
+        """Hide secrets in an outcome's texts in place (a failed call's error and traceback, its
+        printed output): the step, its events, the run's error and every view then hold only
+        what may leave."""
+        for field in fields:
+            value = getattr(outcome, field, None)
+            if value:
+                hidden = self.text(value)
+                if hidden != value:
+                    setattr(outcome, field, hidden)
+
+    # ------------------------------------------------------------- rendering
+    def terminal(self, text: str | None) -> str:
+        """Text for a terminal: secrets hidden, control sequences shown as escapes."""
+        return neutralise(self.text(text))
+
+    def line(self, text: str | None) -> str:
+        """One line of text for a terminal or a table cell: secrets hidden, breaks shown as ⏎."""
+        return one_line(self.text(text))
+
+    def markdown(self, text: str | None) -> str:
+        """Inert Markdown of ``text``, secrets hidden."""
+        return md_text(self.text(text))
+
+
+#: a gate that knows no run's secrets: name, shape and environment rules only
+def plain_gate() -> RunSecrets:
+    return RunSecrets()
+
+
+__all__ = [
+    "REDACTED_TEXT", "Redactor", "RunSecrets", "indent_lines", "is_secret_name", "md_code", "md_text",
+    "neutralise", "one_line", "plain_gate", "secret_arg_values", "secret_texts", "shown_arg", "suspicious",
+]

@@ -275,7 +275,14 @@ def echo_forms(secret: str) -> set[str]:
     escaped whichever quotes repr chose), and JSON's escapes (``ensure_ascii`` or not)."""
     forms = {secret, repr(secret)[1:-1], ascii(secret)[1:-1], json.dumps(secret)[1:-1], _dump(secret)[1:-1]}
     forms.add(repr(secret + "'\"")[1:-4])  # inside the repr of a text with both quotes: ' escaped too
+    slugged = "-".join(_SLUG_WORDS.findall(secret.lower()))
+    if len(slugged) >= Redactor.MIN_SECRET:
+        forms.add(slugged)  # a plan id made from a goal that mentions it (``log-in-with-tok-zq81``)
     return {f for f in forms if f}
+
+
+#: the words of an id made from text (:func:`planbook.wording.slug`)
+_SLUG_WORDS = re.compile(r"[a-z0-9]+")
 
 
 def secret_texts(values: Iterable[Any]) -> list[str]:

@@ -21,7 +21,7 @@ from .records import (
     config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json, plan_from_record,
     plan_json, step_from_record, step_json,
 )
-from .redact import Redactor
+from ..outbound.redact import Redactor
 from .values import Unrestorable, clone, plain_json_text, redact_args, shown, type_name
 
 LOCATION = ":memory:"
@@ -106,6 +106,8 @@ class MemoryStore:
             self._sync_lists(run, state)
             run.steps = entries
             run.plan = plan_json(state.plan, self.redactor)
+            # again: a secret learned since the run was created leaves no trace in them
+            run.goal, run.plan_id = self.redactor.text(state.plan.goal), self.redactor.text(state.plan.id)
             run.revisions = diffs_json(list(state.revisions), self.redactor)
             run.counters, run.updated = counters, time.time()
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..models import Event, Plan, PlanDiff, Status, Step
 from .base import StoreError
-from .redact import DeferredChecks, Redactor
+from ..outbound.redact import DeferredChecks, Redactor
 from .values import shown
 
 #: a step's fields that go into its record (every field but args and result)

@@ -53,7 +53,7 @@ from .records import (
     plan_from_record, plan_json, record_texts, record_values, redacted_paths, step_from_record, step_json,
     step_record,
 )
-from .redact import DeferredChecks, Redactor
+from ..outbound.redact import DeferredChecks, Redactor
 from .claims import RunClaimed, is_me, refuse_claim, this_host
 from .schema import DAMAGED, SCHEMA_VERSION, V1_COLUMNS, check_file, connect_readonly, create_schema, is_busy
 from .values import (
@@ -531,9 +531,12 @@ class SQLiteStore:
             if history or events:
                 self._append_log(con, cache, run_id, state, now, history, events, [], calls, counters=False)
             cache.next_counters = counters_key(state)
-            self._update_run(con, cache, run_id, state, now, ", plan = ?, revisions = ?, log_seq = ?, steps_total = ?",
+            # the goal and plan id again: a secret learned since the run was created (a goal-only
+            # run's plan names its password after the row was made) leaves no trace in them
+            self._update_run(con, cache, run_id, state, now,
+                             ", plan = ?, revisions = ?, log_seq = ?, steps_total = ?, goal = ?, plan_id = ?",
                              (plan_json(plan, self.redactor), diffs_json(list(state.revisions), self.redactor),
-                              cache.next_seq - 1, len(ids)))
+                              cache.next_seq - 1, len(ids), self.redactor.text(plan.goal), self.redactor.text(plan.id)))
             cache.next_table_empty = False
 
         self._run_write(run_id, write)

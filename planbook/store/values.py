@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any, Literal, NamedTuple
 
 from ..refs import WHOLE_REF
-from .redact import REDACTED_TEXT, Redactor, dump_json
+from ..outbound.redact import REDACTED_TEXT, Redactor, dump_json
 
 ValueKind = Literal["json", "pickle", "repr"]
 #: a shown repr is cut to this many characters

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
+from ..outbound import RunSecrets
 from ..timeline import critical_chain, overlaps_of
 
 #: how a run's verdict looks: ``ok`` (green), ``warn`` (amber), ``bad`` (red), ``info`` (blue)
@@ -199,6 +200,15 @@ class ViewState:
     now: float | None = None
     #: the run's events (what marks a step answered from the cache or a resume: :mod:`.marks`)
     events: Sequence[Event] = ()
+    #: the run's gate (its secrets): every text and result a view shows goes through it
+    secrets: RunSecrets | None = None
+
+    @property
+    def gate(self) -> RunSecrets:
+        """The run's secrets; a plan not run (or read back) has those its own args name."""
+        if self.secrets is None:
+            self.secrets = RunSecrets.of_plan(self.plan)
+        return self.secrets
 
     @classmethod
     def of(cls, source: Any) -> "ViewState":
@@ -223,7 +233,7 @@ class ViewState:
             why=pause_reason(result.events) if result.status == "paused" else None,
             timeline=with_overlaps(builder.executions), origin=builder.origin,
             now=result.events[-1].time if result.events else None, elapsed=builder.working_time(),
-            events=result.events,
+            events=result.events, secrets=result.secrets,
         )
 
     @classmethod
@@ -242,6 +252,7 @@ class ViewState:
             revisions=list(s.revisions), usage=usage if usage is not None else Usage.from_events(s.events),
             elapsed=elapsed, why=pause_reason(s.events) if s.status == "paused" else None,
             timeline=list(timeline.executions), origin=timeline.origin, now=now, events=s.events,
+            secrets=getattr(runner, "secrets", None),
         )
 
     # ------------------------------------------------------------------ derived

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..models import STATUS_MARKS, Event, Status, Step
-from ..safetext import neutralise, one_line
+from ..outbound.text import neutralise, one_line
 from .live import LiveView
 from .state import ViewState, budget_line, row_window
 from .text import format_diff

@@ -2,9 +2,10 @@
 
 This text is what ``text/plain`` shows everywhere (terminal, nbval, GitHub), so it is
 deterministic: no times, no memory addresses. Text from the run (tasks, ids, goals, errors,
-notes) goes through :mod:`planbook.safetext`: control characters show as escapes, a step
-line stays one line, and the continuation lines of an error or a goal are indented, so a
-line break in a task cannot forge a step line (``b. [✓] ...``) in what a model reads.
+notes) goes through the gate (:mod:`planbook.outbound`): the run's secrets and secret shapes
+show as ``***``, control characters show as escapes, a step line stays one line, and the
+continuation lines of an error or a goal are indented, so a line break in a task cannot forge
+a step line (``b. [✓] ...``) in what a model reads.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
-from ..safetext import indent_lines, md_code, md_text, one_line
+from ..outbound import RunSecrets, indent_lines, md_code, md_text, one_line, shown_arg
 from ..state import CACHED_NOTE
 from ..wording import plural
 from .state import ViewState, budget_line, verdict_line
@@ -21,9 +22,10 @@ from .state import ViewState, budget_line, verdict_line
 MORE = " " * 6
 
 
-def step_line(step: Step) -> str:
+def step_line(step: Step, gate: RunSecrets | None = None) -> str:
     """``2. [✓] [WRITER] Draft the report`` or ``1. [✗] Load the CSV (load_csv)``."""
-    return f"{one_line(step.id)}. {STATUS_MARKS[step.status]} {one_line(step_body(step))}"
+    body = step_body(step)
+    return f"{one_line(step.id)}. {STATUS_MARKS[step.status]} {one_line(gate.text(body) if gate else body)}"
 
 
 def step_body(step: Step) -> str:
@@ -34,14 +36,17 @@ def step_body(step: Step) -> str:
 
 
 def _args(step: Step) -> str:
-    from ..store.redact import shown_arg  # a secret-named arg shows as *** (a printed plan, a prompt)
-
+    # a secret-named arg shows as *** (a printed plan, a prompt)
     return ", ".join(f"{k}={shown_arg(k, v, repr)}" for k, v in step.args.items())
 
 
-def format_plan(plan: Plan) -> str:
-    """The plan text: title and id, a rule, progress, status counts, one line per step."""
-    head = f"Plan: {one_line(plan.display_title)} (ID: {one_line(plan.id)})"
+def format_plan(plan: Plan, gate: RunSecrets | None = None) -> str:
+    """The plan text: title and id, a rule, progress, status counts, one line per step.
+
+    ``gate``: the run's secrets (default: those the plan names), hidden in every text shown."""
+    gate = gate or RunSecrets.of_plan(plan)
+    hide = gate.text
+    head = f"Plan: {one_line(hide(plan.display_title))} (ID: {one_line(hide(plan.id))})"
     counts = plan.counts()
     total = len(plan.steps)
     done = counts[Status.completed]
@@ -57,34 +62,35 @@ def format_plan(plan: Plan) -> str:
     if plan.revision > 1:
         lines.append(f"Revision: {plan.revision}")
     if plan.goal and plan.goal != plan.display_title:
-        lines.append(f"Goal: {indent_lines(plan.goal, MORE)}")
+        lines.append(f"Goal: {indent_lines(hide(plan.goal), MORE)}")
     lines += ["", "Steps:"]
     for step in plan.steps:
-        lines.append(step_line(step))
+        lines.append(step_line(step, gate))
         if step.needs:
             lines.append(f"   Needs: {one_line(', '.join(step.needs))}")
         if step.error and step.status in (Status.failed, Status.skipped):
-            lines.append(f"   Error: {indent_lines(step.error, MORE)}")
+            lines.append(f"   Error: {indent_lines(hide(step.error), MORE)}")
         if step.notes and (step.status is not Status.completed or step.notes.startswith(CACHED_NOTE)):
             if not (step.error and step.error in step.notes):  # "skipped after: <error>" says it twice
-                lines.append(f"   Notes: {indent_lines(step.notes, MORE)}")
+                lines.append(f"   Notes: {indent_lines(hide(step.notes), MORE)}")
     return "\n".join(lines)
 
 
-def format_diff(diff: PlanDiff) -> str:
+def format_diff(diff: PlanDiff, gate: RunSecrets | None = None) -> str:
     """``Revision 1 → 2`` then ``- removed``, ``+ added``, ``~ revised`` lines (and why a
-    rejected replacement was refused)."""
+    rejected replacement was refused). ``gate``: the run's secrets, hidden in every text."""
+    hide = (gate or RunSecrets()).text
     lines = [f"Revision {diff.from_revision} → {diff.to_revision}"]
     if diff.reason:
-        lines[0] += f" (after: {one_line(diff.reason)})"
+        lines[0] += f" (after: {one_line(hide(diff.reason))})"
     for mark, ids, label in (("-", diff.removed, "removed"), ("+", diff.added, "added"), ("~", diff.revised, "revised")):
         for sid in ids:
-            lines.append(f"  {mark} {one_line(sid)}: {one_line(diff.steps.get(sid, ''))}  ({label})")
+            lines.append(f"  {mark} {one_line(sid)}: {one_line(hide(diff.steps.get(sid, '')))}  ({label})")
     if diff.empty:
         lines.append("  (no change)")
     if diff.rejected:
         lines[0] += " — rejected, the plan did not change"
-        lines.append("  " + indent_lines(f"Refused: {diff.rejected}".rstrip("\n"), "  "))
+        lines.append("  " + indent_lines(hide(f"Refused: {diff.rejected}".rstrip("\n")), "  "))
     return "\n".join(lines)
 
 
@@ -98,16 +104,17 @@ def format_state(state: ViewState) -> str:
 
     What a live view leaves as ``text/plain``, and what ``str(result)`` prints.
     """
-    lines = [format_plan(state.plan)]
+    gate = state.gate
+    lines = [format_plan(state.plan, gate)]
     if state.status is None:
         return lines[0]
     lines += ["", verdict_line(state)]
     if state.error and state.status != "completed":
-        lines.append(f"Error: {indent_lines(state.error, MORE)}")
+        lines.append(f"Error: {indent_lines(gate.text(state.error), MORE)}")
     elif state.error:
-        lines.append(f"Note: {indent_lines(state.error, MORE)}")
+        lines.append(f"Note: {indent_lines(gate.text(state.error), MORE)}")
     for diff in state.revisions:
-        lines += ["", format_diff(diff)]
+        lines += ["", format_diff(diff, gate)]
     return "\n".join(lines)
 
 
@@ -118,7 +125,7 @@ def format_result(result: RunResult) -> str:
 
 def progress_line(state: ViewState) -> str:
     """``Plan sums: 2/3 steps completed · run running · steps 2/12, replans 0/5``."""
-    text = f"Plan {one_line(state.plan.display_title)}: {state.done}/{state.total} steps completed"
+    text = f"Plan {one_line(state.gate.text(state.plan.display_title))}: {state.done}/{state.total} steps completed"
     if state.status is not None:
         text += f" · run {state.status}"
         if state.reason and state.reason not in ("paused", state.status):
@@ -127,29 +134,31 @@ def progress_line(state: ViewState) -> str:
     return f"{text} · {budgets}" if budgets else text
 
 
-def format_markdown(plan: Plan) -> str:
+def format_markdown(plan: Plan, gate: RunSecrets | None = None) -> str:
     """A Markdown checklist: readable on GitHub and in nbconvert output.
 
-    Text from the plan is escaped as the HTML view escapes it (:func:`~planbook.safetext.md_text`):
-    ``<img onerror=...>`` in a task is text, ``*`` or ``$`` in it start no emphasis or maths.
+    Text from the plan is escaped as the HTML view escapes it (:func:`~planbook.outbound.md_text`):
+    ``<img onerror=...>`` in a task is text, ``*`` or ``$`` in it start no emphasis or maths;
+    the run's secrets (``gate``) show as ``***``.
     """
+    hide = (gate or RunSecrets.of_plan(plan)).text
     counts = plan.counts()
     lines = [
-        f"**Plan: {md_text(plan.display_title)}** (ID: {md_code(plan.id)}, revision {plan.revision}) — "
+        f"**Plan: {md_text(hide(plan.display_title))}** (ID: {md_code(hide(plan.id))}, revision {plan.revision}) — "
         f"{counts[Status.completed]}/{len(plan.steps)} steps completed",
         "",
     ]
     if plan.goal and plan.goal != plan.display_title:
-        lines += [f"*Goal:* {md_text(plan.goal)}", ""]
+        lines += [f"*Goal:* {md_text(hide(plan.goal))}", ""]
     for step in plan.steps:
-        lines.append(f"- `{STATUS_MARKS[step.status]}` **{md_text(step.id)}** {md_text(step_body(step))}")
+        lines.append(f"- `{STATUS_MARKS[step.status]}` **{md_text(step.id)}** {md_text(hide(step_body(step)))}")
         if step.error and step.status in (Status.failed, Status.skipped):
-            lines.append(f"  - error: {md_code(step.error)}")
+            lines.append(f"  - error: {md_code(hide(step.error))}")
     return "\n".join(lines)
 
 
 def state_markdown(state: ViewState) -> str:
-    text = format_markdown(state.plan)
+    text = format_markdown(state.plan, state.gate)
     return text if state.status is None else f"{text}\n\n{md_text(verdict_line(state))}"
 
 
