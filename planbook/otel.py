@@ -8,8 +8,11 @@ this: a hook registered in :data:`planbook.eventbus.RUN_HOOKS` subscribes to eac
 run's events. Spans carry the events' own timestamps (parallel steps overlap), and a
 stored run's trace id is derived from its run id, so the same run is the same trace.
 
-Arguments and results go on spans only with ``capture_content=True`` (they may be large
-or private), redacted as a store redacts them. Needs the ``otel`` extra.
+Spans get exactly what a store would keep, through the run's gate (:mod:`planbook.outbound`):
+the goal, tasks, errors and event texts with the run's secrets and every secret shape hidden.
+Arguments and results go on spans only with ``capture_content=True`` (they may be large or
+private), redacted as a store redacts them (a step whose result feeds a secret-named argument
+shows ``***``). Needs the ``otel`` extra.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 from .errors import PlanbookError
 from .eventbus import RUN_HOOKS
 from .models import Event
+from .outbound import RunSecrets
 
 #: the instrumentation scope's name (what a trace viewer shows as the library)
 SCOPE = "planbook"
@@ -58,14 +62,9 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool = False) ->
     ids = _RunTraceIds(getattr(tracer, "id_generator", None))
     if ids.inner is not None:
         tracer.id_generator = ids  # the SDK's tracer: a stored run's trace id comes from its run id
-    redactor = None
-    if capture_content:
-        from .outbound.redact import Redactor
-
-        redactor = Redactor()
 
     def hook(runner: Any) -> None:
-        runner.subscribe(RunSpans(runner, tracer, ids, redactor))
+        runner.subscribe(RunSpans(runner, tracer, ids, capture_content=capture_content))
 
     RUN_HOOKS["otel"] = hook
 
@@ -122,12 +121,14 @@ def _ns(seconds: float) -> int:
 class RunSpans:
     """The spans of one run, made from its events on the runner's thread."""
 
-    def __init__(self, runner: Any, tracer: Any, ids: _RunTraceIds, redactor: Any = None) -> None:
+    def __init__(self, runner: Any, tracer: Any, ids: _RunTraceIds, *, capture_content: bool = False) -> None:
         from opentelemetry import trace
         from opentelemetry.trace import Status, StatusCode
 
         self._trace, self._status, self._code = trace, Status, StatusCode
-        self.runner, self.tracer, self.ids, self.redactor = runner, tracer, ids, redactor
+        self.runner, self.tracer, self.ids, self.capture = runner, tracer, ids, capture_content
+        #: the run's gate: every text and value put on a span goes through it
+        self.secrets: RunSecrets = getattr(runner, "secrets", None) or RunSecrets.of_plan(runner.state.plan)
         self.workflow: Any = None
         self._root_context: Any = None  # the context holding the workflow span (made once per run)
         self.steps: dict[str, Any] = {}
@@ -160,15 +161,16 @@ class RunSpans:
             plan = self.runner.state.plan
             recorder = getattr(self.runner, "recorder", None)
             run_id = getattr(recorder, "run_id", None)
+            plan_id = self._text(plan.id)
             attributes = {"gen_ai.operation.name": "invoke_workflow", "gen_ai.provider.name": "planbook",
-                          "planbook.plan.id": plan.id, "planbook.strategy": getattr(self.runner, "strategy", "planbook")}
+                          "planbook.plan.id": plan_id, "planbook.strategy": getattr(self.runner, "strategy", "planbook")}
             if plan.goal:
-                attributes["planbook.goal"] = plan.goal[:CONTENT_LIMIT]
+                attributes["planbook.goal"] = self._text(plan.goal)
             if run_id:
                 attributes["planbook.run_id"] = run_id
             start = self._started_at if self._started_at is not None else self.runner.clock()
             self.workflow = self.ids.start_root(
-                self.tracer, trace_id_of(run_id) if run_id else None, f"invoke_workflow {plan.id}",
+                self.tracer, trace_id_of(run_id) if run_id else None, f"invoke_workflow {plan_id}",
                 context=self._trace.set_span_in_context(self._trace.INVALID_SPAN),
                 kind=self._trace.SpanKind.INTERNAL, attributes=attributes, start_time=_ns(start))
             self._root_context = self._in(self.workflow)
@@ -187,14 +189,14 @@ class RunSpans:
             del self.steps[step_id]
         data = event.data
         if event.kind == "run.paused":
-            root.set_attribute("planbook.paused", str(data.get("why") or "paused"))
+            root.set_attribute("planbook.paused", self._text(str(data.get("why") or "paused")))
         else:
             root.set_attribute("planbook.status", str(data.get("status")))
             root.set_attribute("planbook.reason", str(data.get("reason")))
             root.set_attribute("planbook.executions", int(data.get("executions") or 0))
             if data.get("status") != "completed":
                 root.set_attribute("error.type", str(data.get("reason") or "failed"))
-                root.set_status(self._status(self._code.ERROR, str(data.get("error") or data.get("reason"))))
+                root.set_status(self._status(self._code.ERROR, self._text(str(data.get("error") or data.get("reason")))))
         root.end(end_time=_ns(event.time))
         self.workflow = None  # a paused run continued later gets a new span in the same trace
         self._started_at = None
@@ -218,7 +220,7 @@ class RunSpans:
         for field in ("removed", "added", "revised"):
             if field in event.data:
                 attributes[f"planbook.diff.{field}"] = [str(x) for x in event.data[field]]
-        span = self.tracer.start_span(f"plan {plan.id}", context=self._in(root), attributes=attributes,
+        span = self.tracer.start_span(f"plan {self._text(plan.id)}", context=self._in(root), attributes=attributes,
                                       start_time=_ns(min(start, event.time)))
         self._flush_planner_calls(span)
         span.end(end_time=_ns(event.time))
@@ -248,10 +250,10 @@ class RunSpans:
             attributes["gen_ai.operation.name"] = "execute_tool"
             attributes["gen_ai.tool.name"] = tool
             attributes["gen_ai.tool.call.id"] = f"{step_id}#{data.get('execution', '')}"
-            if self.redactor is not None and step is not None:
+            if self.capture and step is not None:
                 attributes["gen_ai.tool.call.arguments"] = self._content(step.args)
         if step is not None and step.task:
-            attributes["planbook.step.task"] = step.task[:CONTENT_LIMIT]
+            attributes["planbook.step.task"] = self._text(step.task)
         self.steps[step_id] = self.tracer.start_span(name, context=self._root_context, attributes=attributes,
                                                      start_time=_ns(event.time))
 
@@ -273,10 +275,10 @@ class RunSpans:
             error = str(event.data.get("error") or "failed")
             match = _ERROR_TYPE.match(error)
             span.set_attribute("error.type", match.group(1) if match else "StepFailed")
-            span.set_status(self._status(self._code.ERROR, error[:CONTENT_LIMIT]))
-        elif self.redactor is not None:
+            span.set_status(self._status(self._code.ERROR, self._text(error)))
+        elif self.capture:
             step = self._step(event.step or "")
-            result = step.result if step is not None else event.data.get("result")
+            result = self.secrets.result(step) if step is not None else event.data.get("result")
             span.set_attribute("gen_ai.tool.call.result", self._content(result))
         span.end(end_time=_ns(event.time))
         self._plan_from = event.time
@@ -297,7 +299,7 @@ class RunSpans:
         attributes = {"planbook.step.id": event.step or ""}
         for key, value in event.data.items():
             if isinstance(value, (str, int, float, bool)):
-                attributes[f"planbook.{key}"] = value if not isinstance(value, str) else value[:CONTENT_LIMIT]
+                attributes[f"planbook.{key}"] = value if not isinstance(value, str) else self._text(value)
         self._root().add_event(event.kind, attributes=attributes, timestamp=_ns(event.time))
 
     # -------------------------------------------------------------- models
@@ -325,14 +327,22 @@ class RunSpans:
             error = str(data["error"])
             match = _ERROR_TYPE.match(error)
             span.set_attribute("error.type", match.group(1) if match else "ModelCallError")
-            span.set_status(self._status(self._code.ERROR, error[:CONTENT_LIMIT]))
+            span.set_status(self._status(self._code.ERROR, self._text(error)))
         span.end(end_time=_ns(event.time))
 
+    def _text(self, text: str) -> str:
+        """A text of the run as a span may carry it: through the gate, then cut."""
+        text = self.secrets.text(text)
+        return text if len(text) <= CONTENT_LIMIT else text[: CONTENT_LIMIT - 1] + "…"
+
     def _content(self, value: Any) -> str:
+        """An argument or result (``capture_content=True``), redacted as a store redacts it."""
+        redactor = self.secrets.redactor
+        redactor.refresh()
         try:
-            text = self.redactor.json_text(value)
+            text = redactor.json_text(value)
         except (TypeError, ValueError):
-            text = self.redactor.text(repr(value))
+            text = redactor.text(repr(value))
         return text if len(text) <= CONTENT_LIMIT else text[: CONTENT_LIMIT - 1] + "…"
 
 

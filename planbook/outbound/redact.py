@@ -119,6 +119,7 @@ class Redactor:
         self._known_bytes: tuple[bytes, ...] = ()
         self._known_text: re.Pattern[str] | None = None
         self._known_forms: tuple[str, ...] = ()
+        self._exact: frozenset[str] = frozenset()
         self.refresh()
 
     def add_secrets(self, secrets: Iterable[str]) -> None:
@@ -143,6 +144,7 @@ class Redactor:
             return
         self._env_key = now
         found = {s for s in self._given | set(environment_secrets(env)) if len(s) >= self.MIN_SECRET}
+        self._exact = frozenset(found)
         # every form a secret is echoed in: as is, repr's escapes (an exception's {password!r})
         forms = {form for s in found for form in echo_forms(s)}
         ordered = sorted(forms, key=len, reverse=True)  # longest first: no part of one is left
@@ -205,6 +207,9 @@ class Redactor:
         """
         t = type(value)
         if t in _SCALARS:
+            # a number given as a secret (a PIN) is hidden where it stands as a number too
+            if (t is int or t is float) and self._exact and str(value) in self._exact:
+                return REDACTED_TEXT
             return value
         if t is str:
             return self.text(value) if value else value

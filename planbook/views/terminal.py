@@ -160,7 +160,8 @@ class TerminalView:
         self.redraws += 1
         plan = state.plan
         t = self._text
-        table = Table(title=Text(t(f"{plan.display_title} (revision {plan.revision})")), title_justify="left",
+        hide = state.gate.text  # the run's secrets and secret shapes never reach the terminal
+        table = Table(title=Text(t(f"{hide(plan.display_title)} (revision {plan.revision})")), title_justify="left",
                       expand=False)
         for name, opts in (("", {"no_wrap": True}), ("id", {"no_wrap": True}), ("tool/agent", {"no_wrap": True}),
                            ("task", {}), ("time", {"justify": "right", "no_wrap": True})):
@@ -172,7 +173,7 @@ class TerminalView:
         for step in shown:
             table.add_row(
                 Text(self.marks[step.status]), Text(t(step.id)), Text(t(step.executor)),
-                Text(t(one_line(step.task or step.describe()))), Text(_time(step, now, self.ellipsis)),
+                Text(t(one_line(hide(step.task or step.describe())))), Text(_time(step, now, self.ellipsis)),
                 style=_STYLES[step.status],
             )
         if below:

@@ -26,7 +26,7 @@ when the run returns, so a saved notebook shows how the run ended.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +68,10 @@ def round4(x: float) -> float:
     return round(x, 4)
 
 
-def row_of(step: Step) -> list[Any]:
+def row_of(step: Step, hide: Callable[[str], str]) -> list[Any]:
+    """A step's row: ``hide`` is the run's gate (its secrets and secret shapes show as ***)."""
     executor = f"[{step.agent.upper()}]" if step.agent else (step.tool or "")
-    return [step.id, executor, step.task or step.describe(), list(step.needs)]
+    return [step.id, executor, hide(step.task or step.describe()), list(step.needs)]
 
 
 #: the traits this module fills only with JSON it builds (str, numbers, None, lists, dicts):
@@ -220,7 +221,8 @@ class PlanView:
         with w.hold_sync():
             if key != self._rows_key:
                 self._rows_key = key
-                w.rows = [row_of(s) for s in plan.steps]
+                hide = state.gate.text
+                w.rows = [row_of(s, hide) for s in plan.steps]
             w.statuses = statuses
             w.head = self._head(state, origin, marks, {s: statuses.count(c) for s, c in codes.items()})
             if new_panes or new_bars:
@@ -253,11 +255,13 @@ class PlanView:
               counts: dict[Status, int]) -> dict[str, Any]:
         plan = state.plan
         running = state.status in (None, "running")
+        hide = state.gate.text
         return {
-            "id": plan.id, "title": plan.display_title, "goal": plan.goal if plan.goal != plan.display_title else "",
+            "id": hide(plan.id), "title": hide(plan.display_title),
+            "goal": hide(plan.goal) if plan.goal != plan.display_title else "",
             "revision": plan.revision, "status": state.status, "reason": state.reason, "tone": state.tone,
             "verdict": verdict_line(state) if state.status is not None else "", "budgets": budget_line(state),
-            "why": state.why or "", "error": state.error or "",
+            "why": hide(state.why or ""), "error": hide(state.error or ""),
             "counts": {s.value: n for s, n in counts.items() if n}, "done": counts[Status.completed],
             "total": len(plan.steps),
             "elapsed": round(state.elapsed, 4) if state.elapsed is not None else None,
