@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import PlanbookError
-from .text import MIN_SECRET_LENGTH, redact, redact_url, url_secrets
+from ..outbound.redact import PLACEHOLDER_KEY, model_secrets, redact, redact_url
 
 __all__ = ["DEFAULT_MODEL", "LLMConfig", "LLMConfigError", "ModelCallError", "redact", "redact_url", "resolve_config"]
 
@@ -23,7 +23,6 @@ DEFAULT_MODEL = "gpt-4o-mini"
 
 #: Sent to servers that need no key (a local OpenAI-compatible server, a cassette replay).
 #: It is a placeholder, not a secret, and it is never written anywhere.
-PLACEHOLDER_KEY = "no-key-needed"
 
 
 class LLMConfigError(PlanbookError, RuntimeError):
@@ -83,10 +82,9 @@ class LLMConfig:
     def secrets(self) -> list[str]:
         """Strings that must never be written (used to redact errors, events and cassettes):
         the key, and the credentials a base URL may carry (user:password, query values), each
-        of at least :data:`~planbook.llm.text.MIN_SECRET_LENGTH` characters (shorter ones are
+        of at least :data:`~planbook.outbound.redact.MIN_SECRET_LENGTH` characters (shorter ones are
         not secrets worth garbling every message for: ``EMPTY``, ``ollama``, ``none``)."""
-        found = [self.api_key] if self.api_key and self.api_key != PLACEHOLDER_KEY else []
-        return [s for s in found + url_secrets(self.base_url) if len(s) >= MIN_SECRET_LENGTH]
+        return model_secrets(self.api_key, self.base_url)
 
 
 def resolve_config(

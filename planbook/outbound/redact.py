@@ -28,6 +28,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 from functools import lru_cache
 from typing import Any
 
@@ -94,11 +95,9 @@ def environment_secrets(env: Mapping[str, str] | None = None) -> list[str]:
     """The secrets a model cassette redacts: the model key and the base URL's credentials."""
     env = os.environ if env is None else env
     key, url = env.get("OPENAI_API_KEY"), env.get("OPENAI_BASE_URL")
-    if not key and not url:  # the usual offline case: no need to load the model layer
+    if not key and not url:  # the usual offline case
         return []
-    from planbook.llm.config import resolve_config  # lazily: the model layer is not light
-
-    return resolve_config(env=env).secrets()
+    return model_secrets(key, url)
 
 
 class Redactor:
@@ -345,6 +344,90 @@ def hide_secret_args(args: Mapping[str, Any], outcome: Any, result_of: Callable[
         text = getattr(outcome, field, None)
         if text:
             setattr(outcome, field, redactor.text(text))
+# ------------------------------------------------------------------ model credentials
+#: A secret shorter than this is never hunted for inside other text. Local servers take
+#: keys like ``k``, ``EMPTY``, ``ollama`` or ``none``: replacing every "k" or "none" would
+#: garble prompts, recordings and messages. Such keys are kept out by structure instead
+#: (the Authorization header is never written; a URL's credentials are masked where shown).
+MIN_SECRET_LENGTH = 8
+
+#: the key sent to a model server that needs none: no secret
+PLACEHOLDER_KEY = "no-key-needed"
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret of :data:`MIN_SECRET_LENGTH` or more characters replaced by
+    ``***`` (longest first, so no part of one is left). For messages, never for text that is parsed."""
+    for secret in sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def redact_data(value: Any, secrets: Iterable[str]) -> Any:
+    """A copy of decoded JSON data with :func:`redact` applied to every string, keys included.
+
+    Redacting the decoded strings, not their JSON text, finds a secret whatever escapes
+    (``\\u00e4``, ``\\"``, ``\\\\``) the JSON encoder would write for it."""
+    hidden = list(secrets)
+    if isinstance(value, str):
+        return redact(value, hidden)
+    if isinstance(value, dict):
+        return {redact(str(k), hidden): redact_data(v, hidden) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_data(v, hidden) for v in value]
+    return value
+
+
+def redact_url(url: str | None) -> str | None:
+    """``url`` with its user, password and query values shown as ``***`` (safe to print)."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:  # not a URL we can take apart: show nothing of it that could be secret
+        return "(an unparsable URL)"
+    netloc = ("***@" if "@" in parts.netloc else "") + (f"[{host}]" if ":" in host else host)
+    if port is not None:
+        netloc += f":{port}"
+    query = "&".join(
+        f"{name}=***" if value else name for name, value in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    fragment = "***" if parts.fragment else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The parts of ``url`` that may be credentials (userinfo, query values), raw and decoded."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return [url]
+    found: list[str] = []
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rsplit("@", 1)[0]
+        found += [userinfo, unquote(userinfo)]
+        if ":" in userinfo:
+            password = userinfo.split(":", 1)[1]
+            found += [password, unquote(password)]
+    raw_values = [pair.split("=", 1)[1] for pair in parts.query.split("&") if "=" in pair]
+    for value in raw_values:
+        found += [value, unquote(value.replace("+", " "))]
+    if parts.fragment:
+        found += [parts.fragment, unquote(parts.fragment)]
+    return list(dict.fromkeys(found))
+
+
+def model_secrets(api_key: str | None, base_url: str | None) -> list[str]:
+    """What a model configuration must never show: the key and the credentials a base URL may
+    carry (user:password, query values), each of :data:`MIN_SECRET_LENGTH` characters or more."""
+    found = [api_key] if api_key and api_key != PLACEHOLDER_KEY else []
+    return [s for s in found + url_secrets(base_url) if len(s) >= MIN_SECRET_LENGTH]
+
+
 #: compact JSON, one encoder for every call (json.dumps with options builds one each time)
 def _not_json(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
