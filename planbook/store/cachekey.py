@@ -29,6 +29,7 @@ import hashlib
 import math
 import pathlib
 import types
+import typing
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -77,11 +78,18 @@ def code_fingerprint(fn: Any, *, secret_text: SecretText | None = None) -> str |
     It covers the bytecode, constants, names and parameter names of the function and of the
     functions nested in it; its defaults and keyword defaults; the values its closure
     captured; the function under a ``functools.wraps`` decorator (``__wrapped__``); a
-    ``functools.partial``'s function and bound arguments; a bound method's function and
-    object; the functions of its own module it calls by name (a helper defined in another
-    notebook cell), followed the same way. A captured value with no stable content form, or
-    a secret one, gives ``None``. Other globals a function reads (a constant, a client, a
-    data frame) are not covered: give a tool a ``version`` when they matter.
+    ``functools.partial``'s function and bound arguments; the functions and classes of its
+    own module it names (a helper defined in another notebook cell, ``Helper.compute(x)``),
+    followed the same way. An object the code reaches — a bound method's object, a callable
+    object, a captured instance — is covered whole: its class's code (every method, property
+    and class attribute of the classes of its module in its MRO, since ``self.helper()``,
+    ``super()`` and dunder methods all reach them) and all its state (``__dict__``, slots,
+    and so pydantic's private attributes and a dataclass's attributes set after
+    ``__init__``). A captured value with no stable content form, state kept in C where it
+    cannot be read, or a secret, gives ``None``. Not covered, as for any library: the code
+    of other modules (a base class imported from a package), and the globals a function
+    reads (a constant, a client, a data frame), nor a class attribute with no stable
+    content form: give a tool a ``version`` when they matter.
     """
     encoder = _Encoder(secret_text, functions=True)
     try:
@@ -116,6 +124,10 @@ class _Encoder:
         self.secret_text = secret_text
         self.functions = functions
         self.active: set[int] = set()
+        #: the modules whose code is being followed, innermost last: a class of that module is followed too
+        self.modules: list[str | None] = []
+        #: the classes whose code is already written, in order: met again, they are written as their number
+        self.classes: dict[int, int] = {}
 
     def text(self, tag: bytes, text: str) -> None:
         data = text.encode("utf-8", "surrogatepass")
@@ -201,6 +213,14 @@ class _Encoder:
                                 datetime.timedelta, complex)):
             self.text(b"v", name)
             self.text(b"s", value.isoformat() if isinstance(value, (datetime.date, datetime.time)) else str(value))
+        elif self.functions and isinstance(value, _TYPE_FORMS):  # list[int], Optional[str]: a name
+            self.text(b"y", repr(value))
+        elif self.functions and isinstance(value, (staticmethod, classmethod, property)):
+            self.function(value)
+        elif self.functions and callable(value):
+            self.function(value)
+        elif self.functions and _python_class(t):  # an object the code reaches: its class's code and all its state
+            self._held(value, follow=self._follows(t))
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             self.text(b"c", name)
             self.value({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
@@ -217,8 +237,6 @@ class _Encoder:
             self._code(value)
         elif self.functions and isinstance(value, types.ModuleType):
             self.text(b"M", value.__name__)
-        elif self.functions and callable(value):
-            self.function(value)
         else:
             raise Uncacheable(f"{name} has no stable content form")
 
@@ -244,41 +262,60 @@ class _Encoder:
         elif isinstance(fn, types.MethodType):
             self.text(b"B", "method")
             self.function(fn.__func__)
-            self.value(fn.__self__)
+            owner = fn.__self__  # the tool's own object: its class is followed wherever it was defined
+            if isinstance(owner, type):
+                self._followed(owner)
+            elif _python_class(type(owner)):
+                self._held(owner, follow=True)
+            else:
+                self.value(owner)
+        elif isinstance(fn, (staticmethod, classmethod)):
+            self.text(b"D", type(fn).__name__)
+            self.function(fn.__func__)
+        elif isinstance(fn, property):
+            self.text(b"D", "property")
+            for part in (fn.fget, fn.fset, fn.fdel):
+                self.value(part)
         elif isinstance(fn, types.FunctionType):
-            self.text(b"F", _qualname(fn))
-            self._code(fn.__code__)
-            self._named(fn.__code__.co_varnames[:fn.__code__.co_argcount][-len(fn.__defaults__ or ()):]
-                        if fn.__defaults__ else (), fn.__defaults__ or ())
-            self._named(tuple(fn.__kwdefaults__ or {}), tuple((fn.__kwdefaults__ or {}).values()))
-            cells = fn.__closure__ or ()
-            self._named(fn.__code__.co_freevars, tuple(_cell_value(c) for c in cells))
-            wrapped = getattr(fn, "__wrapped__", None)  # functools.wraps: the real code is underneath
-            self.out.append(b"W")
-            if wrapped is not None:
-                self.function(wrapped)
-            self._helpers(fn)
+            self.modules.append(fn.__module__)
+            try:
+                self._plain_function(fn)
+            finally:
+                self.modules.pop()
         elif isinstance(fn, type):
-            self.text(b"C", _qualname(fn))
+            self._class(fn)
         elif isinstance(fn, (types.BuiltinFunctionType, types.BuiltinMethodType)):
             self.text(b"b", _qualname(fn))
             owner = getattr(fn, "__self__", None)  # a builtin bound to an object: [].append
             if owner is not None and not isinstance(owner, types.ModuleType):
                 self.value(owner)
-        else:  # a callable object: its class's __call__, and the object's content
+        else:  # a callable object: its class's __call__, and the object's class and state
             call = getattr(type(fn), "__call__", None)
             if not isinstance(call, types.FunctionType):
                 raise Uncacheable(f"{_qualname(type(fn))} is a callable with no Python code to fingerprint")
             self.text(b"O", _qualname(type(fn)))
             self.function(call)
-            state = getattr(fn, "__dict__", None)
-            if state is None:
+            if not _python_class(type(fn)):
                 raise Uncacheable(f"{_qualname(type(fn))} keeps its state where it cannot be read")
-            self.value(dict(state))
+            self._instance(fn, follow=self._follows(type(fn)))
+
+    def _plain_function(self, fn: types.FunctionType) -> None:
+        self.text(b"F", _qualname(fn))
+        self._code(fn.__code__)
+        self._named(fn.__code__.co_varnames[:fn.__code__.co_argcount][-len(fn.__defaults__ or ()):]
+                    if fn.__defaults__ else (), fn.__defaults__ or ())
+        self._named(tuple(fn.__kwdefaults__ or {}), tuple((fn.__kwdefaults__ or {}).values()))
+        cells = fn.__closure__ or ()
+        self._named(fn.__code__.co_freevars, tuple(_cell_value(c) for c in cells))
+        wrapped = getattr(fn, "__wrapped__", None)  # functools.wraps: the real code is underneath
+        self.out.append(b"W")
+        if wrapped is not None:
+            self.function(wrapped)
+        self._helpers(fn)
 
     def _helpers(self, fn: types.FunctionType) -> None:
-        """The functions of the tool's own module that it calls by name (a notebook's helper,
-        edited in another cell): an edit to one changes the tool's answer too."""
+        """The functions and classes of the tool's own module that it names (a notebook's helper,
+        edited in another cell; ``Helper.compute(x)``): an edit to one changes the tool's answer too."""
         module, scope = fn.__module__, fn.__globals__
         names: set[str] = set()
         todo = [fn.__code__]
@@ -286,13 +323,141 @@ class _Encoder:
             code = todo.pop()
             names.update(code.co_names)
             todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-        helpers = sorted(n for n in names if isinstance(scope.get(n), types.FunctionType)
+        helpers = sorted(n for n in names if isinstance(scope.get(n), (types.FunctionType, type))
                          and scope[n].__module__ == module)
         self.out.append(b"G" + str(len(helpers)).encode() + b"(")
         for name in helpers:
             self.text(b"s", name)
             self.function(scope[name])
         self.out.append(b")")
+
+    # ------------------------------------------------------------------ classes and objects
+    def _follows(self, cls: type) -> bool:
+        """Whether the code of ``cls`` is followed: the tool's own (nothing followed yet), or one
+        of the module whose code reaches it — as for functions, a library's code is not."""
+        return not self.modules or cls.__module__ == self.modules[-1]
+
+    def _followed(self, cls: type) -> None:
+        """``cls`` with its code, wherever it was defined (the class of the tool's own object)."""
+        self.modules.append(cls.__module__)
+        try:
+            self.function(cls)
+        finally:
+            self.modules.pop()
+
+    def _class(self, cls: type) -> None:
+        """A class: its name; when followed, the code and class attributes of every class of its
+        module in its MRO (``self.helper()``, ``super()``, ``len(self)`` and a library base's hook
+        calls all land there). Met again, it is written as its number: a list of a thousand
+        instances does not write the class a thousand times."""
+        self.text(b"C", _qualname(cls))
+        if not self._follows(cls):
+            return
+        seen = self.classes.get(id(cls))
+        if seen is not None:
+            self.text(b"r", str(seen))
+            return
+        self.classes[id(cls)] = len(self.classes)
+        module = cls.__module__
+        self.modules.append(module)
+        try:
+            for base in cls.__mro__:
+                self.text(b"s", _qualname(base))
+                if base.__module__ != module:
+                    continue  # a library's class (BaseModel, object): not followed, as its functions are not
+                members = sorted(vars(base).items())
+                self.out.append(b"(")
+                for name, member in members:
+                    self._member(base, name, member)
+                self.out.append(b")")
+        finally:
+            self.modules.pop()
+
+    def _member(self, cls: type, name: str, member: Any) -> None:
+        if isinstance(member, (types.FunctionType, staticmethod, classmethod, property, functools.cached_property)):
+            self.text(b"s", name)
+            self.text(b"D", type(member).__name__)
+            if isinstance(member, property):
+                parts: tuple[Any, ...] = (member.fget, member.fset, member.fdel)
+            elif isinstance(member, functools.cached_property):
+                parts = (member.func,)
+            else:
+                parts = (getattr(member, "__func__", member),)
+            for part in parts:
+                if part is None:
+                    self.out.append(b"N")
+                elif isinstance(part, types.FunctionType) and part.__module__ != cls.__module__:
+                    self.text(b"X", _qualname(part))  # put on the class from elsewhere (pydantic's model_post_init)
+                else:
+                    self.function(part)
+        elif not (name.startswith("__") and name.endswith("__")):
+            # a class attribute the code may read as self.x: keyed when it has a content form; one
+            # without (a client, a lock), or a secret, is left out as a module's globals are
+            start, classes = len(self.out), len(self.classes)
+            try:
+                self.name(name)
+                self.text(b"s", name)
+                self.value(member)
+            except (Uncacheable, RecursionError):
+                del self.out[start:]
+                for key in [k for k, n in self.classes.items() if n >= classes]:
+                    del self.classes[key]
+        # dunder data (__module__, __doc__, pydantic's validators and schema) is machinery, not code
+
+    def _held(self, obj: Any, *, follow: bool) -> None:
+        """An object reached from the tool (its bound object, a captured instance)."""
+        key = id(obj)
+        if key in self.active:
+            raise Uncacheable(f"{_qualname(type(obj))} holds itself")
+        self.active.add(key)
+        try:
+            self._instance(obj, follow=follow)
+        finally:
+            self.active.discard(key)
+
+    def _instance(self, obj: Any, *, follow: bool) -> None:
+        """An instance of a Python class: its class (followed or named) and all of its state —
+        ``__dict__`` and every slot, so pydantic's private attributes and a dataclass's
+        attributes set after ``__init__`` count, not only the declared fields."""
+        t = type(obj)
+        hidden = _hidden_state(t)
+        if hidden is not None:
+            raise Uncacheable(f"{_qualname(t)} keeps state in {hidden}, which is not Python code and cannot be read")
+        self.out.append(b"I")
+        if follow:
+            self._followed(t)
+        else:
+            self.text(b"C", _qualname(t))
+        try:
+            state = object.__getattribute__(obj, "__dict__")  # not __getattr__: reading must run no code
+        except AttributeError:
+            state = None
+        names: list[str] = []
+        values: list[Any] = []
+        if state is not None:
+            for name in list(state):
+                if type(name) is not str:
+                    raise Uncacheable(f"{_qualname(t)} has an attribute named {name!r}, not a string")
+            names.extend(state)
+            values.extend(state.values())
+        for base in t.__mro__:
+            slots = vars(base).get("__slots__", ())
+            for slot in (slots,) if isinstance(slots, str) else slots:
+                if slot in ("__dict__", "__weakref__"):
+                    continue
+                stored = f"_{base.__name__.lstrip('_')}{slot}" if slot.startswith("__") and not slot.endswith("__") \
+                    else slot
+                descriptor = vars(base).get(stored)
+                if descriptor is None or not hasattr(descriptor, "__get__"):
+                    continue
+                try:
+                    value = descriptor.__get__(obj, base)
+                except AttributeError:
+                    value = _EMPTY  # a slot never set
+                names.append(stored)
+                values.append(value)
+        self.out.append(b"i")
+        self._named(tuple(names), tuple(values))
 
     def _named(self, names: tuple[str, ...], values: tuple[Any, ...]) -> None:
         self.out.append(b"n" + str(len(values)).encode() + b"(")
@@ -321,6 +486,33 @@ class _Encoder:
             self.value(code.co_consts)  # nested functions and comprehensions are code constants
         finally:
             self.secret_text = secret_text
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: made at run time (a class statement, or a C extension's spec)
+_IMMUTABLETYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: a C type (stdlib types made from a spec are heap types too)
+
+#: generic aliases and typing forms (``list[int]``, ``Optional[str]``; a dataclass's ``__init__``
+#: holds its fields' types): named by their repr, which spells them out
+_TYPE_FORMS: tuple[type, ...] = (types.GenericAlias, type(typing.Optional[int]), type(typing.List[int]),
+                                 type(int | str), typing.TypeVar, typing.ForwardRef)
+
+
+def _python_class(t: type) -> bool:
+    """Made by a class statement: its instances keep their state in ``__dict__`` and slots.
+    A C type (a lock, a connection, a pydantic-core validator) has neither, or keeps more."""
+    flags = t.__flags__
+    return bool(flags & _HEAPTYPE) and not flags & _IMMUTABLETYPE and (
+        "__slots__" in vars(t) or t.__dictoffset__ != 0)
+
+
+def _hidden_state(t: type) -> str | None:
+    """The class in ``t``'s MRO that keeps instance state in C (``random.Random``, ``dict``), if any."""
+    for base in t.__mro__:
+        if base is object or _python_class(base):
+            continue
+        if base.__basicsize__ != object.__basicsize__ or base.__itemsize__:
+            return _qualname(base)
+    return None
 
 
 class _Empty:
