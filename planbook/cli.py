@@ -24,7 +24,7 @@ from .errors import PlanbookError, PlanError, closest
 from .models import Plan, RunResult
 from .policies import POLICIES
 from .runner import Runner
-from .safetext import neutralise
+from .safetext import neutralise, one_line
 from .views.text import format_result, summary_line
 from .tools import Toolbox
 
@@ -36,25 +36,28 @@ class UsageProblem(Exception):
     """A command-line mistake: printed with the usage hint, exit code 2."""
 
 
-def load_object(ref: str, what: str) -> Any:
-    """``module:object`` (module importable from the current directory) → the object."""
+def load_object(ref: str, what: str, *, label: str | None = None) -> Any:
+    """``module:object`` (module importable from the current directory) → the object.
+    ``label`` starts each error instead of ``--WHAT`` (``mcp serve`` names the ref too)."""
+    label = label or f"--{what}"
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
-        raise UsageProblem(f"--{what} takes module:object (e.g. mytools:toolbox), got {ref!r}")
+        raise UsageProblem(f"{label}: not module:object (e.g. mytools:toolbox)" if label != f"--{what}" else
+                           f"{label} takes module:object (e.g. mytools:toolbox), got {ref!r}")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         hint = closest(module_name, _local_modules()) if getattr(exc, "name", None) == module_name else ""
-        raise UsageProblem(f"--{what}: cannot import module {module_name!r}: {exc}{hint}") from None
+        raise UsageProblem(f"{label}: cannot import module {module_name!r}: {exc}{hint}") from None
     except Exception as exc:  # a SyntaxError or a crash while the module runs: still a usage problem
-        raise UsageProblem(f"--{what}: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
+        raise UsageProblem(f"{label}: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
     obj, where, parts = module, f"module {module_name!r}", attr.split(".")
     for i, part in enumerate(parts):
         if not hasattr(obj, part):
             public = [name for name in dir(obj) if not name.startswith("_")]
-            raise UsageProblem(f"--{what}: {where} has no {part!r}{closest(part, public)}")
+            raise UsageProblem(f"{label}: {where} has no {part!r}{closest(part, public)}")
         obj, where = getattr(obj, part), f"{module_name}:{'.'.join(parts[: i + 1])}"
     return obj
 
@@ -296,8 +299,8 @@ def _main(argv: Sequence[str] | None) -> int:
                 print(neutralise(cli_runs.list_runs(args)))
             else:
                 print(printable(cli_runs.show_run(args)))
-        except PlanbookError as exc:
-            print(neutralise(f"planbook: {exc}"), file=sys.stderr)
+        except PlanbookError as exc:  # no store there, no such run, a damaged run: one line each
+            print(one_line(f"planbook: {exc}"), file=sys.stderr)
             return EXIT_USAGE
         return EXIT_OK
     if args.command == "resume":
@@ -305,7 +308,11 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "mcp":
         from .mcp.server import serve
 
-        return serve(tools=args.tools, store=args.store)
+        try:
+            return serve(tools=args.tools, store=args.store)
+        except UsageProblem as exc:  # raised before the server starts: nothing was served
+            print(one_line(f"planbook: {exc}"), file=sys.stderr)
+            return EXIT_USAGE
     if args.command == "demo":  # the demo's plan is known good: an error in its run is not a usage error
         from .demo import demo_plan, demo_planner, demo_tools
 
@@ -395,4 +402,9 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # ``python -m planbook.cli``: run the module planbook.cli, not this second copy of it named
+    # __main__, so that a UsageProblem raised by a module that imports planbook.cli (mcp serve's
+    # --tools) is the class the command catches
+    from planbook.cli import main as _main_of_the_module
+
+    sys.exit(_main_of_the_module())

@@ -49,25 +49,41 @@ def store_path(args: argparse.Namespace) -> Any:
 
 
 def list_runs(args: argparse.Namespace) -> str:
-    """The text of ``planbook runs``."""
+    """The text of ``planbook runs``. A run whose stored row is damaged is listed as
+    ``damaged``, with a line below the table saying what and what to do: it must not hide
+    the healthy runs, nor be dropped from the list."""
     from .resume import runs
+    from .store.logrows import damaged
 
-    listed = runs(store_path(args), limit=args.limit or None)
+    where = store_path(args)
+    listed = runs(where, limit=args.limit or None)
     if not listed:
-        return f"no runs in {store_path(args)}"
+        return f"no runs in {where}"
     lines = [f"{'run':<24} {'status':<22} {'steps':>9} {'model calls':>11}  {'started':<16}  goal"]
+    notes = []
     for r in listed:
+        damage = getattr(r, "damage", None)  # a store of another kind may list without it
         verdict = f"{r.status} ({r.reason})" if r.reason and r.reason != r.status else r.status
         if (r.status, r.reason) == ("running", "waiting"):
             verdict = "waiting for approval"  # a step waits for a person's decision (planbook.steering)
         if r.writer_gone:  # "running", but its process died: it was cut short, and a resume takes it over
             verdict = "stopped (writer gone)"
-        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))
+        steps, calls, started = f"{r.steps_done}/{r.steps_total}", str(r.model_calls), _started(r.started)
+        if damage:  # its numbers may be placeholders: not shown as if they were counted
+            verdict, steps, calls = "damaged", "?", "?"
+            notes.append(one_line(str(damaged(r.run_id, str(where), damage))))
         goal = one_line(r.goal)  # a line break in a goal must not forge a row
         goal = goal if len(goal) <= 48 else goal[:47] + "…"
-        lines.append(f"{r.run_id:<24} {verdict:<22} {f'{r.steps_done}/{r.steps_total}':>9} {r.model_calls:>11}  "
-                     f"{started:<16}  {goal}")
-    return "\n".join(lines)
+        lines.append(f"{one_line(r.run_id):<24} {verdict:<22} {steps:>9} {calls:>11}  {started:<16}  {goal}")
+    return "\n".join(lines + notes)
+
+
+def _started(when: float) -> str:
+    """A run's start as the listing shows it; ``?`` for a time no clock can show (a damaged row)."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(when)) if when > 0 else "?"
+    except (OverflowError, OSError, ValueError, TypeError):
+        return "?"
 
 
 def show_run(args: argparse.Namespace) -> Any:

@@ -17,10 +17,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..cli import final_outputs, load_object, printable
+from collections.abc import Mapping
+
+from ..cli import UsageProblem, final_outputs, load_object, printable
 from ..compat.openmanus import PlanningTool, ToolError
 from ..errors import PlanbookError
 from ..runner import Runner
+from ..tools import Toolbox, as_toolbox
 from ..views.text import format_result
 
 RUN_PLAN_SCHEMA: dict[str, Any] = {
@@ -150,12 +153,32 @@ def build_server(app: PlanbookServer) -> Any:
     return Server("planbook", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+def load_tools(ref: str) -> Toolbox:
+    """``--tools MODULE:OBJECT`` as the toolbox ``run_plan`` uses: checked before the server
+    starts, so a bad ref is one :class:`~planbook.cli.UsageProblem` naming it (exit code 2),
+    not a server that fails at the first call."""
+    label = f"--tools {ref}"
+    obj = load_object(ref, "tools", label=label)
+    try:
+        return as_toolbox(obj)
+    except (TypeError, ValueError, PlanbookError) as exc:
+        if not isinstance(obj, (Mapping, list, tuple, set)):
+            exc = f"is {_a(type(obj).__name__)}, not tools"
+        raise UsageProblem(f"{label}: {exc}: give a Toolbox, a {{name: function}} mapping or a list of functions") \
+            from None
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
+
+
 def serve(tools: str | None = None, store: str | None = None) -> int:
-    """Serve over stdio until the client closes the connection."""
+    """Serve over stdio until the client closes the connection. A bad ``tools`` ref raises
+    :class:`~planbook.cli.UsageProblem` before anything is served."""
+    app = PlanbookServer(tools=load_tools(tools) if tools else None, store=store)
     import anyio
     from mcp.server.stdio import stdio_server
 
-    app = PlanbookServer(tools=load_object(tools, "tools") if tools else None, store=store)
     server = build_server(app)
 
     async def main() -> None:

@@ -89,6 +89,9 @@ class RunSummary:
     #: the host of the writing process, and since when it writes the run
     writer_host: str | None = None
     writer_since: float | None = None
+    #: what is damaged in the run's stored row (then it cannot be shown or resumed, and the
+    #: fields it spoils hold placeholders), or None: a damaged run is listed, not dropped
+    damage: str | None = None
 
     @property
     def writer_gone(self) -> bool:

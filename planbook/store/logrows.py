@@ -26,16 +26,22 @@ are brought up to date only by a save (a replan, a pause, a resumed run): the ru
 ``log_seq`` is the last log row they include, so a reader applies the step deltas and
 counters of later rows only. Every piece is encoded once, when it is written, and the
 document is joined from the pieces' JSON text, never encoded again.
+
+**A damaged row** (a row that is not what planbook wrote: bad JSON, a NULL, a text where a
+time belongs) is one :class:`~planbook.store.base.StoreFormatError` naming the store, the
+run, the row and the damage (:class:`Reading`), never a raw ``JSONDecodeError`` or
+``TypeError``; ``list_runs`` marks such a run (:func:`summary_of`) and lists the others.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..models import Event, Step
+from .base import RunSummary, StoreFormatError
 from .records import event_from_record, redacted_paths, step_from_record
 from .values import UNRESTORABLE_ARGS, Encoded, clone, decode, place_markers
 
@@ -155,7 +161,7 @@ class Replay:
         self.last_time: float | None = None
 
     def add(self, seq: int, time: float, executions: int, record: str) -> None:
-        doc = json.loads(record)
+        doc = parsed(record, dict)
         first = len(self.history)
         entries = doc.get("h", ())
         for entry in entries:
@@ -217,3 +223,138 @@ def statuses_after(log_seq: int, rows: Iterable[tuple[int, int, str]]) -> dict[s
             fields = entries[delta["h"] - first]["r"] if "h" in delta else delta["r"]
             out[fields["id"]] = fields.get("status", "not_started")
     return out
+
+
+# ------------------------------------------------------------ damaged rows
+#: what reading a row that planbook did not write that way raises: the data is wrong, not the reader
+DATA_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
+#: JSON's names for what ``json.loads`` gives, and for what SQLite's ``json_type`` answers
+_JSON_NAMES: dict[Any, str] = {dict: "object", list: "array", str: "string", int: "number", float: "number",
+                               bool: "boolean", type(None): "null", "integer": "number", "real": "number",
+                               "text": "string", "true": "boolean", "false": "boolean"}
+
+
+class Damage(ValueError):
+    """Stored data that is not what planbook writes; the text follows the part's name
+    (``its plan (runs.plan)`` + ``is not JSON (...)``)."""
+
+
+def damaged(run_id: str, location: str, what: str) -> StoreFormatError:
+    """The one error for a run that cannot be read: which store, which run, what is damaged,
+    and what the user can do (the store's other runs are not affected)."""
+    return StoreFormatError(
+        f"run {run_id!r} in the run store {location} is damaged: {what}. planbook cannot show or resume it; "
+        f"the store's other runs are readable (planbook runs lists them): restore the store from a backup, "
+        f"or delete this run with planbook.store.SQLiteStore({location!r}).delete_run({run_id!r})")
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    """A stored value in a message: its repr (control characters escaped), cut short."""
+    if value is None:
+        return "NULL"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _not_json(found: str, kind: str) -> str:
+    return f"is JSON {found}, not {'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+
+
+def parsed(text: Any, kind: type) -> Any:
+    """The JSON ``text`` of a column, which must hold ``kind`` (dict or list); :class:`Damage` else."""
+    if not isinstance(text, (str, bytes)):
+        raise Damage(f"is {shown(text)}, not JSON text")
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise Damage(f"is not JSON ({exc})") from None
+    if not isinstance(value, kind):
+        raise Damage(_not_json(_JSON_NAMES.get(type(value), type(value).__name__), _JSON_NAMES[kind]))
+    return value
+
+
+def number(value: Any) -> Any:
+    """A time column, which must hold a number; :class:`Damage` else."""
+    if type(value) not in (int, float):
+        raise Damage(f"is {shown(value)}, not a number")
+    return value
+
+
+class Reading:
+    """Which part of a run a reader is at, so that an error in what it reads (see
+    :data:`DATA_ERRORS`) leaves as one :class:`StoreFormatError` naming the store, the run,
+    the part and the damage. ``part`` is a text, or — set for each row, so formatted only
+    when a row is damaged — a ``(template, value, ...)`` tuple."""
+
+    def __init__(self, run_id: str, location: str) -> None:
+        self.run_id, self.location = run_id, location
+        self.part: str | tuple[Any, ...] = "its row in the runs table"
+
+    def __enter__(self) -> "Reading":
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        if isinstance(exc, DATA_ERRORS):
+            part = self.part if isinstance(self.part, str) else self.part[0].format(*self.part[1:])
+            what = str(exc) if isinstance(exc, Damage) else f"cannot be read ({type(exc).__name__}: {exc})"
+            raise damaged(self.run_id, self.location, f"{part} {what}") from None
+
+
+#: what ``list_runs`` selects of each run (in this order), the words for it in a message,
+#: the types it may hold, and the value a summary has when it holds another
+SUMMARY_COLUMNS: tuple[tuple[str, str, tuple[type, ...], Any], ...] = (
+    ("run_id", "its id (runs.id)", (str,), "?"),
+    ("goal", "its goal (runs.goal)", (str,), ""),
+    ("status", "its status (runs.status)", (str,), "?"),
+    ("reason", "its reason (runs.reason)", (str, type(None)), None),
+    ("started", "its creation time (runs.created)", (int, float), 0.0),
+    ("updated", "its update time", (int, float), 0.0),
+    ("executions", "its executions", (int,), 0),
+    ("model_calls", "its model calls", (int,), 0),
+    ("writer_pid", "its writer's process id (runs.writer_pid)", (int, type(None)), None),
+    ("plan_id", "its plan id", (str, type(None)), None),
+    ("writer_host", "its writer's host (runs.writer_host)", (str, type(None)), None),
+    ("writer_since", "its writer's start (runs.writer_since)", (int, float, type(None)), None),
+    ("steps_done", "its completed steps", (int,), 0),
+    ("steps_total", "its number of steps", (int,), 0),
+)
+#: the JSON of a run's row that ``list_runs`` checks (in SQL, reading no row but those the
+#: listing reads; its last log row is checked too): (the words for it, the column, its JSON type)
+SUMMARY_JSON: tuple[tuple[str, str, str], ...] = (
+    ("its config (runs.config)", "r.config", "object"), ("its plan (runs.plan)", "r.plan", "object"),
+    ("its counters (runs.counters)", "r.counters", "object"),
+    ("its revisions (runs.revisions)", "r.revisions", "array"),
+)
+LAST_LOG_ROW = ("its last log row", "l.record", "object")
+
+
+def json_check(column: str, kind: str) -> str:
+    """SQL: NULL when ``column`` holds JSON text of ``kind`` (``object``, ``array``), else
+    what it holds instead (``json_type`` of text that is not JSON would end the whole query)."""
+    return (f"CASE WHEN {column} IS NULL THEN 'NULL' WHEN NOT json_valid({column}) THEN 'not JSON'"
+            f" WHEN json_type({column}) <> '{kind}' THEN json_type({column}) END")
+
+
+def summary_of(values: Sequence[Any], checks: Sequence[str | None]) -> RunSummary:
+    """A run's line in ``list_runs`` from its :data:`SUMMARY_COLUMNS` values and the answers of
+    its :func:`json_check` s (:data:`SUMMARY_JSON`, then :data:`LAST_LOG_ROW` when it has one):
+    a run whose row is damaged is listed, its unusable values replaced, with ``damage`` saying
+    what — never dropped, never the end of the listing."""
+    fields: dict[str, Any] = {}
+    problems: list[str] = []
+    for (name, words, kinds, default), value in zip(SUMMARY_COLUMNS, values):
+        if type(value) in kinds:
+            fields[name] = value
+        else:
+            fields[name] = default
+            problems.append(f"{words} is {shown(value)}, not {'a text' if str in kinds else 'a number'}")
+    if fields["run_id"] == "?" and values[0] is not None:
+        fields["run_id"] = shown(values[0])
+    for (words, _, kind), found in zip((*SUMMARY_JSON, LAST_LOG_ROW), checks):
+        if found == "NULL":
+            problems.append(f"{words} is NULL, not JSON text")
+        elif found == "not JSON":
+            problems.append(f"{words} is not JSON")
+        elif found is not None:
+            problems.append(f"{words} {_not_json(_JSON_NAMES.get(found, found), kind)}")
+    return RunSummary(**fields, damage="; ".join(problems) or None)

@@ -45,8 +45,9 @@ from .base import (
     not_found,
 )
 from .logrows import (
-    INSERT_LOG, RUN_FIRST, RUN_LAST, Replay, document, entry_json, log_id, meta_json, run_range, statuses_after,
-    step_of, value_json, value_of,
+    INSERT_LOG, LAST_LOG_ROW, RUN_FIRST, RUN_LAST, SUMMARY_JSON, Damage, Reading, Replay, document, entry_json,
+    json_check, log_id, meta_json, number, parsed, run_range, shown, statuses_after, step_of, summary_of, value_json,
+    value_of,
 )
 from .records import (
     RECORD_FIELDS, config_json, counters_json, diffs_from_records, diffs_json, event_from_record, events_json,
@@ -801,6 +802,9 @@ class SQLiteStore:
 
     # ------------------------------------------------------------ reading
     def load_run(self, run_id: str) -> StoredRun:
+        """The run; a row of it that is damaged is one :class:`StoreFormatError` naming the run,
+        the row and the damage (:class:`~planbook.store.logrows.Reading`): the other runs read as ever."""
+
         def read(con: sqlite3.Connection) -> StoredRun:
             row = con.execute(
                 f"SELECT goal, config, plan, counters, revisions, created, updated, {self._column('log_seq')},"
@@ -809,38 +813,55 @@ class SQLiteStore:
             if row is None:
                 raise not_found(run_id, self.location, self._latest_ids(con))
             goal, config, plan, counters, revisions, created, updated, log_seq, log_key = row
-            replay = Replay(log_seq)
-            if self.version >= 3:
-                first, last_id = run_range(log_key)
-                for i, at, executions, record in con.execute(
-                        "SELECT id, time, executions, record FROM log WHERE id BETWEEN ? AND ? ORDER BY id",
-                        (first, last_id)):
-                    replay.add(i - first, at, executions, record)
-            else:
-                read_legacy_lists(con, run_id, replay)
-            steps = []
-            if replay.created is not None:  # no save since the run was created: its steps are in its first row
-                for entry in replay.created:
-                    changed = replay.changed.get(entry["r"]["id"])
-                    steps.append(step_of(*changed) if changed is not None else
-                                 step_of(entry, value_of(entry["v"]), replay.patched.get(entry["r"]["id"])))
-            for step_id, record, ak, a, am, rk, r, rm, ref in () if replay.created is not None else con.execute(
-                "SELECT step_id, record, args_kind, args, args_meta, result_kind, result, result_meta, result_ref"
-                " FROM steps WHERE run_id = ? ORDER BY position", (run_id,)
-            ):
-                changed = replay.changed.get(step_id)
-                if changed is not None:
-                    steps.append(step_of(*changed))
-                    continue
-                result = replay.results[ref] if rk == "ref" else _value(rk, r, rm)
-                steps.append(_step(record, ak, a, am, result, replay.patched.get(step_id)))
-            return StoredRun(
-                run_id=run_id, goal=goal, config=json.loads(config),
-                plan=plan_from_record(json.loads(plan), steps),
-                counters=replay.counters_over(json.loads(counters)),
-                history=replay.history, revisions=diffs_from_records(json.loads(revisions)), events=replay.events,
-                created=created, updated=max(updated, replay.last_time or 0.0),
-            )
+            with Reading(run_id, self.location) as reading:
+                reading.part = "its log position (runs.log_seq)"
+                replay = Replay(int(number(log_seq)))
+                if self.version >= 3:
+                    reading.part = "its log key (runs.log_key)"
+                    first, last_id = run_range(number(log_key))
+                    for i, at, executions, record in con.execute(
+                            "SELECT id, time, executions, record FROM log WHERE id BETWEEN ? AND ? ORDER BY id",
+                            (first, last_id)):
+                        reading.part = ("its log row {} (log id {})", i - first, i)
+                        replay.add(i - first, at, executions, record)
+                else:
+                    read_legacy_lists(con, run_id, replay, reading)
+                steps = []
+                if replay.created is not None:  # no save since the run was created: its steps are in its first row
+                    reading.part = "its first log row (the steps it was created with)"
+                    for entry in replay.created:
+                        changed = replay.changed.get(entry["r"]["id"])
+                        steps.append(step_of(*changed) if changed is not None else
+                                     step_of(entry, value_of(entry["v"]), replay.patched.get(entry["r"]["id"])))
+                for step_id, record, ak, a, am, rk, r, rm, ref in () if replay.created is not None else con.execute(
+                    "SELECT step_id, record, args_kind, args, args_meta, result_kind, result, result_meta, result_ref"
+                    " FROM steps WHERE run_id = ? ORDER BY position", (run_id,)
+                ):
+                    reading.part = ("its step {!r} (table steps)", step_id)
+                    changed = replay.changed.get(step_id)
+                    if changed is not None:
+                        steps.append(step_of(*changed))
+                        continue
+                    result = replay.results[ref] if rk == "ref" else _value(rk, r, rm)
+                    steps.append(_step(record, ak, a, am, result, replay.patched.get(step_id)))
+                reading.part = "its goal (runs.goal)"
+                if not isinstance(goal, str):
+                    raise Damage(f"is {shown(goal)}, not a text")
+                reading.part = "its config (runs.config)"
+                config = parsed(config, dict)
+                reading.part = "its plan (runs.plan)"
+                plan = plan_from_record(parsed(plan, dict), steps)
+                reading.part = "its counters (runs.counters)"
+                counters = replay.counters_over(parsed(counters, dict))
+                reading.part = "its revisions (runs.revisions)"
+                revisions = diffs_from_records(parsed(revisions, list))
+                reading.part = "its creation time (runs.created)"
+                created = number(created)
+                reading.part = "its update time (runs.updated)"
+                updated = max(number(updated), replay.last_time or 0.0)
+            return StoredRun(run_id=run_id, goal=goal, config=config, plan=plan, counters=counters,
+                             history=replay.history, revisions=revisions, events=replay.events,
+                             created=created, updated=updated)
 
         with self._lock:
             stored = self._read(read)
@@ -858,7 +879,8 @@ class SQLiteStore:
                 " r.writer_pid, r.plan_id, r.writer_host, r.writer_since,"
                 f" CASE WHEN {_NEWER} THEN l.done ELSE"
                 " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed') END,"
-                f" coalesce({self._column('steps_total')}, (SELECT count(*) FROM steps s WHERE s.run_id = r.id))"
+                f" coalesce({self._column('steps_total')}, (SELECT count(*) FROM steps s WHERE s.run_id = r.id)),"
+                f" {_JSON_CHECKS}, CASE WHEN l.id IS NOT NULL THEN {json_check(*LAST_LOG_ROW[1:])} END"
                 f" FROM runs r LEFT JOIN log l ON l.id = (SELECT max(id) FROM log WHERE id BETWEEN {RUN_FIRST}"
                 f" AND {RUN_LAST})"
                 " ORDER BY r.created DESC, r.rowid DESC"
@@ -868,17 +890,14 @@ class SQLiteStore:
                 f"SELECT id, goal, status, reason, created, updated, executions, model_calls, writer_pid,"
                 f" {self._column('plan_id')}, {self._column('writer_host')}, {self._column('writer_since')},"
                 " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed'),"
-                " (SELECT count(*) FROM steps s WHERE s.run_id = r.id)"
+                f" (SELECT count(*) FROM steps s WHERE s.run_id = r.id), {_JSON_CHECKS}"
                 " FROM runs r ORDER BY created DESC, rowid DESC"
             )
         if limit is not None:
             query += f" LIMIT {int(limit)}"
         rows = self._read(lambda con: con.execute(query).fetchall())
-        return [
-            RunSummary(run_id=i, goal=g, status=s, reason=r, started=c, updated=u, executions=e, model_calls=m,
-                       writer_pid=p, plan_id=pi, writer_host=h, writer_since=ws, steps_done=d, steps_total=t)
-            for i, g, s, r, c, u, e, m, p, pi, h, ws, d, t in rows
-        ]
+        # a damaged row is listed as damaged (its values checked): it must not cost the listing
+        return [summary_of(row[:14], row[14:]) for row in rows]
 
     def _column(self, name: str) -> str:
         """A column a later version added, or how an older store (read as it is) spells it."""
@@ -886,6 +905,8 @@ class SQLiteStore:
             return name if self.version >= 3 else "-1"
         if name == "steps_total":
             return "r.steps_total" if self.version >= 5 else "NULL"
+        if self.version < 2 and name == "plan_id":  # out of the plan's JSON: a damaged plan must not end the query
+            return f"CASE WHEN json_valid(plan) THEN {V1_COLUMNS[name]} END"
         return name if self.version >= 2 else V1_COLUMNS[name]
 
     def latest_run_id(self, *, plan_id: str | None = None) -> str | None:
@@ -975,6 +996,8 @@ _UPDATED = (f"max(r.updated, coalesce((SELECT time FROM log WHERE id BETWEEN {RU
             f" AND {RUN_LAST} ORDER BY id DESC LIMIT 1), 0))")
 #: the log row ``l`` is newer than the last save of its run ``r``
 _NEWER = f"l.id > {RUN_FIRST} + r.log_seq"
+#: SQL: what is not as planbook writes it in the JSON of a run's row ``r`` (NULLs when nothing)
+_JSON_CHECKS = ", ".join(json_check(column, kind) for _, column, kind in SUMMARY_JSON)
 
 _STEP_COLUMNS = ("run_id, step_id, position, status, record, args_kind, args, args_meta, result_kind, result,"
                  " result_meta, result_ref")
@@ -1037,17 +1060,20 @@ def _step(record: str, args_kind: str, args: Any, args_meta: str | None, result:
     return step_from_record(fields, place_markers(loaded, redacted_paths(fields)), result)
 
 
-def read_legacy_lists(con: sqlite3.Connection, run_id: str, replay: Replay) -> None:
-    """The history entries and events of a run in a version-1 or -2 store (read as it is)."""
-    for record, ak, a, am, rk, r, rm in con.execute(
-        "SELECT record, args_kind, args, args_meta, result_kind, result, result_meta FROM history"
+def read_legacy_lists(con: sqlite3.Connection, run_id: str, replay: Replay, reading: Reading) -> None:
+    """The history entries and events of a run in a version-1 or -2 store (read as it is);
+    ``reading`` names the row being read, for a damaged one."""
+    for seq, record, ak, a, am, rk, r, rm in con.execute(
+        "SELECT seq, record, args_kind, args, args_meta, result_kind, result, result_meta FROM history"
         " WHERE run_id = ? ORDER BY seq", (run_id,)
     ):
+        reading.part = ("its history entry {} (table history)", seq)
         result = _value(rk, r, rm)
         replay.results.append(result)
         replay.history.append(_step(record, ak, a, am, result))
-    replay.events.extend(event_from_record(json.loads(rec)) for (rec,) in con.execute(
-        "SELECT record FROM events WHERE run_id = ? ORDER BY seq", (run_id,)))
+    for seq, rec in con.execute("SELECT seq, record FROM events WHERE run_id = ? ORDER BY seq", (run_id,)):
+        reading.part = ("its event {} (table events)", seq)
+        replay.events.append(event_from_record(parsed(rec, dict)))
 
 
 class _Recheck(Exception):
