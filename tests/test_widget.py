@@ -144,7 +144,7 @@ def test_panes_are_sent_as_steps_run_so_the_browser_can_open_them_during_the_run
     bridge.close()
     load = view.pane("load")
     assert load["status"] == "completed" and load["call"] == "load(name='sales')"
-    assert load["result"].startswith("<table><tr><td>sales</td>")  # displayed richly (a DataFrame would be a table)
+    assert load["result"].startswith("<table><tbody><tr><td>sales</td>")  # displayed richly (as the sanitiser parses it)
     assert load["output"] == "loading sales\n" and load["duration"] is not None
     assert view.open("load") is load and view.selected == "load"
 

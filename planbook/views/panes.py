@@ -76,7 +76,7 @@ def call_line(step: Step, results: Mapping[str, Any]) -> str:
     if step.agent:
         return f"[{step.agent.upper()}] {step.task}".rstrip()
     from ..refs import find_refs, resolve
-    from ..store.redact import shown_arg
+    from ..outbound.redact import shown_arg
 
     parts = []
     for name, value in step.args.items():
@@ -95,30 +95,64 @@ def result_html(value: Any, cap: int) -> tuple[str, bool]:
 
     A string with line breaks is shown as its text; other values use the display
     formatter (the kernel's, with the user's registered formatters): HTML first, then
-    images, then the plain repr.
+    images, then the plain repr. A value's own HTML goes through the gate's sanitiser
+    (:func:`planbook.outbound.html.sanitize_html`): what it cannot keep safe without losing
+    more than presentation is shown as the value's text, with a line saying so; an image is
+    drawn from its decoded bytes (an ``<img>`` draws SVG without scripts or external resources).
     """
     if isinstance(value, str) and "\n" in value:
         return _pre(value, cap)
     if type(value) in _SCALARS:  # what IPython would show is the repr: skip its dozen formatter lookups
         return _pre(repr(value), cap)
+    from ..outbound.html import AS_TEXT_NOTE, sanitize_html
+
     data = _mimebundle(value)
     for mime in ("text/html", "image/svg+xml", "image/png", "image/jpeg"):
         body = data.get(mime)
         if not body:
             continue
-        if isinstance(body, bytes):
-            import base64
-
-            body = base64.b64encode(body).decode("ascii")
-        if mime == "image/svg+xml":
-            rendered = f'<div class="pb-svg">{body}</div>'
-        elif mime.startswith("image/"):
-            rendered = f'<img alt="result" src="data:{mime};base64,{str(body).strip()}">'
+        if mime == "text/html":
+            if not isinstance(body, str) or len(body) > cap:
+                continue
+            kept = sanitize_html(body)
+            if kept is None:
+                text, cut = _pre(str(data.get("text/plain", "")) or _short_repr(value, cap), cap)
+                return _note(AS_TEXT_NOTE) + text, cut
+            rendered = (_note(kept.left_out) if kept.left_out else "") + kept.html
         else:
-            rendered = str(body)
+            picture = _image(mime, body)
+            if picture is None:
+                continue
+            rendered = picture
         if len(rendered) <= cap:
             return rendered, False
     return _pre(str(data.get("text/plain", "")) or _short_repr(value, cap), cap)
+
+
+def _note(text: str) -> str:
+    """A line above a result that says how it is shown (as text, without its styles)."""
+    return f'<div class="pb-note" style="font-style:italic;font-size:11px;opacity:0.8">{html.escape(text)}</div>'
+
+
+def _image(mime: str, body: Any) -> str | None:
+    """An ``<img>`` of a value's picture, from its bytes (base64 text is decoded and checked
+    first: a formatter's string is not trusted to be base64); None when it is not a picture."""
+    import base64
+    import binascii
+
+    if isinstance(body, str):
+        if mime == "image/svg+xml":
+            raw = body.encode("utf-8")
+        else:
+            try:
+                raw = base64.b64decode(body.strip(), validate=True)
+            except (binascii.Error, ValueError):
+                return None
+    elif isinstance(body, (bytes, bytearray)):
+        raw = bytes(body)
+    else:
+        return None
+    return f'<img alt="result" src="data:{mime};base64,{base64.b64encode(raw).decode("ascii")}">'
 
 
 #: result types shown as their repr without asking the display formatter (a fast step's

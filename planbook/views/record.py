@@ -7,13 +7,13 @@ header and verdict, one row per step whose task opens the step's pane (a ``<deta
 call, time, result, printed output, error), the timeline and the graph as inline SVG and
 the revision history. It is HTML that survives sanitizers: no script, no event handler,
 no external resource, no ``<style>`` (inline styles use JupyterLab's theme variables with
-fallbacks, so it reads in the dark theme too). A result whose own HTML is not safe in that
-sense is shown as its text, and the pane says so.
+fallbacks, so it reads in the dark theme too). A result's own HTML has passed the gate's
+sanitiser (:mod:`planbook.outbound.html`, through :func:`planbook.views.panes.result_html`):
+what it cannot keep safe is shown as the result's text, and the pane says so.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..models import Status, Step
@@ -39,11 +39,6 @@ from .panes import PaneBudget, pane
 from .state import ViewState
 from .svg import Scale, graph_svg, timeline_svg
 
-#: markup a sanitizer removes, or that would reach outside the notebook: such a result is shown as text
-UNSAFE = re.compile(r"<\s*(script|iframe|object|embed|link|meta|base|form|style)\b|<[^>]*\son\w+\s*=|javascript:|"
-                    r"@import|(src|srcset|href|xlink:href|poster|action|formaction|background)\s*=\s*[\"']?\s*"
-                    r"[^\"'>]*?(https?:|//)|url\(\s*[\"']?\s*(https?:|//)", re.I)
-
 _LABEL = f"color:#555;color:{DIM};font-size:11px;margin-top:4px"
 _PRE = ("font-family:monospace;white-space:pre-wrap;margin:2px 0;max-height:320px;overflow:auto;padding:4px;"
         f"color:{TEXT};background:var(--jp-layout-color0,#fff);border:1px solid var(--jp-border-color2,#e0e0e0)")
@@ -53,8 +48,12 @@ _TH = f"text-align:left;padding:1px 8px 1px 0;vertical-align:top;font-weight:nor
 
 
 def safe_markup(markup: str) -> bool:
-    """True when ``markup`` has no script, event handler or external resource."""
-    return UNSAFE.search(markup) is None
+    """True when the gate's sanitiser keeps ``markup`` whole (:func:`planbook.outbound.html.sanitize_html`:
+    nothing removed, not even a style): no script, event handler, URL or other host's resource."""
+    from ..outbound.html import sanitize_html
+
+    kept = sanitize_html(markup)
+    return kept is not None and not kept.left_out
 
 
 def pane_html(data: dict[str, Any], step: Step, mark: CacheMark | None, origin: float | None) -> str:
@@ -81,15 +80,10 @@ def pane_html(data: dict[str, Any], step: Step, mark: CacheMark | None, origin: 
                     for label, value, style in rows)
     parts = [f'<table style="border-collapse:collapse">{table}</table>']
     if "result" in data:
+        # built by panes.result_html: a value's own HTML has been through the gate's sanitiser, and
+        # what it could not keep is shown as text with a line saying so
         result = data["result"]
-        if not safe_markup(result):
-            from .panes import _pre, _short_repr
-
-            result, _ = _pre(_short_repr(step.result, 10_000), 10_000)
-            parts.append(f'<div style="{_LABEL}">returned (its HTML has scripts or external resources: '
-                         f'shown as text)</div>')
-        else:
-            parts.append(f'<div style="{_LABEL}">returned</div>')
+        parts.append(f'<div style="{_LABEL}">returned</div>')
         result = result.replace('<pre class="pb-text">', f'<pre class="pb-text" style="{_PRE}">')
         parts.append(f'<div class="planbook-returned" style="max-height:400px;overflow:auto">{result}</div>')
     if data.get("output"):

@@ -1,0 +1,185 @@
+"""HTML from results, sanitised by a maintained sanitizer and kept inside its pane.
+
+A step's result may bring its own HTML (``_repr_html_``, a DataFrame's table). Shown in a
+pane of the live view or of the saved record, that HTML sits inside planbook's own page, so
+it must not run script, load anything from another host (or from the notebook's server),
+restyle or cover the page, or close the pane's elements and write outside it. Matching
+such markup with regular expressions misses what browsers accept (``<img src=x/onerror=…>``,
+``&#47;&#47;host``, ``/\\host``, CSS escapes), so the one sanitiser here is nh3, the Python
+binding of Ammonia, which parses the markup the way browsers do (html5ever) and writes
+back only what an allow-list keeps:
+
+- tags for text, lists and tables, and images; no forms, frames, scripts, style sheets,
+  SVG or MathML (whose foreign-content parsing is where sanitizers' mutation bugs live);
+- attributes that lay out a table or describe an image; no event handler, ``class``,
+  ``id`` or ``data-*`` (the page's own CSS and JavaScript act on those);
+- no URL at all but an image's ``data:`` source of a raster or SVG picture type: no
+  http(s), no protocol-relative or relative URL, so nothing loads from anywhere (an
+  image element draws an SVG as a picture, with no script and no external resource);
+- inline CSS properties of colour, type, spacing, borders and size; no ``position``, no
+  ``transform``, no property that can hold ``url()``.
+
+The output is well-formed: every element it opens it closes, so a pane cannot swallow or
+close what follows it. It is also a fixed point (cleaning it again changes nothing): a
+markup the browser would parse into another tree than the one the sanitiser checked is
+not shown as HTML.
+
+**What is shown as text.** Removing something can change what a result means, so the
+sanitiser keeps a result's HTML only when it lost nothing but presentation: a
+``<style>`` sheet, ``class``/``id`` attributes, inline CSS properties outside the allow-list
+(a DataFrame's table keeps its rows, without pandas' CSS). When it had to remove an
+element, an attribute, a URL or content (a script, an event handler, a link, a picture
+from elsewhere, a form, an SVG drawing) the result is shown as its text, and the pane says
+so: a table missing the picture or the link it described would mislead more than its text.
+Unknown (custom) elements are dropped with their tags only (their text stays): without
+their definitions they have no meaning of their own.
+
+nh3 is imported when the first result's HTML is sanitised, not with planbook.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+#: what a pane says when a result's HTML is shown as its text
+AS_TEXT_NOTE = ("its HTML is shown as text: keeping it safe would remove scripts, event handlers, "
+                "links or resources from elsewhere (planbook shows no HTML that does any of these)")
+#: what a pane says when a result's HTML is shown without its style sheet and classes
+STYLES_LEFT_OUT_NOTE = "shown without its own styles (style sheets, classes and layout CSS are left out)"
+
+#: the elements a result's HTML may keep
+TAGS = frozenset({
+    "abbr", "b", "bdi", "bdo", "blockquote", "br", "caption", "cite", "code", "col", "colgroup", "dd", "del",
+    "dfn", "div", "dl", "dt", "em", "figcaption", "figure", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i",
+    "img", "ins", "kbd", "li", "mark", "ol", "p", "pre", "q", "rp", "rt", "ruby", "s", "samp", "small", "span",
+    "strong", "sub", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "time", "tr", "u", "ul", "var", "wbr",
+})
+_CELL = {"colspan", "rowspan", "headers", "scope", "abbr", "width", "height", "nowrap", "align", "valign",
+         "halign"}  # ``halign``: pandas writes it on a MultiIndex's header cells
+#: the attributes kept, by tag (``*``: on every tag); ``style`` is filtered by :data:`CSS_PROPERTIES`
+ATTRIBUTES: dict[str, frozenset[str]] = {
+    "*": frozenset({"title", "lang", "dir", "style"}),
+    "table": frozenset({"border", "cellpadding", "cellspacing", "width", "frame", "rules", "summary", "align"}),
+    "td": frozenset(_CELL), "th": frozenset(_CELL),
+    "tr": frozenset({"align", "valign"}), "thead": frozenset({"align", "valign"}),
+    "tbody": frozenset({"align", "valign"}), "tfoot": frozenset({"align", "valign"}),
+    "col": frozenset({"span", "width", "align", "valign"}), "colgroup": frozenset({"span", "width", "align", "valign"}),
+    "img": frozenset({"src", "alt", "width", "height"}),
+    "ol": frozenset({"start", "reversed", "type"}), "li": frozenset({"value"}),
+    "time": frozenset({"datetime"}), "del": frozenset({"datetime"}), "ins": frozenset({"datetime"}),
+    "p": frozenset({"align"}), "div": frozenset({"align"}),
+    "h1": frozenset({"align"}), "h2": frozenset({"align"}), "h3": frozenset({"align"}),
+}
+#: inline CSS properties kept: none can hold ``url()``, move an element out of its box or over the page
+CSS_PROPERTIES = frozenset({
+    "color", "background-color", "opacity", "visibility", "display",
+    "font", "font-family", "font-size", "font-style", "font-variant", "font-weight", "line-height",
+    "letter-spacing", "word-spacing", "text-align", "text-decoration", "text-decoration-color",
+    "text-decoration-line", "text-decoration-style", "text-indent", "text-transform", "text-overflow",
+    "vertical-align", "white-space", "word-break", "word-wrap", "overflow-wrap", "hyphens", "direction",
+    "margin", "margin-top", "margin-right", "margin-bottom", "margin-left",
+    "padding", "padding-top", "padding-right", "padding-bottom", "padding-left",
+    "border", "border-top", "border-right", "border-bottom", "border-left", "border-color", "border-style",
+    "border-width", "border-radius", "border-collapse", "border-spacing",
+    "border-top-color", "border-right-color", "border-bottom-color", "border-left-color",
+    "border-top-style", "border-right-style", "border-bottom-style", "border-left-style",
+    "border-top-width", "border-right-width", "border-bottom-width", "border-left-width",
+    "width", "height", "min-width", "max-width", "min-height", "max-height", "overflow", "overflow-x",
+    "overflow-y", "table-layout", "caption-side", "empty-cells", "list-style-type", "list-style-position",
+})
+#: the picture types an ``<img>``'s ``data:`` source may have (an image element draws SVG inert)
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml"})
+
+# Every element name of HTML (current and obsolete), SVG and MathML: the probe that tells what the
+# sanitiser removed keeps them all, so removing any of them is seen (see sanitize_html).
+_ALL_TAGS = TAGS | frozenset({
+    "a", "address", "area", "article", "aside", "audio", "base", "basefont", "bgsound", "big", "blink", "body",
+    "button", "canvas", "center", "data", "datalist", "details", "dialog", "dir", "embed", "fieldset", "font",
+    "footer", "form", "frame", "frameset", "head", "header", "hgroup", "html", "iframe", "image", "input",
+    "isindex", "keygen", "label", "legend", "link", "listing", "main", "map", "marquee", "menu", "menuitem",
+    "meta", "meter", "multicol", "nav", "nextid", "nobr", "noembed", "noframes", "noscript", "object",
+    "optgroup", "option", "output", "param", "picture", "plaintext", "portal", "progress", "rb", "rtc",
+    "script", "search", "section", "select", "slot", "source", "spacer", "strike", "style", "summary",
+    "template", "textarea", "title", "track", "tt", "video", "xmp",
+    # SVG (html5ever keeps the camelCase of the names it knows)
+    "svg", "g", "defs", "symbol", "use", "switch", "foreignObject", "desc", "metadata", "rect", "circle",
+    "ellipse", "line", "polyline", "polygon", "path", "text", "tspan", "textPath", "marker", "pattern",
+    "clipPath", "mask", "filter", "linearGradient", "radialGradient", "stop", "animate", "animateMotion",
+    "animateTransform", "set", "mpath", "view", "feImage",
+    # MathML
+    "math", "mi", "mn", "mo", "ms", "mtext", "mrow", "msup", "msub", "msubsup", "mfrac", "msqrt", "mroot",
+    "mtable", "mtr", "mtd", "mstyle", "semantics", "annotation", "annotation-xml", "mglyph", "malignmark",
+})
+_ALL_SCHEMES = frozenset({
+    "http", "https", "ftp", "ftps", "sftp", "file", "data", "blob", "javascript", "vbscript", "mailto", "tel",
+    "sms", "ws", "wss", "about", "chrome", "view-source", "jar", "ms-its", "mhtml", "irc", "ircs", "git", "ssh",
+    "news", "nntp", "urn", "magnet", "xmpp", "webcal", "feed", "intent", "filesystem", "resource",
+})
+#: attributes the sanitiser drops as presentation (the page's CSS and scripts key on them)
+_PRESENTATION = frozenset({"class", "id"})
+
+
+class SanitisedHTML(NamedTuple):
+    """A result's HTML as the sanitiser keeps it: safe to put in a pane."""
+
+    html: str
+    #: what was left out ('' when nothing was), to say in the pane: only ever presentation
+    left_out: str = ""
+
+
+def _image_source(tag: str, attribute: str, value: str) -> str | None:
+    """Keep an ``<img>``'s ``data:`` source of a picture type; drop every other URL (the
+    sanitiser has parsed it and let only ``data:`` through)."""
+    if tag == "img" and attribute == "src":
+        media = value[5:].split(",", 1)[0].split(";", 1)[0].strip().lower() if value[:5].lower() == "data:" else ""
+        return value if media in IMAGE_TYPES else None
+    return value
+
+
+def _without_presentation(tag: str, attribute: str, value: str) -> str | None:
+    return None if attribute in _PRESENTATION else value
+
+
+_cleaners: tuple[Any, Any, Any] | None = None
+
+
+def _build() -> tuple[Any, Any, Any]:
+    """The strict cleaner and the two probes (built once: nh3 is imported here, not with planbook)."""
+    global _cleaners
+    if _cleaners is None:
+        import nh3
+
+        strict = nh3.Cleaner(
+            tags=set(TAGS), clean_content_tags={"script", "style"},
+            attributes={tag: set(names) for tag, names in ATTRIBUTES.items()},
+            attribute_filter=_image_source, strip_comments=True, link_rel=None,
+            url_schemes={"data"}, url_relative="deny", filter_style_properties=set(CSS_PROPERTIES))
+        # the probes parse the same way and keep everything (every element, attribute, URL, comment
+        # dropped alike): what differs from the strict output is what the strict cleaner removed
+        everything = nh3.Cleaner(
+            tags=set(_ALL_TAGS), clean_content_tags=set(), generic_attribute_prefixes={""},
+            strip_comments=True, link_rel=None, url_schemes=set(_ALL_SCHEMES))
+        but_presentation = nh3.Cleaner(
+            tags=set(_ALL_TAGS - {"style"}), clean_content_tags={"style"}, generic_attribute_prefixes={""},
+            attribute_filter=_without_presentation, strip_comments=True, link_rel=None,
+            url_schemes=set(_ALL_SCHEMES), filter_style_properties=set(CSS_PROPERTIES))
+        _cleaners = (strict, everything, but_presentation)
+    return _cleaners
+
+
+def sanitize_html(markup: str) -> SanitisedHTML | None:
+    """``markup`` as the sanitiser keeps it (see the module docstring), or None when it cannot be
+    shown as HTML without losing more than its presentation: the caller then shows the result
+    as text and says so (:data:`AS_TEXT_NOTE`)."""
+    strict, everything, but_presentation = _build()
+    try:
+        kept = strict.clean(markup)
+        if strict.clean(kept) != kept:  # the browser would parse another tree than the one checked
+            return None
+        if kept == everything.clean(markup):
+            return SanitisedHTML(kept)
+        if kept == but_presentation.clean(markup):
+            return SanitisedHTML(kept, STYLES_LEFT_OUT_NOTE)
+    except Exception:  # a markup the sanitiser refuses (lone surrogates): shown as text, which says so
+        return None
+    return None
