@@ -27,9 +27,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .outbound import shown_error
+
 
 class PlanbookError(Exception):
     """The base of every error planbook raises on purpose (see the module docstring)."""
+
+    def _message(self) -> str:
+        return str(self)
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of a long traceback: the message is the point. It leaves
+        through the gate (an echoed secret or a credential in a URL shows as ***, a control
+        sequence as its escape)."""
+        return [shown_error(f"{type(self).__name__}: {self._message()}")]
 
 
 @dataclass(frozen=True)
@@ -69,10 +80,6 @@ class PlanError(PlanbookError, ValueError):
     def codes(self) -> list[str]:
         return [p.code for p in self.problems]
 
-    def _render_traceback_(self) -> list[str]:
-        """IPython shows this instead of a long traceback: the problems are the point."""
-        return [f"PlanError: {self._message()}"]
-
 
 class PlanningError(PlanbookError, RuntimeError):
     """A planner could not produce a valid plan; ``attempts`` holds every raw answer."""
@@ -81,9 +88,6 @@ class PlanningError(PlanbookError, RuntimeError):
         super().__init__(message)
         self.attempts: list[Any] = list(attempts or [])
 
-    def _render_traceback_(self) -> list[str]:
-        return [f"PlanningError: {self}"]
-
 
 class RunFailed(PlanbookError, RuntimeError):
     """Raised by ``--check`` and pipelines when a run ends failed; carries the result."""
@@ -91,9 +95,6 @@ class RunFailed(PlanbookError, RuntimeError):
     def __init__(self, result: Any) -> None:
         self.result = result
         super().__init__(f"run {result.status} ({result.reason}): {result.error or 'no error message'}")
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"RunFailed: {self}"]
 
 
 def closest(name: str, known: Iterable[str]) -> str:

@@ -30,6 +30,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 
 from .errors import PlanError, Problem, RunFailed, closest
 from .models import Event, Plan, RunResult, Status
+from .outbound import one_line
 from .planners import make_plan
 from .policies import POLICIES
 from .runner import Runner
@@ -343,7 +344,8 @@ class PlanMagics(Magics):
             raise UsageError(f"%plan_tools {name}: {exc}") from None
         self.tool_servers[name] = servers
         self.ip.user_ns[name] = box
-        print(f"{name}: {len(box)} tools from {', '.join(s.server for s in servers)}: {', '.join(box)}")
+        # a server names itself and its tools: what it says reaches the notebook inert, on one line
+        print(one_line(f"{name}: {len(box)} tools from {', '.join(s.server for s in servers)}: {', '.join(box)}"))
 
     def store(self) -> Any:
         """The run store of this session (opened when first needed), or None when it is off."""

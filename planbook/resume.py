@@ -25,9 +25,6 @@ from .tools import ToolsLike, as_toolbox
 class ResumeError(PlanbookError, RuntimeError):
     """A stored run cannot continue as it is; the message says what to do."""
 
-    def _render_traceback_(self) -> list[str]:
-        return [f"{type(self).__name__}: {self}"]
-
 
 class RunEnded(ResumeError):
     """The stored run already completed or failed: there is nothing to continue (callers

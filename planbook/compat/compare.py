@@ -7,13 +7,13 @@ steps were marked completed although their agent reported a failure (false ✓ m
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..agents import AgentContext, AgentReply
 from ..models import Plan, RunResult, Status
+from ..outbound import html_text
 from .scenarios import Scenario, trip
 from .strategies import strategy_named
 
@@ -87,13 +87,13 @@ class Comparison:
         return str(self)
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(h)}</th>" for _, h in COLUMNS)
+        head = "".join(f"<th>{html_text(h)}</th>" for _, h in COLUMNS)
         body = "".join(
             "<tr>" + "".join(
-                f"<td style=\"text-align:{'left' if k in ('strategy', 'status') else 'right'}\">{html.escape(str(r[k]))}</td>"
+                f"<td style=\"text-align:{'left' if k in ('strategy', 'status') else 'right'}\">{html_text(str(r[k]))}</td>"
                 for k, _ in COLUMNS) + "</tr>"
             for r in self.rows)
-        return (f"<table><caption>scenario: {html.escape(self.scenario)}</caption><thead><tr>{head}</tr></thead>"
+        return (f"<table><caption>scenario: {html_text(self.scenario)}</caption><thead><tr>{head}</tr></thead>"
                 f"<tbody>{body}</tbody></table>")
 
 

@@ -28,9 +28,6 @@ DEFAULT_MODEL = "gpt-4o-mini"
 class LLMConfigError(PlanbookError, RuntimeError):
     """The model layer is not set up (no key, no server, no cassette); the message says how."""
 
-    def _render_traceback_(self) -> list[str]:
-        return [f"LLMConfigError: {self}"]
-
 
 class ModelCallError(PlanbookError, RuntimeError):
     """A call to the model server failed (HTTP error, timeout, connection); secrets are redacted."""
@@ -39,9 +36,6 @@ class ModelCallError(PlanbookError, RuntimeError):
         super().__init__(message)
         self.status = status
         self.kind = kind
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"ModelCallError: {self}"]
 
 
 SETUP_HELP = (

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..refs import WHOLE_REF, find_refs
 from .redact import REDACTED_TEXT, Redactor, is_secret_name, secret_texts, shown_arg, suspicious
-from .text import indent_lines, md_code, md_text, neutralise, one_line
+from .text import html_text, indent_lines, md_code, md_text, neutralise, one_line
 
 #: the parts of a reference after a step id: ``$login.token``, ``$login[0]``
 _REF_TAIL = re.compile(r"[.\[]")
@@ -176,12 +176,20 @@ class RunSecrets:
         return md_text(self.text(text))
 
 
-#: a gate that knows no run's secrets: name, shape and environment rules only
 def plain_gate() -> RunSecrets:
+    """A gate that knows no run's secrets: name, shape and environment rules only (an error
+    raised before a run, a plan printed on its own)."""
     return RunSecrets()
 
 
+def shown_error(text: str) -> str:
+    """An error message as a notebook or a terminal shows it: secret shapes and the model's
+    credentials hidden, control sequences shown as escapes (line breaks kept)."""
+    return neutralise(plain_gate().text(text))
+
+
 __all__ = [
-    "REDACTED_TEXT", "Redactor", "RunSecrets", "indent_lines", "is_secret_name", "md_code", "md_text",
-    "neutralise", "one_line", "plain_gate", "secret_arg_values", "secret_texts", "shown_arg", "suspicious",
+    "REDACTED_TEXT", "Redactor", "RunSecrets", "html_text", "indent_lines", "is_secret_name", "md_code", "md_text",
+    "neutralise", "one_line", "plain_gate", "secret_arg_values", "secret_texts", "shown_arg", "shown_error",
+    "suspicious",
 ]

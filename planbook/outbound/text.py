@@ -12,7 +12,9 @@ retitle the terminal or clear the screen) or a line break that forges a plan lin
 - :func:`indent_lines` also indents every continuation line, so no line of the text
   starts where a plan's own lines start;
 - :func:`md_text` and :func:`md_code` make text inert in Markdown (no HTML, no emphasis,
-  no links, no maths, no new block).
+  no links, no maths, no new block);
+- :func:`html_text` makes text inert in HTML (every view's HTML escapes with it, and with
+  nothing else).
 """
 
 from __future__ import annotations
@@ -63,6 +65,12 @@ def indent_lines(text: str, indent: str) -> str:
     if text.isprintable():
         return text
     return neutralise(_LINE_BREAK.sub("\n", text)).replace("\n", "\n" + indent)
+
+
+def html_text(value: object) -> str:
+    """``value``'s text, inert in HTML: ``<``, ``>``, ``&`` and both quotes escaped (safe in an
+    element and in a quoted attribute)."""
+    return html.escape(str(value), quote=True)
 
 
 # ------------------------------------------------------------------ Markdown

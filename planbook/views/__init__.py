@@ -18,11 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _render
-from ..models import PlanDiff
 from .html import diff_html, plan_html, result_html, state_html
 from .record import record_html  # registers the static record of a stopped run with .html
 from .state import Execution, TimelineBuilder, ViewState, budget_line, frontier, row_window, verdict_line
 from .text import (
+    diff_mimebundle,
     format_diff,
     format_markdown,
     format_plan,
@@ -36,12 +36,8 @@ from .text import (
 )
 
 
-def _diff_bundle(diff: PlanDiff) -> dict[str, str]:
-    return {"text/plain": format_diff(diff), "text/html": diff_html(diff)}
-
-
 for _name, _fn in (("plan_text", format_plan), ("plan_bundle", plan_mimebundle), ("diff_text", format_diff),
-                   ("diff_bundle", _diff_bundle), ("result_text", format_result), ("result_bundle", result_mimebundle)):
+                   ("diff_bundle", diff_mimebundle), ("result_text", format_result), ("result_bundle", result_mimebundle)):
     _render.register(_name, _fn)
 
 _LAZY = {

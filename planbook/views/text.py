@@ -168,6 +168,12 @@ def plan_mimebundle(plan: Plan) -> dict[str, str]:
     return {"text/plain": format_plan(plan), "text/markdown": format_markdown(plan), "text/html": plan_html(plan)}
 
 
+def diff_mimebundle(diff: PlanDiff) -> dict[str, str]:
+    from .html import diff_html
+
+    return {"text/plain": format_diff(diff), "text/html": diff_html(diff)}
+
+
 def result_mimebundle(result: RunResult) -> dict[str, Any]:
     return state_bundle(ViewState.of_result(result))
 
