@@ -55,9 +55,6 @@ UNSTORED_FIELDS = ("records",)
 class StoreError(PlanbookError, RuntimeError):
     """A run store cannot do what was asked; the message says which store and what to do."""
 
-    def _render_traceback_(self) -> list[str]:
-        return [f"{type(self).__name__}: {self}"]
-
 
 class StoreFormatError(StoreError):
     """The file is not a planbook run store, is damaged, or was written by a newer planbook.
