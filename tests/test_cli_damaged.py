@@ -75,7 +75,22 @@ def one_line_error(capsys: pytest.CaptureFixture[str], code: int) -> str:
     return lines[0]
 
 
+def null_config(path: Path, run_id: str) -> None:
+    """A NULL config: the schema says NOT NULL, so the file's schema is edited first (what a
+    hand repair, or another program, can leave behind)."""
+    con = sqlite3.connect(path)
+    try:
+        con.execute("PRAGMA writable_schema = ON")
+        con.execute("UPDATE sqlite_master SET sql = replace(sql, 'config TEXT NOT NULL', 'config TEXT')"
+                    " WHERE name = 'runs'")
+        con.commit()
+    finally:
+        con.close()
+    damage(path, "UPDATE runs SET config = NULL WHERE id = ?", run_id)
+
+
 DAMAGES = {
+    "config_sql_null": (null_config, "its config (runs.config)", "is NULL, not JSON text"),
     "log_row": (lambda path, run: damage_log_row(path, run, 3), "its log row 3", "is not JSON"),
     "log_row_not_an_object": (lambda path, run: damage_log_row(path, run, 2, "[1, 2]"), "its log row 2",
                               "is JSON array, not an object"),
@@ -167,12 +182,26 @@ def test_a_line_break_in_a_damaged_value_does_not_forge_a_row(store: Path, capsy
     assert "\x1b" not in out and len(out.splitlines()) == 5  # a header, three runs, one note
 
 
+def test_a_run_with_no_log_rows_is_not_called_damaged_by_the_listing(store: Path) -> None:
+    first, middle, last = run_ids(store)
+    con = sqlite3.connect(store)
+    con.execute("DELETE FROM log WHERE id BETWEEN (SELECT log_key << 32 FROM runs WHERE id = ?)"
+                " AND (SELECT (log_key << 32) + 4294967295 FROM runs WHERE id = ?)", (middle, middle))
+    con.commit()
+    con.close()
+    assert [r.damage for r in planbook.runs(store)] == [None, None, None]
+
+
 def test_mcp_list_and_show_of_a_damaged_run(store: Path) -> None:
     from planbook.mcp.server import PlanbookServer
 
     first, middle, last = run_ids(store)
     damage_log_row(store, middle, 3)
+    damage(store, "UPDATE runs SET plan = '{bad' WHERE id = ?", first)
     app = PlanbookServer(store=str(store))
+    text, _, is_error = app.call("list_runs", {})
+    assert not is_error and text.count("completed (goal_met)") == 2  # the middle run's damage is not in its last row
+    assert f"run {first!r} in the run store {store} is damaged: its plan (runs.plan) is not JSON" in text
     text, _, is_error = app.call("show_run", {"run_id": middle})
     assert is_error and f"run {middle!r} in the run store {store} is damaged: its log row 3" in text
     text, _, is_error = app.call("show_run", {"run_id": last})
