@@ -248,13 +248,31 @@ class Dispatcher:
     def wait_for_one(self) -> list[Flight]:
         """The calls that ended, after waiting (in slices, views redrawing) for at least one."""
         while True:
-            done = [f for f in self.inflight if f.future.done()]
+            done = self._ended() if self.batching else [f for f in self.inflight if f.future.done()]
             if done or self.nudged:
                 self.nudged = False
                 return done
             self._wait_slice()
             self._expire()
             self._check_executor()
+
+    def _ended(self) -> list[Flight]:
+        """The flights whose call ended, each batch read once: a batch that ends during the
+        scan is seen whole or not at all, never its failed call without the calls after it."""
+        done: list[Flight] = []
+        seen: dict[int, bool] = {}
+        for flight in self.inflight:
+            call = flight.future
+            batch = call.batch
+            if batch is None:
+                ended = call.done()
+            elif id(batch) in seen:
+                ended = seen[id(batch)]
+            else:
+                ended = seen[id(batch)] = batch.ended
+            if ended:
+                done.append(flight)
+        return done
 
     def _wait_slice(self) -> None:
         """Wait a little for any running call (Ctrl-C is taken at once here)."""

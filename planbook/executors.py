@@ -49,10 +49,21 @@ def run_in_turn(calls: list[Callable[[], Any]]) -> list[Any]:
     return outcomes
 
 
+class Batch:
+    """Calls handed over as one task. They end together, with one assignment (``ended``):
+    a reader never sees a failed call of the batch ended while the calls after it, which
+    never started, still look running (and still count as executions)."""
+
+    __slots__ = ("ended",)
+
+    def __init__(self) -> None:
+        self.ended = False
+
+
 class Call:
     """One submitted call: ``done()``, ``result()``, ``exception()`` like a Future, without its locks."""
 
-    __slots__ = ("fn", "finished", "value", "error", "thread", "future", "stopped")
+    __slots__ = ("fn", "finished", "value", "error", "thread", "future", "stopped", "batch")
 
     def __init__(self, fn: Callable[[], Any] | None = None) -> None:
         self.fn = fn
@@ -62,6 +73,7 @@ class Call:
         self.thread: threading.Thread | None = None
         self.future: Any = None  # the concurrent.futures.Future behind it, for FuturesExecutor
         self.stopped = False  # a timeout stopped it (planbook's pool retires the thread afterwards)
+        self.batch: Batch | None = None  # the batch it was handed over in (see BatchedCall)
 
     @classmethod
     def done_with(cls, value: Any) -> "Call":
@@ -79,6 +91,19 @@ class Call:
         if self.error is not None:
             raise self.error
         return self.value
+
+
+class BatchedCall(Call):
+    """A call of a :class:`Batch`: done when its batch has ended, not one call at a time."""
+
+    __slots__ = ()
+
+    def __init__(self, batch: Batch) -> None:
+        super().__init__()
+        self.batch = batch
+
+    def done(self) -> bool:
+        return self.batch.ended  # type: ignore[union-attr]
 
 
 class Executor(Protocol):
@@ -231,9 +256,11 @@ class FuturesExecutor:
         One task per call costs a cluster a scheduling round trip each (milliseconds on
         Dask, more than a small call); a batch pays it once. When the task fails as a
         whole (its worker died), every call of the batch carries that error; a call the
-        batch never reached carries :class:`NotReached`.
+        batch never reached carries :class:`NotReached`. The calls end together (see
+        :class:`Batch`), each outcome in place first.
         """
-        calls = [Call() for _ in fns]
+        batch = Batch()
+        calls = [BatchedCall(batch) for _ in fns]
 
         def settle(future: Any) -> None:
             try:
@@ -247,8 +274,9 @@ class FuturesExecutor:
                     _settle(call, outcomes[i])
                 else:
                     call.error = NotReached()
-            for call in calls:
                 call.finished = True
+            batch.ended = True
+            for call in calls:
                 completions.put(call)
 
         future = self.executor.submit(run_in_turn, list(fns))

@@ -29,7 +29,7 @@ from .gcwindow import FreezeWindow, collector_paused, freeze_window, worth_keepi
 from .interrupts import checkpoint, interrupt_gate
 from .models import (Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage,
                      finished_data, started_data)
-from .persistence import UNCACHED_NOTE, RunRecorder
+from .persistence import UNCACHED_NOTE, RunRecorder, uses_cache
 from .planners import Planner
 from .policies import chain_for, handle_failure
 from . import replanning
@@ -512,7 +512,7 @@ class Runner:
         while (self._ending is None and self._replan_for is None and self._pause_why is None
                and (limit is None or s.executions < limit)):
             step = self.scheduler.peek()
-            if step is None or (batchable and not self.dispatch.batchable(step)):
+            if step is None or (batchable and not self._may_join(step)):
                 return None
             if self.recorder is not None and step.tool is not None and self._from_cache(step):
                 continue
@@ -528,6 +528,21 @@ class Runner:
                 return None
             return self.scheduler.take_peeked()
         return None
+
+    def _may_join(self, step: Step) -> bool:
+        """May ``step`` join the batch being formed? Only when nothing is decided about it on joining.
+
+        The batch's earlier calls have no outcome yet, and a plain run decides about
+        ``step`` only after them: the budget ending the run, a stored result completing
+        it, a person asked to approve it. Decided now, a failure's policy finds them done
+        (a skip or replan not applied because the run is already ending, a budget message
+        counting calls the failure left unreached, a question asked twice); so the batch
+        stops growing, and ``step`` meets those decisions on its own turn.
+        """
+        return (self.dispatch.batchable(step)
+                and not (self.recorder is not None and uses_cache(self.tools[step.tool or ""], self.config.cache))
+                and not (self.steering is not None and self.steering.rule.asks(step))
+                and self.budget.execution_refused(self.state.executions, step.id, retry=False) is None)
 
     def _submit_batch(self, first: Step, executor: Any, size: int, limit: int | None) -> None:
         """Start ``first`` and up to ``size - 1`` more ready tool steps as one task on the executor.
