@@ -295,6 +295,13 @@ def test_class_fingerprints_are_stable_across_processes_and_hash_seeds() -> None
             a: int = 1
             _p: set = PrivateAttr(default_factory=lambda: {"x", "y", "z"})
 
+        @dataclass(frozen=True)
+        class Tag:
+            name: str
+
+            def shout(self) -> str:
+                return self.name.upper()
+
         @dataclass
         class Calc:
             tags: frozenset = frozenset({"b", "a", "c"})
@@ -309,6 +316,7 @@ def test_class_fingerprints_are_stable_across_processes_and_hash_seeds() -> None
         exec(source, module.__dict__)
         calc = module.Calc()
         calc.extra = {"q", "r"}
+        calc.tags_seen = {module.Tag(w) for w in "abcdefgh"}  # the hash seed orders them: each is written whole
         print(code_fingerprint(calc.run))
     ''')
     prints = set()

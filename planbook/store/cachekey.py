@@ -190,8 +190,14 @@ class _Encoder:
             self.active.discard(key)
 
     def _alone(self, value: Any) -> bytes:
-        start = len(self.out)
-        self.value(value)
+        """``value`` written on its own: a set's items are sorted after, so each must not refer to
+        a class another item wrote first (which item came first follows the hash seed)."""
+        start, classes = len(self.out), self.classes
+        self.classes = {}
+        try:
+            self.value(value)
+        finally:
+            self.classes = classes
         part = b"".join(self.out[start:])
         del self.out[start:]
         return part
