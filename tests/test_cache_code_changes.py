@@ -376,3 +376,26 @@ def test_a_run_of_a_tool_with_state_in_c_says_why_it_is_not_cached(tmp_path: Pat
     notes = again.plan.step("s").notes
     assert cached(again) == set() and notes.startswith(UNCACHED_NOTE)
     assert "keeps state in _random.Random" in notes and "version=" in notes
+
+
+def test_a_global_instance_of_a_same_module_class_has_its_class_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``model = Model()`` in a cell and a tool using it: both cells run again with ``predict``
+    edited must miss. Its state is a global's data, like a module's constant: not keyed."""
+    source = """
+    class Model:
+        def __init__(self):
+            self.offset = 1
+
+        def predict(self, x):
+            return x + self.offset
+
+    model = Model()
+
+    def tool(x: int) -> int:
+        return model.predict(x)
+    """
+    one, again, two = versions(source, "x + self.offset", "x - self.offset", monkeypatch, lambda m: m.tool)
+    assert one is not None and one == again and two != one
+    module = cell(source, monkeypatch)
+    module.model.conn = __import__("threading").Lock()  # a global's state: not keyed, not a reason to refuse
+    assert fp(module.tool) == one

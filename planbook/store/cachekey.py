@@ -80,7 +80,8 @@ def code_fingerprint(fn: Any, *, secret_text: SecretText | None = None) -> str |
     captured; the function under a ``functools.wraps`` decorator (``__wrapped__``); a
     ``functools.partial``'s function and bound arguments; the functions and classes of its
     own module it names (a helper defined in another notebook cell, ``Helper.compute(x)``),
-    followed the same way. An object the code reaches — a bound method's object, a callable
+    followed the same way, and the class of an instance of its module it names (``model =
+    Model()`` in a cell: the class's code, not the global's state). An object the code reaches — a bound method's object, a callable
     object, a captured instance — is covered whole: its class's code (every method, property
     and class attribute of the classes of its module in its MRO, since ``self.helper()``,
     ``super()`` and dunder methods all reach them) and all its state (``__dict__``, slots,
@@ -329,12 +330,17 @@ class _Encoder:
             code = todo.pop()
             names.update(code.co_names)
             todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-        helpers = sorted(n for n in names if isinstance(scope.get(n), (types.FunctionType, type))
-                         and scope[n].__module__ == module)
+        helpers = sorted(n for n in names if (isinstance(scope.get(n), (types.FunctionType, type))
+                                              and scope[n].__module__ == module) or _made_here(scope.get(n), module))
         self.out.append(b"G" + str(len(helpers)).encode() + b"(")
         for name in helpers:
             self.text(b"s", name)
-            self.function(scope[name])
+            helper = scope[name]
+            if isinstance(helper, (types.FunctionType, type)):
+                self.function(helper)
+            else:  # `model = Model()` in a cell, used by the tool: its class's code; its state is a global's data
+                self.out.append(b"o")
+                self.function(type(helper))
         self.out.append(b")")
 
     # ------------------------------------------------------------------ classes and objects
@@ -509,6 +515,12 @@ def _python_class(t: type) -> bool:
     flags = t.__flags__
     return bool(flags & _HEAPTYPE) and not flags & _IMMUTABLETYPE and (
         "__slots__" in vars(t) or t.__dictoffset__ != 0)
+
+
+def _made_here(value: Any, module: str | None) -> bool:
+    """An instance of a class defined in ``module`` (not a function or class itself)."""
+    t = type(value)
+    return t.__module__ == module and _python_class(t) and not isinstance(value, (types.FunctionType, type))
 
 
 def _hidden_state(t: type) -> str | None:
