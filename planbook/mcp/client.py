@@ -10,21 +10,25 @@ Ctrl-C and a step's timeout therefore work as for any blocking tool.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import atexit
+import contextlib
+import math
 import os
 import shlex
+import signal
 import sys
 import tempfile
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout  # the builtin TimeoutError only from 3.11
+from concurrent.futures import wait as wait_futures
 from typing import Any
 
 from ..errors import PlanbookError
-from ..tools import Tool, Toolbox
-from .schema import signature
+from ..tools import Tool, Toolbox, _plain_fields
+from .schema import Argument, args_model, arguments, python_signature
 
 #: seconds to wait for a server to start and list its tools
 START_TIMEOUT = 60.0
@@ -62,6 +66,42 @@ class MCPTool(Tool):
         self.mcp_name = mcp_name
         self.input_schema = input_schema
         self.hints = hints
+        # the arguments are typed from the schema, not from ``fn``'s signature: a server's argument
+        # may be named ``from`` or ``_x`` (plans pass a mapping, so any name can be sent as it is)
+        args, notes = arguments(input_schema)
+        model, attrs, refused = args_model(name, args)
+        self.args_model = model
+        self._fields = {arg: model.model_fields[attr] for arg, attr in attrs.items()}
+        self._plain, self._required = _plain_fields(self._fields)
+        #: the server's argument name -> the model's field name, where they differ
+        self._renamed = {arg: attr for arg, attr in attrs.items() if arg != attr}
+        #: no readable ``properties``: any argument is passed on unchecked
+        self._open = bool(notes) and not args
+        #: the typed arguments (an argument pydantic refused is ``Any``)
+        self.arguments = [Argument(a.name, self._fields[a.name].annotation, a.required, a.default) for a in args]
+        #: why some arguments are not type-checked (shown as a warning on connect)
+        self.untyped = notes + refused
+
+    @property
+    def _takes_kwargs(self) -> bool:
+        return self._open
+
+    def coerce(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """As :meth:`Tool.coerce`, keyed by the server's argument names (``from``, ``_x``)."""
+        if not self._renamed:
+            return super().coerce(args)
+        from pydantic import ValidationError
+
+        known = {k: v for k, v in args.items() if k in self._fields}
+        try:
+            model = self.args_model.model_validate(known)
+        except ValidationError as exc:
+            details = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})" for e in exc.errors())
+            raise ValueError(f"bad arguments for tool {self.name!r}: {details}") from None
+        coerced = {k: model.__dict__[self._renamed.get(k, k)] for k in known}
+        coerced.update({k: v for k, v in args.items() if k not in self._fields})
+        return coerced
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -87,6 +127,11 @@ class _Connection:
         self.closed = False
         self._stop: asyncio.Event | None = None
         self._main: Future[None] | None = None
+        #: the cancel scope around the session's life (set on the loop), and whether the start was given up
+        self._scope: Any = None
+        self._abandoned = False
+        #: how far the start got, for the message when it runs out of time
+        self._phase = "waiting for its event loop"
         self._log_text: str | None = None
         self.log_path: str | None = None
         if command is not None:
@@ -95,54 +140,107 @@ class _Connection:
 
     # ------------------------------------------------------------- life
     def start(self, timeout: float) -> list[Any]:
-        """Start the server, open the session, list the tools (all pages)."""
+        """Start the server, open the session and list the tools (all pages), within ``timeout`` s.
+
+        The timeout is a deadline for all of it: a server that never answers ``initialize``,
+        or pages its tool list without end, is given up at about ``timeout`` and its process
+        ended before the error is raised (a server that outlived its error would stay running).
+        """
         self.thread.start()
         ready: Future[list[Any]] = Future()
         self._main = asyncio.run_coroutine_threadsafe(self._serve(ready), self.loop)
         self._main.add_done_callback(lambda f: ready.done() or ready.set_exception(
-            f.exception() or MCPError(f"the MCP server {self.label} ended before listing its tools")))
+            (None if f.cancelled() else f.exception())
+            or MCPError(f"the MCP server {self.label} ended before listing its tools")))
         try:
             return ready.result(timeout)
         except BaseException as exc:
+            phase = self._phase
+            self._abandon()
             self.close()
             if isinstance(exc, (KeyboardInterrupt, MCPError)):
                 raise
-            if isinstance(exc, TimeoutError):
-                raise MCPError(f"the MCP server {self.label} did not list its tools within {timeout:g} s"
-                               f"{self._log_tail()}") from None
+            if isinstance(exc, FutureTimeout):
+                raise MCPError(f"the MCP server {self.label} did not start within start_timeout={timeout:g} s "
+                               f"({phase}), so it was stopped. {self._advice(phase)}{self._log_tail()}") from None
             raise MCPError(f"could not start the MCP server {self.label}: {_reason(exc)}{self._log_tail()}") from None
 
+    def _advice(self, phase: str) -> str:
+        """What to do about a start that ran out of time, by how far it got."""
+        if phase.startswith("listing"):
+            return ("Its tool list did not end (every page pointed to a next one): a fault of the server to report "
+                    "to its authors; a server with very many tools may need connect(..., start_timeout=SECONDS).")
+        where = ("check that the URL is a streamable-HTTP MCP endpoint" if self.url is not None else
+                 "check that the command runs an MCP server speaking stdio (run in a terminal, it waits for input "
+                 "and writes nothing but protocol messages to stdout)")
+        return f"If it is slow to start, give it longer: connect(..., start_timeout=SECONDS); otherwise {where}."
+
+    def _abandon(self) -> None:
+        """End a start that failed or ran out of time: cancel it and end the server's process now.
+
+        The SDK's own shutdown waits seconds for a server to exit after its stdin closes; a
+        server that did not start in time gets SIGTERM at once (its process group: what it
+        started too), and SIGKILL if the start still has not unwound.
+        """
+        main = self._main
+        if main is None or main.done():
+            return
+        self.loop.call_soon_threadsafe(self._cancel_start)
+        pid = self.pid if self.pid is not None else _pid_with_stderr(self.log_path) if self.log_path else None
+        if pid is not None:
+            _signal_group(pid, signal.SIGTERM)
+        if not wait_futures([main], timeout=2.0).done and pid is not None:
+            _signal_group(pid, signal.SIGKILL)
+        wait_futures([main], timeout=10.0)  # the SDK's shutdown is bounded; this only guards against a stuck loop
+
+    def _cancel_start(self) -> None:
+        """On the loop: cancel the start (the SDK's transport then closes the session and reaps the process)."""
+        self._abandoned = True
+        if self._scope is not None:
+            self._scope.cancel()
+
     async def _serve(self, ready: Future[list[Any]]) -> None:
+        import anyio
         from mcp import ClientSession
+        from mcp.types import PaginatedRequestParams
 
+        if self._abandoned:  # given up before this task first ran
+            return
         self._stop = asyncio.Event()
-        transport, client = self._transport()
-        async with contextlib.AsyncExitStack() as stack:
-            if client is not None:  # the SDK leaves open a client it was handed: closed here, with the session
-                await stack.enter_async_context(client)
-            self.http_client = client
-            streams = await stack.enter_async_context(transport)
-            async with ClientSession(streams[0], streams[1]) as session:
-                initialized = await session.initialize()
-                info = getattr(initialized, "server_info", None)
-                #: the server's name and version: part of a cached call's key (a new server version
-                #: may answer differently)
-                self.version = f"{getattr(info, 'name', '?')} {getattr(info, 'version', '?')}"
-                tools: list[Any] = []
-                cursor = None
-                while True:
-                    from mcp.types import PaginatedRequestParams
-
-                    page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-                    tools.extend(page.tools)
-                    cursor = page.next_cursor
-                    if not cursor:
-                        break
-                self.session = session
-                if self.log_path is not None:
-                    self.pid = _pid_with_stderr(self.log_path)
-                ready.set_result(tools)
-                await self._stop.wait()
+        # one scope around the whole life: cancelling it unwinds a start stuck anywhere
+        with anyio.CancelScope() as self._scope:
+            transport, client = self._transport()
+            async with contextlib.AsyncExitStack() as stack:
+                if client is not None:  # the SDK leaves open a client it was handed: closed here, with the session
+                    await stack.enter_async_context(client)
+                self.http_client = client
+                self._phase = "connecting to it" if self.url is not None else "starting its process"
+                streams = await stack.enter_async_context(transport)
+                async with ClientSession(streams[0], streams[1]) as session:
+                    self._phase = "waiting for its answer to initialize"
+                    initialized = await session.initialize()
+                    info = getattr(initialized, "server_info", None)
+                    #: the server's name and version: part of a cached call's key (a new server version
+                    #: may answer differently)
+                    self.version = f"{getattr(info, 'name', '?')} {getattr(info, 'version', '?')}"
+                    tools: list[Any] = []
+                    cursor = None
+                    pages = 0
+                    while True:
+                        self._phase = (f"listing its tools: {pages} pages, {len(tools)} tools so far" if pages
+                                       else "waiting for its list of tools")
+                        page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+                        pages += 1
+                        tools.extend(page.tools)
+                        cursor = page.next_cursor
+                        if not cursor:
+                            break
+                    self.session = session
+                    if self.log_path is not None:
+                        self.pid = _pid_with_stderr(self.log_path)
+                    self._phase = "started"
+                    ready.set_result(tools)
+                    await self._stop.wait()
 
     def _transport(self) -> tuple[Any, Any]:
         """The SDK transport to open, and the HTTP client it was handed (None: it makes its own)."""
@@ -201,7 +299,7 @@ class _Connection:
         except KeyboardInterrupt:
             future.cancel()
             raise
-        except TimeoutError:
+        except FutureTimeout:
             future.cancel()
             raise MCPError(f"MCP tool {name!r} on {self.label} did not answer within {timeout:g} s") from None
         except Exception as exc:
@@ -345,6 +443,12 @@ def connect(
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"connect(url=...): {url!r} is not an http(s) URL of a streamable-HTTP MCP endpoint")
         label = url
+    if not _seconds(start_timeout):
+        raise ValueError(f"connect(start_timeout=...): the seconds a server may take to start and list its tools, "
+                         f"a number above 0 (default {START_TIMEOUT:g}), got {start_timeout!r}")
+    if call_timeout is not None and not _seconds(call_timeout):
+        raise ValueError(f"connect(call_timeout=...): the seconds one call may take, a number above 0, or None "
+                         f"for no limit; got {call_timeout!r}")
     if approve not in (None, True, False):
         raise TypeError(f"connect(approve=...): None (destructive tools ask), True or False, got {approve!r}")
     if prefix and not prefix.isidentifier():
@@ -359,11 +463,23 @@ def connect(
     box = MCPToolbox(connection)
     try:
         for spec in listed:
+            # one tool the toolbox cannot hold costs that tool, with a warning, not the server's others
             name = prefix + _identifier(spec.name)
             if name in box:
-                raise MCPError(f"the MCP server {label} has two tools named {name!r} in plans "
-                               f"({box[name].mcp_name!r} and {spec.name!r})")  # type: ignore[attr-defined]
-            box.add(_make_tool(connection, spec, name, cache, call_timeout, approve))
+                warnings.warn(f"skipped the MCP tool {spec.name!r} of {label}: its name in plans, {name!r}, is "
+                              f"already the name of its tool {box[name].mcp_name!r}; the other tools work",  # type: ignore[attr-defined]
+                              stacklevel=2)
+                continue
+            try:
+                tool = _make_tool(connection, spec, name, cache, call_timeout, approve)
+            except Exception as exc:  # noqa: BLE001 - named in the warning
+                warnings.warn(f"skipped the MCP tool {spec.name!r} of {label}: {_reason(exc)}; the other tools "
+                              "work", stacklevel=2)
+                continue
+            if tool.untyped:
+                warnings.warn(f"the MCP tool {spec.name!r} of {label}: " + "; ".join(tool.untyped)
+                              + " (the server still checks what it is sent)", stacklevel=2)
+            box.add(tool)
     except BaseException:
         connection.close()
         raise
@@ -375,19 +491,27 @@ def connect(
 def _make_tool(connection: _Connection, spec: Any, name: str, cache: bool, timeout: float | None,
                approve: bool | None = None) -> MCPTool:
     schema = dict(spec.input_schema or {"type": "object"})
-    sig, annotations = signature(spec.name, schema)
     mcp_name = spec.name
 
     def call(**kwargs: Any) -> Any:
         return connection.call(mcp_name, kwargs, timeout)
 
     call.__name__ = name
-    call.__signature__ = sig  # type: ignore[attr-defined]
-    call.__annotations__ = dict(annotations)
     description = (spec.description or spec.title or "").strip().splitlines()
-    return MCPTool(call, name=name, mcp_name=mcp_name, description=description[0] if description else "",
+    tool = MCPTool(call, name=name, mcp_name=mcp_name, description=description[0] if description else "",
                    input_schema=schema, hints=spec.annotations, cache=cache, version=connection.version,
                    approve=approve)
+    # for help() and a re-wrapping Toolbox.add: set after the tool typed itself from the schema
+    sig = python_signature(tool.arguments)
+    call.__signature__ = sig  # type: ignore[attr-defined]
+    call.__annotations__ = {p.name: p.annotation for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY}
+    return tool
+
+
+def _seconds(value: Any) -> bool:
+    """Whether ``value`` is a usable timeout: a finite number of seconds above 0 (not a bool)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and value > 0)
 
 
 def _identifier(name: str) -> str:
@@ -442,6 +566,18 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    """Send ``sig`` to the server ``pid`` and what it started: the SDK starts a server in a session of its
+    own, so its process group is its pid; a process that leads no group gets the signal alone."""
+    try:
+        if hasattr(os, "killpg") and os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+    except (OSError, AttributeError):  # gone already (or no such signal here): nothing to end
+        pass
 
 
 def _pid_with_stderr(path: str) -> int | None:
