@@ -323,7 +323,8 @@ class Dispatcher:
         if now < self._next_health:
             return
         self._next_health = now + HEALTH_EVERY
-        waiting_on = [f for f in self.inflight if f.future.future is not None and not f.future.done()]
+        ended = {id(f) for f in self._ended()}  # a batch ending now is failed whole or not at all
+        waiting_on = [f for f in self.inflight if f.future.future is not None and id(f) not in ended]
         why = self._futures.cannot_run() if waiting_on else None
         if why is None:
             self._unhealthy_since = None

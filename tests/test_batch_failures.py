@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +116,8 @@ SCENARIOS = [
     Scenario("retry then skip, tight budget", {"s1": ALWAYS}, {"on_failure": ["retry", "skip"], "max_steps": 6}),
     Scenario("retry then abort", {"s2": ALWAYS}, {"on_failure": ["retry", "abort"]}),
     Scenario("retry of the last step", {"s5": 1}, {"on_failure": "retry", "max_steps": 7}),
+    Scenario("continue", {"s1": ALWAYS}, {"on_failure": "continue"}, needs={"s4": ["s1"]}),
+    Scenario("continue, tight budget", {"s1": ALWAYS}, {"on_failure": "continue", "max_steps": 3}),
     Scenario("replan", {"s1": ALWAYS}, {"on_failure": "replan"}, planner=True),
     Scenario("replan, tight budget", {"s1": ALWAYS}, {"on_failure": "replan", "max_steps": 4}, planner=True),
     Scenario("replan, budget used at the failure", {"s1": ALWAYS}, {"on_failure": "replan", "max_steps": 2},
@@ -319,9 +321,9 @@ def test_the_runner_learns_a_batch_s_end_at_once() -> None:
     assert batched_calls == plain_calls
 
 
-def test_a_batch_that_ends_during_a_scan_is_seen_whole(threads_executor: Any) -> None:
-    """The runner scans its calls one by one; a batch that ends between two of them must be
-    seen ended for all its calls or for none (here its end lands after the first is read)."""
+def batch_ending_while_read(executor: Any) -> tuple[Any, list[Any]]:
+    """A dispatcher with three calls of one batch in flight, the batch ending just after it
+    is first read (as when it ends while the runner scans its calls one by one)."""
     from planbook.dispatch import Flight
     from planbook.executors import Batch, BatchedCall
 
@@ -338,13 +340,35 @@ def test_a_batch_that_ends_during_a_scan_is_seen_whole(threads_executor: Any) ->
             self.reads += 1
             return self.reads > 1
 
-    runner = planbook.Runner(plan(), tools=tools(), executor=threads_executor)
+    runner = planbook.Runner(plan(), tools=tools(), executor=executor)
     dispatch = runner.dispatch
     assert dispatch.batching
     batch = EndsWhileRead()
     flights = [Flight(step, i) for i, step in enumerate(runner.plan.steps[:3], start=1)]
+    task: Future[Any] = Future()  # the batch's one task on the executor
     for flight in flights:
         flight.future = BatchedCall(batch)
+        flight.future.future = task
     dispatch.inflight = list(flights)
-    dispatch.completions.put(None)  # type: ignore[arg-type]  # the wait after the first scan returns at once
+    return dispatch, flights
+
+
+def test_a_batch_that_ends_during_a_scan_is_seen_whole(threads_executor: Any) -> None:
+    """The runner collects the calls that ended: all of a batch or none of it."""
+    dispatch, flights = batch_ending_while_read(threads_executor)
+    dispatch.completions.put(None)  # the wait after a scan that found nothing returns at once
     assert dispatch.wait_for_one() == flights
+
+
+def test_a_batch_that_ends_as_its_cluster_is_given_up_fails_whole(threads_executor: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cluster with no worker left fails the calls still waiting on it: all of a batch or none."""
+    from planbook import dispatch as dispatch_module
+    from planbook.executors import BatchedCall
+
+    monkeypatch.setattr(dispatch_module, "NO_WORKER_GRACE", 0.0)
+    dispatch, flights = batch_ending_while_read(threads_executor)
+    monkeypatch.setattr(dispatch._futures, "cannot_run", lambda: "the test took its workers")
+    dispatch._check_executor()
+    given_up = [not isinstance(flight.future, BatchedCall) for flight in flights]
+    assert given_up in ([True] * 3, [False] * 3)
