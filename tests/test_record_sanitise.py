@@ -314,3 +314,46 @@ def test_chromium_runs_no_script_from_a_saved_record(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120)
     assert "planbook-record" in out.stdout, out.stderr[-2000:]
     assert "data-ran" not in out.stdout
+
+
+# ------------------------------------------------------------------ a bounded record
+def test_the_record_of_a_long_run_is_bounded_and_says_what_it_left_out() -> None:
+    from planbook.views.record import RECORD_PANES, RECORD_ROWS
+
+    tools = planbook.Toolbox()
+
+    @tools.tool
+    def inc(x: int) -> int:
+        "Add one."
+        return x + 1
+
+    n = 20_000
+    steps = "\n".join(f"  - {{id: s{i}, task: Step {i}, tool: inc, args: {{x: {i}}}}}" for i in range(n))
+    result = planbook.run(f"steps:\n{steps}", tools=tools, max_steps=n)
+    assert result.status == "completed"
+    page = result_html(result)
+    # 1,000 rows (the widget's cap) at under 1 KB each with their inline theme styles, 100 panes, a
+    # timeline of at most 1,500 bars and a graph of at most 400 nodes: well under 1.5 MB whatever the
+    # plan's length (it was 50 MB for these 20,000 steps)
+    assert len(page.encode("utf-8")) < 1_500_000
+    root = tree(page)
+    rows = root.find_all("tr", "planbook-step")
+    assert len(rows) == RECORD_ROWS and rows[-1].attrs["data-step"] == f"s{n - 1}"
+    assert len(root.find_all("details", "planbook-pane")) == RECORD_PANES
+    (line,) = [node for node in root.walk() if "planbook-rows-left-out" in node.classes]
+    assert "keeps 1,000 of 20,000 steps" in line.text() and "without the panes of 900" in line.text()
+    assert "print(result)" in line.text() and "planbook show RUN_ID" in line.text()
+
+
+def test_the_record_keeps_as_many_rows_as_the_widget_does() -> None:
+    pytest.importorskip("anywidget")
+    from planbook.views.record import RECORD_ROWS
+    from planbook.views.widget import STATIC_ROWS
+
+    assert RECORD_ROWS == STATIC_ROWS
+
+
+def test_a_short_record_keeps_every_row_and_pane_and_says_nothing_left_out() -> None:
+    root = tree(record_of(returning("<b>x</b>")))
+    assert len(root.find_all("details", "planbook-pane")) == 3
+    assert not [node for node in root.walk() if "planbook-rows-left-out" in node.classes]

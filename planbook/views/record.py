@@ -39,6 +39,13 @@ from .panes import PaneBudget, pane
 from .state import ViewState
 from .svg import Scale, graph_svg, timeline_svg
 
+#: rows a record keeps (the live widget's cap on the static copy of a finished run,
+#: ``planbook.views.widget.STATIC_ROWS``): a longer plan shows a window of them and says where the rest is
+RECORD_ROWS = 1000
+#: rows of a record whose pane it keeps (the live widget, too, builds panes only for some rows): every
+#: row of a plan up to this size; in a longer one the open step, the steps with an error, then the latest
+RECORD_PANES = 100
+
 _LABEL = f"color:#555;color:{DIM};font-size:11px;margin-top:4px"
 _PRE = ("font-family:monospace;white-space:pre-wrap;margin:2px 0;max-height:320px;overflow:auto;padding:4px;"
         f"color:{TEXT};background:var(--jp-layout-color0,#fff);border:1px solid var(--jp-border-color2,#e0e0e0)")
@@ -98,26 +105,34 @@ def pane_html(data: dict[str, Any], step: Step, mark: CacheMark | None, origin: 
 
 def record_html(state: ViewState, *, max_rows: int | None = None, kind: str = "result",
                 scale: Scale = "auto", opened: str = "") -> str:
-    """The static record of a stopped run (see the module docstring). ``scale``: the timeline's
-    time scale (``auto`` switches to a log scale when one step dominates, and says so);
-    ``opened``: the step whose pane is open."""
+    """The static record of a stopped run (see the module docstring). ``max_rows``: a window of
+    rows (at most :data:`RECORD_ROWS`, also the default: the record is kept in the notebook);
+    ``scale``: the timeline's time scale (``auto`` switches to a log scale when one step
+    dominates, and says so); ``opened``: the step whose pane is open."""
     plan = state.plan
     marks = cache_marks(state.events, plan)
     origin = state.origin
     results = {s.id: s.result for s in plan.steps if s.status is Status.completed}
     budget = PaneBudget()
 
+    without_pane = 0
+
     def table(steps: list[Step]) -> str:
+        nonlocal without_pane
+        chosen = _with_panes(steps, opened)
+        without_pane = sum(1 for s in steps if _has_pane(s)) - len(chosen)
         panes = {}
         for step in steps:
-            if step.status is Status.not_started and not step.attempts and not step.notes:
-                continue
-            panes[step.id] = pane_html(pane(step, results, origin=origin, budget=budget), step,
-                                       marks.get(step.id), origin)
+            if step.id in chosen:
+                panes[step.id] = pane_html(pane(step, results, origin=origin, budget=budget), step,
+                                           marks.get(step.id), origin)
         return steps_table_html(steps, panes=panes, marks=marks, opened=opened)
 
-    rows, _ = windowed(plan.steps, max_rows, table)
+    cap = RECORD_ROWS if max_rows is None else min(max_rows, RECORD_ROWS)
+    rows, shown = windowed(plan.steps, cap, table)
     parts = [header_html(plan, extra=verdict_html(state), marks=marks), rows]
+    if len(shown) < len(plan.steps) or without_pane:
+        parts.append(left_out_line(len(shown), len(plan.steps), without_pane))
     timeline = timeline_svg(state.timeline, origin=origin, now=state.now, marks=marks,
                             critical=state.critical_path(), scale=scale)
     if timeline:
@@ -132,6 +147,31 @@ def record_html(state: ViewState, *, max_rows: int | None = None, kind: str = "r
     parts.append(revisions_html(state.revisions))
     return box(kind, "".join(parts)).replace(f'class="planbook-{kind} {NO_MATH}"',
                                              f'class="planbook-{kind} planbook-record {NO_MATH}"', 1)
+
+
+def _has_pane(step: Step) -> bool:
+    return not (step.status is Status.not_started and not step.attempts and not step.notes)
+
+
+def _with_panes(steps: list[Step], opened: str) -> set[str]:
+    """The ids of the rows whose pane the record keeps (:data:`RECORD_PANES` of them at most)."""
+    candidates = [s for s in steps if _has_pane(s)]
+    if len(candidates) <= RECORD_PANES:
+        return {s.id for s in candidates}
+    errors = (Status.failed, Status.blocked, Status.skipped)
+    order = ([s for s in candidates if s.id == opened] + [s for s in candidates if s.status in errors]
+             + candidates[::-1])
+    return set(list(dict.fromkeys(s.id for s in order))[:RECORD_PANES])
+
+
+def left_out_line(shown: int, total: int, without_pane: int = 0) -> str:
+    """What a record of a long plan says about the rows and panes it does not keep, and where they are."""
+    kept = f"This record keeps {shown:,} of {total:,} steps" if shown < total else "This record"
+    if without_pane:
+        kept += f"{',' if shown < total else ''} without the panes of {without_pane:,} of them"
+    return (f'<div class="planbook-rows-left-out" style="{_LABEL}">{kept}, so a saved notebook stays small: '
+            f'print(result) lists every step (for a stored run, planbook show RUN_ID); '
+            f'result.plan.step(&#x27;ID&#x27;) is one step and result.outputs[&#x27;ID&#x27;] its value.</div>')
 
 
 def _section(name: str, title: str, svg: str, legend: str) -> str:
