@@ -2,7 +2,7 @@
 
 Exit codes: 0 the run completed, 1 it failed or was interrupted, 2 a bad spec or usage.
 Everything it prints from a run or a store (results, printed output, errors, run lists)
-goes through :func:`~planbook.safetext.neutralise`: stored text cannot drive the terminal.
+goes through the gate (:func:`~planbook.outbound.text.neutralise`): stored text cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .errors import PlanbookError, PlanError, closest
 from .models import Plan, RunResult
 from .policies import POLICIES
 from .runner import Runner
-from .safetext import neutralise, one_line
+from .outbound.text import neutralise, one_line
 from .views.text import format_result, summary_line
 from .tools import Toolbox
 

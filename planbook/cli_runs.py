@@ -9,7 +9,7 @@ import argparse
 import time
 from typing import Any
 
-from .safetext import one_line
+from .outbound.text import one_line
 
 STORE_HELP = "the run store (default: $PLANBOOK_HOME/runs.sqlite, else .planbook/runs.sqlite here)"
 
@@ -74,7 +74,7 @@ def list_runs(args: argparse.Namespace) -> str:
             notes.append(one_line(str(damaged(r.run_id, str(where), damage))))
         goal = one_line(r.goal)  # a line break in a goal must not forge a row
         goal = goal if len(goal) <= 48 else goal[:47] + "…"
-        lines.append(f"{one_line(r.run_id):<24} {verdict:<22} {steps:>9} {calls:>11}  {started:<16}  {goal}")
+        lines.append(f"{one_line(r.run_id):<24} {one_line(verdict):<22} {steps:>9} {calls:>11}  {started:<16}  {goal}")
     return "\n".join(lines + notes)
 
 

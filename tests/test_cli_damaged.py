@@ -177,9 +177,10 @@ def test_runs_marks_a_run_whose_last_log_row_is_not_json(store: Path, capsys: py
 def test_a_line_break_in_a_damaged_value_does_not_forge_a_row(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first, middle, last = run_ids(store)
     damage(store, "UPDATE runs SET created = ? WHERE id = ?", "x\n20990101-000000-ffffff completed\x1b[31m", middle)
+    damage(store, "UPDATE runs SET status = ? WHERE id = ?", "completed\n20990101-000000-eeeeee completed", last)
     assert main(["runs", "--store", str(store)]) == 0
     out = capsys.readouterr().out
-    assert "\x1b" not in out and len(out.splitlines()) == 5  # a header, three runs, one note
+    assert "\x1b" not in out and len(out.splitlines()) == 5, out  # a header, three runs, one note
 
 
 def test_a_run_with_no_log_rows_is_not_called_damaged_by_the_listing(store: Path) -> None:
@@ -288,3 +289,11 @@ def test_mcp_serve_with_an_object_that_is_not_tools_exits_2_before_serving(tools
     assert done.stderr.splitlines() == [
         "planbook: --tools damaged_cli_not_tools:answer: is an int, not tools: give a Toolbox, a {name: function} "
         "mapping or a list of functions"]
+
+
+def test_mcp_error_answers_are_inert_text() -> None:
+    """What a client's model reads may be shown on a terminal: an error echoing its input is escaped."""
+    from planbook.mcp.server import PlanbookServer
+
+    text, _, is_error = PlanbookServer().call("planning", {"command": "get", "plan_id": "x\x1b]52;c;aGk=\x07y"})
+    assert is_error and "\x1b" not in text and "\x07" not in text and "x\\x1b]52;c;aGk=\\x07y" in text

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from ..cli import UsageProblem, final_outputs, load_object, printable
 from ..compat.openmanus import PlanningTool, ToolError
 from ..errors import PlanbookError
+from ..outbound.text import neutralise
 from ..runner import Runner
 from ..tools import Toolbox, as_toolbox
 from ..views.text import format_result
@@ -82,7 +83,7 @@ class PlanbookServer:
 
                 return printable(load_run(args.get("run_id"), store=self._store_path())), None, False
         except (ToolError, PlanbookError, ValueError, TypeError) as exc:
-            return f"{type(exc).__name__}: {exc}", None, True
+            return neutralise(f"{type(exc).__name__}: {exc}"), None, True
         known = ", ".join(spec["name"] for spec in self.tool_specs())
         return f"unknown tool {name!r}; this server has {known}", None, True
 
@@ -118,7 +119,7 @@ class PlanbookServer:
 
         from ..cli_runs import list_runs
 
-        return list_runs(argparse.Namespace(store=self._store_path(), limit=limit))
+        return neutralise(list_runs(argparse.Namespace(store=self._store_path(), limit=limit)))
 
 
 def _jsonable(value: Any) -> Any:
