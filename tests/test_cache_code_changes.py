@@ -115,7 +115,7 @@ def test_a_base_class_method_of_the_same_module_is_followed(monkeypatch: pytest.
 
 
 def test_an_edited_dunder_method_reached_without_its_name_changes_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``len(self)`` never names ``__len__``: the class's methods are followed whole, not by the names the code reads."""
+    """``len(self)`` never names ``__len__``: a class's methods are followed whole, not by the names read."""
     source = """
     class Bag:
         def __init__(self):

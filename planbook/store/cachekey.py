@@ -81,16 +81,20 @@ def code_fingerprint(fn: Any, *, secret_text: SecretText | None = None) -> str |
     ``functools.partial``'s function and bound arguments; the functions and classes of its
     own module it names (a helper defined in another notebook cell, ``Helper.compute(x)``),
     followed the same way, and the class of an instance of its module it names (``model =
-    Model()`` in a cell: the class's code, not the global's state). An object the code reaches — a bound method's object, a callable
-    object, a captured instance — is covered whole: its class's code (every method, property
-    and class attribute of the classes of its module in its MRO, since ``self.helper()``,
-    ``super()`` and dunder methods all reach them) and all its state (``__dict__``, slots,
-    and so pydantic's private attributes and a dataclass's attributes set after
-    ``__init__``). A captured value with no stable content form, state kept in C where it
-    cannot be read, or a secret, gives ``None``. Not covered, as for any library: the code
-    of other modules (a base class imported from a package), and the globals a function
-    reads (a constant, a client, a data frame), nor a class attribute with no stable
-    content form: give a tool a ``version`` when they matter.
+    Model()`` in a cell: the class's code, not that global's state).
+
+    An object the code reaches — a bound method's object, a callable object, a captured
+    instance — is covered whole: its class's code (every method, property and class
+    attribute of the classes of its module in its MRO: ``self.helper()``, ``super()``, dunder
+    methods and a base class's hooks all reach them, not only the names the code reads) and
+    all its state (``__dict__`` and slots, so pydantic's private attributes and a dataclass's
+    attributes set after ``__init__`` too). A value with no stable content form, state kept
+    in C where it cannot be read, an object holding itself, or a secret, gives ``None``.
+
+    Not covered, as for any library: the code of other modules (a base class imported from
+    a package), the globals a function reads (a constant, a client, a data frame) and a
+    class attribute with no stable content form (a lock, a client): give a tool a
+    ``version`` when they matter.
     """
     encoder = _Encoder(secret_text, functions=True)
     try:
@@ -270,12 +274,15 @@ class _Encoder:
             self.text(b"B", "method")
             self.function(fn.__func__)
             owner = fn.__self__  # the tool's own object: its class is followed wherever it was defined
-            if isinstance(owner, type):
-                self._followed(owner)
-            elif _python_class(type(owner)):
-                self._held(owner, follow=True)
-            else:
-                self.value(owner)
+            try:
+                if isinstance(owner, type):
+                    self._followed(owner)
+                elif _python_class(type(owner)):
+                    self._held(owner, follow=True)
+                else:
+                    self.value(owner)
+            except Uncacheable as exc:
+                raise Uncacheable(f"self → {exc}") from None
         elif isinstance(fn, (staticmethod, classmethod)):
             self.text(b"D", type(fn).__name__)
             self.function(fn.__func__)
@@ -304,7 +311,10 @@ class _Encoder:
             self.function(call)
             if not _python_class(type(fn)):
                 raise Uncacheable(f"{_qualname(type(fn))} keeps its state where it cannot be read")
-            self._instance(fn, follow=self._follows(type(fn)))
+            try:
+                self._instance(fn, follow=self._follows(type(fn)))
+            except Uncacheable as exc:
+                raise Uncacheable(f"self → {exc}") from None
 
     def _plain_function(self, fn: types.FunctionType) -> None:
         self.text(b"F", _qualname(fn))
@@ -363,7 +373,7 @@ class _Encoder:
         calls all land there). Met again, it is written as its number: a list of a thousand
         instances does not write the class a thousand times."""
         self.text(b"C", _qualname(cls))
-        if not self._follows(cls):
+        if not self._follows(cls) or not _python_class(cls):  # a C type (str, a lock) has no Python code
             return
         seen = self.classes.get(id(cls))
         if seen is not None:
@@ -401,7 +411,10 @@ class _Encoder:
                 elif isinstance(part, types.FunctionType) and part.__module__ != cls.__module__:
                     self.text(b"X", _qualname(part))  # put on the class from elsewhere (pydantic's model_post_init)
                 else:
-                    self.function(part)
+                    try:
+                        self.function(part)
+                    except Uncacheable as exc:
+                        raise Uncacheable(f"{cls.__qualname__}.{name} → {exc}") from None
         elif not (name.startswith("__") and name.endswith("__")):
             # a class attribute the code may read as self.x: keyed when it has a content form; one
             # without (a client, a lock), or a secret, is left out as a module's globals are
