@@ -253,6 +253,7 @@ def test_an_old_store_names_its_damaged_history_row(tmp_path: Path, capsys: pyte
 NOT_TOOLS = '''
 answer = 42
 mapping = {"add": 5}
+mapping_ok = {"add": lambda a, b: a + b}
 '''
 
 
@@ -297,3 +298,11 @@ def test_mcp_error_answers_are_inert_text() -> None:
 
     text, _, is_error = PlanbookServer().call("planning", {"command": "get", "plan_id": "x\x1b]52;c;aGk=\x07y"})
     assert is_error and "\x1b" not in text and "\x07" not in text and "x\\x1b]52;c;aGk=\\x07y" in text
+
+
+def test_mcp_serve_without_the_sdk_is_one_line_exit_2(tools_dir: Path, capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("mcp", "mcp.server", "mcp.server.stdio", "mcp.server.lowlevel", "mcp.types"):
+        monkeypatch.setitem(sys.modules, name, None)  # as if the extra were not installed: importing it fails
+    line = one_line_error(capsys, main(["mcp", "serve", "--tools", "damaged_cli_not_tools:mapping_ok"]))
+    assert line.startswith("planbook: mcp serve needs the MCP SDK") and "pip install 'planbook[mcp]'" in line

@@ -177,10 +177,13 @@ def serve(tools: str | None = None, store: str | None = None) -> int:
     """Serve over stdio until the client closes the connection. A bad ``tools`` ref raises
     :class:`~planbook.cli.UsageProblem` before anything is served."""
     app = PlanbookServer(tools=load_tools(tools) if tools else None, store=store)
-    import anyio
-    from mcp.server.stdio import stdio_server
+    try:
+        import anyio
+        from mcp.server.stdio import stdio_server
 
-    server = build_server(app)
+        server = build_server(app)
+    except ImportError as exc:  # the optional extra is not installed
+        raise UsageProblem(f"mcp serve needs the MCP SDK ({exc}): pip install 'planbook[mcp]'") from None
 
     async def main() -> None:
         async with stdio_server() as (read, write):
