@@ -64,8 +64,8 @@ def test_an_enum_of_lists_or_objects_is_any_and_an_enum_of_scalars_still_a_liter
 def test_any_argument_name_is_an_argument_under_its_own_name() -> None:
     from planbook.mcp.schema import args_model, arguments
 
-    args, notes = arguments({"properties": {n: {"type": "integer"} for n in ("from", "_x", "model_dump", "json", "a-b")},
-                             "required": ["from", "_x"]})
+    names = ("from", "_x", "model_dump", "json", "a-b")
+    args, notes = arguments({"properties": {n: {"type": "integer"} for n in names}, "required": ["from", "_x"]})
     model, attrs, refused = args_model("t", args)
     assert [a.name for a in args][:2] == ["from", "_x"] and notes == refused == []
     assert attrs["_x"] != "_x" and attrs["a-b"] != "a-b"  # not pydantic fields: fields with aliases
@@ -86,7 +86,8 @@ def test_a_schema_whose_properties_cannot_be_read_takes_any_arguments_and_says_s
     assert tool.coerce({"any": [1]}) == {"any": [1]}
     typed = MCPTool(lambda **kw: kw, name="typed", mcp_name="typed", description="", hints=None, cache=False,
                     input_schema={"type": "object", "properties": {"a": {"type": "integer"}}})
-    assert typed.untyped == [] and typed.validate({"b": 1}) == ["tool 'typed' has no argument 'b' (it takes a: Optional[int])"]
+    assert typed.untyped == []
+    assert typed.validate({"b": 1}) == ["tool 'typed' has no argument 'b' (it takes a: Optional[int])"]
 
 
 # ---------------------------------------------------------------- a server with odd tools
@@ -112,7 +113,8 @@ TOOLS = [
      "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
 ]
 if "clash" in sys.argv:  # two names that are one name in plans
-    TOOLS += [{"name": "get-it", "input_schema": {"type": "object"}}, {"name": "get_it", "input_schema": {"type": "object"}}]
+    TOOLS += [{"name": "get-it", "input_schema": {"type": "object"}},
+              {"name": "get_it", "input_schema": {"type": "object"}}]
 
 
 async def list_tools(ctx, params):
@@ -196,7 +198,9 @@ def test_a_tool_whose_name_clashes_in_plans_is_skipped_with_a_warning_and_the_ot
 
 # ---------------------------------------------------------------- start_timeout is a deadline
 SILENT_SERVER = '''
-import os, sys, time
+import os, signal, sys, time
+if "stubborn" in sys.argv:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 with open(sys.argv[1], "w") as f:
     f.write(str(os.getpid()))
 print("silent server up", file=sys.stderr, flush=True)
@@ -242,14 +246,16 @@ def _read_pid(path: Path) -> int:
 
 
 @needs_sdk
-def test_a_server_that_never_answers_initialize_is_given_up_at_the_deadline_and_ended(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["silent", "stubborn"])  # stubborn: ignores SIGTERM too
+def test_a_server_that_never_answers_initialize_is_given_up_at_the_deadline_and_ended(kind: str,
+                                                                                      tmp_path: Path) -> None:
     from planbook.mcp import MCPError, connect
 
     script, pidfile = tmp_path / "silent.py", tmp_path / "silent.pid"
     script.write_text(SILENT_SERVER)
     began = time.monotonic()
     with pytest.raises(MCPError) as caught:
-        connect([sys.executable, str(script), str(pidfile)], start_timeout=3, replace=False)
+        connect([sys.executable, str(script), str(pidfile), kind], start_timeout=3, replace=False)
     took = time.monotonic() - began
     message = str(caught.value)
     assert "silent.py" in message and "did not start within start_timeout=3 s" in message
@@ -275,7 +281,7 @@ def test_a_server_that_pages_its_tool_list_for_ever_is_given_up_at_the_deadline_
         connect([sys.executable, str(script), str(pidfile), "endless"], start_timeout=deadline, replace=False)
     message = str(caught.value)
     assert "paging.py" in message and f"did not start within start_timeout={deadline} s" in message
-    assert "listing its tools:" in message and "every page pointed to a next one" in message
+    assert "listing its tools:" in message and "each page pointing to a next one" in message
     assert gone(_read_pid(pidfile))
 
 

@@ -168,8 +168,9 @@ class _Connection:
     def _advice(self, phase: str) -> str:
         """What to do about a start that ran out of time, by how far it got."""
         if phase.startswith("listing"):
-            return ("Its tool list did not end (every page pointed to a next one): a fault of the server to report "
-                    "to its authors; a server with very many tools may need connect(..., start_timeout=SECONDS).")
+            return ("It was still listing its tools, each page pointing to a next one: a list that never ends is a "
+                    "fault of the server to report to its authors; a server with very many tools may need longer: "
+                    "connect(..., start_timeout=SECONDS).")
         where = ("check that the URL is a streamable-HTTP MCP endpoint" if self.url is not None else
                  "check that the command runs an MCP server speaking stdio (run in a terminal, it waits for input "
                  "and writes nothing but protocol messages to stdout)")
@@ -229,7 +230,8 @@ class _Connection:
                     while True:
                         self._phase = (f"listing its tools: {pages} pages, {len(tools)} tools so far" if pages
                                        else "waiting for its list of tools")
-                        page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+                        asked = PaginatedRequestParams(cursor=cursor) if cursor else None
+                        page = await session.list_tools(params=asked)
                         pages += 1
                         tools.extend(page.tools)
                         cursor = page.next_cursor
@@ -466,9 +468,9 @@ def connect(
             # one tool the toolbox cannot hold costs that tool, with a warning, not the server's others
             name = prefix + _identifier(spec.name)
             if name in box:
+                first = box[name].mcp_name  # type: ignore[attr-defined]
                 warnings.warn(f"skipped the MCP tool {spec.name!r} of {label}: its name in plans, {name!r}, is "
-                              f"already the name of its tool {box[name].mcp_name!r}; the other tools work",  # type: ignore[attr-defined]
-                              stacklevel=2)
+                              f"already the name of its tool {first!r}; the other tools work", stacklevel=2)
                 continue
             try:
                 tool = _make_tool(connection, spec, name, cache, call_timeout, approve)
