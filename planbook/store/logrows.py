@@ -227,7 +227,7 @@ def statuses_after(log_seq: int, rows: Iterable[tuple[int, int, str]]) -> dict[s
 
 # ------------------------------------------------------------ damaged rows
 #: what reading a row that planbook did not write that way raises: the data is wrong, not the reader
-DATA_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
+DATA_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError)
 #: JSON's names for what ``json.loads`` gives, and for what SQLite's ``json_type`` answers
 _JSON_NAMES: dict[Any, str] = {dict: "object", list: "array", str: "string", int: "number", float: "number",
                                bool: "boolean", type(None): "null", "integer": "number", "real": "number",
@@ -268,12 +268,14 @@ def parsed(text: Any, kind: type) -> Any:
         value = json.loads(text)
     except ValueError as exc:
         raise Damage(f"is not JSON ({exc})") from None
+    except RecursionError:
+        raise Damage("is not JSON planbook writes (it is nested too deeply to read)") from None
     if not isinstance(value, kind):
         raise Damage(_not_json(_JSON_NAMES.get(type(value), type(value).__name__), _JSON_NAMES[kind]))
     return value
 
 
-def number(value: Any) -> Any:
+def number(value: Any) -> float:
     """A time column, which must hold a number; :class:`Damage` else."""
     if type(value) not in (int, float):
         raise Damage(f"is {shown(value)}, not a number")
