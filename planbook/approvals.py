@@ -11,8 +11,9 @@ its decide step (:mod:`planbook.steering`), as an event that says who decided.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .models import Plan, Step
@@ -26,6 +27,48 @@ WHO: tuple[str, ...] = ("widget", "cli", "api", "timeout")
 
 
 @dataclass(frozen=True)
+class StepRef:
+    """The step a decision is about, as it was when decided: its id, the plan's revision, and
+    the work it would do (tool and arguments, or agent and task). A decision covers that work
+    only: a replan or an edit that changes it voids the decision, and the step asks again."""
+
+    id: str
+    revision: int
+    work: str
+
+    @classmethod
+    def of(cls, step: Step, revision: int) -> "StepRef":
+        return cls(step.id, revision, work_of(step))
+
+    def covers(self, step: Step) -> bool:
+        """Whether ``step`` still does the work this reference names (another revision may keep it)."""
+        return self.id == step.id and self.work == work_of(step)
+
+    def changed(self, step: Step) -> str:
+        """What changed since, in words (for the ``voided`` event; a secret-named arg shows as ***)."""
+        return (f"step {self.id!r} changed since the decision (it was decided at revision {self.revision}; "
+                f"now it is {shown_work(step)})")
+
+
+def work_of(step: Step) -> str:
+    """What running ``step`` does, as one comparable text (arguments in a canonical order)."""
+    if step.tool is not None:
+        return f"{step.tool}({json.dumps(step.args, sort_keys=True, default=repr)})"
+    return f"[{step.agent}] {step.task}"
+
+
+def shown_work(step: Step) -> str:
+    """What running ``step`` does, as a person reads it: ``tool(name=value, ...)`` (a secret-named
+    arg as ***) or ``[agent] task``."""
+    from .outbound.redact import shown_arg
+
+    if step.tool is not None:
+        show = lambda value: json.dumps(value, default=repr)  # noqa: E731 - escapes every control character
+        return f"{step.tool}({', '.join(f'{name}={shown_arg(name, value, show)}' for name, value in step.args.items())})"
+    return f"[{step.agent}] {step.task}"
+
+
+@dataclass(frozen=True)
 class Decision:
     """What a person decided about a step that waits: ``Decision.approve()``,
     ``Decision.skip("why")``, ``Decision.edit({"to": "me"})`` or ``Decision.stop("why")``."""
@@ -34,6 +77,9 @@ class Decision:
     args: dict[str, Any] | None = None
     reason: str = ""
     who: Who = "api"
+    #: the step as it was when decided (set by whoever gives the decision for a step not yet asked
+    #: about: the handle, the view); None: the step as it asks (a callable, the prompt)
+    about: StepRef | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
@@ -62,6 +108,10 @@ class Decision:
     @classmethod
     def stop(cls, reason: str = "", *, who: Who = "api") -> "Decision":
         return cls("stop", reason=reason, who=who)
+
+    def naming(self, step: Step, revision: int) -> "Decision":
+        """This decision, naming ``step`` as it is now."""
+        return replace(self, about=StepRef.of(step, revision))
 
     def as_data(self) -> dict[str, Any]:
         """The event's data (args only for an edit)."""

@@ -3,6 +3,12 @@
 It answers on the runner's thread when a step asks (:mod:`planbook.steering`), so the
 run simply waits while the person types. Only on a terminal: with standard input
 redirected nobody could answer, and the command says so before anything runs.
+
+A step's text comes from plans, models and tools: everything the prompt prints of it goes
+through the terminal escaping of :mod:`planbook.outbound.text` (no escape sequence reaches
+the terminal: no clipboard write, no title, no cleared screen; a line break shows as ⏎),
+and each argument through :func:`~planbook.outbound.redact.shown_arg`, so a secret-named
+one shows as ``***`` — and ``***`` typed back in an edit keeps its value.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from typing import Any, TextIO
 
 from .approvals import ApprovalContext, Decision, check_edit
 from .models import Step
+from .outbound.redact import REDACTED_TEXT, is_secret_name, shown_arg
+from .outbound.text import one_line
 
 CHOICES = "[a]pprove [s]kip [e]dit [q]uit"
 NOT_A_TERMINAL = ("step {step!r} waits for approval, and standard input is not a terminal, so nobody can answer "
@@ -35,8 +43,9 @@ class TerminalPrompt:
         return None if line == "" else line.strip()  # "" is end of input: nobody is there
 
     def __call__(self, step: Step, context: ApprovalContext) -> Decision:
-        what = f"{step.tool}({json.dumps(step.args, default=repr)})" if step.tool else f"[{step.agent}] {step.task}"
-        self.stdout.write(f"\nstep {step.id} waits for approval: {what}\n")
+        what = (f"{one_line(step.tool)}({shown_args(step.args)})" if step.tool
+                else f"[{one_line(str(step.agent))}] {one_line(step.task)}")
+        self.stdout.write(f"\nstep {one_line(step.id)} waits for approval: {what}\n")
         while True:
             answer = self._ask(f"{CHOICES}? ")
             if answer is None:
@@ -57,7 +66,11 @@ class TerminalPrompt:
 
     def _edit(self, step: Step) -> Decision | None:
         """New arguments as a JSON object; None (ask again) when they do not fit."""
-        text = self._ask(f"new arguments as JSON (now {json.dumps(step.args, default=repr)}): ")
+        secret = [name for name in step.args if is_secret_name(name)]
+        keep = f"; {REDACTED_TEXT} keeps a secret's value" if secret else ""
+        now = "{" + ", ".join(f"{json.dumps(name)}: {shown_arg(name, value, _json)}"
+                              for name, value in step.args.items()) + "}"
+        text = self._ask(f"new arguments as JSON (now {one_line(now)}{keep}): ")
         if not text:
             return None
         try:
@@ -65,11 +78,23 @@ class TerminalPrompt:
         except json.JSONDecodeError as exc:
             self.stdout.write(f"not JSON ({exc.msg} at character {exc.pos}): write them as {{\"name\": value}}\n")
             return None
+        if isinstance(args, dict):  # a secret shown as *** and typed back as *** keeps its value
+            args = {name: step.args[name] if value == REDACTED_TEXT and name in secret else value
+                    for name, value in args.items()}
         try:
             return Decision.edit(check_edit(step, args, self.tools), who="cli")
         except (TypeError, ValueError) as exc:
-            self.stdout.write(f"{exc}\n")
+            self.stdout.write(f"{one_line(str(exc))}\n")
             return None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=repr)  # escapes every control character (and all but ASCII)
+
+
+def shown_args(args: dict[str, Any]) -> str:
+    """``name=value, ...`` as the prompt prints a step's arguments: terminal-safe, secrets as ***."""
+    return one_line(", ".join(f"{name}={shown_arg(name, value, _json)}" for name, value in args.items()))
 
 
 def attach_prompt(runner: Any, stdin: TextIO | None = None) -> None:

@@ -2,8 +2,8 @@
 
 The cell that starts a run returns at once, so the notebook stays usable: other cells
 run, the live view's buttons reach the kernel (a click is not delivered while a cell
-blocks), and decisions steer the run through the engine's decide step
-(:mod:`planbook.steering`). The thread runs in a copy of the starting cell's context,
+blocks), and decisions steer the run through its one inbox, applied by the runner
+(:mod:`planbook.decisions`): the handle only gives them, checked, and never changes the run. The thread runs in a copy of the starting cell's context,
 so under ipykernel 7 what it displays belongs to that cell (its parent header), and a
 step's printed output goes to its pane only (captured per thread by the runner).
 A kernel interrupt (SIGINT) reaches only the main thread: it never stops a background
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextvars
-import queue
 import threading
 from collections.abc import Generator, Mapping
 from typing import Any
 
 from .approvals import Decision, Who, check_edit
+from .decisions import Door, RunEnded
 from .models import Plan, RunResult, Status
 from .runner import Runner
 
@@ -35,7 +35,9 @@ class RunHandle:
     ``resume()`` goes on, ``stop()`` ends it like the ``abort`` policy (running steps finish;
     the result is ``failed (aborted)``). ``approve(id)``, ``skip(id, why)``, ``edit(id,
     **args)`` decide for a step that waits — or will: a decision given before the step asks
-    is kept for it, so a notebook can decide in code and run the same way every time.
+    is kept for it, so a notebook can decide in code and run the same way every time. A
+    decision covers the step as it is when given (a replan or edit that changes it makes it
+    ask again); a later one replaces it, except after a skip (refused: retry the step).
 
     Displayed in a notebook, the handle is the live view (with its buttons) while the run goes,
     and that output becomes the run's static record when the run ends (every display of it).
@@ -45,13 +47,9 @@ class RunHandle:
         self.runner = runner
         self.steering = runner.steer()
         self.steering.remote = True
+        #: where every decision given here goes (the run applies them)
+        self.door: Door = runner.door  # type: ignore[assignment]  # steer() made it
         self._future: concurrent.futures.Future[RunResult] = concurrent.futures.Future()
-        #: what a paused run is told (resume, stop, an edit, a retry), applied on the run's thread
-        self._paused_inbox: queue.SimpleQueue[tuple[str, Any, concurrent.futures.Future[None] | None]] = \
-            queue.SimpleQueue()
-        #: a resume is on its way (a second Continue before the run goes on must not be kept
-        #: for the next pause, where it would continue the run by itself)
-        self._resume_queued = threading.Lock()
         #: notified when a step starts waiting, and when the run ends (wait_for_approval)
         self._asked = threading.Condition()
         runner.subscribe(self._on_event)
@@ -79,27 +77,8 @@ class RunHandle:
             self.view.thread = threading.get_ident()  # the view draws on the run's thread from now on
         try:
             result = runner.run()
-            while result.status == "paused":
-                action, payload, done = self._paused_inbox.get()
-                if action == "stop":
-                    runner.emit("run.steered", action="stop", who=payload)
-                    runner._finish("failed", "aborted", f"stopped by you ({payload}) while paused")
-                    result = runner.result()
-                elif action == "resume":
-                    runner.emit("run.steered", action="resume", who=payload)
-                    try:
-                        result = runner.run()
-                    finally:
-                        self._resume_queued.release()
-                else:  # an edit or a retry: the run is idle, so its plan can change here
-                    try:
-                        payload()
-                    except BaseException as exc:  # noqa: BLE001 - handed back to the caller
-                        assert done is not None
-                        done.set_exception(exc)
-                        continue
-                if done is not None:
-                    done.set_result(None)
+            while result.status == "paused":  # the run applies decisions until a resume or a stop
+                result = runner.run() if self.door.idle() else runner.result()
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits, never lost in a thread
             self.runner.release_store()
             self._close_view()
@@ -108,7 +87,7 @@ class RunHandle:
             self.runner.release_store()  # before wait() returns: the run has ended, its file is free
             self._close_view()
             self._future.set_result(result)
-        self._refuse_pending_changes()
+        self.door.close()  # an edit or a retry given as the run ended is answered, never left waiting
         with self._asked:
             self._asked.notify_all()
 
@@ -196,30 +175,23 @@ class RunHandle:
 
     # ------------------------------------------------------------------ controls
     def pause(self, *, who: Who = "api") -> None:
-        """Finish the running steps and start nothing new (``resume()`` goes on)."""
+        """Finish the running steps and start nothing new (``resume()`` goes on; a pause given right
+        after a resume pauses the run again)."""
         self._running_or_raise("pause")
-        if self.runner.state.status != "paused":
-            self.steering.control("pause", who)
+        self.door.pause(who)
 
     def resume(self, *, who: Who = "api") -> None:
-        """Go on after a pause."""
-        if self.runner.state.status != "paused":
-            raise RuntimeError(f"the run of plan {self.runner.plan.id!r} is {self.status}, not paused: "
-                               "nothing to resume")
-        if self._resume_queued.acquire(blocking=False):  # else: one is on its way already
-            self._paused_inbox.put(("resume", who, None))
+        """Go on after a pause (a second resume before the run goes on adds nothing)."""
+        self.door.resume(who)
 
     def stop(self, *, who: Who = "api") -> None:
         """End the run like the ``abort`` policy: running steps finish, nothing new starts."""
-        if self.done:
-            return
-        # both ways: the run may pause before the steering inbox is read (a Pause clicked just before)
-        self._paused_inbox.put(("stop", who, None))
-        self.steering.control("stop", who)
+        if not self.done:
+            self.door.stop(who)
 
     def _running_or_raise(self, what: str) -> None:
         if self.done or self.runner.finished:
-            raise RuntimeError(f"the run of plan {self.runner.plan.id!r} has ended ({self.status}): nothing to {what}")
+            raise RunEnded(f"the run of plan {self.runner.plan.id!r} has ended ({self.status}): nothing to {what}")
 
     # ------------------------------------------------------------------ decisions
     def approve(self, step_id: str | None = None, *, who: Who = "api") -> None:
@@ -235,68 +207,34 @@ class RunHandle:
         """Run ``step_id`` with new arguments (``args`` replaces them; keywords change some of them).
 
         They are checked against the tool's signature now (ValueError names each problem);
-        the edit is a new revision with a ``revised`` diff."""
+        the edit is a new revision with a ``revised`` diff. A step that does not wait for
+        approval can be edited in a paused run only: then this returns once the edit took
+        effect; with the run going on (or a resume on its way) it raises at once."""
+        self._running_or_raise("edit")
         step = self._step(step_id)
         new = dict(args) if args is not None else {**step.args, **kwargs}
         if args is not None and kwargs:
             new.update(kwargs)
         checked = check_edit(step, new, self.runner.tools)
-        if self.runner.state.status == "paused" and not self.steering.rule.asks(step):
-            # a paused run: any step that has not started can change (a revision with a diff)
-            if step.status is not Status.not_started:
-                raise ValueError(f"step {step_id!r} is {step.status.value}: only a step that has not started can be "
-                                 "edited (retry a failed one with handle.retry)")
-            self._while_paused(lambda: self._edit_now(step_id, checked, who))
+        if self.steering.rule.asks(step):
+            self.decide(step_id, Decision.edit(checked, who=who))
             return
-        self.decide(step_id, Decision.edit(checked, who=who))
+        # any step that has not started can change in a paused run (a revision with a diff)
+        if step.status is not Status.not_started:
+            raise ValueError(f"step {step_id!r} is {step.status.value}: only a step that has not started can be "
+                             "edited (retry a failed one with handle.retry)")
+        self.door.change_paused("edit", step, who, checked)
 
     def retry(self, step_id: str, *, who: Who = "api") -> None:
         """In a paused run: run failed (or skipped) step ``step_id`` again when the run continues."""
+        self._running_or_raise("retry")
         step = self._step(step_id)
         if self.runner.state.status != "paused":
             raise RuntimeError(f"the run of plan {self.runner.plan.id!r} is {self.status}: pause it first "
                                "(a step is retried only in a paused run)")
         if step.status not in (Status.failed, Status.skipped):
             raise ValueError(f"step {step_id!r} is {step.status.value}: only a failed or skipped step can be retried")
-        self._while_paused(lambda: self._retry_now(step_id, who))
-
-    def _while_paused(self, change: Any) -> None:
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._paused_inbox.put(("change", change, done))
-        if self.done:  # the run ended meanwhile: nobody else will answer
-            self._refuse_pending_changes()
-        done.result()
-
-    def _refuse_pending_changes(self) -> None:
-        """An edit or a retry queued for a pause that is over is answered with an error, never left
-        waiting (a widget click would block the kernel's main thread)."""
-        while True:
-            try:
-                action, _, done = self._paused_inbox.get_nowait()
-            except queue.Empty:
-                return
-            if done is not None and not done.done():
-                done.set_exception(RuntimeError(f"the run of plan {self.runner.plan.id!r} is no longer paused "
-                                                f"({self.status}): {action} was not applied"))
-
-    def _edit_now(self, step_id: str, args: dict[str, Any], who: Who) -> None:
-        from .steering import edit_step
-
-        runner = self.runner
-        step = runner.plan.step(step_id)
-        runner.emit("step.decided", step=step_id, **Decision.edit(args, who=who).as_data())
-        edit_step(runner, step, args, who)
-
-    def _retry_now(self, step_id: str, who: Who) -> None:
-        runner = self.runner
-        step = runner.plan.step(step_id)
-        step.set_state(status=Status.not_started, error=None, traceback=None, notes=f"retried by you ({who})")
-        runner.state.retries_used.pop(step_id, None)
-        for other in runner.plan.steps:  # what it blocked may run now (the run re-blocks what still cannot)
-            if other.status is Status.blocked:
-                other.set_state(status=Status.not_started, notes="")
-        runner.emit("step.decided", step=step_id, decision="retry", who=who)
-        runner._changed(step)
+        self.door.change_paused("retry", step, who)
 
     def decide(self, step_id: str, decision: Decision) -> None:
         """Give a :class:`Decision` about ``step_id`` (now, or kept until it asks)."""
@@ -311,7 +249,7 @@ class RunHandle:
             raise ValueError(f"step {step_id!r} is {step.status.value}: it can no longer be decided about")
         if decision.action == "edit":
             check_edit(step, decision.args or {}, self.runner.tools)
-        self.steering.give(step_id, decision)
+        self.door.decide(step, decision)
 
     def _step(self, step_id: str) -> Any:
         return self.runner.plan.step(step_id)  # KeyError names the known ids

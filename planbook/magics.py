@@ -548,7 +548,7 @@ class PlanMagics(Magics):
             self.runs[name] = run
             origin = self.origins.get(name)
             if origin is not None and origin.plan is value and origin.planning:
-                runner.state.events[:0] = origin.planning  # the run's usage counts the calls that planned it
+                runner.count_planning(origin.planning)  # the run's usage counts the calls that planned it
                 origin.planning = []
         assert run is not None
         runner = run.runner

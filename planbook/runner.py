@@ -20,6 +20,7 @@ from .agents import AgentsLike, as_agents
 from .approvals import ApproveLike
 from .budget import Budget
 from .config import RunConfig
+from . import decisions
 from .dispatch import Dispatcher, Flight
 from .errors import PlanError, Problem
 from .eventbus import RUN_HOOKS, EventBus, EventHandler
@@ -32,7 +33,6 @@ from .models import (Event, EventKind, Execution, Plan, RunReason, RunResult, Ru
 from .persistence import UNCACHED_NOTE, RunRecorder, uses_cache
 from .planners import Planner
 from .policies import chain_for, handle_failure
-from . import replanning
 from .refs import resolve
 from .scheduler import Scheduler
 from .spec import is_plan_spec, slug
@@ -157,7 +157,7 @@ class Runner:
             self.dispatch.batching = False
         self._stale = False  # the scheduler must be rebuilt before the next tick
         #: set while running steps are allowed to finish before the run ends or replans
-        self._ending: tuple[RunStatus, RunReason, str] | None = None
+        self._ending: tuple[Any, ...] | None = None  # (status, reason, error[, exception])
         self._replan_for: Step | None = None
         self._pause_why: str | None = None
         #: the step ``run(until=...)`` stops after: no batch reaches past it
@@ -166,8 +166,10 @@ class Runner:
         self._adopted = False
         #: cache keys of steps about to run (their result is cached when they succeed)
         self._cache_keys: dict[str, str] = {}
-        #: approvals, pause and stop from people (None: nothing asks; see planbook.steering)
+        #: approvals from people (None: nothing asks; see planbook.steering), and the one inbox
+        #: every decision about the run arrives in, applied by the runner (planbook.decisions)
         self.steering: Steering | None = None
+        self.door: decisions.Door | None = None
         if approve not in (None, False) or approve_timeout is not None or any(
                 getattr(t, "approve", False) for t in self.tools.values()):
             self.steer(approve, approve_timeout)
@@ -180,7 +182,7 @@ class Runner:
         """The run's steering (made on first use: a background run always has one)."""
         if self.steering is None:
             self.steering = build_steering(approve, approve_timeout, self.tools, self.state.plan)
-            self.steering.attach(self)
+            self.door = decisions.Door(self, self.steering)
         return self.steering
 
     def _initial_plan(self, plan: Plan | str) -> tuple[Plan, dict[str, int] | None]:
@@ -345,6 +347,8 @@ class Runner:
             self._until = None
             self.dispatch.close()
             if self.finished:  # nothing runs again: the indexes over the plan are not kept with it
+                if self.door is not None:  # no deadline outlives the run; what waits for an answer is refused
+                    self.door.close()
                 self.scheduler.clear()
                 self._stale = True
                 self._shared = {}  # nor changes a step: the history may keep sharing them
@@ -409,6 +413,8 @@ class Runner:
             self._complete()  # nothing is left to run: the run is over, not paused
             return
         self.state.status, self.state.reason = "paused", "paused"
+        if self.door is not None:
+            self.door.paused()
         self.emit("run.paused", why=why)
         if self.recorder is not None:
             self.recorder.flush(self.state)
@@ -445,7 +451,7 @@ class Runner:
         # finds them (and asks again about idempotent=False tools)
         self._adopted = False
         if self.goal_only is not None and s.plan.revision == 0:  # no first plan yet (or it was interrupted)
-            if not replanning.first_plan(self):
+            if not decisions.first_plan(self):
                 return False
             self._stale = True
             self.emit("plan.created", steps=[st.id for st in s.plan.steps])
@@ -460,8 +466,8 @@ class Runner:
         s = self.state
         if self.finished or not self._start():
             return None
-        if self.steering is not None:
-            self.steering.apply_inbox(self)
+        if self.door is not None:
+            self.door.apply_inbox()
         if s.pending_failures:  # a failure's policy was interrupted: apply it first
             pending, s.pending_failures = list(s.pending_failures), []
             for step_id in pending:
@@ -471,7 +477,7 @@ class Runner:
             return None
         if self._replan_for is not None and not self.dispatch.inflight:
             failed, self._replan_for = self._replan_for, None
-            replanning.replan(self, failed)
+            decisions.replan(self, failed)
             return None
         if self._ending is not None and not self.dispatch.inflight:
             self._finish(*self._ending)
@@ -480,9 +486,9 @@ class Runner:
         if not self.dispatch.inflight:
             if self._ending is not None:
                 self._finish(*self._ending)
-            elif self.steering is not None and self.steering.waiting and self._replan_for is None \
+            elif self.door is not None and self.door.steering.waiting and self._replan_for is None \
                     and self._pause_why is None:
-                self.steering.wait(self)  # a decision, a pause or a stop wakes it
+                self.door.wait()  # a decision, a pause, a stop or a deadline wakes it
             elif self._replan_for is None and self._pause_why is None:
                 self._complete()
             return None
@@ -516,8 +522,8 @@ class Runner:
                 return None
             if self.recorder is not None and step.tool is not None and self._from_cache(step):
                 continue
-            if self.steering is not None:
-                cleared = self.steering.clear(self, step)
+            if self.door is not None:
+                cleared = self.door.clear(step)
                 if cleared is None:
                     return  # one step at a time: nothing after a waiting step starts
                 if not cleared:
@@ -708,9 +714,9 @@ class Runner:
             if kept or self._ending is not None:
                 return
             if outcome.stop is not None:
-                replanning.stop_after(self, step, outcome.stop)
+                decisions.stop_after(self, step, outcome.stop)
             elif self.after_step is not None:
-                replanning.review(self, step)
+                decisions.review(self, step)
             return
         s.last_error = f"step {step.id} failed: {outcome.error}"
         s.pending_failures.append(step.id)  # until its policy is applied (Ctrl-C may come first)
@@ -726,7 +732,7 @@ class Runner:
         self._apply_policy(step)
         if self.after_step is not None and not self.finished and self._ending is None \
                 and step.status in (Status.failed, Status.skipped) and self._replan_for is None:
-            replanning.review(self, step)
+            decisions.review(self, step)
 
     def _uncount(self, flight: Flight, note: str) -> None:
         """An execution that did not complete did not happen: it runs again."""
@@ -768,7 +774,7 @@ class Runner:
             self._replan_for = step  # after the running steps finish; they are part of what happened
         if not self.dispatch.inflight:
             failed, self._replan_for = self._replan_for, None
-            replanning.replan(self, failed)
+            decisions.replan(self, failed)
 
     def keep_going(self, step: Step) -> None:
         self._unshare(step)
@@ -867,6 +873,9 @@ class Runner:
         """Wait for calls still running from an interrupted run (``--restart`` does this first)."""
         self._settle_leftovers()
 
+    def count_planning(self, events: list[Event]) -> None:
+        """Before the run starts: the model calls that planned it (``%%plan`` with a planner) count in its usage."""
+        self.state.events[:0] = events
 
 
 _NO_WINDOW = FreezeWindow(active=False)  # outside run(): advance() keeps nothing frozen

@@ -630,7 +630,7 @@ def test_a_second_continue_before_the_run_goes_on_is_not_kept_for_the_next_pause
     assert result.status == "completed" and ran == ["a", "b", "c"]
 
 
-def test_an_edit_queued_for_a_pause_that_ended_is_refused_not_left_waiting() -> None:
+def test_an_edit_for_a_pause_that_ended_is_refused_not_left_waiting() -> None:
     box = Toolbox()
 
     @box.tool
@@ -640,10 +640,10 @@ def test_an_edit_queued_for_a_pause_that_ended_is_refused_not_left_waiting() -> 
     plan = "steps:\n  - {id: a, tool: step, args: {label: a}}\n  - {id: b, tool: step, args: {label: b}}\n"
     handle = planbook.start(plan, tools=box, view=False)
     handle.wait(30)
-    change = threading.Event()
-    with pytest.raises(RuntimeError, match="no longer paused"):
-        handle._while_paused(change.set)  # what edit() and retry() queue while the run is paused
-    assert not change.is_set()
+    with pytest.raises(RuntimeError, match="has ended"):  # at once: nothing is queued for a run that ended
+        handle.edit("b", label="x")
+    with pytest.raises(RuntimeError, match="has ended"):
+        handle.retry("a")
 
 
 def test_twenty_background_runs_with_a_store_path_leave_no_connection_open(tmp_path: Any) -> None:

@@ -4,8 +4,9 @@ A background run's view draws on the run's thread (the kernel's main thread is f
 other cells and for clicks), and its buttons — Pause / Continue / Stop, and Approve /
 Skip / Edit on a step that waits — arrive on the kernel's main thread as comm messages,
 where they become decisions of the :class:`~planbook.handle.RunHandle` (``who="widget"``).
-A decision the handle refuses (an edit that does not fit the tool) is shown in the
-view, beside the step, instead of being raised into a cell nobody is running.
+A decision the handle refuses (an edit that does not fit the tool, an edit after Continue,
+any decision once the run ended) is shown in the view as one line, beside the step,
+instead of being raised into a cell nobody is running.
 When the run ends, every display of its handle becomes the run's static record
 (:class:`HandleDisplays`), with the decisions people gave.
 """
@@ -190,7 +191,7 @@ def final_record(runner: Any, bridge: LiveView | None) -> dict[str, str]:
 
 
 DONE = {"approve": "approved", "skip": "skipped", "edit": "edited", "stop": "stopped", "refused": "refused",
-        "pause": "paused", "resume": "continued"}
+        "pause": "paused", "resume": "continued", "retry": "retried"}
 
 
 def decision_lines(events: list[Any]) -> list[tuple[str, str]]:
@@ -204,8 +205,11 @@ def decision_lines(events: list[Any]) -> list[tuple[str, str]]:
         else:
             continue
         who = event.data.get("who", "")
-        line = (f"{step + ': ' if step else 'run: '}{DONE.get(what, what)} by "
-                f"{'the approve timeout' if who == 'timeout' else f'you ({who})'}")
+        if what == "voided":  # the step changed after the decision: it asks again
+            line = f"{step}: the decision by you ({who}) no longer applies"
+        else:
+            line = (f"{step + ': ' if step else 'run: '}{DONE.get(what, what)} by "
+                    f"{'the approve timeout' if who == 'timeout' else f'you ({who})'}")
         reason = event.data.get("reason", "") if event.kind == "step.decided" else ""
         lines.append((what, line + (f" — {reason}" if reason else "")))
     return lines

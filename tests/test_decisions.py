@@ -1,0 +1,411 @@
+"""The door: every decision reaches the run through one inbox and the runner applies it.
+
+Each test here was written against a defect seen in the run before the door: an approval
+that outlived the step it was given for, a later decision silently kept for a retry, a
+pause or an edit lost right after a resume, an ``approve=`` callable whose exception left
+the stored run ``running``, an ``approve_timeout`` that let another lane go on, and the
+terminal prompt printing a step's text raw. They wait on events, never on the clock.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import planbook
+from planbook import Decision, Toolbox
+from planbook.models import Step
+
+
+class Events:
+    """An on_event handler that lets a test wait for what the run did (no sleeps)."""
+
+    def __init__(self, then: Any = None) -> None:
+        self.seen: list[Any] = []
+        self.cond = threading.Condition()
+        self.then = then
+
+    def __call__(self, event: Any) -> None:
+        with self.cond:
+            self.seen.append(event)
+            self.cond.notify_all()
+        if self.then is not None:
+            self.then(event)
+
+    def wait_until(self, found: Any, what: str, timeout: float = 30) -> None:
+        with self.cond:
+            assert self.cond.wait_for(lambda: found(self.seen), timeout), \
+                f"{what}: {[(e.kind, e.step) for e in self.seen]}"
+
+    def wait_for(self, kind: str, step: str | None = None) -> None:
+        self.wait_until(lambda seen: any(e.kind == kind and (step is None or e.step == step) for e in seen),
+                        f"no {kind} event for {step}")
+
+
+MAIL = """
+goal: send a note
+steps:
+  - {id: draft, tool: draft, args: {to: bob}}
+  - {id: send, tool: send, args: {text: $draft, to: bob}, needs: [draft]}
+"""
+
+
+def mail_tools(sent: list[tuple[str, str]]) -> Toolbox:
+    box = Toolbox()
+
+    @box.tool
+    def draft(to: str) -> str:
+        return f"dear {to}"
+
+    @box.tool(approve=True)
+    def send(text: str, to: str) -> str:
+        sent.append((text, to))
+        return "sent"
+
+    return box
+
+
+# ------------------------------------------------------------------ 1. what an approval covers
+def test_an_approval_given_in_advance_does_not_cover_the_step_a_replan_changed() -> None:
+    box, events = Toolbox(), Events()
+    gate, deployed = threading.Event(), []
+
+    @box.tool
+    def build(version: int) -> int:
+        assert gate.wait(30)
+        if version == 1:
+            raise RuntimeError("the build broke")
+        return version
+
+    @box.tool(approve=True)
+    def deploy(env: str) -> str:
+        deployed.append(env)
+        return env
+
+    plan = """
+steps:
+  - {id: build, tool: build, args: {version: 1}, on_failure: replan}
+  - {id: deploy, tool: deploy, args: {env: staging}, needs: [build]}
+"""
+
+    def planner(goal: str, history: Any, last_error: Any) -> list[dict[str, Any]]:
+        return [{"id": "build", "tool": "build", "args": {"version": 2}},
+                {"id": "deploy", "tool": "deploy", "args": {"env": "prod"}, "needs": ["build"]}]
+
+    handle = planbook.start(plan, tools=box, planner=planner, view=False, on_event=events)
+    events.wait_for("step.started", "build")
+    handle.approve("deploy")  # for deploy(env='staging'), as the step is now
+    gate.set()
+    assert handle.wait_for_approval(30) == ["deploy"], handle.status  # the replanned deploy asks again
+    assert handle.runner.plan.step("deploy").args == {"env": "prod"} and deployed == []
+    handle.skip("deploy", "not prod today")
+    result = handle.wait(30)
+    assert deployed == [] and result.plan.step("deploy").status.value == "skipped"
+    voided = [e.data for e in result.events if e.kind == "step.decided" and e.data["decision"] == "voided"]
+    assert len(voided) == 1 and "env" in voided[0]["reason"], voided
+
+
+def test_a_skip_given_for_a_step_a_replan_changed_no_longer_applies() -> None:
+    box, events = Toolbox(), Events()
+    gate, deployed = threading.Event(), []
+
+    @box.tool
+    def build(version: int) -> int:
+        assert gate.wait(30)
+        if version == 1:
+            raise RuntimeError("the build broke")
+        return version
+
+    @box.tool(approve=True)
+    def deploy(env: str) -> str:
+        deployed.append(env)
+        return env
+
+    plan = """
+steps:
+  - {id: build, tool: build, args: {version: 1}, on_failure: replan}
+  - {id: deploy, tool: deploy, args: {env: staging}, needs: [build]}
+"""
+
+    def planner(goal: str, history: Any, last_error: Any) -> list[dict[str, Any]]:
+        return [{"id": "build", "tool": "build", "args": {"version": 2}},
+                {"id": "deploy", "tool": "deploy", "args": {"env": "prod"}, "needs": ["build"]}]
+
+    handle = planbook.start(plan, tools=box, planner=planner, view=False, on_event=events)
+    events.wait_for("step.started", "build")
+    handle.skip("deploy", "not staging")
+    gate.set()
+    assert handle.wait_for_approval(30) == ["deploy"]  # the skip was for deploy(env='staging')
+    handle.approve("deploy")  # not refused as after a skip: that skip no longer applies
+    assert handle.wait(30).status == "completed" and deployed == ["prod"]
+
+
+def test_decisions_given_in_advance_the_later_replaces_the_earlier() -> None:
+    """Given while the step has not asked yet, in a paused run: the edit replaces the approval."""
+    sent: list[tuple[str, str]] = []
+    box = mail_tools(sent)
+    events = Events()
+    handle = planbook.start(MAIL, tools=box, view=False, on_event=events, approve=["draft"])
+    events.wait_for("step.waiting", "draft")
+    handle.pause()
+    events.wait_for("run.paused")
+    handle.approve("send")  # given in advance, for send(to='bob')
+    handle.edit("send", to="carol")  # the later decision about the same step replaces it
+    handle.approve("draft")
+    handle.resume()
+    result = handle.wait(30)
+    assert result.status == "completed" and sent == [("dear bob", "carol")]
+
+
+def test_a_step_reference_covers_the_same_work_in_any_revision_and_hides_secrets() -> None:
+    from planbook.approvals import StepRef
+
+    step = Step(id="d", tool="deploy", args={"env": "staging", "token": "s3cret"})
+    ref = StepRef.of(step, 1)
+    assert ref.covers(step.model_copy(update={"args": {"token": "s3cret", "env": "staging"}}))  # order is no change
+    assert ref.covers(step.model_copy(update={"task": "reworded"}))  # a tool step's words do not run
+    assert not ref.covers(step.model_copy(update={"args": {"env": "prod", "token": "s3cret"}}))
+    assert not ref.covers(step.model_copy(update={"tool": "destroy"}))
+    changed = ref.changed(step.model_copy(update={"args": {"env": "prod", "token": "other"}}))
+    assert 'env="prod"' in changed and "token=***" in changed and "other" not in changed and "s3cret" not in changed
+    agent = Step(id="w", agent="writer", task="write a poem")
+    assert not StepRef.of(agent, 0).covers(agent.model_copy(update={"task": "write a cheque"}))
+
+
+# ------------------------------------------------------------------ 2. a later decision
+def test_a_skip_after_an_approval_that_was_applied_skips_the_step() -> None:
+    sent: list[tuple[str, str]] = []
+    holder: dict[str, Any] = {}
+
+    def then(event: Any) -> None:  # on the run's thread, right after the approval was applied
+        if event.kind == "step.decided" and event.data.get("decision") == "approve":
+            holder["handle"].skip("send", "changed my mind")
+
+    events = Events(then)
+    handle = holder["handle"] = planbook.start(MAIL, tools=mail_tools(sent), view=False, on_event=events)
+    events.wait_for("step.waiting", "send")
+    handle.approve("send")
+    result = handle.wait(30)
+    assert sent == [] and result.plan.step("send").status.value == "skipped"
+    assert result.plan.step("send").notes == "skipped by you (api): changed my mind"
+
+
+def test_an_edit_after_an_approval_that_was_applied_runs_the_new_arguments() -> None:
+    sent: list[tuple[str, str]] = []
+    holder: dict[str, Any] = {}
+
+    def then(event: Any) -> None:
+        if event.kind == "step.decided" and event.data.get("decision") == "approve":
+            holder["handle"].edit("send", to="alice")
+
+    events = Events(then)
+    handle = holder["handle"] = planbook.start(MAIL, tools=mail_tools(sent), view=False, on_event=events)
+    events.wait_for("step.waiting", "send")
+    handle.approve("send")
+    result = handle.wait(30)
+    assert result.status == "completed" and sent == [("dear bob", "alice")]
+    assert result.revisions[-1].revised == ["send"]
+
+
+def test_a_skip_is_final_a_later_decision_about_the_step_is_refused() -> None:
+    sent: list[tuple[str, str]] = []
+    events = Events()
+    handle = planbook.start(MAIL, tools=mail_tools(sent), view=False, on_event=events, approve=["draft"])
+    events.wait_for("step.waiting", "draft")
+    handle.skip("send", "not today")  # in advance: kept until send asks
+    with pytest.raises(ValueError, match=r"step 'send' was skipped by you \(api\).*retry it in a paused run"):
+        handle.approve("send")
+    with pytest.raises(ValueError, match=r"step 'send' was skipped"):
+        handle.edit("send", to="alice")
+    handle.approve("draft")
+    result = handle.wait(30)
+    assert sent == [] and result.plan.step("send").status.value == "skipped"
+
+
+# ------------------------------------------------------------------ 3. right after a resume
+def _held_at_resume() -> tuple[Events, threading.Event, threading.Event]:
+    """Events whose handler holds the run's thread as it takes a resume, until the test says so."""
+    resuming, release = threading.Event(), threading.Event()
+
+    def hold(event: Any) -> None:
+        if event.kind == "run.steered" and event.data.get("action") == "resume" and not resuming.is_set():
+            resuming.set()
+            assert release.wait(30)
+
+    return Events(hold), resuming, release
+
+
+def _two_step_plan(box: Toolbox, gate: threading.Event, ran: list[str]) -> str:
+    @box.tool
+    def slow(label: str) -> str:
+        ran.append(label)
+        if label == "a":
+            assert gate.wait(30)
+        return label
+
+    return "steps:\n  - {id: a, tool: slow, args: {label: a}}\n  - {id: b, tool: slow, args: {label: b}}\n"
+
+
+def test_pause_right_after_resume_pauses_the_run_again() -> None:
+    box, gate, ran = Toolbox(), threading.Event(), []
+    events, resuming, release = _held_at_resume()
+    handle = planbook.start(_two_step_plan(box, gate, ran), tools=box, view=False, on_event=events)
+    events.wait_for("step.started", "a")
+    handle.pause()
+    gate.set()
+    events.wait_for("run.paused")
+    handle.resume()
+    assert resuming.wait(30)
+    handle.pause()  # the run has taken the resume and not yet gone on
+    release.set()
+    events.wait_until(lambda seen: sum(e.kind == "run.paused" for e in seen) >= 2
+                      or any(e.kind == "run.finished" for e in seen), "neither paused again nor finished")
+    assert handle.status == "paused" and ran == ["a"]
+    handle.resume()
+    assert handle.wait(30).status == "completed" and ran == ["a", "b"]
+
+
+def test_edit_right_after_resume_answers_at_once() -> None:
+    box, gate, ran = Toolbox(), threading.Event(), []
+    events, resuming, release = _held_at_resume()
+    handle = planbook.start(_two_step_plan(box, gate, ran), tools=box, view=False, on_event=events)
+    events.wait_for("step.started", "a")
+    handle.pause()
+    gate.set()
+    events.wait_for("run.paused")
+    handle.resume()
+    assert resuming.wait(30)
+    answered, outcome = threading.Event(), []
+
+    def edit() -> None:
+        try:
+            handle.edit("b", label="B")
+            outcome.append("applied")
+        except RuntimeError as exc:
+            outcome.append(str(exc))
+        answered.set()
+
+    threading.Thread(target=edit, daemon=True).start()
+    try:
+        assert answered.wait(30), "edit() blocked while the run went on"
+    finally:
+        release.set()
+    assert "pause it first" in outcome[0], outcome
+    assert handle.wait(30).status == "completed" and ran == ["a", "b"]
+
+
+def test_the_views_edit_button_after_continue_answers_with_a_line() -> None:
+    from planbook.views.steer import on_control
+
+    box, gate, ran = Toolbox(), threading.Event(), []
+    events, resuming, release = _held_at_resume()
+    handle = planbook.start(_two_step_plan(box, gate, ran), tools=box, view=False, on_event=events)
+    events.wait_for("step.started", "a")
+    handle.pause()
+    gate.set()
+    events.wait_for("run.paused")
+    on_control(handle, {"action": "continue"})
+    assert resuming.wait(30)
+    try:
+        message = on_control(handle, {"action": "edit", "step": "b", "args": '{"label": "B"}'})
+    finally:
+        release.set()
+    assert "pause it first" in message and "\n" not in message
+    handle.wait(30)
+    assert on_control(handle, {"action": "approve", "step": "b"}).startswith("the run of plan")
+
+
+# ------------------------------------------------------------------ 4. a callable that raises
+def test_an_approve_callable_that_raises_ends_the_run_failed_and_the_store_says_so(tmp_path: Path) -> None:
+    sent: list[tuple[str, str]] = []
+    store = tmp_path / "runs.sqlite"
+
+    def decide(step: Any, context: Any) -> Decision:
+        if step.id == "send":
+            raise LookupError("no policy for send")
+        return Decision.approve()
+
+    result = planbook.run(MAIL, tools=mail_tools(sent), approve=decide, store=str(store))
+    assert (result.status, result.reason) == ("failed", "aborted") and sent == []
+    assert "the approve= callable raised LookupError: no policy for send" in (result.error or "")
+    assert "LookupError" in (result.traceback or "")
+    stored = planbook.load_run(store=str(store))
+    assert (stored.status, stored.reason) == ("failed", "aborted")
+    assert "LookupError: no policy for send" in (stored.error or "")
+
+
+# ------------------------------------------------------------------ 5. approve_timeout is a deadline
+def test_at_the_approve_deadline_no_lane_starts_anything_new() -> None:
+    box, gate = Toolbox(), threading.Event()
+
+    @box.tool(approve=True)
+    def risky(label: str) -> str:
+        return label
+
+    @box.tool
+    def work(label: str) -> str:
+        if label == "x1":
+            assert gate.wait(30)
+        return label
+
+    plan = """
+steps:
+  - {id: r, tool: risky, args: {label: r}}
+  - {id: x1, tool: work, args: {label: x1}}
+  - {id: x2, tool: work, args: {label: x2}, needs: [x1]}
+  - {id: x3, tool: work, args: {label: x3}, needs: [x2]}
+"""
+    events = Events()
+    handle = planbook.start(plan, tools=box, view=False, on_event=events, parallel=2, approve_timeout=0.05)
+    try:
+        events.wait_until(lambda seen: any(e.kind == "step.decided" and e.data.get("who") == "timeout"
+                                           for e in seen), "the deadline passed without a decision")
+    finally:
+        gate.set()  # x1, running in the other lane, finishes
+    result = handle.wait(30)
+    kinds = [(e.kind, e.step, e.data.get("who")) for e in result.events]
+    deadline = kinds.index(("step.decided", "r", "timeout"))
+    assert [k for k in kinds[deadline:] if k[0] == "step.started"] == []
+    assert (result.status, result.reason) == ("failed", "aborted")
+    assert "no decision within approve_timeout=0.05 s" in (result.error or "")
+    assert [result.plan.step(s).status.value for s in ("x2", "x3")] == ["not_started", "not_started"]
+
+
+# ------------------------------------------------------------------ 6. the terminal prompt
+def test_the_terminal_prompt_shows_step_text_escaped_and_secret_args_hidden() -> None:
+    from planbook.cli_prompt import TerminalPrompt
+    from planbook.approvals import ApprovalContext
+
+    out = io.StringIO()
+    prompt = TerminalPrompt({}, stdin=io.StringIO("a\na\n"), stdout=out)
+    agent = Step(id="s\x1b]0;title\x07", task="write \x1b]52;c;aGVsbG8=\x07 it\x1b[2J\nb. [✓] forged", agent="w\x1b[2J")
+    assert prompt(agent, ApprovalContext("g", lambda: None)).action == "approve"  # type: ignore[arg-type]
+    tool = Step(id="t", tool="login\x1b[2J", args={"password": "hunter2", "user": "bob\x1b]52;c;eA==\x07"})
+    assert prompt(tool, ApprovalContext("g", lambda: None)).action == "approve"  # type: ignore[arg-type]
+    text = out.getvalue()
+    assert "\x1b" not in text and "\x07" not in text, repr(text)
+    assert "\\x1b]52" in text and "\\x1b[2J" in text
+    assert "hunter2" not in text and "password=***" in text
+    assert "\nb. [✓] forged" not in text  # a line break in a task cannot start a line of its own
+
+
+def test_the_prompts_edit_keeps_a_secret_given_as_stars() -> None:
+    from planbook.cli_prompt import TerminalPrompt
+    from planbook.approvals import ApprovalContext
+
+    box = Toolbox()
+
+    @box.tool
+    def login(user: str, password: str) -> str:
+        return user
+
+    out = io.StringIO()
+    prompt = TerminalPrompt(box, stdin=io.StringIO('e\n{"user": "eve", "password": "***"}\n'), stdout=out)
+    step = Step(id="t", tool="login", args={"password": "hunter2", "user": "bob"})
+    decision = prompt(step, ApprovalContext("g", lambda: None))  # type: ignore[arg-type]
+    assert decision.action == "edit" and decision.args == {"user": "eve", "password": "hunter2"}
+    assert "hunter2" not in out.getvalue()
