@@ -131,6 +131,42 @@ def test_an_edited_dunder_method_reached_without_its_name_changes_the_key(monkey
     assert one is not None and one == again and two != one
 
 
+def test_a_method_under_a_decorator_is_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A method wrapped by ``functools.lru_cache`` (written in C), or by another module's decorator
+    that does not use ``functools.wraps``: the edited method is still reached."""
+    library = cell("def logged(fn):\n    def wrapper(*args):\n        return fn(*args)\n    return wrapper\n",
+                   monkeypatch, name="library")
+    source = """
+    import functools
+    from library import logged
+
+    class Tool:
+        @functools.lru_cache(maxsize=None)
+        def cached(self, x):
+            return x + 1
+
+        @logged
+        def logged(self, x):
+            return x * 2
+
+        def run(self, x: int) -> int:
+            return self.cached(x) + self.logged(x)
+    """
+    assert library.logged(len).__module__ == "library"
+    one, again, two = versions(source, "x + 1", "x + 2", monkeypatch, lambda m: m.Tool().run)
+    assert one is not None and one == again and two != one
+    one, again, two = versions(source, "x * 2", "x * 3", monkeypatch, lambda m: m.Tool().run)
+    assert one is not None and one == again and two != one
+
+
+def test_a_pydantic_models_own_model_post_init_is_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pydantic wraps ``model_post_init`` in a function of its own when a model has private attributes."""
+    source = PYDANTIC + "\n    def model_post_init(self, context):\n        self._bonus = 1\n"
+    one, again, two = versions(source, "self._bonus = 1", "self._bonus = int('1')", monkeypatch,
+                               lambda m: m.Pricer().price)  # the same state: only the code tells them apart
+    assert one is not None and one == again and two != one
+
+
 STATIC = """
 class Helper:
     @staticmethod
@@ -271,9 +307,17 @@ def test_a_secret_in_the_objects_state_is_not_cached_and_not_keyed(monkeypatch: 
     module = cell("class Client:\n    api_key = 'k-123'\n\n    def get(self, q: str) -> str:\n"
                   "        return q\n", monkeypatch)
     # a class attribute named like a secret is left out of the key, as a module's globals are
-    assert fp(module.Client().get) is not None
+    before = fp(module.Client().get)
     module.Client.api_key = "k-456"
-    assert fp(module.Client().get) == fp(module.Client().get)
+    assert before is not None and fp(module.Client().get) == before  # its value is not in the key
+
+
+def test_a_method_that_cannot_be_fingerprinted_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A class of the module is followed whole: a method default with no content form stops caching, and says where."""
+    module = cell("class Helper:\n    @staticmethod\n    def f(x, d=object()):\n        return x\n\n"
+                  "def tool(x: int) -> int:\n    return Helper.f(x)\n", monkeypatch)
+    assert fp(module.tool) is None
+    assert "Helper.f → d → builtins.object has no stable content form" in (fingerprint_problem(module.tool) or "")
 
 
 def test_a_class_attribute_without_a_content_form_does_not_stop_caching(monkeypatch: pytest.MonkeyPatch) -> None:

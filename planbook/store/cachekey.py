@@ -396,25 +396,29 @@ class _Encoder:
             self.modules.pop()
 
     def _member(self, cls: type, name: str, member: Any) -> None:
-        if isinstance(member, (types.FunctionType, staticmethod, classmethod, property, functools.cached_property)):
+        """One entry of a followed class's namespace: code is followed, data keyed when it can be."""
+        wrapped = None if isinstance(member, _CODE_MEMBERS) else _wrapped_of(member)
+        if isinstance(member, _CODE_MEMBERS) or wrapped is not None:
             self.text(b"s", name)
             self.text(b"D", type(member).__name__)
             if isinstance(member, property):
                 parts: tuple[Any, ...] = (member.fget, member.fset, member.fdel)
             elif isinstance(member, functools.cached_property):
                 parts = (member.func,)
+            elif wrapped is not None:  # @functools.lru_cache and other wrappers written in C
+                parts = (wrapped,)
             else:
                 parts = (getattr(member, "__func__", member),)
-            for part in parts:
-                if part is None:
-                    self.out.append(b"N")
-                elif isinstance(part, types.FunctionType) and part.__module__ != cls.__module__:
-                    self.text(b"X", _qualname(part))  # put on the class from elsewhere (pydantic's model_post_init)
-                else:
-                    try:
+            try:
+                for part in parts:
+                    if part is None:
+                        self.out.append(b"N")
+                    elif isinstance(part, types.FunctionType) and part.__module__ != cls.__module__:
+                        self._foreign(part)
+                    else:
                         self.function(part)
-                    except Uncacheable as exc:
-                        raise Uncacheable(f"{cls.__qualname__}.{name} → {exc}") from None
+            except Uncacheable as exc:
+                raise Uncacheable(f"{cls.__qualname__}.{name} → {exc}") from None
         elif not (name.startswith("__") and name.endswith("__")):
             # a class attribute the code may read as self.x: keyed when it has a content form; one
             # without (a client, a lock), or a secret, is left out as a module's globals are
@@ -428,6 +432,18 @@ class _Encoder:
                 for key in [k for k, n in self.classes.items() if n >= classes]:
                     del self.classes[key]
         # dunder data (__module__, __doc__, pydantic's validators and schema) is machinery, not code
+
+    def _foreign(self, fn: types.FunctionType) -> None:
+        """A library's function put on a followed class (an enum's or a namedtuple's machinery, a
+        decorator's wrapper): its own code is the library's and is not followed, but what it
+        holds is — a decorator keeps the method it wraps in its closure or ``__wrapped__``."""
+        self.text(b"X", _qualname(fn))
+        cells = fn.__closure__ or ()
+        self._named(fn.__code__.co_freevars, tuple(_cell_value(c) for c in cells))
+        wrapped = getattr(fn, "__wrapped__", None)
+        self.out.append(b"W")
+        if wrapped is not None:
+            self.function(wrapped)
 
     def _held(self, obj: Any, *, follow: bool) -> None:
         """An object reached from the tool (its bound object, a captured instance)."""
@@ -528,6 +544,23 @@ def _python_class(t: type) -> bool:
     flags = t.__flags__
     return bool(flags & _HEAPTYPE) and not flags & _IMMUTABLETYPE and (
         "__slots__" in vars(t) or t.__dictoffset__ != 0)
+
+
+#: what a class's namespace holds as code, rather than data
+_CODE_MEMBERS = (types.FunctionType, staticmethod, classmethod, property, functools.cached_property)
+
+
+def _wrapped_of(member: Any) -> Any:
+    """The function a C wrapper in a class's namespace wraps (``functools.lru_cache``), read
+    from its own ``__dict__`` so no ``__getattr__`` runs; ``None`` for anything else."""
+    if isinstance(member, type) or not callable(member) or _python_class(type(member)):
+        return None  # a Python object is data: its class's __call__ and its state are followed as such
+    try:
+        own = object.__getattribute__(member, "__dict__")
+    except AttributeError:
+        return None
+    wrapped = own.get("__wrapped__") if isinstance(own, dict) else None
+    return wrapped if callable(wrapped) else None
 
 
 def _made_here(value: Any, module: str | None) -> bool:
