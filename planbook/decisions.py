@@ -311,6 +311,9 @@ class Door:
             why = "is no longer in the plan" if step is None else f"is {step.status.value}"
             runner.emit("step.decided", step=step_id, decision="refused", who=decision.who,
                         reason=f"the {decision.action} came too late: step {step_id!r} {why}")
+            if decision.action == "skip" and (step is None or step.status is not Status.skipped):
+                with self._lock:  # a skip that was not taken makes nothing final
+                    self._final.pop(step_id, None)
             return
         if step_id in steering.waiting:
             if self._voided(step, decision):
@@ -404,7 +407,9 @@ class Door:
         with self._lock:
             if self._ended:
                 return
-            self._timers[step_id] = timer
+            earlier, self._timers[step_id] = self._timers.get(step_id), timer
+        if earlier is not None:
+            earlier.cancel()  # the step waits afresh (a refused edit): the deadline counts from now
         timer.start()
 
     def _late(self, step_id: str, since: float) -> None:
