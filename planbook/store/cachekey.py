@@ -486,11 +486,12 @@ class _Encoder:
             for slot in (slots,) if isinstance(slots, str) else slots:
                 if slot in ("__dict__", "__weakref__"):
                     continue
-                stored = f"_{base.__name__.lstrip('_')}{slot}" if slot.startswith("__") and not slot.endswith("__") \
-                    else slot
+                stored = slot
+                if slot.startswith("__") and not slot.endswith("__") and base.__name__.strip("_"):
+                    stored = f"_{base.__name__.lstrip('_')}{slot}"  # __x in class C is stored as _C__x
                 descriptor = vars(base).get(stored)
-                if descriptor is None or not hasattr(descriptor, "__get__"):
-                    continue
+                if not isinstance(descriptor, types.MemberDescriptorType):  # never a slot left out of the key
+                    raise Uncacheable(f"{_qualname(t)} declares a slot {slot!r} that cannot be read")
                 try:
                     value = descriptor.__get__(obj, base)
                 except AttributeError:
