@@ -357,3 +357,79 @@ def test_a_short_record_keeps_every_row_and_pane_and_says_nothing_left_out() -> 
     root = tree(record_of(returning("<b>x</b>")))
     assert len(root.find_all("details", "planbook-pane")) == 3
     assert not [node for node in root.walk() if "planbook-rows-left-out" in node.classes]
+
+
+# ------------------------------------------------------------------ no secret in the rows
+SECRET_SPEC = """
+goal: Log in as ann with hunter22-pass
+steps:
+  - {id: login, tool: login, args: {user: ann, password: hunter22-pass}}
+  - {id: fetch, task: Fetch with hunter22-pass, tool: fetch, args: {token: $login}, needs: [login]}
+  - {id: echo, tool: echo, args: {text: $login}, needs: [login]}
+  - {id: page, tool: page, args: {text: $login}, needs: [login]}
+"""
+SECRETS = ("hunter22-pass", "tok-SECRET-9876")
+
+
+def _secret_tools() -> planbook.Toolbox:
+    tools = planbook.Toolbox()
+
+    @tools.tool
+    def login(user: str, password: str) -> str:
+        "Log in: the result is a token, a secret (it feeds fetch's token)."
+        return "tok-SECRET-9876"
+
+    @tools.tool
+    def fetch(token: str) -> str:
+        "Fetch."
+        return "data"
+
+    @tools.tool
+    def echo(text: str) -> str:
+        "Echo."
+        return text
+
+    @tools.tool
+    def page(text: str) -> Any:
+        "A page that repeats it."
+        return returning(f"<table><tr><td>token</td><td>{text}</td></tr></table>")
+
+    return tools
+
+
+def test_the_records_rows_panes_and_graph_show_no_secret() -> None:
+    result = planbook.run(SECRET_SPEC, tools=_secret_tools())
+    assert result.status == "completed"
+    page = result_html(result)
+    for secret in SECRETS:
+        assert secret not in page, page[max(0, page.find(secret) - 300):page.find(secret) + 50]
+    root = tree(page)
+    calls = {n.attrs["data-pane"]: n.find_all("td")[1].text() for n in root.find_all("div", "planbook-pane-body")}
+    assert calls == {"login": "login(user='ann', password=***)", "fetch": "fetch(token=***)",
+                     "echo": "echo(text='***')", "page": "page(text='***')"}
+    titles = [n.text() for n in root.find_all("title")]
+    assert "login (completed): login(user='ann', password=***)" in titles
+    assert "fetch (completed): Fetch with ***" in titles
+    assert "Plan: Log in as ann with ***" in root.text()
+    # the step whose result is the token shows ***; a result whose HTML repeats it is shown as text, hidden
+    assert pane_of(root, "login").find_all("pre")[0].text() == "***"
+    from planbook.outbound.html import SECRET_NOTE
+
+    assert SECRET_NOTE in pane_of(root, "page").text()
+
+
+def test_a_plans_html_and_a_diff_show_no_secret() -> None:
+    from planbook.models import PlanDiff
+    from planbook.views.html import plan_html, revisions_html
+    from planbook.views.record import record_html
+    from planbook.views.state import ViewState
+
+    plan = planbook.Plan.parse(SECRET_SPEC)
+    assert not any(secret in plan_html(plan) for secret in SECRETS)
+    diff = PlanDiff(from_revision=1, to_revision=2, added=["retry"], reason="login failed for hunter22-pass",
+                    steps={"retry": "Retry with hunter22-pass"})
+    state = ViewState(plan=plan, status="failed", reason="aborted", error="bad password hunter22-pass",
+                      revisions=[diff])
+    page = record_html(state)
+    assert "hunter22-pass" not in page and "Retry with ***" in page and "bad password ***" in page
+    assert "hunter22-pass" not in revisions_html([diff], state.gate)

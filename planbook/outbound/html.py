@@ -44,6 +44,8 @@ from typing import Any, NamedTuple
 #: what a pane says when a result's HTML is shown as its text
 AS_TEXT_NOTE = ("its HTML is shown as text: keeping it safe would remove scripts, event handlers, "
                 "links or resources from elsewhere (planbook shows no HTML that does any of these)")
+#: what a pane says when a result's HTML holds one of the run's secrets
+SECRET_NOTE = "its HTML holds a secret of the run: shown as text, with the secret hidden"
 #: what a pane says when a result's HTML is shown without its style sheet and classes
 STYLES_LEFT_OUT_NOTE = "shown without its own styles (style sheets, classes and layout CSS are left out)"
 

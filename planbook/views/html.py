@@ -16,6 +16,8 @@ from functools import lru_cache
 from typing import Any
 
 from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
+from ..outbound import RunSecrets
+from ..outbound.redact import shown_arg
 from ..state import CACHED_NOTE
 from .marks import CACHED_MARK, CacheMark, cached_count_text
 from .state import ViewState, row_window, verdict_line
@@ -97,6 +99,26 @@ def format_duration(seconds: float | None) -> str:
     return f"{seconds:.2f} s"
 
 
+def shown_call(step: Step, gate: RunSecrets | None = None) -> str:
+    """What a step does, as a view shows it: ``[AGENT] task`` or ``tool(a=1, password=***)``.
+    A secret-named arg shows as ``***`` (as in the text view), and every other value through
+    the run's ``gate`` (a secret it repeats is hidden): this HTML is kept in the notebook."""
+    hide = gate.text if gate is not None else _same
+    if step.agent:
+        return hide(f"[{step.agent.upper()}] {step.task}".rstrip())
+    args = ", ".join(f"{k}={shown_arg(k, v, lambda value: hide(repr(value)))}" for k, v in step.args.items())
+    return f"{step.tool}({args})"
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def gate_of(gate: RunSecrets | None) -> RunSecrets:
+    """``gate``, or one that knows no run's secrets (name, shape and environment rules only)."""
+    return gate if gate is not None else RunSecrets()
+
+
 def cached_text(mark: CacheMark, origin: float | None) -> str:
     """What a cached or resumed step's pane says: where its result came from, and when this run took it."""
     text = mark.describe()
@@ -139,17 +161,19 @@ def counts_html(plan: Plan, marks: dict[str, CacheMark] | None = None) -> str:
     return " · ".join(parts)
 
 
-def header_html(plan: Plan, *, extra: str = "", marks: dict[str, CacheMark] | None = None) -> str:
-    """Title, id and revision, goal, progress bar and counts per status."""
+def header_html(plan: Plan, *, extra: str = "", marks: dict[str, CacheMark] | None = None,
+                gate: RunSecrets | None = None) -> str:
+    """Title, id and revision, goal, progress bar and counts per status (secrets hidden by ``gate``)."""
+    hide = gate_of(gate).text
     counts = plan.counts()
     total, done = len(plan.steps), counts[Status.completed]
     revision = f" · revision {plan.revision}" if plan.revision > 1 else ""
     lines = [
-        f'<div style="font-weight:600;font-size:14px">Plan: {esc(plan.display_title)} '
-        f'<span style="font-weight:normal;{_DIM}">(ID: {esc(plan.id)}{revision})</span></div>'
+        f'<div style="font-weight:600;font-size:14px">Plan: {esc(hide(plan.display_title))} '
+        f'<span style="font-weight:normal;{_DIM}">(ID: {esc(hide(plan.id))}{revision})</span></div>'
     ]
     if plan.goal and plan.goal != plan.display_title:
-        lines.append(f'<div><b>Goal:</b> {esc(plan.goal)}</div>')
+        lines.append(f'<div><b>Goal:</b> {esc(hide(plan.goal))}</div>')
     lines.append(progress_bar_html(done, total))
     lines.append(f"<div>Progress: {done}/{total} steps completed · {counts_html(plan, marks)}</div>")
     if extra:
@@ -157,14 +181,17 @@ def header_html(plan: Plan, *, extra: str = "", marks: dict[str, CacheMark] | No
     return "".join(lines)
 
 
-def step_row_html(step: Step, *, pane: str = "", mark: CacheMark | None = None, opened: bool = False) -> str:
+def step_row_html(step: Step, *, pane: str = "", mark: CacheMark | None = None, opened: bool = False,
+                  gate: RunSecrets | None = None) -> str:
     """A step's row; ``pane``: the HTML of its pane, opened by a click on the task (a ``<details>``,
-    open from the start when ``opened``)."""
-    task = esc(step.task) if step.task else f'<span style="{_MONO}">{esc(step.describe())}</span>'
+    open from the start when ``opened``); its texts through the run's ``gate``."""
+    gate = gate_of(gate)
+    hide = gate.text
+    task = esc(hide(step.task)) if step.task else f'<span style="{_MONO}">{esc(shown_call(step, gate))}</span>'
     needs = f'<div style="{_DIM};font-size:11px">needs {esc(", ".join(step.needs))}</div>' if step.needs else ""
-    error = esc(step.error) if step.error and step.status in (Status.failed, Status.skipped) else ""
+    error = esc(hide(step.error)) if step.error and step.status in (Status.failed, Status.skipped) else ""
     if not error and step.notes and (step.status is Status.blocked or step.notes.startswith(CACHED_NOTE)):
-        error = esc(step.notes)
+        error = esc(hide(step.notes))
     executor = f"[{esc(step.agent.upper())}]" if step.agent else esc(step.tool or "")
     status_mark = esc(STATUS_MARKS[step.status])
     time = esc(format_duration(step.duration))
@@ -189,46 +216,50 @@ def step_row_html(step: Step, *, pane: str = "", mark: CacheMark | None = None, 
 
 
 def steps_table_html(steps: Iterable[Step], *, panes: dict[str, str] | None = None,
-                     marks: dict[str, CacheMark] | None = None, opened: str = "") -> str:
-    """One row per step: mark, id, tool/agent, task, duration, error; coloured by status."""
-    panes, marks = panes or {}, marks or {}
+                     marks: dict[str, CacheMark] | None = None, opened: str = "",
+                     gate: RunSecrets | None = None) -> str:
+    """One row per step: mark, id, tool/agent, task, duration, error; coloured by status; the
+    texts through the run's ``gate``."""
+    panes, marks, gate = panes or {}, marks or {}, gate_of(gate)
     head = "".join(f'<th style="{_CELL};color:{TEXT}">{h}</th>' for h in ("", "id", "tool/agent", "task", "time", "error"))
     head = f'<tr style="{_ROW}">{head}</tr>'
-    rows = "".join(step_row_html(s, pane=panes.get(s.id, ""), mark=marks.get(s.id), opened=s.id == opened)
-                   for s in steps)
+    rows = "".join(step_row_html(s, pane=panes.get(s.id, ""), mark=marks.get(s.id), opened=s.id == opened,
+                                 gate=gate) for s in steps)
     return (f'<table class="planbook-steps" style="border-collapse:collapse;margin:4px 0;line-height:1.4">'
             f"<thead>{head}</thead><tbody>{rows}</tbody></table>")
 
 
-def _diff_items(diff: PlanDiff) -> str:
+def _diff_items(diff: PlanDiff, gate: RunSecrets | None = None) -> str:
+    hide = gate_of(gate).text
     title = f"Revision {diff.from_revision} → {diff.to_revision}"
     if diff.reason:
-        title += f' <span style="{_DIM}">(after: {esc(diff.reason)})</span>'
+        title += f' <span style="{_DIM}">(after: {esc(hide(diff.reason))})</span>'
     items = []
     for sid in diff.removed:
         items.append(f'<li class="planbook-removed" style="{fg("#b71c1c")}">− <del>{esc(sid)}: '
-                     f'{esc(diff.steps.get(sid, ""))}</del> (removed)</li>')
+                     f'{esc(hide(diff.steps.get(sid, "")))}</del> (removed)</li>')
     for sid in diff.added:
         items.append(f'<li class="planbook-added" style="{fg("#1b6e20")}">+ <ins style="{bg("#2e7d32", "#e6ffed")};'
-                     f'text-decoration:none">{esc(sid)}: {esc(diff.steps.get(sid, ""))}</ins> (added)</li>')
+                     f'text-decoration:none">{esc(sid)}: {esc(hide(diff.steps.get(sid, "")))}</ins> (added)</li>')
     for sid in diff.revised:
         items.append(f'<li class="planbook-revised" style="{fg("#8a5300")}">~ <span style="{bg("#c77700", "#fff4e0")}">'
-                     f'{esc(sid)}: {esc(diff.steps.get(sid, ""))}</span> (revised)</li>')
+                     f'{esc(sid)}: {esc(hide(diff.steps.get(sid, "")))}</span> (revised)</li>')
     if diff.empty:
         items.append(f'<li style="{_DIM}">(no change)</li>')
     if diff.rejected:
         title += ' — <span class="planbook-rejected">rejected, the plan did not change</span>'
-        items.append(f'<li class="planbook-rejected" style="white-space:pre-wrap">Refused: {esc(diff.rejected)}</li>')
+        items.append(f'<li class="planbook-rejected" style="white-space:pre-wrap">Refused: {esc(hide(diff.rejected))}</li>')
     return f'<div>{title}</div><ul style="margin:2px 0 6px 0;padding-left:20px;list-style:none">{"".join(items)}</ul>'
 
 
-def diff_html(diff: PlanDiff) -> str:
+def diff_html(diff: PlanDiff, gate: RunSecrets | None = None) -> str:
     """A diff as the text view writes it: removed struck through, added highlighted, revised marked."""
-    return f'<div class="planbook-diff {NO_MATH}">{_diff_items(diff)}</div>'
+    return f'<div class="planbook-diff {NO_MATH}">{_diff_items(diff, gate)}</div>'
 
 
-def revisions_html(revisions: Iterable[PlanDiff]) -> str:
-    diffs = [f'<div class="planbook-diff">{_diff_items(d)}</div>' for d in revisions]
+def revisions_html(revisions: Iterable[PlanDiff], gate: RunSecrets | None = None) -> str:
+    gate = gate_of(gate)
+    diffs = [f'<div class="planbook-diff">{_diff_items(d, gate)}</div>' for d in revisions]
     if not diffs:
         return ""
     return (f'<div class="planbook-revisions" style="margin-top:6px"><div style="font-weight:600">Revision history</div>'
@@ -239,22 +270,25 @@ def verdict_html(state: ViewState | RunResult) -> str:
     """``Run completed (goal_met): steps 3/12, replans 0/5`` (+ model calls), coloured by how it went
     (a completed run that skipped steps is amber, not green)."""
     view = state if isinstance(state, ViewState) else ViewState.of_result(state)
+    hide = view.gate.text if view.why or view.error else _same
     status = view.status or "not run"
     color = fg(TONE_COLORS[view.tone])
     out = (f'<div class="planbook-verdict planbook-run-{esc(status)} planbook-tone-{view.tone}" '
            f'style="{color};font-weight:600">{esc(verdict_line(view))}</div>')
     if view.status == "paused" and view.why:
-        out += f'<div style="{color}">{esc(view.why)}</div>'
+        out += f'<div style="{color}">{esc(hide(view.why))}</div>'
     if view.error:
         label = "Error" if view.status != "completed" else "Note"
-        out += f'<div style="{color}">{label}: {esc(view.error)}</div>'
+        out += f'<div style="{color}">{label}: {esc(hide(view.error))}</div>'
     return out
 
 
 # ------------------------------------------------------------------ whole views
 def plan_html(plan: Plan) -> str:
-    """The plan as a static table (what ``text/html`` of a plan holds)."""
-    return box("plan", f"{header_html(plan)}{steps_table_html(plan.steps)}")
+    """The plan as a static table (what ``text/html`` of a plan holds); the secrets its own args
+    name are hidden wherever they turn up."""
+    gate = RunSecrets.of_plan(plan)
+    return box("plan", f"{header_html(plan, gate=gate)}{steps_table_html(plan.steps, gate=gate)}")
 
 
 def result_html(result: RunResult) -> str:
@@ -274,9 +308,11 @@ def state_html(state: ViewState, *, max_rows: int | None = None, kind: str | Non
     if state.status not in (None, "running") and "record" in STOPPED:
         return STOPPED["record"](state, max_rows=max_rows, kind=kind or "result", opened=opened)
     extra = verdict_html(state) if state.status is not None else ""
-    table, _ = windowed(state.plan.steps, max_rows, steps_table_html)
+    gate = state.gate
+    table, _ = windowed(state.plan.steps, max_rows, lambda steps: steps_table_html(steps, gate=gate))
     kind = kind or ("plan" if state.status is None else "result")
-    return box(kind, f"{header_html(state.plan, extra=extra)}{table}{revisions_html(state.revisions)}")
+    return box(kind, f"{header_html(state.plan, extra=extra, gate=gate)}{table}"
+                     f"{revisions_html(state.revisions, gate)}")
 
 
 def windowed(steps: list[Step], max_rows: int | None, table: Any) -> tuple[str, list[Step]]:

@@ -15,11 +15,15 @@ from __future__ import annotations
 import html
 import os
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..models import Status, Step
+from ..outbound.redact import REDACTED_TEXT
 from ..state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
+
+if TYPE_CHECKING:
+    from ..outbound import RunSecrets
 
 #: bytes of one step's pane (result, printed text and traceback together)
 PANE_CAP = 50_000
@@ -62,19 +66,26 @@ def clean_traceback(text: str | None, *, package: str = _PACKAGE) -> str | None:
     return "".join(out) if kept else text
 
 
-def _short_repr(value: Any, cap: int = ARG_CAP) -> str:
+def _short_repr(value: Any, cap: int = ARG_CAP, hide: Callable[[str], str] | None = None) -> str:
+    """The repr of ``value`` cut to ``cap`` characters; ``hide``: the run's gate, applied before the
+    cut (a secret cut in half would no longer be found)."""
     try:
         text = repr(value)
     except Exception as exc:  # a value whose repr is broken is still a value
         text = f"<{type(value).__name__} (repr failed: {type(exc).__name__})>"
+    if hide is not None:
+        text = hide(text)
     return text if len(text) <= cap else text[: cap - 1] + "…"
 
 
-def call_line(step: Step, results: Mapping[str, Any]) -> str:
+def call_line(step: Step, results: Mapping[str, Any], hide: Callable[[str], str] | None = None) -> str:
     """``tool(a=1, b='text')`` with ``$id`` references replaced by the values passed, once
-    the steps they name have results; a reference still waiting shows as ``$id``."""
+    the steps they name have results; a reference still waiting shows as ``$id``. A
+    secret-named arg shows as ``***``; every other value through ``hide`` (the run's gate:
+    a value taken from a step whose result is a secret is hidden too)."""
     if step.agent:
-        return f"[{step.agent.upper()}] {step.task}".rstrip()
+        line = f"[{step.agent.upper()}] {step.task}".rstrip()
+        return hide(line) if hide is not None else line
     from ..refs import find_refs, resolve
     from ..outbound.redact import shown_arg
 
@@ -86,11 +97,11 @@ def call_line(step: Step, results: Mapping[str, Any]) -> str:
                 value = resolve(value, results)
             except (KeyError, TypeError, ValueError):
                 pass
-        parts.append(f"{name}={shown_arg(name, value, _short_repr)}")
+        parts.append(f"{name}={shown_arg(name, value, lambda v: _short_repr(v, ARG_CAP, hide))}")
     return f"{step.tool}({', '.join(parts)})"
 
 
-def result_html(value: Any, cap: int) -> tuple[str, bool]:
+def result_html(value: Any, cap: int, hide: Callable[[str], str] | None = None) -> tuple[str, bool]:
     """``(html, truncated)``: the value as IPython would display it, within ``cap`` characters.
 
     A string with line breaks is shown as its text; other values use the display
@@ -99,12 +110,15 @@ def result_html(value: Any, cap: int) -> tuple[str, bool]:
     (:func:`planbook.outbound.html.sanitize_html`): what it cannot keep safe without losing
     more than presentation is shown as the value's text, with a line saying so; an image is
     drawn from its decoded bytes (an ``<img>`` draws SVG without scripts or external resources).
+    ``hide``: the run's gate; HTML that holds a secret (or a secret's shape) is shown as its
+    text with the secret hidden.
     """
+    show = hide if hide is not None else _same
     if isinstance(value, str) and "\n" in value:
-        return _pre(value, cap)
+        return _pre(show(value), cap)
     if type(value) in _SCALARS:  # what IPython would show is the repr: skip its dozen formatter lookups
-        return _pre(repr(value), cap)
-    from ..outbound.html import AS_TEXT_NOTE, sanitize_html
+        return _pre(show(repr(value)), cap)
+    from ..outbound.html import AS_TEXT_NOTE, SECRET_NOTE, sanitize_html
 
     data = _mimebundle(value)
     for mime in ("text/html", "image/svg+xml", "image/png", "image/jpeg"):
@@ -115,9 +129,10 @@ def result_html(value: Any, cap: int) -> tuple[str, bool]:
             if not isinstance(body, str) or len(body) > cap:
                 continue
             kept = sanitize_html(body)
-            if kept is None:
-                text, cut = _pre(str(data.get("text/plain", "")) or _short_repr(value, cap), cap)
-                return _note(AS_TEXT_NOTE) + text, cut
+            secret = kept is not None and hide is not None and _holds_secret(kept.html, hide)
+            if kept is None or secret:
+                text, cut = _pre(show(str(data.get("text/plain", "")) or _short_repr(value, cap, hide)), cap)
+                return _note(SECRET_NOTE if secret else AS_TEXT_NOTE) + text, cut
             rendered = (_note(kept.left_out) if kept.left_out else "") + kept.html
         else:
             picture = _image(mime, body)
@@ -126,7 +141,17 @@ def result_html(value: Any, cap: int) -> tuple[str, bool]:
             rendered = picture
         if len(rendered) <= cap:
             return rendered, False
-    return _pre(str(data.get("text/plain", "")) or _short_repr(value, cap), cap)
+    return _pre(show(str(data.get("text/plain", "")) or _short_repr(value, cap, hide)), cap)
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _holds_secret(markup: str, hide: Callable[[str], str]) -> bool:
+    """True when ``markup``'s text or attributes (entities decoded) hold something the gate hides."""
+    decoded = html.unescape(markup)
+    return hide(decoded) != decoded
 
 
 def _note(text: str) -> str:
@@ -208,14 +233,19 @@ class PaneBudget:
         self.left -= size
 
 
-def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget: PaneBudget) -> dict[str, Any]:
+def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget: PaneBudget,
+         gate: "RunSecrets | None" = None) -> dict[str, Any]:
     """The JSON of ``step``'s pane (see the module docstring). Times are seconds from ``origin``.
 
     Built for every step that finishes (a click may come at any time), so the common case
-    — a short call, a short result, nothing printed — takes no detour.
+    — a short call, a short result, nothing printed — takes no detour. ``gate``: the run's
+    secrets; every text, the call and the result go through it (a step whose result is a
+    secret shows ``***``). Without one, only secret-named args are hidden.
     """
     cap = budget.cap()
-    call = call_line(step, results)
+    hide = gate.text if gate is not None else None
+    show = hide if hide is not None else _same
+    call = call_line(step, results, hide)
     data: dict[str, Any] = {
         "status": step.status.value, "attempts": step.attempts, "call": call,
         "start": _rel(step.started_at, origin), "end": _rel(step.finished_at, origin),
@@ -227,24 +257,28 @@ def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget
     for key in ("task", "expect", "notes", "error"):
         value = getattr(step, key)
         if value:
-            data[key] = value = value[:cap]
+            data[key] = value = show(value)[:cap]
             used += len(value)
     if step.needs:
         data["needs"] = list(step.needs)
         used += sum(len(n) + 4 for n in step.needs)
     cut = False
     if step.traceback:
-        tb = clean_traceback(step.traceback) or ""
+        tb = show(clean_traceback(step.traceback) or "")
         data["traceback"], cut = tb[-max(0, cap - used):], len(tb) > cap - used
         used += len(data["traceback"])
     if step.output:
         room = max(0, cap - used)
-        data["output"] = step.output[:room]
-        cut = cut or len(step.output) > room
+        output = show(step.output)
+        data["output"] = output[:room]
+        cut = cut or len(output) > room
         used += len(data["output"])
     if step.status is Status.completed or step.result is not None:
         room = max(0, cap - used)
-        body, more = result_html(step.result, room) if room > 200 else ("", True)
+        if gate is not None and step.result is not None and gate.holds_secret(step.id):
+            body, more = _pre(REDACTED_TEXT, room)  # it feeds a secret-named argument: it is a secret
+        else:
+            body, more = result_html(step.result, room, hide) if room > 200 else ("", True)
         data["result"] = body
         cut = cut or more
         used += len(body)

@@ -114,6 +114,7 @@ def record_html(state: ViewState, *, max_rows: int | None = None, kind: str = "r
     origin = state.origin
     results = {s.id: s.result for s in plan.steps if s.status is Status.completed}
     budget = PaneBudget()
+    gate = state.gate  # the run's secrets: every text, call and result below goes through it
 
     without_pane = 0
 
@@ -124,13 +125,13 @@ def record_html(state: ViewState, *, max_rows: int | None = None, kind: str = "r
         panes = {}
         for step in steps:
             if step.id in chosen:
-                panes[step.id] = pane_html(pane(step, results, origin=origin, budget=budget), step,
+                panes[step.id] = pane_html(pane(step, results, origin=origin, budget=budget, gate=gate), step,
                                            marks.get(step.id), origin)
-        return steps_table_html(steps, panes=panes, marks=marks, opened=opened)
+        return steps_table_html(steps, panes=panes, marks=marks, opened=opened, gate=gate)
 
     cap = RECORD_ROWS if max_rows is None else min(max_rows, RECORD_ROWS)
     rows, shown = windowed(plan.steps, cap, table)
-    parts = [header_html(plan, extra=verdict_html(state), marks=marks), rows]
+    parts = [header_html(plan, extra=verdict_html(state), marks=marks, gate=gate), rows]
     if len(shown) < len(plan.steps) or without_pane:
         parts.append(left_out_line(len(shown), len(plan.steps), without_pane))
     timeline = timeline_svg(state.timeline, origin=origin, now=state.now, marks=marks,
@@ -140,11 +141,11 @@ def record_html(state: ViewState, *, max_rows: int | None = None, kind: str = "r
                               "Bars: green completed, red failed, blue running, dashed: answered from the cache "
                               "or a resume; ↻ a retry; dashed line: a replan; orange outline: the critical path. "
                               "Hover a bar for its times."))
-    graph = graph_svg(plan, marks=marks)
+    graph = graph_svg(plan, marks=marks, gate=gate)
     if graph:
         parts.append(_section("graph", "Graph", graph,
                               "Arrows go from a step to the steps that need it; colours are statuses."))
-    parts.append(revisions_html(state.revisions))
+    parts.append(revisions_html(state.revisions, gate))
     return box(kind, "".join(parts)).replace(f'class="planbook-{kind} {NO_MATH}"',
                                              f'class="planbook-{kind} planbook-record {NO_MATH}"', 1)
 

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ..models import Plan
-from .html import cached_text, esc, format_duration, tone
+from ..outbound import RunSecrets
+from .html import cached_text, esc, format_duration, gate_of, shown_call, tone
 from .marks import CACHED_MARK, CacheMark
 from .state import Execution
 
@@ -221,8 +222,10 @@ def _revision_markers(bars: list[tuple[float, float, Execution]], x: object) -> 
     return out
 
 
-def graph_svg(plan: Plan, *, marks: dict[str, CacheMark] | None = None) -> str:
-    """The plan's steps as nodes in layers (a step right of what it needs), with arrowheads."""
+def graph_svg(plan: Plan, *, marks: dict[str, CacheMark] | None = None, gate: RunSecrets | None = None) -> str:
+    """The plan's steps as nodes in layers (a step right of what it needs), with arrowheads; a
+    node's tooltip is its task or call, through the run's ``gate``."""
+    gate = gate_of(gate)
     steps = plan.steps[:MAX_NODES]
     if not steps:
         return ""
@@ -266,7 +269,7 @@ def graph_svg(plan: Plan, *, marks: dict[str, CacheMark] | None = None) -> str:
         status = step.status.value
         mark = marks.get(step.id)
         label = step.id + (f" {CACHED_MARK}" if mark else "")
-        title = f"{step.id} ({status}{', ' + mark.kind if mark else ''}): {step.task or step.describe()}"
+        title = f"{step.id} ({status}{', ' + mark.kind if mark else ''}): {gate.text(step.task) or shown_call(step, gate)}"
         dash = ";stroke:#fff;stroke-dasharray:3 2;stroke-width:1.5" if mark else ""
         parts.append(f'<g class="pb-node planbook-{status}" data-step="{esc(step.id)}"><title>{esc(title)}</title>'
                      f'<rect x="{x0}" y="{y0}" width="{node_w}" height="{node_h}" rx="5" '
