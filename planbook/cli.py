@@ -22,9 +22,9 @@ from typing import Any, TextIO
 from . import cli_runs
 from .errors import PlanbookError, PlanError, closest
 from .models import Plan, RunResult
+from .outbound import RunSecrets, neutralise, one_line, plain_gate
 from .policies import POLICIES
 from .runner import Runner
-from .outbound.text import neutralise, one_line
 from .views.text import format_result, summary_line
 from .tools import Toolbox
 
@@ -183,29 +183,32 @@ def _execute(runner: Runner, plain: bool) -> RunResult:
             result = runner.run()
         print(neutralise(summary_line(result)))
         if result.error:
-            print(neutralise(("Error: " if not result.ok else "Note: ") + result.error))
+            print(result.secrets.terminal(("Error: " if not result.ok else "Note: ") + result.error))
+    gate = result.secrets
     for step in result.plan.steps:
         if step.output:
             lines = step.output.rstrip("\n").splitlines()
             shown = "\n".join(lines[:MAX_OUTPUT_LINES])
             more = f"\n… {len(lines) - MAX_OUTPUT_LINES} more lines" if len(lines) > MAX_OUTPUT_LINES else ""
-            print(neutralise(f"\nStep {step.id} printed:\n{shown}{more}"))
+            print(gate.terminal(f"\nStep {step.id} printed:\n{shown}{more}"))
     for step_id, value in final_outputs(result).items():
-        print(neutralise(f"\nResult of step {step_id}:\n{printable(value)}"))
+        print(neutralise(f"\nResult of step {step_id}:\n{printable(value, gate)}"))
     return result
 
 
-def printable(value: Any) -> str:
-    """``str(value)`` with its control characters shown as escapes; a result whose ``__str__``
-    raises is described instead (the run is done: printing its answers must not turn it into a crash)."""
+def printable(value: Any, gate: RunSecrets | None = None) -> str:
+    """``str(value)`` through the gate (``gate``: the run's secrets) with its control characters
+    shown as escapes; a result whose ``__str__`` raises is described instead (the run is done:
+    printing its answers must not turn it into a crash)."""
+    hide = (gate or plain_gate()).text
     try:
-        return neutralise(str(value))
+        return neutralise(hide(str(value)))
     except Exception as exc:
         try:
             text = repr(value)
         except Exception:
             text = f"a {type(value).__name__} object"
-        return neutralise(f"{text} (printing it failed: {type(exc).__name__}: {exc})")
+        return neutralise(hide(f"{text} (printing it failed: {type(exc).__name__}: {exc})"))
 
 
 #: the marks and signs planbook prints, as ASCII, for a stream whose encoding lacks them
@@ -272,7 +275,8 @@ def final_outputs(result: RunResult) -> dict[str, Any]:
     (AgenticSeek returns only the last agent's answer; a plan can have several leaves.)
     """
     needed = {n for step in result.plan.steps for n in step.needs}
-    return {sid: value for sid, value in result.outputs.items() if sid not in needed}
+    gate = result.secrets  # a step that feeds a secret-named argument answers ***
+    return {sid: gate.value(sid, value) for sid, value in result.outputs.items() if sid not in needed}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -188,3 +188,62 @@ def test_spans_carry_what_the_store_keeps(spans: Any, capture_content: bool) -> 
     assert "hunter9-url-pw" not in text and "abcDEF123456ghi" not in text
     if capture_content:
         assert '"***"' in text  # the login step's result, as the store keeps it
+
+
+# ------------------------------------------------------ the command line and MCP
+ECHO_TOOLS = '''
+import planbook
+
+box = planbook.Toolbox()
+
+
+@box.tool(cache=False)
+def login(user: str) -> str:
+    return "Tok-Zq81-secret-abc"
+
+
+@box.tool(cache=False)
+def use(token: str) -> str:
+    return "used"
+
+
+@box.tool(cache=False)
+def echo(text: str, password: str = "") -> str:
+    print(f"echoing {text} with {password}")
+    return f"you said {text}"
+'''
+
+ECHO_PLAN = """steps:
+  - {id: login, tool: login, args: {user: ada}}
+  - {id: use, tool: use, args: {token: $login}, needs: [login]}
+  - {id: say, tool: echo, args: {text: hunter2-Qx9-staging, password: hunter2-Qx9-staging}}
+"""
+
+
+def test_the_command_line_prints_answers_through_the_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "echo_tools.py").write_text(ECHO_TOOLS)
+    (tmp_path / "plan.yaml").write_text(ECHO_PLAN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from planbook.cli import main
+
+    code = main(["run", str(tmp_path / "plan.yaml"), "--tools", "echo_tools:box", "--plain",
+                 "--store", str(tmp_path / "runs.sqlite")])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert "Result of step say" in out and "you said ***" in out and "echoing *** with ***" in out
+    assert not _traces(out + err, PASSWORD, TOKEN)
+
+
+def test_the_mcp_server_answers_through_the_gate(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    from planbook.mcp.server import PlanbookServer
+
+    server = PlanbookServer(tools=_box(), store=str(tmp_path / "runs.sqlite"))
+    spec = ECHO_PLAN.replace("echo, args: {text: hunter2-Qx9-staging, password: hunter2-Qx9-staging}",
+                             "deploy, args: {env: staging, password: hunter2-Qx9-staging}") + \
+        "  - {id: tell, tool: echo, args: {text: $login}, needs: [login]}\n"
+    text, structured, failed = server.call("run_plan", {"spec": spec, "on_failure": "skip"})
+    assert structured is not None and structured["outputs"]["tell"] == "you said ***"
+    shown, _, _ = server.call("show_run", {})
+    assert not _traces(text + repr(structured) + shown, PASSWORD, TOKEN)

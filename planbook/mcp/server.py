@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from ..cli import UsageProblem, final_outputs, load_object, printable
 from ..compat.openmanus import PlanningTool, ToolError
 from ..errors import PlanbookError
-from ..outbound.text import neutralise
+from ..outbound import RunSecrets, neutralise
 from ..runner import Runner
 from ..tools import Toolbox, as_toolbox
 from ..views.text import format_result
@@ -109,7 +109,7 @@ class PlanbookServer:
 
             runner.subscribe(report)
         result = runner.run()
-        outputs = {k: _jsonable(v) for k, v in final_outputs(result).items()}
+        outputs = {k: _jsonable(v, result.secrets) for k, v in final_outputs(result).items()}
         run_id = getattr(runner.recorder, "run_id", None)
         structured = {"status": result.status, "reason": result.reason, "run_id": run_id, "outputs": outputs}
         return format_result(result), structured, result.status != "completed"
@@ -122,12 +122,13 @@ class PlanbookServer:
         return neutralise(list_runs(argparse.Namespace(store=self._store_path(), limit=limit)))
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: Any, gate: RunSecrets) -> Any:
+    """An answer as JSON, through the run's gate (``final_outputs`` redacted the plain data)."""
     try:
         json.dumps(value)
         return value
     except (TypeError, ValueError):
-        return repr(value)
+        return gate.text(repr(value))
 
 
 def build_server(app: PlanbookServer) -> Any:

@@ -148,6 +148,14 @@ class RunSecrets:
             return REDACTED_TEXT
         return step.result
 
+    def value(self, step_id: str, value: Any) -> Any:
+        """A step's result as an answer may carry it (the command line, the MCP server): ``***``
+        for a step that holds a secret, plain data redacted, other objects as they are (their
+        text goes through :meth:`text` when printed)."""
+        if step_id in self.holders:
+            return REDACTED_TEXT
+        return self.data(value)
+
     def holds_secret(self, step_id: str) -> bool:
         return step_id in self.holders
 
