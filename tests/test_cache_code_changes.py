@@ -443,3 +443,12 @@ def test_a_global_instance_of_a_same_module_class_has_its_class_followed(monkeyp
     module = cell(source, monkeypatch)
     module.model.conn = __import__("threading").Lock()  # a global's state: not keyed, not a reason to refuse
     assert fp(module.tool) == one
+
+
+def test_a_slot_that_cannot_be_read_is_not_left_out_of_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = cell("class Slotted:\n    __slots__ = ('k',)\n\n    def run(self, x: int) -> int:\n        return x\n",
+                  monkeypatch)
+    tool = module.Slotted()
+    tool.k = 1
+    delattr(module.Slotted, "k")  # the slot's descriptor is gone: its value can no longer be read
+    assert fp(tool.run) is None and "slot 'k' that cannot be read" in (fingerprint_problem(tool.run) or "")
