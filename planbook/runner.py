@@ -30,6 +30,7 @@ from .gcwindow import FreezeWindow, collector_paused, freeze_window, worth_keepi
 from .interrupts import checkpoint, interrupt_gate
 from .models import (Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage,
                      finished_data, started_data)
+from .outbound import RunSecrets
 from .persistence import UNCACHED_NOTE, RunRecorder, uses_cache
 from .planners import Planner
 from .policies import chain_for, handle_failure
@@ -139,6 +140,9 @@ class Runner:
             raise ValueError(f"retries={retries} only applies to the retry policy, and on_failure is "
                              f"{list(policy)}: add 'retry' (e.g. on_failure=['retry', '{policy[-1]}'])")
         self.state = RunState(plan=initial)
+        #: the run's gate: its secrets, learned from the plan and every change to it (planbook.outbound)
+        self.secrets = RunSecrets()
+        self.secrets.learn_plan(initial)
         #: where the run persists (None: nowhere); see planbook.persistence
         self.recorder: RunRecorder | None = None
         #: the store was opened here from a path: release_store() closes it when the run has ended
@@ -149,7 +153,7 @@ class Runner:
         if store is not None:
             from .store import open_store
 
-            self.recorder = RunRecorder(open_store(store), cache=self.config.cache)
+            self.recorder = RunRecorder(open_store(store), cache=self.config.cache, secrets=self.secrets)
         self.scheduler = scheduler
         #: where calls run and what is in flight
         self.dispatch = Dispatcher(self.config, self.tools, self.agents, self.bus, clock, lambda: self.state.plan)
@@ -275,6 +279,8 @@ class Runner:
         """Make an event and keep it in the run's record (the bus then delivers it). ``at``: its
         time, when the caller just read the clock (a step's start or end: one time, kept once)."""
         s = self.state
+        if kind == "plan.created" or kind == "plan.diff":  # a new plan or an edit: its secret args are secrets
+            self.secrets.learn_plan(s.plan)
         event = Event.record(kind, self.clock() if at is None else at, step, s.plan.revision, data)
         s.events.append(event)
         return event
@@ -292,9 +298,10 @@ class Runner:
         self, status: RunStatus, reason: RunReason, error: str | None = None, exc: BaseException | None = None
     ) -> None:
         """End the run. ``exc``: the exception behind it (a crashing planner), kept as a traceback."""
-        self.state.status, self.state.reason, self.state.error = status, reason, error
+        self.state.status, self.state.reason, self.state.error = status, reason, error and self.secrets.text(error)
         if exc is not None:
-            self.state.traceback = "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__))
+            self.state.traceback = self.secrets.text(
+                "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__)))
         self.emit("run.finished", status=status, reason=reason, error=error, executions=self.state.executions,
                   replans=self.state.replans)
         if self.recorder is not None:
@@ -325,7 +332,7 @@ class Runner:
             max_replans=self.max_replans,
             usage=Usage.from_events(s.events),
             records=s.records if done else list(s.records),
-        )
+        ).gated(self.secrets)
 
     # ------------------------------------------------------------- running
     def run(self, *, until: str | None = None, max_executions: int | None = None) -> RunResult:
@@ -666,10 +673,8 @@ class Runner:
                 raise KeyboardInterrupt(f"the call of step {step.id!r} raised KeyboardInterrupt")
             return
         now = self.clock()
-        if not outcome.ok or outcome.output:  # an echoed secret (a secret arg, the model key) leaves no trace
-            from .store.redact import hide_secret_args
-
-            hide_secret_args(step.args, outcome, lambda sid: getattr(self.scheduler.by_id.get(sid), "result", None))
+        if not outcome.ok or outcome.output:  # an echoed secret (a secret arg, a token, the model key) leaves no trace
+            self.secrets.scrub(outcome)
         # a kept call ended when it returned, not when the run continued: the pause is no part of it
         ended = outcome.finished if kept and outcome.finished is not None else now
         if not outcome.ok and outcome.worker.startswith(("planbook-worker", "planbook-async")) \
@@ -686,6 +691,8 @@ class Runner:
             finished_at=ended,
             **({"notes": outcome.notes} if outcome.notes else {"notes": KEPT_NOTE} if kept else {}),
         )
+        if step.id in self.secrets.holders:  # it feeds a secret-named argument: its result is a secret
+            self.secrets.learn_result(step)
         self._gc.tick()
         if self._gc is _NO_WINDOW:  # a tick outside run() (advance): the caller may edit the plan next
             s.history.append(step.snapshot())
