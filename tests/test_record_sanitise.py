@@ -433,3 +433,30 @@ def test_a_plans_html_and_a_diff_show_no_secret() -> None:
     page = record_html(state)
     assert "hunter22-pass" not in page and "Retry with ***" in page and "bad password ***" in page
     assert "hunter22-pass" not in revisions_html([diff], state.gate)
+
+
+# ------------------------------------------------------------------ any markup
+def test_whatever_the_markup_what_is_kept_is_balanced_inert_and_a_fixed_point() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    tokens = st.sampled_from([
+        "<b>", "</b>", "<i>", "<table>", "</table>", "<tr>", "<td>", "</td>", "<th>", "<caption>", "<p>", "</p>",
+        "<div>", "</div>", "<li>", "</li>", "<ul>", "<object>", "</object>", "<svg>", "</svg>", "<math>",
+        "<mi>", "<style>", "</style>", "<textarea>", "<title>", "<noscript>", "<xmp>", "<plaintext>", "<template>",
+        "<select>", "<option>", "<form>", "<!--", "-->", "<![CDATA[", "]]>", "<img src=x onerror=y>",
+        '<img src="data:image/png;base64,AAAA">', '<span style="color:red;position:fixed">', "</span>",
+        "<a href=//h>", "</a>", "text", "&lt;", "&", "<", ">", '"', "'", "=", "/", " ", "</details>", "</pre>",
+    ])
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.lists(tokens, max_size=25))
+    def check(parts: list[str]) -> None:
+        kept = sanitize_html("".join(parts))
+        if kept is not None:
+            parsed = Tree(kept.html)
+            assert not parsed.errors, (kept.html, parsed.errors)
+            assert_inert(parsed.root)
+            assert sanitize_html(kept.html) == (kept.html, "")
+
+    check()
