@@ -254,8 +254,6 @@ def test_slots_are_part_of_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
         def run(self, x: int) -> int:
             return x * self.__k
     """
-    if sys.version_info < (3, 10):  # pragma: no cover - slots=True needs 3.10
-        pytest.skip("dataclass slots=True")
     module = cell(source, monkeypatch)
     assert fp(module.Slotted(1).run) != fp(module.Slotted(2).run) and fp(module.Slotted(1).run) is not None
     a, b = module.Plain(), module.Plain()
