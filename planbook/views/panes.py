@@ -5,7 +5,9 @@ on a row during the run opens it at once in the browser (the kernel is busy runn
 cell and could not answer). A pane holds the step's status, its call with the values
 that were passed (``inc(x=2)``, not ``inc(x='$one')``), timings, the error with a
 traceback that starts at the user's code, what the step printed, and its result as HTML
-(a DataFrame as its table, an image as an image, a multi-line string as text). Each pane
+(a DataFrame as its table, an image as an image, a multi-line string as text). A result's
+own HTML passes the gate's sanitiser (:mod:`planbook.outbound.html`), and given the run's gate
+every text, the call and the result hide the run's secrets. Each pane
 is capped (:data:`PANE_CAP` bytes) and so is the total a view sends (:class:`PaneBudget`);
 what is cut says where the full value is: ``result.outputs['id']``.
 """
