@@ -409,3 +409,23 @@ def test_the_prompts_edit_keeps_a_secret_given_as_stars() -> None:
     decision = prompt(step, ApprovalContext("g", lambda: None))  # type: ignore[arg-type]
     assert decision.action == "edit" and decision.args == {"user": "eve", "password": "hunter2"}
     assert "hunter2" not in out.getvalue()
+
+
+# ------------------------------------------------------------------ after the end; no deadline outlives a run
+def test_a_decision_after_the_run_ended_is_one_line_and_a_deadline_does_not_outlive_the_run() -> None:
+    from planbook.decisions import RunEnded
+
+    sent: list[tuple[str, str]] = []
+    before = set(threading.enumerate())
+    handle = planbook.start(MAIL, tools=mail_tools(sent), view=False, approve_timeout=600)
+    assert handle.wait_for_approval(30) == ["send"]  # its deadline's timer is running
+    handle.stop()
+    assert handle.wait(30).reason == "aborted"
+    for thread in set(threading.enumerate()) - before:
+        thread.join(30)  # the run's thread and the deadline's timer end with the run
+    assert [t for t in set(threading.enumerate()) - before if t.is_alive()] == []
+    with pytest.raises(RunEnded, match=r"^the run of plan 'send-a-note' has ended \(failed\): nothing to approve$") \
+            as ended:
+        handle.approve("send")
+    assert ended.value._render_traceback_() == [f"RunEnded: {ended.value}"]
+    handle.stop()  # nothing to stop: no error either
