@@ -156,6 +156,19 @@ class RunSecrets:
             return REDACTED_TEXT
         return self.data(value)
 
+    def shown_args(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """A step's arguments as a browser may hold them (the widget's editor): a secret-named
+        one as ``***`` (a ``$id`` reference as written), the others redacted as plain data."""
+        return {name: REDACTED_TEXT if shown_arg(name, value, str) == REDACTED_TEXT else self.data(value)
+                for name, value in args.items()}
+
+    @staticmethod
+    def kept_secrets(edited: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
+        """Arguments edited from :meth:`shown_args`: a secret-named one still ``***`` was not
+        changed, and keeps its value (an edit never sets a password to ``***``)."""
+        return {name: current[name] if value == REDACTED_TEXT and name in current and is_secret_name(name)
+                else value for name, value in edited.items()}
+
     def holds_secret(self, step_id: str) -> bool:
         return step_id in self.holders
 

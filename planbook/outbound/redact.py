@@ -85,7 +85,8 @@ def _shape(match: re.Match[str]) -> str:
         return match.group("url") + REDACTED_TEXT + "@"
     if match.group("pair") is not None:
         name = match.group("pname") or match.group("qname")
-        if is_secret_name(name) and match.group("pvalue") != REDACTED_TEXT:
+        # ``password=***)``: already hidden (the ``)`` after it is no part of the value)
+        if is_secret_name(name) and not match.group("pvalue").startswith(REDACTED_TEXT):
             return match.group("pair") + REDACTED_TEXT
         return match.group(0)
     return "sk-" + REDACTED_TEXT

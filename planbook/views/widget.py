@@ -232,13 +232,15 @@ class PlanView:
             if revisions != w.revisions:
                 w.revisions = revisions
             if self.handle is not None:
-                waiting = {i: self.state.plan.step(i).args for i in self.handle.waiting}
+                shown = state.gate.shown_args  # a secret-named arg reaches the browser as ***
+                waiting = {i: shown(self.state.plan.step(i).args) for i in self.handle.waiting}
                 if waiting != w.waiting:
                     w.waiting = waiting
                 if self._read_decisions():
                     w.decisions = list(self._decisions)
                 paused = state.status == "paused"
-                editable = {s.id: s.args for s in plan.steps if paused and s.tool and s.status is Status.not_started}
+                editable = {s.id: shown(s.args) for s in plan.steps
+                            if paused and s.tool and s.status is Status.not_started}
                 retryable = [s.id for s in plan.steps if paused and s.status in (Status.failed, Status.skipped)]
                 if editable != w.editable:
                     w.editable = editable
@@ -305,7 +307,7 @@ class PlanView:
     def _build(self, step: Step, key: tuple[Any, ...], results: Mapping[str, Any], origin: float | None) -> dict[str, Any]:
         if self._built.get(step.id) != key:
             self._built[step.id] = key
-            data = pane(step, results, origin=origin, budget=self._budget)
+            data = pane(step, results, origin=origin, budget=self._budget, gate=self.state.gate)
             mark = self._last_marks.get(step.id)
             if mark is not None:  # the step did not run here: the pane says where its result came from
                 data["cached"] = cached_text(mark, origin)
