@@ -247,3 +247,39 @@ def test_the_mcp_server_answers_through_the_gate(tmp_path: Path) -> None:
     assert structured is not None and structured["outputs"]["tell"] == "you said ***"
     shown, _, _ = server.call("show_run", {})
     assert not _traces(text + repr(structured) + shown, PASSWORD, TOKEN)
+
+
+# ------------------------------------------------------------------- the widget
+def test_the_live_widget_sends_the_browser_nothing_secret() -> None:
+    pytest.importorskip("anywidget")
+    from planbook import Runner
+    from planbook.views.live import LiveView
+    from planbook.views.widget import PlanView
+
+    plan = Plan(goal=f"use {PASSWORD}", steps=[
+        Step(id="login", tool="login", args={"user": "ada"}),
+        Step(id="use", tool="use", args={"token": "$login"}, needs=["login"]),
+        Step(id="say", tool="echo", args={"text": "$login"}, needs=["login"]),
+        Step(id="d", tool="deploy", args={"env": "prod", "password": PASSWORD}, needs=["say"]),
+    ])
+    runner = Runner(plan, tools=_box(), on_failure="skip")
+    view = PlanView(runner)
+    bridge = LiveView(runner, view, rate=1000, burst=1000)
+    try:
+        runner.run()
+    finally:
+        bridge.close()
+    sent = repr(view.widget.get_state()) + repr([view.pane(s.id) for s in plan.steps])
+    assert "you said" in sent  # the panes were there to look at
+    assert not _traces(sent, PASSWORD, TOKEN)
+    view.widget.close()
+
+
+def test_args_shown_to_the_editor_hide_secrets_and_an_unchanged_one_is_kept() -> None:
+    gate = RunSecrets()
+    args = {"to": "ann", "password": PASSWORD, "token": "$login"}
+    shown = gate.shown_args(args)
+    assert shown == {"to": "ann", "password": "***", "token": "$login"}
+    edited = dict(shown, to="bob")
+    assert RunSecrets.kept_secrets(edited, args) == {"to": "bob", "password": PASSWORD, "token": "$login"}
+    assert RunSecrets.kept_secrets({"password": "new-one"}, args) == {"password": "new-one"}
