@@ -16,7 +16,8 @@ The rules a decision follows:
   work voids it (a ``step.decided`` event says ``voided`` and why), and the step asks again;
 - a later decision about a step that has not started replaces the earlier one (given in
   advance, or applied and not yet started) — except after a skip, which is final: a later
-  decision is refused with an error (retry the step in a paused run);
+  decision is refused with an error (retry the step in a paused run); and an approval after
+  an edit keeps the edit (the edit already says "run it, with these arguments");
 - a decision about a step that started meanwhile, or left the plan, is refused as an event;
 - after the run ended, a decision is refused with a one-line :class:`RunEnded`.
 """
@@ -155,8 +156,14 @@ class Door:
             if skipped is not None:
                 raise ValueError(f"step {step.id!r} was skipped by you ({skipped}): a skip is final, so this "
                                  f"{decision.action} was not taken (retry it in a paused run)")
-            for earlier in [r for r in self._queue if r.action == "decide" and r.step == step.id]:
-                self._queue.remove(earlier)  # the later decision replaces it
+            earlier = [r for r in self._queue if r.action == "decide" and r.step == step.id]
+            if decision.action == "approve" and any(
+                    r.decision is not None and r.decision.action == "edit" for r in earlier[-1:]) or (
+                    decision.action == "approve" and not earlier
+                    and getattr(self._kept.get(step.id), "action", None) == "edit"):
+                return  # an edit on its way already says "run it, with these arguments": approving keeps it
+            for request in earlier:
+                self._queue.remove(request)  # the later decision replaces it
             self._kept.pop(step.id, None)
             if decision.action == "skip":
                 self._final[step.id] = decision.who
@@ -323,6 +330,8 @@ class Door:
             self.settle(step, decision)
             self.note_waiting()
         elif step_id in steering.approved:  # approved and not started: the later decision replaces it
+            if decision.action == "approve":
+                return  # approved already (as it is now, an edit included): a second approval changes nothing
             del steering.approved[step_id]
             if not self._voided(step, decision):
                 self.settle(step, decision)

@@ -429,3 +429,37 @@ def test_a_decision_after_the_run_ended_is_one_line_and_a_deadline_does_not_outl
         handle.approve("send")
     assert ended.value._render_traceback_() == [f"RunEnded: {ended.value}"]
     handle.stop()  # nothing to stop: no error either
+
+
+# ------------------------------------------------------------ an edit, then an approval
+@pytest.mark.parametrize("when", ["in advance", "while it waits"])
+def test_an_approval_after_an_edit_runs_the_edited_step(when: str) -> None:
+    """``edit`` says "run it, with these arguments"; an ``approve`` that follows (the natural
+    next click) keeps the edit — it neither replaces it (running the old arguments) nor voids it."""
+    sent: list[tuple[str, str]] = []
+    drafted = threading.Event()
+    box = mail_tools(sent)
+    events = Events()
+
+    @box.tool
+    def draft(to: str) -> str:
+        assert drafted.wait(30)
+        return f"dear {to}"
+
+    handle = planbook.start(MAIL, tools=box, on_event=events)
+    try:
+        if when == "in advance":
+            handle.edit("send", to="carol")
+            handle.approve("send")
+            drafted.set()
+        else:
+            drafted.set()
+            events.wait_for("step.waiting", "send")
+            handle.edit("send", to="carol")
+            handle.approve("send")
+        result = handle.wait(30)
+    finally:
+        handle.stop()
+    assert result.ok, result.error
+    assert sent == [("dear bob", "carol")]
+    assert not any(e.kind == "step.decided" and e.data.get("decision") == "voided" for e in result.events)

@@ -456,23 +456,23 @@ def test_the_view_of_a_paused_run_offers_edit_and_retry() -> None:
     box, events = Toolbox(), Events()
 
     @box.tool
-    def fetch(key: str) -> str:
-        if key == "down":
+    def fetch(place: str) -> str:
+        if place == "down":
             raise ConnectionError("down")
-        return key
+        return place
 
     plan = """
 steps:
-  - {id: a, tool: fetch, args: {key: down}}
-  - {id: g, tool: fetch, args: {key: g}}
+  - {id: a, tool: fetch, args: {place: down}}
+  - {id: g, tool: fetch, args: {place: g}}
 """
     target, handle = _view_of(planbook.Runner(plan, tools=box, on_event=events, on_failure="skip", approve=["g"]))
     events.wait_for("step.waiting", "g")
     target._on_front_end(None, {"type": "control", "action": "pause"}, [])
     events.wait_for("run.paused")
     target.render(handle.runner)
-    assert target.widget.retryable == ["a"] and target.widget.editable == {"g": {"key": "g"}}
-    target._on_front_end(None, {"type": "control", "action": "edit", "step": "a", "args": '{"key": "up"}'}, [])
+    assert target.widget.retryable == ["a"] and target.widget.editable == {"g": {"place": "g"}}
+    target._on_front_end(None, {"type": "control", "action": "edit", "step": "a", "args": '{"place": "up"}'}, [])
     assert "only a step that has not started can be edited" in target.widget.errors["a"]
     target._on_front_end(None, {"type": "control", "action": "retry", "step": "a"}, [])
     assert "a" not in target.widget.errors
