@@ -47,9 +47,6 @@ Action = Literal["decide", "pause", "resume", "stop", "edit", "retry", "deadline
 class RunEnded(PlanbookError, RuntimeError):
     """A decision given after the run ended: said in one line (a notebook shows no traceback)."""
 
-    def _render_traceback_(self) -> list[str]:
-        return [f"RunEnded: {self}"]
-
 
 # ------------------------------------------------------------------ what the deciders return
 @dataclass(frozen=True)

@@ -303,8 +303,8 @@ class RunHandle:
         from .views.state import ViewState
         from .views.text import state_markdown
 
-        line = (f"background run of plan {self.runner.plan.id!r} ({len(self._initial.steps)} steps): "
-                "the live view shows it; handle.status, handle.wait()")
+        line = self.runner.secrets.line(f"background run of plan {self.runner.plan.id!r} ({len(self._initial.steps)} "
+                                        "steps): the live view shows it; handle.status, handle.wait()")
         start = ViewState.of(self._initial)
         data: dict[str, Any] = {
             "text/plain": line,

@@ -318,33 +318,6 @@ def shown_arg(name: Any, value: Any, show: Callable[[Any], str]) -> str:
     return show(value)
 
 
-@lru_cache(maxsize=64)
-def _redactor_for(secrets: frozenset[str]) -> "Redactor":
-    return Redactor(secrets, env={})
-
-
-def hide_secret_args(args: Mapping[str, Any], outcome: Any, result_of: Callable[[str], Any] | None = None) -> None:
-    """Replace, in a step's ``outcome`` (its ``error``, ``traceback`` and ``output`` texts),
-    every form of the values of the step's secret-named args — so an exception that echoes
-    ``{password!r}`` leaves no trace in the step, its events, the run's error or what the CLI
-    prints, with or without a store. ``result_of``: a step's result by id, for an arg given
-    as a ``$id`` reference."""
-    values: list[Any] = []
-    for name, value in args.items():
-        if type(name) is str and is_secret_name(name):
-            ref = WHOLE_REF.match(value) if isinstance(value, str) and result_of is not None else None
-            if ref is not None and result_of is not None:
-                value = result_of(re.split(r"[.\[]", ref.group(1), maxsplit=1)[0])
-            values.append(value)
-    texts = [t for t in secret_texts(values) if len(t) >= Redactor.MIN_SECRET]
-    texts += environment_secrets()  # the model key and base-URL credentials, echoed by a tool
-    if not texts:
-        return
-    redactor = _redactor_for(frozenset(texts))
-    for field in ("error", "traceback", "output"):
-        text = getattr(outcome, field, None)
-        if text:
-            setattr(outcome, field, redactor.text(text))
 # ------------------------------------------------------------------ model credentials
 #: A secret shorter than this is never hunted for inside other text. Local servers take
 #: keys like ``k``, ``EMPTY``, ``ollama`` or ``none``: replacing every "k" or "none" would

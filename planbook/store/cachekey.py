@@ -12,7 +12,7 @@ and ``"1"`` differ; so do a list and a tuple).
 ``None`` means "do not cache", never a wrong hit. It is given for a value with no stable
 content form (an arbitrary object, a cycle, a value that could not be restored from the
 store) and for anything **secret**: an argument, dict key, field, default or captured
-variable named like a secret (:func:`planbook.store.redact.is_secret_name`), or a string
+variable named like a secret (:func:`planbook.outbound.redact.is_secret_name`), or a string
 the store would redact. The key is a plain SHA-256, and a short secret (a PIN) could be
 found again from it by trying every value; a secret never enters a key, so the store
 holds no trace of it.
@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .redact import is_secret_name
+from ..outbound.redact import is_secret_name
 from .values import Redacted, Unrestorable
 
 #: bumped when the encoding below changes, so old keys miss instead of colliding

@@ -10,13 +10,12 @@ Everything is escaped and deterministic: the only times shown are step durations
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
 from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
-from ..outbound import RunSecrets
+from ..outbound import RunSecrets, html_text
 from ..outbound.redact import shown_arg
 from ..state import CACHED_NOTE
 from .marks import CACHED_MARK, CacheMark, cached_count_text
@@ -86,8 +85,8 @@ _ROW = "vertical-align:top;border-bottom:1px solid var(--jp-border-color2,#e0e0e
 _DIM = f"color:#555;color:{DIM}"
 
 
-def esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+#: every HTML view escapes text with the gate's one HTML escape
+esc = html_text
 
 
 def format_duration(seconds: float | None) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..models import Status, Step
+from ..outbound import html_text
 from ..outbound.redact import REDACTED_TEXT
 from ..state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 
@@ -158,7 +159,7 @@ def _holds_secret(markup: str, hide: Callable[[str], str]) -> bool:
 
 def _note(text: str) -> str:
     """A line above a result that says how it is shown (as text, without its styles)."""
-    return f'<div class="pb-note" style="font-style:italic;font-size:11px;opacity:0.8">{html.escape(text)}</div>'
+    return f'<div class="pb-note" style="font-style:italic;font-size:11px;opacity:0.8">{html_text(text)}</div>'
 
 
 def _image(mime: str, body: Any) -> str | None:
@@ -189,7 +190,7 @@ _SCALARS = frozenset({int, float, bool, type(None), str, complex})
 
 def _pre(text: str, cap: int) -> tuple[str, bool]:
     cut = len(text) > cap
-    return f'<pre class="pb-text">{html.escape(text[:cap])}</pre>', cut
+    return f'<pre class="pb-text">{html_text(text[:cap])}</pre>', cut
 
 
 def _mimebundle(value: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import threading
 import warnings
 from typing import Any
 
+from ..outbound import RunSecrets, html_text
 from .live import LIVE_NOTE, LiveView
 from .show import choose_view
 
@@ -183,7 +184,7 @@ def final_record(runner: Any, bridge: LiveView | None) -> dict[str, str]:
         state = ViewState.of_runner(runner)
         data = {"text/plain": format_state(state), "text/html": state_html(state),
                 "text/markdown": state_markdown(state)}
-    decisions = decision_lines(runner.state.events)
+    decisions = decision_lines(runner.state.events, runner.secrets)
     if decisions:
         data["text/html"] += decisions_html(decisions)
         data["text/plain"] += "\n\nDecisions:\n" + "\n".join(f"  {line}" for _, line in decisions)
@@ -194,8 +195,9 @@ DONE = {"approve": "approved", "skip": "skipped", "edit": "edited", "stop": "sto
         "pause": "paused", "resume": "continued", "retry": "retried"}
 
 
-def decision_lines(events: list[Any]) -> list[tuple[str, str]]:
-    """``[(what, line)]``: each decision of the run in words, as the live view lists them."""
+def decision_lines(events: list[Any], gate: RunSecrets) -> list[tuple[str, str]]:
+    """``[(what, line)]``: each decision of the run in words, as the live view lists them
+    (through the run's gate: a reason may quote an argument)."""
     lines = []
     for event in events:
         if event.kind == "step.decided":
@@ -211,14 +213,14 @@ def decision_lines(events: list[Any]) -> list[tuple[str, str]]:
             line = (f"{step + ': ' if step else 'run: '}{DONE.get(what, what)} by "
                     f"{'the approve timeout' if who == 'timeout' else f'you ({who})'}")
         reason = event.data.get("reason", "") if event.kind == "step.decided" else ""
-        lines.append((what, line + (f" — {reason}" if reason else "")))
+        lines.append((what, gate.line(line + (f" — {reason}" if reason else ""))))
     return lines
 
 
 def decisions_html(lines: list[tuple[str, str]]) -> str:
-    from .html import NO_MATH, esc
+    from .html import NO_MATH
 
-    items = "".join(f'<li class="planbook-decision planbook-decision-{esc(what)}">{esc(line)}</li>'
+    items = "".join(f'<li class="planbook-decision planbook-decision-{html_text(what)}">{html_text(line)}</li>'
                     for what, line in lines)
     return (f'<div class="planbook-decisions-box {NO_MATH}" style="margin-top:6px"><div style="font-weight:600">'
             f'Decisions</div><ul class="planbook-decisions">{items}</ul></div>')

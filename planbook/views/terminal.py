@@ -7,7 +7,7 @@ running steps (:func:`~planbook.views.state.row_window`) with "… N more" lines
 
 Text from steps (tasks, ids, errors, diffs) is always a ``rich`` ``Text``, never markup:
 ``[/bold]`` in a task must not crash the run and ``"[data]"`` must not vanish; its control
-characters show as escapes (:func:`~planbook.safetext.neutralise`: a stored result cannot
+characters show as escapes (:func:`~planbook.outbound.text.neutralise`: a stored result cannot
 set the clipboard or clear the screen) and a task stays on its row. On a
 stream that cannot encode the marks (a Windows console or a redirected cp1252 stdout)
 the marks fall back to ASCII.
