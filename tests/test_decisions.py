@@ -70,7 +70,10 @@ def mail_tools(sent: list[tuple[str, str]]) -> Toolbox:
 
 
 # ------------------------------------------------------------------ 1. what an approval covers
-def test_an_approval_given_in_advance_does_not_cover_the_step_a_replan_changed() -> None:
+def _deploy_replanned_to_prod() -> tuple[Any, Events, threading.Event, list[str]]:
+    """A build that fails once (released by the event) and a replan that changes
+    ``deploy(env='staging')`` into ``deploy(env='prod')``: the handle, its events, the
+    build's release and the environments deployed to."""
     box, events = Toolbox(), Events()
     gate, deployed = threading.Event(), []
 
@@ -98,6 +101,11 @@ steps:
 
     handle = planbook.start(plan, tools=box, planner=planner, view=False, on_event=events)
     events.wait_for("step.started", "build")
+    return handle, events, gate, deployed
+
+
+def test_an_approval_given_in_advance_does_not_cover_the_step_a_replan_changed() -> None:
+    handle, events, gate, deployed = _deploy_replanned_to_prod()
     handle.approve("deploy")  # for deploy(env='staging'), as the step is now
     gate.set()
     assert handle.wait_for_approval(30) == ["deploy"], handle.status  # the replanned deploy asks again
@@ -110,33 +118,7 @@ steps:
 
 
 def test_a_skip_given_for_a_step_a_replan_changed_no_longer_applies() -> None:
-    box, events = Toolbox(), Events()
-    gate, deployed = threading.Event(), []
-
-    @box.tool
-    def build(version: int) -> int:
-        assert gate.wait(30)
-        if version == 1:
-            raise RuntimeError("the build broke")
-        return version
-
-    @box.tool(approve=True)
-    def deploy(env: str) -> str:
-        deployed.append(env)
-        return env
-
-    plan = """
-steps:
-  - {id: build, tool: build, args: {version: 1}, on_failure: replan}
-  - {id: deploy, tool: deploy, args: {env: staging}, needs: [build]}
-"""
-
-    def planner(goal: str, history: Any, last_error: Any) -> list[dict[str, Any]]:
-        return [{"id": "build", "tool": "build", "args": {"version": 2}},
-                {"id": "deploy", "tool": "deploy", "args": {"env": "prod"}, "needs": ["build"]}]
-
-    handle = planbook.start(plan, tools=box, planner=planner, view=False, on_event=events)
-    events.wait_for("step.started", "build")
+    handle, events, gate, deployed = _deploy_replanned_to_prod()
     handle.skip("deploy", "not staging")
     gate.set()
     assert handle.wait_for_approval(30) == ["deploy"]  # the skip was for deploy(env='staging')
