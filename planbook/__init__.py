@@ -10,6 +10,7 @@ from typing import Any
 
 from .approvals import ApprovalContext, Decision
 from .agents import Agent, AgentContext, AgentReply, FunctionAgent, ScriptedAgent
+from .decisions import RunEnded
 from .diff import diff_plans
 from .errors import PlanbookError, PlanError, PlanningError, Problem, RunFailed
 from .models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
@@ -39,7 +40,7 @@ __version__ = _version()
 
 __all__ = [
     "Agent", "AgentContext", "AgentReply", "Event", "FunctionAgent", "Plan", "PlanDiff", "PlanError", "PlanbookError",
-    "ResumeError", "load_run", "resume", "runs", "ApprovalContext", "Decision", "RunHandle", "start",
+    "ResumeError", "load_run", "resume", "runs", "ApprovalContext", "Decision", "RunEnded", "RunHandle", "start",
     "Planner", "PlanningContext", "PlanningError", "Problem", "RunFailed", "RunResult", "RunState", "Runner",
     "ScriptedAgent", "ScriptedPlanner", "Status", "Step", "Tool", "Toolbox", "Usage", "default_toolbox",
     "diff_plans", "format_diff", "format_plan", "format_result", "make_plan", "run", "tool", "validate_plan",
