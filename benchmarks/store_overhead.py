@@ -36,7 +36,8 @@ from typing import Any
 import planbook
 from planbook.models import Plan, Status, Step
 from planbook.runner import RunState
-from planbook.store import redact, values
+from planbook.outbound import redact
+from planbook.store import values
 from planbook.store.sqlite import SQLiteStore
 
 TARGET = 4.0
