@@ -383,6 +383,15 @@ class Door:
             runner.plan.goal, runner.plan.copy_plan, {n: runner.scheduler.by_id[n].result for n in step.needs}))
         if verdict.kind == "start":
             return True
+        decision = verdict.decision
+        if verdict.kind == "apply" and verdict.voided is None and decision is not None \
+                and decision.action == "approve" and decision.about is None:
+            # approved just now, as the step is (a callable's or the prompt's answer): it starts at
+            # once, as settle() then a second look would have it start, without the round trip
+            runner.emit("step.decided", step=step.id, **decision.as_data())
+            if step.notes == WAITING_NOTE:
+                step.notes = ""
+            return True
         runner.scheduler.take()
         if verdict.voided is not None:
             who, why, action = verdict.voided
