@@ -339,6 +339,26 @@ class AgenticSeekPlanner:
             adopted.append(new)
         return adopted
 
+    def before_task(self, step_id: str, results: Mapping[Any, str]) -> None:
+        """Faithful: what upstream's loop does with a task before running it, raising where it raises.
+
+        It lower-cases the task's title (a ``task`` that is not text, with no headlines, is a
+        title without ``.lower()``) and looks the task's ``need`` up among the answers kept so
+        far (``null``, a number or a list in it cannot be looked up). Raises
+        :class:`~planbook.compat.upstream.UpstreamCrash`; nothing for a step not read faithfully.
+        """
+        from .upstream import UpstreamCrash
+
+        seed = self.seeds.get(step_id)
+        if seed is None:
+            return
+        need = seed.need if seed.has_need else []
+        try:
+            seed.title.lower()
+            {k: results[k] for k in need if k in results}
+        except (TypeError, AttributeError) as exc:
+            raise UpstreamCrash(exc, f"before running task {seed.id!r}") from exc
+
     def read(self, answer: str) -> list[Step]:
         """The steps of a written answer, read as this planner reads the model's."""
         parsed = parse_answer(answer, agents=self.agents, faithful=self.faithful)
@@ -351,7 +371,11 @@ class AgenticSeekPlanner:
         if last_error is None and (context is None or context.plan is None):
             parsed = self.ask(goal, purpose="plan", emit=emit)
             assert parsed is not None
-            return self.adopt(parsed.steps, parsed.seeds) if self.faithful else parsed.steps
+            if not self.faithful:
+                return parsed.steps
+            steps = self.adopt(parsed.steps, parsed.seeds)
+            self.before_task(steps[0].id, {})  # upstream's loop, before its first task
+            return steps
         plan = context.plan if context is not None and context.plan is not None else Plan(steps=history)
         failed = history[-1] if history else None
         prompt = update_prompt(goal, plan, failed.id if failed else "", failed.error if failed else last_error, False,

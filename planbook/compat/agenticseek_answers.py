@@ -40,6 +40,8 @@ class SeedTask:
     id: Any
     need: Any = None
     has_need: bool = False
+    #: the task's title as upstream keeps it: its headline, or its ``task`` value (any JSON type)
+    title: Any = field(default="", compare=False)
 
 
 @dataclass
@@ -118,9 +120,11 @@ def _outside_fences(text: str) -> str:
 
 def task_names(text: str, *, faithful: bool = False) -> list[str]:
     """The headlines: lines holding ``##`` or starting with a digit (outside code blocks;
-    upstream, ``faithful``, reads the code blocks' lines too)."""
+    upstream, ``faithful``, reads the code blocks' lines too, and breaks lines at ``\\n`` only,
+    where planbook breaks them wherever ``str.splitlines`` does)."""
     names = []
-    for line in (text if faithful else _outside_fences(text)).splitlines():
+    lines = text.strip().split("\n") if faithful else _outside_fences(text).splitlines()
+    for line in lines:
         line = line.strip()
         if line and ("##" in line or line[0].isdigit()):
             names.append(line)
@@ -156,8 +160,10 @@ def parse_answer(text: str, *, agents: Iterable[str] | Mapping[str, Any] | None 
 
 def _parse_answer(text: str, agents: Iterable[str] | Mapping[str, Any] | None, faithful: bool) -> ParsedAnswer:
     known = {name.casefold(): name for name in agents} if agents is not None else None
-    blocks = json_blocks(text, faithful=faithful)
-    if not blocks and not faithful and _BARE_PLAN.match(text):
+    if faithful:
+        return _parse_seed(text, agents)
+    blocks = json_blocks(text)
+    if not blocks and _BARE_PLAN.match(text):
         blocks = [text]
     problems: list[Problem] = []
     raw_tasks: list[Any] = []
@@ -176,43 +182,72 @@ def _parse_answer(text: str, agents: Iterable[str] | Mapping[str, Any] | None, f
                                 code="no_plan"))
     elif not raw_tasks and not problems:
         problems.append(Problem('no "plan" list in the ```json block(s)', code="no_plan"))
-    steps, seeds = [], []
+    steps = []
     for position, raw in enumerate(raw_tasks, start=1):
-        if faithful:
-            read, step_problems = seed_task(raw, position, known)
-            if read is not None:
-                steps.append(read[0])
-                seeds.append(read[1])
-        else:
-            step, step_problems = _task(raw, position, known)
-            if step is not None:
-                steps.append(step)
+        step, step_problems = _task(raw, position, known)
+        if step is not None:
+            steps.append(step)
         problems += step_problems
     if problems:
         raise PlanError(problems)
-    names = task_names(text, faithful=faithful)
+    names = task_names(text)
     titles = names if len(names) == len(steps) else [s.task for s in steps]
-    return ParsedAnswer(steps=steps, titles=titles, report=[] if faithful else need_report(steps), seeds=seeds)
+    return ParsedAnswer(steps=steps, titles=titles, report=need_report(steps))
+
+
+def _parse_seed(text: str, agents: Iterable[str] | Mapping[str, Any] | None) -> ParsedAnswer:
+    """Read as upstream's ``parse_agent_tasks``: block by block, task by task, stopping at the first
+    refusal (a :class:`~planbook.PlanError`: upstream returns no tasks and asks again) or raising
+    :class:`~planbook.compat.upstream.UpstreamCrash` where upstream's own operations raise."""
+    from .upstream import UpstreamCrash
+
+    blocks = json_blocks(text, faithful=True)
+    if not blocks:
+        raise PlanError([Problem('no ```json block: write the tasks, then the plan as ```json {"plan": [...]}```',
+                                 code="no_plan")])
+    lowered = None if agents is None else {name.lower() for name in agents}
+    tasks: list[tuple[Any, Any]] = []  # (the task as written, its agent in lower case)
+    for number, block in enumerate(blocks, start=1):
+        data, problem = _load(block, number)
+        if problem is not None:
+            raise PlanError([problem])
+        try:  # upstream's steps, in its order: each raises what upstream's raises
+            if "plan" not in data:
+                continue
+            for raw in data["plan"]:
+                agent = raw["agent"].lower()
+                position = len(tasks) + 1
+                if lowered is not None and agent not in lowered:
+                    raise PlanError([Problem(f"Agent {raw['agent']} does not exist.", step=str(position),
+                                             code="unknown_agent")])
+                if "id" not in raw or "task" not in raw:
+                    raise PlanError([Problem("Missing field in json plan.", step=str(position), code="missing_field")])
+                tasks.append((raw, agent))
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise UpstreamCrash(exc, f"reading json block {number} of the plan") from exc
+    if not tasks:
+        raise PlanError([Problem('no "plan" list in the ```json block(s)', code="no_plan")])
+    names = task_names(text, faithful=True)
+    titles: list[Any] = names if len(names) == len(tasks) else [raw["task"] for raw, _ in tasks]
+    known = {name.lower(): name for name in agents} if agents is not None else {}
+    steps, seeds = [], []
+    for position, ((raw, agent), title) in enumerate(zip(tasks, titles), start=1):
+        steps.append(Step(id=f"t{position}", task=str(raw["task"]), agent=known.get(agent, agent)))
+        seeds.append(SeedTask(raw["id"], raw.get("need"), "need" in raw, title))
+    return ParsedAnswer(steps=steps, titles=[str(t) for t in titles], seeds=seeds)
 
 
 def seed_task(raw: Any, position: int, known: dict[str, str] | None) -> tuple[tuple[Step, SeedTask] | None, list[Problem]]:
-    """One task read as upstream reads it (``faithful``): only an unknown agent or a missing
-    ``id``/``task`` rejects the plan; the id and need are kept as written (any JSON type) in a
+    """One task read as upstream reads it (``faithful``), alone: only an unknown agent or a missing
+    ``id``/``task`` refuses it; the id and need are kept as written (any JSON type) in a
     :class:`SeedTask`, never checked. The step's planbook id is its position (``t1``, ``t2``...:
     upstream allows the same id twice) and it has no planbook ``needs``: upstream's need is a
-    soft constraint and its tasks run in array order."""
-    where = f"task {position}"
-    if not isinstance(raw, dict) or "agent" not in raw or not isinstance(raw["agent"], str):
-        return None, [Problem(f"{where}: upstream crashes on a task without a text 'agent' ({raw!r}); "
-                              "the plan is refused", code="crash")]
-    agent = raw["agent"]
-    if known is not None and agent.lower() not in {k.lower() for k in known}:
-        return None, [Problem(f"Agent {agent} does not exist.", step=str(position), code="unknown_agent")]
-    if "id" not in raw or "task" not in raw:
-        return None, [Problem("Missing field in json plan.", step=str(position), code="missing_field")]
-    name = next((k for k in known.values() if k.lower() == agent.lower()), agent.lower()) if known else agent.lower()
-    step = Step(id=f"t{position}", task=str(raw["task"]), agent=name)
-    return (step, SeedTask(raw["id"], raw.get("need"), "need" in raw)), []
+    soft constraint and its tasks run in array order. A task upstream crashes on raises
+    :class:`~planbook.compat.upstream.UpstreamCrash` (:func:`parse_answer` reads a whole answer)."""
+    parsed = _parse_seed(f"```json\n{json.dumps({'plan': [raw]})}\n```",
+                         None if known is None else list(known.values()))
+    step = parsed.steps[0].model_copy(update={"id": f"t{position}"})
+    return (step, parsed.seeds[0]), []
 
 
 def _task(raw: Any, position: int, known: dict[str, str] | None) -> tuple[Step | None, list[Problem]]:

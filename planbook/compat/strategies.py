@@ -275,14 +275,21 @@ class _Review:
         succeeded = step.status is Status.completed
         answer = step.result if succeeded or step.result is not None else step.error
         seed = self.planner.seeds.get(step.id)
-        if seed is not None:
-            from .agenticseek import work_result
+        if seed is None:
+            return self.planner.review(goal, plan, step.id, answer, succeeded, emit=self._emit)
+        from .agenticseek import work_result
+        from .upstream import UpstreamCrash
 
-            try:
-                self.results[seed.id] = work_result(answer, succeeded)
-            except TypeError:  # an id that cannot be a key (a list): upstream crashes; nothing is kept
-                pass
-        return self.planner.review(goal, plan, step.id, answer, succeeded, emit=self._emit)
+        try:
+            self.results[seed.id] = work_result(answer, succeeded)
+        except TypeError as exc:  # an id that cannot be a key (a list): upstream's loop raises here
+            raise UpstreamCrash(exc, f"keeping the answer of task {seed.id!r} by its id") from exc
+        new = self.planner.review(goal, plan, step.id, answer, succeeded, emit=self._emit)
+        ids = [s.id for s in plan.steps]
+        following = new if new is not None else plan.steps[ids.index(step.id) + 1:]
+        if following:  # upstream's loop goes on to the next task in array order
+            self.planner.before_task(following[0].id, self.results)
+        return new
 
     def seed_prompt(self, step: Step, task: str) -> str | None:
         """Faithful: the prompt upstream builds from the results of the step's need, typed as written.

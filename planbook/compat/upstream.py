@@ -1,0 +1,33 @@
+"""Where the seed code raises, faithful mode ends the request the same way.
+
+``faithful=True`` is for teaching a seed design's pitfalls, and a crash is one of them: when
+the upstream code would raise (AgenticSeek's ``parse_agent_tasks`` on a task without an
+``agent``, its run loop on an id it cannot use as a key...), faithful mode performs the same
+operation, takes the exception it raises (same type, same message) and raises
+:class:`UpstreamCrash` around it. Planners and reviews let it through, so the run fails at
+that point, once, with "upstream raises here: ...", instead of asking the model again.
+"""
+
+from __future__ import annotations
+
+from ..errors import PlanbookError
+
+__all__ = ["UpstreamCrash"]
+
+
+class UpstreamCrash(PlanbookError, RuntimeError):
+    """The seed's code raises here; ``upstream`` is the exception it raises (same type and message).
+
+    Not a :class:`~planbook.PlanError`: nothing retries it, because upstream does not.
+    """
+
+    def __init__(self, upstream: BaseException, where: str = "") -> None:
+        self.upstream = upstream
+        self.where = where
+        super().__init__(f"upstream raises here: {self.described}" + (f" ({where})" if where else ""))
+
+    @property
+    def described(self) -> str:
+        """The upstream exception as ``"Type: message"``."""
+        text = str(self.upstream)
+        return f"{type(self.upstream).__name__}: {text}" if text else type(self.upstream).__name__
