@@ -132,3 +132,121 @@ def test_a_task_that_is_not_text_runs_when_headlines_give_the_titles() -> None:
     result, asked, ran, web = seek([answer, "NO_UPDATE", "NO_UPDATE"])
     assert (result.status, asked, ran) == ("completed", 3, 2)  # upstream: returned after 3 questions, 2 tasks
     assert web.prompts[1].endswith("Your task is:\n42")
+
+
+# ------------------------------------------------------------ OpenManus: the planning tool
+from planbook.compat.openmanus import PlanningTool, ToolError  # noqa: E402
+from planbook.compat.openmanus_flow import PlanningFlow  # noqa: E402
+
+TWO_STEPS = ("Plan: T (ID: p)\n================\n\nProgress: 0/2 steps completed (0.0%)\n"
+             "Status: 0 completed, 0 in progress, 0 blocked, 2 not started\n\nSteps:\n0. [ ] a\n1. [ ] b\n")
+
+
+def test_row1_a_float_index_with_nothing_to_set_is_updated_as_upstream() -> None:
+    tool = PlanningTool(faithful=True)
+    tool.execute(command="create", plan_id="p", title="T", steps=["a", "b"])
+    assert tool.execute(command="mark_step", plan_id="p", step_index=1.0) == "Step 1.0 updated in plan 'p'.\n\n" + TWO_STEPS
+    with pytest.raises(TypeError, match=r"^list indices must be integers or slices, not float$"):  # upstream, with a status
+        tool.execute(command="mark_step", plan_id="p", step_index=1.0, step_status="completed")
+    default = PlanningTool()
+    default.execute(command="create", plan_id="p", title="T", steps=["a", "b"])
+    with pytest.raises(ToolError, match="must be an integer, got 1.0"):  # planbook checks the schema (row 2)
+        default.execute(command="mark_step", plan_id="p", step_index=1.0)
+
+
+def test_a_missing_command_and_a_null_command_in_upstreams_words() -> None:
+    tool = PlanningTool(faithful=True)
+    with pytest.raises(TypeError) as raised:
+        tool.execute(plan_id="p")
+    assert str(raised.value) == "PlanningTool.execute() missing 1 required keyword-only argument: 'command'"
+    with pytest.raises(ToolError) as refused:
+        tool.execute(command=None)
+    assert str(refused.value) == ("Unrecognized command: None. Allowed commands are: create, update, list, get, "
+                                  "set_active, mark_step, delete")
+    for args in ({}, {"command": None}):  # planbook: one ToolError for both (README table)
+        with pytest.raises(ToolError, match=r"^Parameter `command` is required"):
+            PlanningTool().execute(**args)
+
+
+# ------------------------------------------------------------ OpenManus: the flow
+class Worker:
+    """An OpenManus agent stand-in: keeps what ``run()`` was given."""
+
+    name, description = "manus", "does the work"
+
+    def __init__(self) -> None:
+        self.received: list[str] = []
+
+    def __call__(self, task: str, context: Any) -> AgentReply:
+        self.received.append(task)
+        return AgentReply(answer="worked")
+
+
+def planning(arguments: object) -> dict:
+    return {"name": "planning", "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}
+
+
+def flow(replies: list, *, faithful: bool = True) -> tuple[PlanningFlow, Worker]:
+    worker = Worker()
+    return PlanningFlow({"manus": worker}, planner=ScriptedModel(replies), plan_id="p", faithful=faithful), worker
+
+
+#: what upstream's agent.run() received for the one step "[MANUS] collect the data"
+UPSTREAM_STEP_PROMPT = (
+    '\n        CURRENT PLAN STATUS:\n        Plan: T (ID: p)\n================\n\nProgress: 0/1 steps completed (0.0%)\n'
+    'Status: 0 completed, 1 in progress, 0 blocked, 0 not started\n\nSteps:\n0. [→] [MANUS] collect the data\n\n\n'
+    '        YOUR CURRENT TASK:\n        You are now working on step 0: "[MANUS] collect the data"\n\n'
+    "        Please only execute this current step using the appropriate tools. When you're done, provide a summary "
+    "of what you accomplished.\n        ")
+
+
+def test_row9_the_agent_receives_upstreams_step_prompt() -> None:
+    made, worker = flow([[planning({"command": "create", "title": "T", "steps": ["[MANUS] collect the data"]})]])
+    result = made.run("do it")
+    assert worker.received == [UPSTREAM_STEP_PROMPT] and result.step_prompts == [UPSTREAM_STEP_PROMPT]
+    made, worker = flow([[planning({"command": "create", "title": "T", "steps": ["[MANUS] collect the data"]})]],
+                        faithful=False)
+    made.run("do it")
+    assert worker.received == ["collect the data"]  # planbook: the task; the plan text is in the context
+
+
+# (the planning call's arguments, what upstream's execute("do it") returned)
+UPSTREAM_NO_PLAN = [
+    ({"command": "update", "steps": ["a"]}, "Execution failed: No plan found with ID: p"),
+    ({"command": "create", "title": "T"}, "Execution failed: Parameter `steps` must be a non-empty list of strings "
+                                          "for command: create"),
+    (["create"], "Execution failed: list indices must be integers or slices, not str"),
+    ('"x"', "Execution failed: 'str' object does not support item assignment"),
+    ({"command": "get"}, "Execution failed: No plan found with ID: p"),
+    ({"title": "T", "steps": ["a"]}, "Execution failed: PlanningTool.execute() missing 1 required keyword-only "
+                                     "argument: 'command'"),
+    ({"command": None, "title": "T"}, "Execution failed: Unrecognized command: None. Allowed commands are: create, "
+                                      "update, list, get, set_active, mark_step, delete"),
+    ({"command": "list"}, "Failed to create plan for: do it"),
+]
+
+
+@pytest.mark.parametrize(("arguments", "upstream"), UPSTREAM_NO_PLAN)
+def test_row10_execute_returns_upstreams_failure_text(arguments: object, upstream: str) -> None:
+    made, worker = flow([[planning(json.dumps(arguments) if not isinstance(arguments, str) else arguments)]])
+    result = made.run("do it")
+    assert result.text() == upstream and worker.received == []
+    assert flow([[planning(json.dumps(arguments) if not isinstance(arguments, str) else arguments)]])[0].execute("do it") \
+        == upstream
+    assert result.status == "failed" and result.summary is None
+    if upstream.startswith("Execution failed: "):  # upstream raised: the run says so
+        assert "upstream raises here: " in result.run.error
+        assert upstream[len("Execution failed: "):] in result.run.error
+
+
+def test_row11_arguments_that_are_not_json_are_skipped_and_the_default_plan_runs() -> None:
+    for arguments in ("{not json", ""):
+        made, worker = flow([[planning(arguments)]])
+        result = made.run("do it")
+        assert result.ok and len(worker.received) == 3  # upstream: "Analyze request", "Execute task", "Verify results"
+        assert result.plan_text.startswith("Plan: Plan for: do it (ID: p)\n")
+        assert 'step 0: "Analyze request"' in worker.received[0]
+    made, worker = flow([[planning("{not json"), planning({"command": "create", "title": "T", "steps": ["x"]})]])
+    assert made.run("do it").ok and len(worker.received) == 1  # upstream: the next call is carried out
+    made, _ = flow([[planning("{not json")]], faithful=False)
+    assert made.run("do it").reason == "no_plan"

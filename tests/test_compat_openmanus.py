@@ -532,7 +532,7 @@ def test_blocked_is_never_written_in_faithful_mode():
         name, description = "manus", "crashes on charts"
 
         def __call__(self, task, context):
-            if "chart" in task:
+            if "chart" in context.step.task:  # faithful: task is the seed's step prompt
                 raise RuntimeError("plotting backend missing")
             return AgentReply(answer="ok")
 
@@ -554,8 +554,8 @@ def test_faithful_reruns_a_raising_step_until_max_steps_runs_out_and_nothing_is_
             self.tasks = []
 
         def __call__(self, task, context):
-            self.tasks.append(task)
-            if "chart" in task:
+            self.tasks.append(context.step.task)
+            if "chart" in context.step.task:  # faithful: task is the seed's step prompt
                 raise RuntimeError("plotting backend missing")
             return AgentReply(answer="ok")
 
@@ -581,7 +581,7 @@ def test_faithful_a_step_that_stops_raising_completes_and_the_flow_goes_on():
             self.calls += 1
             if self.calls == 2:
                 raise RuntimeError("flaky")
-            return AgentReply(answer=task)
+            return AgentReply(answer=context.step.task)
 
     result = PlanningFlow(Flaky(), planner=ScriptedModel([planning(["a", "b", "c"])]), faithful=True).run("r")
     assert result.ok and [s for s, _ in result.answers] == ["0", "1", "1", "2"]

@@ -98,6 +98,8 @@ PARAMETERS: dict[str, Any] = {
 }
 
 _MARK_STATUS = {mark: status for status, mark in STATUS_MARKS.items()}
+#: ``execute()`` called without a command (OpenManus: a ``TypeError``; planbook: a ``ToolError``)
+_MISSING: Any = object()
 
 
 class ToolError(Exception):
@@ -316,9 +318,11 @@ class PlanningTool:
         return self.write(parse_plan_text(text, plan_id=plan_id), activate=activate)
 
     # ----------------------------------------------------------------- commands
-    def execute(self, command: str | None = None, **args: Any) -> str:
+    def execute(self, command: Any = _MISSING, **args: Any) -> str:
         """Run one command, as the model calls it; returns the command's text."""
-        if command is None:
+        if command is _MISSING and self.faithful:  # OpenManus's command is a required keyword
+            raise TypeError("PlanningTool.execute() missing 1 required keyword-only argument: 'command'")
+        if command is _MISSING or (command is None and not self.faithful):
             raise ToolError(f"Parameter `command` is required: one of {', '.join(COMMANDS)}")
         if command not in COMMANDS:
             raise ToolError(f"Unrecognized command: {command}. Allowed commands are: {', '.join(COMMANDS)}")
@@ -459,17 +463,18 @@ class PlanningTool:
         plan = self._plan(plan_id)
         if step_index is None:
             raise ToolError("Parameter `step_index` is required for command: mark_step")
-        if not plan.steps:
+        if not plan.steps and not self.faithful:
             raise ToolError(f"Plan '{plan_id}' has no steps to mark; add steps with 'update'")
         if step_index < 0 or step_index >= len(plan.steps):  # faithful: a str index raises TypeError, as upstream
             raise ToolError(f"Invalid step_index: {step_index}. Valid indices range from 0 to {len(plan.steps) - 1}.")
         if step_status and step_status not in STEP_STATUSES:
             raise ToolError(f"Invalid step_status: {step_status}. Valid statuses are: {', '.join(STEP_STATUSES)}")
-        step = plan.steps[step_index]  # faithful: False is index 0, as upstream
+        # the step is indexed only to change it, as upstream: False is step 0, and 1.0 marks
+        # nothing but is "updated" (a float index raises only when there is something to set)
         if step_status:
-            step.status = Status(step_status)
+            plan.steps[step_index].status = Status(step_status)
         if step_notes:
-            step.notes = str(step_notes)
+            plan.steps[step_index].notes = str(step_notes)
         return f"Step {step_index} updated in plan '{plan_id}'.\n\n{self.format(plan_id)}"
 
     def _delete(self, plan_id: Any) -> str:

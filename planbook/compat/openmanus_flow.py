@@ -30,6 +30,7 @@ from ..runner import Runner
 from ..spec import is_plan_spec
 from .model import as_chat_model
 from .openmanus import TAG, PlanningTool, ToolError, step_text
+from .openmanus_agents import SEED_AGENT_MAX_STEPS, ScriptedReActAgent
 
 __all__ = [
     "AGENTS_NOTE", "DEFAULT_STEPS", "FlowResult", "OpenManusPlanner", "PLANNING_REQUEST", "PLANNING_SYSTEM",
@@ -84,58 +85,8 @@ DEFAULT_STEPS = ["Analyze request", "Execute task", "Verify results"]
 #: faithful: a step whose agent raises runs again (the seed picks the first step not completed,
 #: and a raising step stays in progress): only the run's ``max_steps`` stops it
 RERUN_FOREVER = 10**9
-#: OpenManus's Manus agent takes at most 20 steps per run()
-SEED_AGENT_MAX_STEPS = 20
 
 _LOOSE_TAG = re.compile(r"\[([A-Za-z][A-Za-z0-9_ \-]*)\]")
-
-
-class ScriptedReActAgent:
-    """A deterministic stand-in for an OpenManus ReAct agent: a task takes a number of steps.
-
-    ``iterations`` maps a regex (searched in the task) to the steps that task needs
-    (``default_iterations`` otherwise). Each step is recorded in ``calls``; a task that
-    needs more than ``max_iterations`` stops there and fails with the seed's
-    ``Terminated: Reached max steps``. A task matching ``finish_on`` sets ``state`` to
-    ``"FINISHED"`` (OpenManus's terminate tool does that: the agent means the whole request
-    is done).
-    """
-
-    def __init__(
-        self,
-        name: str,
-        description: str = "a scripted agent that works in steps",
-        *,
-        iterations: Mapping[str, int] | None = None,
-        default_iterations: int = 1,
-        max_iterations: int = SEED_AGENT_MAX_STEPS,
-        answers: Mapping[str, Any] | None = None,
-        finish_on: Iterable[str] = (),
-    ) -> None:
-        self.name, self.description = name, description
-        self.iterations = dict(iterations or {})
-        self.default_iterations = default_iterations
-        self.max_iterations = max_iterations
-        self.answers = dict(answers or {})
-        self.finish_on = list(finish_on)
-        self.state = "IDLE"
-        #: one record per step taken (what a model-backed agent's ``calls`` holds)
-        self.calls: list[dict[str, Any]] = []
-
-    def __call__(self, task: str, context: AgentContext) -> AgentReply:
-        needed = next((n for p, n in self.iterations.items() if re.search(p, task, re.IGNORECASE)), self.default_iterations)
-        taken = min(needed, self.max_iterations)
-        self.calls.extend({"task": task, "step": i + 1} for i in range(taken))
-        if needed > self.max_iterations:
-            return AgentReply(answer=f"Terminated: Reached max steps ({self.max_iterations})", ok=False,
-                              notes=f"agent {self.name!r} needed {needed} steps and had {self.max_iterations}")
-        if any(re.search(p, task, re.IGNORECASE) for p in self.finish_on):
-            self.state = "FINISHED"
-        answer = next((a for p, a in self.answers.items() if re.search(p, task, re.IGNORECASE)), f"done: {task}")
-        return AgentReply(answer=answer, notes=f"{taken} step(s)")
-
-    def __repr__(self) -> str:
-        return f"<ScriptedReActAgent {self.name}>"
 
 
 @dataclass
@@ -146,13 +97,18 @@ class FlowResult:
     plan_text: str
     summary: str | None = None
     summary_error: str | None = None
-    #: the prompt each agent was given, in the seed's words (plan status + current task)
+    #: each step's prompt in the seed's words (plan status + current task): with ``faithful``,
+    #: exactly what the agent was given; by default the agent is given its task, and the plan
+    #: text in its context, and this is the same prompt without the source's indentation
     step_prompts: list[str] = field(default_factory=list)
     #: ``(step id, agent, budget given, steps spent)`` for agents that count steps
     budgets: list[tuple[str, str, int, int]] = field(default_factory=list)
     summary_call: dict[str, Any] | None = None
     #: faithful: each step's index in the tool's plan, for the seed's "Error executing step N" lines
     positions: dict[str, int] | None = None
+    #: faithful: what the seed's ``execute()`` returns when it makes no plan
+    #: (``Execution failed: ...`` where it raises, ``Failed to create plan for: ...``)
+    ending: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -174,8 +130,11 @@ class FlowResult:
     def text(self) -> str:
         """What the seed's ``execute()`` returns: each step's result, then ``Plan completed:`` and the summary.
 
-        With ``faithful`` an execution that raised is the seed's ``Error executing step N: message``.
+        With ``faithful`` an execution that raised is the seed's ``Error executing step N: message``,
+        and a request that made no plan returns the seed's text for it (:attr:`ending`).
         """
+        if self.ending is not None:
+            return self.ending
         out = ""
         for step in self.run.history:
             if self.positions is not None and step.status is Status.failed and step.error is not None:
@@ -250,6 +209,7 @@ class PlanningFlow:
         self._spent: dict[str, int] = {}  # faithful: steps each agent used since its counter last reset
         self._prompts: list[str] = []
         self._budgets: list[tuple[str, str, int, int]] = []
+        self._ending: str | None = None  # faithful: the seed's execute() text when no plan was made
 
     def _agent_dict(self, agents: Any) -> Any:
         """One agent, a list or a dict, as the seed's BaseFlow accepts them.
@@ -348,8 +308,8 @@ class PlanningFlow:
         positions = ({s.id: i for i, s in enumerate(self.tool.plans[self.plan_id].steps)}
                      if self.faithful and self.plan_id in self.tool.plans else None)
         flow = FlowResult(run=result, plan_text=plan_text, step_prompts=list(self._prompts), budgets=list(self._budgets),
-                          positions=positions)
-        if plan_text:
+                          positions=positions, ending=self._ending)
+        if plan_text and self._ending is None:
             self._summarize(flow, request)
         return flow
 
@@ -360,7 +320,7 @@ class PlanningFlow:
         with no limit of its own unless ``on_failure`` says otherwise: the seed leaves a
         raising step in progress and picks it again, so only ``max_steps`` ends the run.
         """
-        self._prompts, self._budgets = [], []
+        self._prompts, self._budgets, self._ending = [], [], None
         handlers = options.get("on_event")
         handlers = [] if handlers is None else [handlers] if callable(handlers) else list(handlers)
         merged = dict(options, planner=planner, on_event=[self._mirror, *handlers],
@@ -472,13 +432,14 @@ class _FlowAgent:
         tool.execute(command="mark_step", plan_id=flow.plan_id, step_index=index, step_status="in_progress")
         plan_text = tool.execute(command="get", plan_id=flow.plan_id)
         written = tool.text_of(tool.plans[flow.plan_id].steps[index], flow.plan_id)
-        prompt = SEED_STEP_PROMPT if flow.faithful else STEP_PROMPT
-        flow._prompts.append(prompt.format(plan_status=plan_text, index=index, step_text=written))
+        prompt = (SEED_STEP_PROMPT if flow.faithful else STEP_PROMPT).format(
+            plan_status=plan_text, index=index, step_text=written)
+        flow._prompts.append(prompt)
         inner = AgentContext(goal=context.goal, plan_text=plan_text, step=context.step, needs=context.needs,
                              emit=context.emit)
         token = flow._give_budget(self.key, self.agent)
-        try:
-            reply = self.agent(task, inner)
+        try:  # the seed's agent.run() receives the step prompt; planbook's agent its task (the plan in its context)
+            reply = self.agent(prompt if flow.faithful else task, inner)
         except BaseException:
             flow._take_budget(self.key, self.agent, context.step.id, token)
             raise
@@ -560,12 +521,10 @@ class OpenManusPlanner:
     def _apply(self, answer: Any, goal: str, first: bool) -> str | None:
         """Carry out the model's planning call as the seed does; the problem in words, or None."""
         flow, tool = self.flow, self.flow.tool
+        if flow.faithful and first:
+            return self._seed_apply(answer, goal)
         calls = [c for c in answer.tool_calls if c.name == tool.name]
         if not calls:
-            if flow.faithful and first:  # the seed's fallback: a plan nobody asked for
-                title = f"Plan for: {goal[:50]}{'...' if len(goal) > 50 else ''}"
-                tool.execute(command="create", plan_id=flow.plan_id, title=title, steps=list(DEFAULT_STEPS))
-                return None
             said = shorten(answer.content or "(nothing)", 200)
             return f"the model did not call the planning tool; it answered {said!r}"
         try:  # the seed carries out the first planning call only
@@ -584,4 +543,36 @@ class OpenManusPlanner:
             return str(exc)
         if flow.plan_id not in tool.plans:
             return f"the planning call (command {args.get('command')!r}) made no plan"
+        return None
+
+    def _seed_apply(self, answer: Any, goal: str) -> None:
+        """The seed's first planning call: the first ``planning`` call whose arguments are JSON is
+        carried out (others are skipped), else the 3-step default plan is created. Where the seed
+        raises (a tool error, arguments that are not an object) the request ends there:
+        :class:`~planbook.compat.upstream.UpstreamCrash`, and ``execute()`` says
+        ``Execution failed: ...``; no plan under the flow's id is ``Failed to create plan for: ...``."""
+        from .upstream import UpstreamCrash
+
+        flow, tool = self.flow, self.flow.tool
+        try:
+            for call in answer.tool_calls:
+                if call.name != tool.name:
+                    continue
+                try:
+                    args = json.loads(call.arguments)
+                except ValueError:
+                    continue  # the seed logs "Failed to parse tool arguments" and tries the next call
+                args["plan_id"] = flow.plan_id
+                tool.execute(**args)
+                break
+            else:  # the seed's fallback: a plan nobody asked for
+                title = f"Plan for: {goal[:50]}{'...' if len(goal) > 50 else ''}"
+                tool.execute(command="create", plan_id=flow.plan_id, title=title, steps=list(DEFAULT_STEPS))
+        except Exception as exc:  # noqa: BLE001 - the seed's execute() catches every exception here
+            flow._ending = f"Execution failed: {exc}"
+            raise UpstreamCrash(exc, "the flow's planning call") from exc
+        if flow.plan_id not in tool.plans:
+            flow._ending = f"Failed to create plan for: {goal}"
+            raise PlanningError(f"{flow._ending} (the planning call made no plan {flow.plan_id!r}; OpenManus stops here)",
+                                attempts=[answer.raw()])
         return None

@@ -82,6 +82,8 @@ class Scenario:
         if strategy in ("planbook", "lesson"):
             return {"agents": agents, "planner": self.pure_planner}
         if strategy == "openmanus":
+            if faithful:  # the seed's agent is given the step prompt, which lists every step
+                agents = {name: _OwnStep(agent) for name, agent in agents.items()}
             create = {"name": "planning", "arguments": {"command": "create", "title": self.goal,
                                                         "steps": [s.tagged() for s in self.steps]}}
             update = {"name": "planning", "arguments": {"command": "update",
@@ -115,6 +117,23 @@ class Scenario:
 
     def make_agents(self) -> dict[str, Any]:
         return {name: factory() for name, factory in self.agents.items()}
+
+
+class _OwnStep:
+    """A scripted agent in a faithful OpenManus flow: it is given the seed's step prompt, which
+    quotes the whole plan, and answers its own step (``context.step``), as a model reading
+    "You are now working on step N" would; matching the whole prompt would match every step."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
+        self.name = agent.name
+        self.description = getattr(agent, "description", "")
+
+    def __call__(self, task: str, context: AgentContext) -> Any:
+        return self.agent(context.step.task if context.step is not None else task, context)
+
+    def __repr__(self) -> str:
+        return f"<{self.agent!r} reading its own step>"
 
 
 # -------------------------------------------------------------------- trip
