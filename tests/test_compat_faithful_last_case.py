@@ -250,3 +250,156 @@ def test_row11_arguments_that_are_not_json_are_skipped_and_the_default_plan_runs
     assert made.run("do it").ok and len(worker.received) == 1  # upstream: the next call is carried out
     made, _ = flow([[planning("{not json")]], faithful=False)
     assert made.run("do it").reason == "no_plan"
+
+
+# ------------------------------------------------------------ the table's rows, against upstream
+from planbook import Status  # noqa: E402
+from planbook.compat.agenticseek import SEED_EXAMPLE_IDS, planner_prompt  # noqa: E402
+from planbook.compat.openmanus_flow import ScriptedReActAgent  # noqa: E402
+from planbook.compat.strategies import strategy_named  # noqa: E402
+
+
+class Says:
+    """An agent that answers the same words every time, and may call them a failure."""
+
+    name, description = "manus", "does the work"
+
+    def __init__(self, answer: str, ok: bool = True) -> None:
+        self.answer, self.ok = answer, ok
+
+    def __call__(self, task: str, context: Any) -> AgentReply:
+        return AgentReply(answer=self.answer, ok=self.ok)
+
+
+def test_table_row7_a_step_is_completed_whenever_the_agent_returns() -> None:
+    made = PlanningFlow({"manus": Says("I could not do it", ok=False)},
+                        planner=ScriptedModel([[planning({"command": "create", "title": "T", "steps": ["a", "b"]})]]),
+                        plan_id="p", faithful=True)
+    result = made.run("do it")
+    # upstream's plan and execute() text for an agent whose run() returned "I could not do it" twice
+    assert result.plan_text == ("Plan: T (ID: p)\n================\n\nProgress: 2/2 steps completed (100.0%)\n"
+                                "Status: 2 completed, 0 in progress, 0 blocked, 0 not started\n\nSteps:\n0. [✓] a\n1. [✓] b\n")
+    assert result.text().startswith("I could not do it\nI could not do it\nPlan completed:\n\n")
+
+
+def four_steps(worker: Any, *, faithful: bool = True) -> Any:
+    model = ScriptedModel([[planning({"command": "create", "title": "T", "steps": ["one", "two", "three", "four"]})]])
+    return PlanningFlow({"manus": worker}, planner=model, plan_id="p", faithful=faithful, agent_max_steps=20).run("do it")
+
+
+def test_table_row12_the_agent_step_budget_carries_over_as_upstream() -> None:
+    # upstream's BaseAgent(max_steps=20) on tasks needing 8, 7, 8, 3 steps: (steps left when run() starts,
+    # steps taken); the third run hits the maximum ("Terminated: Reached max steps") and the counter resets
+    upstream = [(20, 8), (12, 7), (5, 5), (20, 3)]
+    result = four_steps(ScriptedReActAgent("manus", iterations={"one": 8, "two": 7, "three": 8, "four": 3}))
+    assert [(given, spent) for _, _, given, spent in result.budgets] == upstream
+    assert result.run.plan.step("2").result.startswith("Terminated: Reached max steps")
+    fixed = four_steps(ScriptedReActAgent("manus", iterations={"one": 8, "two": 7, "three": 8, "four": 3}), faithful=False)
+    assert [given for _, _, given, _ in fixed.budgets] == [20, 20, 20, 20]
+
+
+def test_table_row13_finished_is_never_noticed() -> None:
+    worker = ScriptedReActAgent("manus", finish_on=["one", "two", "three", "four"])
+    result = four_steps(worker)
+    assert (result.reason, len(worker.calls)) == ("goal_met", 4)  # upstream: every run() ended FINISHED; 4 runs
+    worker = ScriptedReActAgent("manus", finish_on=["one", "two", "three", "four"])
+    assert four_steps(worker, faithful=False).reason == "stopped" and len(worker.calls) == 1
+
+
+def test_table_row14_a_second_request_reuses_the_plan_id() -> None:
+    replies = [[planning({"command": "create", "title": "T", "steps": ["a"]})],
+               [planning({"command": "create", "title": "T2", "steps": ["b"]})]]
+    made = PlanningFlow({"manus": Says("ok")}, planner=ScriptedModel(replies), plan_id="p", faithful=True)
+    assert made.execute("do it").startswith("ok\nPlan completed:\n\n")
+    assert made.execute("again") == ("Execution failed: A plan with ID 'p' already exists. "
+                                      "Use 'update' to modify existing plans.")  # upstream's execute("again")
+    fixed = PlanningFlow({"manus": Says("ok")}, planner=ScriptedModel(replies), plan_id="p")
+    assert fixed.run("do it").ok and fixed.run("again").ok and list(fixed.tool.plans) == ["p", "p_2"]
+
+
+def test_table_row26_every_question_resends_the_whole_conversation() -> None:
+    agents = {"web": Recorder("web")}
+    model = ScriptedModel([block({"plan": [task("web", "1", "a"), task("web", "2", "b")]}), "NO_UPDATE", "NO_UPDATE"])
+    run("goal", agents=agents, planner=model, strategy="agenticseek", faithful=True)
+    # the roles upstream's planner sent for its plan and its two reviews
+    assert [[m["role"] for m in r["messages"]] for r in model.requests] == [
+        ["system", "user"], ["system", "user", "assistant", "user"],
+        ["system", "user", "assistant", "user", "assistant", "user"]]
+
+
+def test_table_row27_the_example_reuses_an_id_as_upstreams() -> None:
+    def ids(prompt: str) -> list[str]:
+        example = prompt.split("```json\n", 1)[1].split("\n```", 1)[0]
+        return [t["id"] for t in json.loads(example)["plan"]]
+
+    assert ids(planner_prompt(example_ids=SEED_EXAMPLE_IDS)) == ["1", "2", "3", "4", "3"]  # upstream's planner prompt
+    assert ids(planner_prompt()) == ["1", "2", "3", "4"]
+
+
+def test_table_row28_only_the_last_answer_is_returned() -> None:
+    agents = {"web": Recorder("web")}
+    model = ScriptedModel([block({"plan": [task("web", "1", "a"), task("web", "2", "b")]}), "NO_UPDATE", "NO_UPDATE"])
+    result = run("goal", agents=agents, planner=model, strategy="agenticseek", faithful=True)
+    # upstream's process() returned ("answer 2\nAgent succeeded with task.", ""): task 2's answer alone
+    assert list(strategy_named("agenticseek").returns(result, True).values()) == ["answer 2"]
+    assert list(strategy_named("agenticseek").returns(result, False).values()) == ["answer 1", "answer 2"]
+
+
+# ------------------------------------------------------------ default-mode rows of the table
+class Named:
+    def __init__(self, name: str) -> None:
+        self.name, self.description = name, f"the {name} agent"
+        self.tasks: list[str] = []
+
+    def __call__(self, task: str, context: Any) -> AgentReply:
+        self.tasks.append(context.step.task)
+        return AgentReply(answer="ok")
+
+
+def test_table_row35_an_untagged_step_goes_to_the_first_executor_upstream() -> None:
+    def made(faithful: bool) -> tuple[Any, dict[str, Named]]:
+        agents = {name: Named(name) for name in ("manus", "data_analysis", "web")}
+        model = ScriptedModel([[planning({"command": "create", "title": "T", "steps": ["plain", "[MANUS] tagged"]})]])
+        flow_ = PlanningFlow(agents, planner=model, plan_id="p", executor_keys=["data_analysis", "web"], faithful=faithful)
+        return flow_.run("do it"), agents
+
+    result, agents = made(True)  # upstream: "plain" to data_analysis (the first executor), "[MANUS]" to manus
+    assert result.ok and (agents["manus"].tasks, agents["data_analysis"].tasks, agents["web"].tasks) == (
+        ["tagged"], ["plain"], [])
+    result, agents = made(False)
+    assert result.reason == "no_plan" and "[MANUS], which names no agent" in result.run.error
+
+
+def test_table_row36_agents_given_as_a_list() -> None:
+    def made(faithful: bool) -> tuple[Any, list[Named], ScriptedModel]:
+        agents = [Named("manus"), Named("data_analysis")]
+        model = ScriptedModel([[planning({"command": "create", "title": "T", "steps": ["[DATA_ANALYSIS] chart it", "plain"]})]])
+        PlanningFlow(agents, planner=model, plan_id="p", faithful=faithful).run("do it")
+        return model.requests[0]["messages"][0]["content"], agents, model
+
+    prompt, agents, _ = made(True)  # upstream: both steps to agent_0; the prompt offers AGENT_0 and AGENT_1
+    assert [len(a.tasks) for a in agents] == [2, 0]
+    assert '[{"name": "AGENT_0", "description": "the manus agent"}, {"name": "AGENT_1", ' in prompt
+    prompt, agents, _ = made(False)
+    assert [a.tasks for a in agents] == [["plain"], ["chart it"]] and '"name": "DATA_ANALYSIS"' in prompt
+
+
+@pytest.mark.parametrize("faithful", [True, False])
+def test_agent_names_match_by_lower_as_upstream(faithful: bool) -> None:
+    # upstream: "Web" is web; "ﬁle" and "caſual" name no agent (the answer is refused and asked again)
+    assert parse_answer(block({"plan": [task("Web", "1", "a")]}), faithful=faithful).steps[0].agent == "web"
+    for name in ("ﬁle", "caſual"):
+        with pytest.raises(PlanError, match="does not exist"):
+            parse_answer(block({"plan": [task(name, "1", "a")]}), faithful=faithful)
+
+
+def test_default_rows_30_to_33() -> None:
+    with pytest.raises(PlanError, match="'plan' must be a list of tasks"):  # row 31
+        parse_answer(block({"plan": "search, then code"}))
+    bare = json.dumps({"plan": [task("web", "1", "a")]})
+    assert [s.task for s in parse_answer(bare).steps] == ["a"]  # row 32
+    with pytest.raises(PlanError, match="no ```json block"):
+        parse_answer(bare, faithful=True)
+    assert parse_answer(block({"plan": [task("web", "1", 42)]})).steps[0].task == "42"  # row 33
+    result, asked, ran, _ = seek([block({"plan": [task("web", [1], "a")]})] * 4, faithful=False)  # row 30
+    assert (result.reason, asked, ran) == ("no_plan", 1, 0) and "the id '[1]' starts with '['" in result.error

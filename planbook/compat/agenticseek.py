@@ -116,8 +116,9 @@ def last_answer(result: RunResult) -> Any:
 def planner_prompt(agents: Mapping[str, str] | Iterable[str] = AGENTS, *, example_ids: Sequence[str] = ("1", "2", "3", "4")) -> str:
     """The planner's system prompt in the seed's format (agents, headlines + ```json plan, an example).
 
-    ``example_ids`` are the example's ids; the seed's prompt reuses ``"3"`` (pitfall 3),
-    which a model tends to copy — :data:`SEED_EXAMPLE_IDS` reproduces it.
+    ``example_ids`` are the example's ids, one task each (four or five); the seed's example
+    has five tasks, the fifth reusing ``"3"`` (pitfall 3), which a model tends to copy —
+    :data:`SEED_EXAMPLE_IDS` reproduces it.
     """
     described = agents if isinstance(agents, Mapping) else {name: "" for name in agents}
     lines = [f"- {name}: {desc}" if desc else f"- {name}" for name, desc in described.items()]
@@ -128,6 +129,9 @@ def planner_prompt(agents: Mapping[str, str] | Iterable[str] = AGENTS, *, exampl
         {"agent": "File", "id": c, "need": [], "task": "Create and setup a web app folder for a python project"},
         {"agent": "Coder", "id": d, "need": [b, c], "task": "Develop a Python application using the API and key"},
     ]}
+    if len(example_ids) > 4:  # the seed's fifth task: a conclusion that needs the others
+        example["plan"].append({"agent": "Casual", "id": example_ids[4], "need": [b, c, d],
+                                "task": "Sum up what was done to make the weather app and conclude"})
     return (
         "You are a project manager. You do not do the work: you split the user's goal into tasks for these agents:\n"
         + "\n".join(lines)
@@ -141,7 +145,8 @@ def planner_prompt(agents: Mapping[str, str] | Iterable[str] = AGENTS, *, exampl
     )
 
 
-SEED_EXAMPLE_IDS = ("1", "2", "3", "3")
+#: the ids of the seed's example plan (five tasks; the fifth reuses "3")
+SEED_EXAMPLE_IDS = ("1", "2", "3", "4", "3")
 
 
 def update_prompt(

@@ -159,7 +159,8 @@ def parse_answer(text: str, *, agents: Iterable[str] | Mapping[str, Any] | None 
 
 
 def _parse_answer(text: str, agents: Iterable[str] | Mapping[str, Any] | None, faithful: bool) -> ParsedAnswer:
-    known = {name.casefold(): name for name in agents} if agents is not None else None
+    # agents match as upstream matches them, by str.lower(): "Web" is web, the ligature in "ﬁle" is not "fi"
+    known = {name.lower(): name for name in agents} if agents is not None else None
     if faithful:
         return _parse_seed(text, agents)
     blocks = json_blocks(text)
@@ -260,7 +261,7 @@ def _task(raw: Any, position: int, known: dict[str, str] | None) -> tuple[Step |
         if value is None or (isinstance(value, str) and not value.strip()):
             problems.append(Problem(f"{where} has no {key!r}: every task needs agent, id and task", code="missing_field"))
     agent = str(raw.get("agent") or "")
-    if agent and known is not None and agent.casefold() not in known:
+    if agent and known is not None and agent.lower() not in known:
         problems.append(Problem(f"{where}: agent {agent!r} does not exist; the agents are {', '.join(known.values())}",
                                 step=str(raw.get("id") or position), code="unknown_agent"))
     need = raw.get("need")
@@ -275,7 +276,7 @@ def _task(raw: Any, position: int, known: dict[str, str] | None) -> tuple[Step |
         needs = []
     if problems:
         return None, problems
-    name = known[agent.casefold()] if known is not None else agent.lower()
+    name = known[agent.lower()] if known is not None else agent.lower()
     return Step(id=str(raw["id"]).strip(), task=str(raw["task"]), agent=name, needs=needs), []
 
 
