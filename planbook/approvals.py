@@ -28,24 +28,31 @@ WHO: tuple[str, ...] = ("widget", "cli", "api", "timeout")
 
 @dataclass(frozen=True)
 class StepRef:
-    """The step a decision is about, as it was when decided: its id, the plan's revision, and
-    the work it would do (tool and arguments, or agent and task). A decision covers that work
-    only: a replan or an edit that changes it voids the decision, and the step asks again."""
+    """The step a decision is about, as it was when decided: its id, the plan's revision, the
+    work it would do (tool and arguments, or agent and task) and which execution of it comes
+    next (its attempts so far). A decision covers that work, that once: a replan or an edit
+    that changes it voids the decision, and so does a retry (a decision is never kept for a
+    later execution); the step asks again."""
 
     id: str
     revision: int
     work: str
+    attempts: int = 0
 
     @classmethod
     def of(cls, step: Step, revision: int) -> "StepRef":
-        return cls(step.id, revision, work_of(step))
+        return cls(step.id, revision, work_of(step), step.attempts)
 
     def covers(self, step: Step) -> bool:
-        """Whether ``step`` still does the work this reference names (another revision may keep it)."""
-        return self.id == step.id and self.work == work_of(step)
+        """Whether ``step`` still does the work this reference names, as the same execution
+        (another revision may keep it)."""
+        return self.id == step.id and self.attempts == step.attempts and self.work == work_of(step)
 
     def changed(self, step: Step) -> str:
         """What changed since, in words (for the ``voided`` event; a secret-named arg shows as ***)."""
+        if self.attempts != step.attempts and self.work == work_of(step):
+            return (f"step {self.id!r} ran since the decision (it was for its execution {self.attempts + 1}; "
+                    f"execution {step.attempts + 1} asks again)")
         return (f"step {self.id!r} changed since the decision (it was decided at revision {self.revision}; "
                 f"now it is {shown_work(step)})")
 
@@ -217,11 +224,3 @@ def check_edit(step: Step, args: Mapping[str, Any], tools: Mapping[str, Any]) ->
         raise ValueError(f"the new arguments of step {step.id!r} do not fit tool {step.tool!r}: "
                          + "; ".join(problems))
     return dict(args)
-
-
-def edited_plan(plan: Plan, step_id: str, args: dict[str, Any]) -> Plan:
-    """The next revision of ``plan`` with ``step_id``'s arguments replaced (an edit by a person)."""
-    candidate = plan.copy_plan()
-    candidate.revision = plan.revision + 1
-    candidate.step(step_id).args = args
-    return candidate

@@ -5,22 +5,23 @@ run simply waits while the person types. Only on a terminal: with standard input
 redirected nobody could answer, and the command says so before anything runs.
 
 A step's text comes from plans, models and tools: everything the prompt prints of it goes
-through the terminal escaping of :mod:`planbook.outbound.text` (no escape sequence reaches
-the terminal: no clipboard write, no title, no cleared screen; a line break shows as ⏎),
-and each argument through :func:`~planbook.outbound.redact.shown_arg`, so a secret-named
-one shows as ``***`` — and ``***`` typed back in an edit keeps its value.
+through the run's gate (:mod:`planbook.outbound`): no escape sequence reaches the terminal
+(no clipboard write, no title, no cleared screen; a line break shows as ⏎), the run's
+secrets and secret shapes show as ``***``, and a secret-named argument shows as ``***`` —
+typed back in an edit, ``***`` keeps its value. ``approve_timeout`` is a deadline here too.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from typing import Any, TextIO
 
 from .approvals import ApprovalContext, Decision, check_edit
 from .models import Step
-from .outbound.redact import REDACTED_TEXT, is_secret_name, shown_arg
-from .outbound.text import one_line
+from .outbound import REDACTED_TEXT, RunSecrets, is_secret_name, plain_gate, shown_arg
 
 CHOICES = "[a]pprove [s]kip [e]dit [q]uit"
 NOT_A_TERMINAL = ("step {step!r} waits for approval, and standard input is not a terminal, so nobody can answer "
@@ -29,48 +30,92 @@ NOT_A_TERMINAL = ("step {step!r} waits for approval, and standard input is not a
 
 
 class TerminalPrompt:
-    """Asks about each step that waits; an edit is asked for again until it fits the tool."""
+    """Asks about each step that waits; an edit is asked for again until it fits the tool.
 
-    def __init__(self, tools: Any, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
+    ``gate``: the run's (every text printed goes through it: its secrets and secret shapes show
+    as ``***``, control sequences as escapes). ``timeout``: ``approve_timeout``, a deadline for
+    each step's answer: when it passes, the run stops as it would for a handle or the view."""
+
+    def __init__(self, tools: Any, stdin: TextIO | None = None, stdout: TextIO | None = None, *,
+                 gate: RunSecrets | None = None, timeout: float | None = None) -> None:
         self.tools = tools
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
+        self.gate = gate or plain_gate()
+        self.timeout = timeout
+        #: lines typed and not read yet, filled by one reader thread (started by the first deadline)
+        self._typed: list[str] | None = None
+        self._arrived = threading.Condition()
 
-    def _ask(self, question: str) -> str | None:
+    def _read_line(self, deadline: float | None) -> str | None:
+        """A line typed, or None when the deadline passed first (the reader goes on for the next question)."""
+        if deadline is None:
+            return self.stdin.readline()
+        with self._arrived:
+            if self._typed is None:  # one reader thread for the prompt's life: a line is never lost
+                self._typed = []
+                threading.Thread(target=self._reader, name="planbook-prompt", daemon=True).start()
+            typed = self._typed
+            if not self._arrived.wait_for(lambda: typed, timeout=max(0.0, deadline - time.monotonic())):
+                return None
+            return typed.pop(0)
+
+    def _reader(self) -> None:
+        while True:
+            line = self.stdin.readline()
+            with self._arrived:
+                assert self._typed is not None
+                self._typed.append(line)
+                self._arrived.notify_all()
+            if line == "":  # the end of input: nothing more will come
+                return
+
+    def _ask(self, question: str, deadline: float | None = None) -> str | None:
+        """The answer; "" at the end of input (nobody is there); None when the deadline passed."""
         self.stdout.write(question)
         self.stdout.flush()
-        line = self.stdin.readline()
-        return None if line == "" else line.strip()  # "" is end of input: nobody is there
+        line = self._read_line(deadline)
+        if line is None:
+            return None
+        return "" if line == "" else line.strip() or " "
 
     def __call__(self, step: Step, context: ApprovalContext) -> Decision:
-        what = (f"{one_line(step.tool)}({shown_args(step.args)})" if step.tool
-                else f"[{one_line(str(step.agent))}] {one_line(step.task)}")
-        self.stdout.write(f"\nstep {one_line(step.id)} waits for approval: {what}\n")
+        line = self.gate.line
+        what = (f"{step.tool}({self._shown_args(step.args)})" if step.tool else f"[{step.agent}] {step.task}")
+        self.stdout.write(f"\nstep {line(step.id)} waits for approval: {line(what)}\n")
+        deadline = time.monotonic() + self.timeout if self.timeout is not None else None
         while True:
-            answer = self._ask(f"{CHOICES}? ")
+            answer = self._ask(f"{CHOICES}? ", deadline)
             if answer is None:
+                self.stdout.write("\n")
+                return Decision.stop(f"no decision within approve_timeout={self.timeout:g} s", who="timeout")
+            if answer == "":
                 return Decision.stop("the prompt's input ended", who="cli")
-            choice = answer[:1].lower()
+            choice = answer.strip()[:1].lower()
             if choice == "a":
                 return Decision.approve(who="cli")
             if choice == "s":
-                return Decision.skip(self._ask("why (optional)? ") or "", who="cli")
+                return Decision.skip((self._ask("why (optional)? ", deadline) or "").strip(), who="cli")
             if choice == "q":
                 return Decision.stop("quit at the prompt", who="cli")
             if choice == "e":
-                edited = self._edit(step)
+                edited = self._edit(step, deadline)
                 if edited is not None:
                     return edited
                 continue
-            self.stdout.write(f"answer a, s, e or q (not {answer!r})\n")
+            self.stdout.write(f"answer a, s, e or q (not {line(repr(answer.strip()))})\n")
 
-    def _edit(self, step: Step) -> Decision | None:
+    def _shown_args(self, args: dict[str, Any]) -> str:
+        """``name=value, ...`` as the prompt prints a step's arguments: secrets as ***."""
+        return ", ".join(f"{name}={shown_arg(name, value, _json)}" for name, value in args.items())
+
+    def _edit(self, step: Step, deadline: float | None) -> Decision | None:
         """New arguments as a JSON object; None (ask again) when they do not fit."""
         secret = [name for name in step.args if is_secret_name(name)]
         keep = f"; {REDACTED_TEXT} keeps a secret's value" if secret else ""
         now = "{" + ", ".join(f"{json.dumps(name)}: {shown_arg(name, value, _json)}"
                               for name, value in step.args.items()) + "}"
-        text = self._ask(f"new arguments as JSON (now {one_line(now)}{keep}): ")
+        text = (self._ask(f"new arguments as JSON (now {self.gate.line(now)}{keep}): ", deadline) or "").strip()
         if not text:
             return None
         try:
@@ -79,22 +124,16 @@ class TerminalPrompt:
             self.stdout.write(f"not JSON ({exc.msg} at character {exc.pos}): write them as {{\"name\": value}}\n")
             return None
         if isinstance(args, dict):  # a secret shown as *** and typed back as *** keeps its value
-            args = {name: step.args[name] if value == REDACTED_TEXT and name in secret else value
-                    for name, value in args.items()}
+            args = RunSecrets.kept_secrets(args, step.args)
         try:
             return Decision.edit(check_edit(step, args, self.tools), who="cli")
         except (TypeError, ValueError) as exc:
-            self.stdout.write(f"{one_line(str(exc))}\n")
+            self.stdout.write(f"{self.gate.line(str(exc))}\n")
             return None
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, default=repr)  # escapes every control character (and all but ASCII)
-
-
-def shown_args(args: dict[str, Any]) -> str:
-    """``name=value, ...`` as the prompt prints a step's arguments: terminal-safe, secrets as ***."""
-    return one_line(", ".join(f"{name}={shown_arg(name, value, _json)}" for name, value in args.items()))
 
 
 def attach_prompt(runner: Any, stdin: TextIO | None = None) -> None:
@@ -110,7 +149,7 @@ def attach_prompt(runner: Any, stdin: TextIO | None = None) -> None:
         if asking:
             raise ValueError(NOT_A_TERMINAL.format(step=asking[0]))
         return
-    steering.prompt = TerminalPrompt(runner.tools, stdin=stdin)
+    steering.prompt = TerminalPrompt(runner.tools, stdin=stdin, gate=runner.secrets, timeout=steering.timeout)
 
 
 def _isatty(stream: Any) -> bool:

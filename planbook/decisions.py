@@ -113,8 +113,10 @@ class Door:
         self.arrived = threading.Event()
         #: decisions given before their step asked, by step id (the later replaces the earlier)
         self._kept: dict[str, Decision] = {}
-        #: steps a skip was given for: a later decision is refused
-        self._final: dict[str, Who] = {}
+        #: steps a skip was given for, as they were: a later decision about that step is refused
+        self._final: dict[str, tuple[Who, StepRef | None]] = {}
+        #: the thread that applies decisions (the run's): a decision given on it cannot wait for itself
+        self._applier: int | None = None
         #: "resuming" from a resume given until the run pauses again (a second one adds nothing)
         self._phase: Literal["", "resuming"] = ""
         self._ended = False
@@ -150,20 +152,18 @@ class Door:
         with self._lock:
             self._open_or_raise(decision.action)
             skipped = self._final.get(step.id)
-            if skipped is not None:
-                raise ValueError(f"step {step.id!r} was skipped by you ({skipped}): a skip is final, so this "
+            if skipped is not None and (skipped[1] is None or skipped[1].covers(step)):
+                raise ValueError(f"step {step.id!r} was skipped by you ({skipped[0]}): a skip is final, so this "
                                  f"{decision.action} was not taken (retry it in a paused run)")
-            earlier = [r for r in self._queue if r.action == "decide" and r.step == step.id]
-            if decision.action == "approve" and any(
-                    r.decision is not None and r.decision.action == "edit" for r in earlier[-1:]) or (
-                    decision.action == "approve" and not earlier
-                    and getattr(self._kept.get(step.id), "action", None) == "edit"):
+            earlier = [r.decision for r in self._queue if r.action == "decide" and r.step == step.id]
+            pending = earlier[-1] if earlier else self._kept.get(step.id)
+            if decision.action == "approve" and pending is not None and pending.action == "edit" \
+                    and (pending.about is None or pending.about.covers(step)):
                 return  # an edit on its way already says "run it, with these arguments": approving keeps it
-            for request in earlier:
-                self._queue.remove(request)  # the later decision replaces it
-            self._kept.pop(step.id, None)
+            self._queue = deque(r for r in self._queue if not (r.action == "decide" and r.step == step.id))
+            self._kept.pop(step.id, None)  # the later decision replaces the earlier
             if decision.action == "skip":
-                self._final[step.id] = decision.who
+                self._final[step.id] = (decision.who, decision.about)
             self._put(Request("decide", decision.who, step.id, decision))
 
     def pause(self, who: Who) -> None:
@@ -174,6 +174,7 @@ class Door:
 
     def resume(self, who: Who) -> None:
         with self._lock:
+            self._open_or_raise("resume")
             if self.runner.state.status != "paused":
                 raise RuntimeError(f"the run of plan {self.runner.plan.id!r} is {self.runner.state.status}, not "
                                    "paused: nothing to resume")
@@ -194,12 +195,16 @@ class Door:
         Refused at once (RuntimeError) unless the run is paused with no resume or stop on its way:
         then the run's thread is idle and takes it next, so this never waits for the run to go on."""
         done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if threading.get_ident() == self._applier:
+            raise RuntimeError(f"the {action} of step {step.id!r} was given on the run's own thread (an on_event "
+                               "handler or a callable the run calls): it would wait for itself. Give it from "
+                               "another thread, or once the run's call returns")
         with self._lock:
             self._open_or_raise(action)
             self._paused_or_raise(f"{action} step {step.id!r}" + (
                 " (it does not wait for approval: only a paused run changes it)" if action == "edit" else ""))
             if action == "edit" and step.id in self._final:
-                raise ValueError(f"step {step.id!r} was skipped by you ({self._final[step.id]}): retry it first")
+                raise ValueError(f"step {step.id!r} was skipped by you ({self._final[step.id][0]}): retry it first")
             self._put(Request(action, who, step.id, args=args, done=done))
         done.result()
 
@@ -217,18 +222,22 @@ class Door:
 
     def apply_inbox(self) -> None:
         """Apply, in the order given, every decision that arrived (at the top of a tick)."""
+        self._applier = threading.get_ident()
         while (request := self._take()) is not None:
             self._apply(request)
 
     def paused(self) -> None:
-        """The run paused: a resume given from now on is for this pause."""
+        """The run pauses: its status and the door's phase change together, so a resume given
+        at any moment is either for this pause or refused as too early, never lost."""
         with self._lock:
+            self.runner.state.status, self.runner.state.reason = "paused", "paused"
             self._phase = ""
 
     def idle(self) -> bool:
         """A paused run waits here: decisions apply as they come; True when a resume came (the run
         goes on), False when it ended (a stop, a missed deadline)."""
         runner = self.runner
+        self._applier = threading.get_ident()
         while True:
             request = self._take()
             if request is None:
@@ -384,8 +393,8 @@ class Door:
         if verdict.kind == "start":
             return True
         decision = verdict.decision
-        if verdict.kind == "apply" and verdict.voided is None and decision is not None \
-                and decision.action == "approve" and decision.about is None:
+        if verdict.kind == "apply" and verdict.asked and verdict.voided is None and decision is not None \
+                and decision.action == "approve":
             # approved just now, as the step is (a callable's or the prompt's answer): it starts at
             # once, as settle() then a second look would have it start, without the round trip
             runner.emit("step.decided", step=step.id, **decision.as_data())
@@ -401,7 +410,7 @@ class Door:
                     self._final.pop(step.id, None)
         if verdict.kind == "apply":
             assert verdict.decision is not None
-            self.settle(step, verdict.decision)
+            self.settle(step, verdict.decision, asked=verdict.asked)
         elif verdict.kind == "end":
             runner.scheduler.again(step)
             runner._ending = ("failed", "aborted", verdict.error, verdict.exc)
@@ -438,15 +447,17 @@ class Door:
         if timer is not None:
             timer.cancel()
 
-    def settle(self, step: Step, decision: Decision) -> None:
-        """Apply a decision about a step taken out of the ready set."""
+    def settle(self, step: Step, decision: Decision, *, asked: bool = False) -> None:
+        """Apply a decision about a step taken out of the ready set. ``asked``: the ``approve=``
+        callable's or the prompt's answer (an edit of theirs that does not fit ends the run: it
+        is a bug, not a choice; a person's is refused and the step waits for them again)."""
         runner = self.runner
         if decision.action == "edit":
             try:
                 args = check_edit(step, decision.args or {}, runner.tools)
             except (TypeError, ValueError) as exc:  # checked when given; the plan may have changed since
                 runner.emit("step.decided", step=step.id, decision="refused", who=decision.who, reason=str(exc))
-                if decision.who in ("widget", "api") and self.steering.remote:
+                if not asked and self.steering.remote:
                     since = self.steering.waiting[step.id] = time.monotonic()  # someone can decide again
                     if self.steering.timeout is not None:
                         self._start_timer(step.id, since, self.steering.timeout)
@@ -467,7 +478,7 @@ class Door:
             step.status = Status.skipped
             step.notes = f"skipped by you ({decision.who})" + (f": {decision.reason}" if decision.reason else "")
             with self._lock:
-                self._final.setdefault(step.id, decision.who)
+                self._final.setdefault(step.id, (decision.who, decision.about))
             runner.emit("step.skipped", step=step.id, reason=decision.reason or "skipped by you", by=decision.who)
             runner._changed(step)
             runner.scheduler.ended_without_result(step)

@@ -196,10 +196,12 @@ class RunHandle:
     # ------------------------------------------------------------------ decisions
     def approve(self, step_id: str | None = None, *, who: Who = "api") -> None:
         """Let ``step_id`` run (without an id: the one step that waits)."""
+        self._running_or_raise("approve")
         self.decide(self._which(step_id, "approve"), Decision.approve(who=who))
 
     def skip(self, step_id: str | None = None, reason: str = "", *, who: Who = "api") -> None:
         """Do not run ``step_id``: it is ``skipped`` (with your reason), and what needs it is blocked."""
+        self._running_or_raise("skip")
         self.decide(self._which(step_id, "skip"), Decision.skip(reason, who=who))
 
     def edit(self, step_id: str, args: Mapping[str, Any] | None = None, *, who: Who = "api",
@@ -242,6 +244,8 @@ class RunHandle:
             raise TypeError(f"decide() takes a planbook Decision, got {type(decision).__name__}")
         self._running_or_raise(decision.action)
         step = self._step(step_id)
+        if decision.about is None:  # the step as it is now, as the person saw it
+            decision = decision.naming(step, self.runner.plan.revision)
         if not self.steering.rule.asks(step):
             raise ValueError(f"step {step_id!r} does not wait for approval (its tool was not registered with "
                              "approve=True and approve= does not name it): there is nothing to decide")

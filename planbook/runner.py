@@ -419,9 +419,10 @@ class Runner:
                 and not (self.steering is not None and self.steering.waiting):
             self._complete()  # nothing is left to run: the run is over, not paused
             return
-        self.state.status, self.state.reason = "paused", "paused"
         if self.door is not None:
-            self.door.paused()
+            self.door.paused()  # sets the status with the door's phase, under its lock
+        else:
+            self.state.status, self.state.reason = "paused", "paused"
         self.emit("run.paused", why=why)
         if self.recorder is not None:
             self.recorder.flush(self.state)

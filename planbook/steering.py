@@ -38,13 +38,16 @@ Prompt = Callable[[Step, ApprovalContext], Decision]
 class Verdict:
     """What the first ready step does: ``start``; ``still`` (it waits already); ``wait`` (for a
     person); ``apply`` ``decision``; ``end`` the run with ``error`` (``exc`` behind it).
-    ``voided``: (who, why, action) of an earlier decision the step no longer matches."""
+    ``voided``: (who, why, action) of an earlier decision the step no longer matches. ``asked``:
+    the decision is the ``approve=`` callable's or the prompt's answer just now (not a person's
+    decision from the inbox, whatever its ``who`` says)."""
 
     kind: Literal["start", "still", "wait", "apply", "end"]
     decision: Decision | None = None
     error: str = ""
     exc: BaseException | None = None
     voided: tuple[str, str, str] | None = None
+    asked: bool = False
 
 
 START = Verdict("start")
@@ -104,7 +107,7 @@ class Steering:
                                             f"{step.id!r}", exc=exc, voided=voided)
             if not isinstance(answer, Decision):
                 answer = Decision.stop(f"{asker} returned {answer!r}, not a Decision")
-            return Verdict("apply", answer, voided=voided)
+            return Verdict("apply", answer, voided=voided, asked=True)
         if not self.remote:
             return Verdict("end", error=NOBODY.format(step=step.id), voided=voided)
         return Verdict("wait", voided=voided)

@@ -445,3 +445,166 @@ def test_an_approval_after_an_edit_runs_the_edited_step(when: str) -> None:
     assert result.ok, result.error
     assert sent == [("dear bob", "carol")]
     assert not any(e.kind == "step.decided" and e.data.get("decision") == "voided" for e in result.events)
+
+
+# ------------------------------------------------------- the review's findings, each failing before
+def _replanned_build_and_deploy() -> tuple[Any, Events, threading.Event, threading.Event]:
+    """build v1 fails and a replan makes deploy(env=staging) into deploy(env=prod); build v2 waits
+    for its own event: the handle, its events and the two builds' releases."""
+    box, events = Toolbox(), Events()
+    first, second = threading.Event(), threading.Event()
+
+    @box.tool
+    def build(version: int) -> int:
+        assert (first if version == 1 else second).wait(30)
+        if version == 1:
+            raise RuntimeError("the build broke")
+        return version
+
+    @box.tool(approve=True)
+    def deploy(env: str) -> str:
+        return env
+
+    plan = """
+steps:
+  - {id: build, tool: build, args: {version: 1}, on_failure: replan}
+  - {id: deploy, tool: deploy, args: {env: staging}, needs: [build]}
+"""
+
+    def planner(goal: str, history: Any, last_error: Any) -> list[dict[str, Any]]:
+        return [{"id": "build", "tool": "build", "args": {"version": 2}},
+                {"id": "deploy", "tool": "deploy", "args": {"env": "prod"}, "needs": ["build"]}]
+
+    handle = planbook.start(plan, tools=box, planner=planner, view=False, on_event=events)
+    events.wait_for("step.started", "build")
+    return handle, events, first, second
+
+
+def test_a_skip_that_a_replan_voided_does_not_refuse_a_decision_about_the_new_step() -> None:
+    handle, events, first, second = _replanned_build_and_deploy()
+    try:
+        handle.skip("deploy", "not staging")
+        first.set()
+        events.wait_for("plan.diff")
+        handle.approve("deploy")  # about deploy(env=prod): the skip was for another step
+        second.set()
+        result = handle.wait(30)
+    finally:
+        first.set(), second.set()
+    assert result.ok and result.outputs["deploy"] == "prod"
+
+
+def test_an_approval_after_an_edit_a_replan_voided_is_kept() -> None:
+    handle, events, first, second = _replanned_build_and_deploy()
+    try:
+        handle.edit("deploy", env="qa")  # about deploy(env=staging)
+        first.set()
+        events.wait_for("plan.diff")
+        handle.approve("deploy")  # about deploy(env=prod): not absorbed by the stale edit
+        second.set()
+        result = handle.wait(30)
+    finally:
+        first.set(), second.set()
+    assert result.ok and result.outputs["deploy"] == "prod"
+
+
+def test_a_decision_names_the_execution_it_is_for() -> None:
+    from planbook.approvals import StepRef
+
+    step = Step(id="s", tool="send", args={"to": "bob"})
+    ref = StepRef.of(step, 1)
+    assert ref.covers(step)
+    step.set_state(attempts=1)  # it ran (and failed): its retry is another execution
+    assert not ref.covers(step) and "ran since the decision" in ref.changed(step)
+
+
+def test_an_edit_given_on_the_run_s_own_thread_is_refused_at_once_not_a_hang() -> None:
+    box, refused = Toolbox(), []
+    started, release = threading.Event(), threading.Event()
+
+    @box.tool
+    def slow(x: int) -> int:
+        started.set()
+        assert release.wait(30)
+        return x
+
+    @box.tool
+    def later(x: int) -> int:
+        return x
+
+    holder: dict[str, Any] = {}
+
+    def on_event(event: Any) -> None:
+        if event.kind == "run.paused":
+            try:
+                holder["handle"].edit("b", x=5)
+            except RuntimeError as exc:
+                refused.append(str(exc))
+
+    events = Events(then=on_event)
+    holder["handle"] = handle = planbook.start(
+        "steps:\n  - {id: a, tool: slow, args: {x: 1}}\n  - {id: b, tool: later, args: {x: 2}}\n",
+        tools=box, on_event=events, view=False)
+    started.wait(30)
+    handle.pause()
+    release.set()
+    events.wait_for("run.paused")
+    assert refused and "the run's own thread" in refused[0]
+    handle.resume()
+    assert handle.wait(30).outputs["b"] == 2
+
+
+def test_a_background_run_whose_callable_answers_a_bad_edit_ends_aborted() -> None:
+    box = Toolbox()
+
+    @box.tool(approve=True)
+    def send(to: str) -> str:
+        return to
+
+    handle = planbook.start("steps:\n  - {id: s, tool: send, args: {to: bob}}\n", tools=box, view=False,
+                            approve=lambda step, context: Decision.edit({"to": 42, "bogus": 1}))
+    result = handle.wait(30)
+    assert result.status == "failed" and result.reason == "aborted" and "refused" in (result.error or "")
+
+
+def test_the_terminal_prompt_keeps_approve_timeout() -> None:
+    from planbook.cli_prompt import TerminalPrompt
+
+    class Silent(io.StringIO):
+        """A terminal where nobody types."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.never = threading.Event()
+
+        def readline(self, *args: Any) -> str:
+            self.never.wait()
+            return ""
+
+    stdin = Silent()
+    try:
+        prompt = TerminalPrompt(Toolbox(), stdin=stdin, stdout=io.StringIO(), timeout=0.05)
+        decision = prompt(Step(id="s", tool="send", args={"to": "bob"}), None)  # type: ignore[arg-type]
+    finally:
+        stdin.never.set()
+    assert decision.action == "stop" and decision.who == "timeout" and "approve_timeout=0.05" in decision.reason
+
+
+def test_every_decision_after_the_run_ended_is_one_line() -> None:
+    from planbook.decisions import RunEnded
+
+    handle = planbook.start("steps:\n  - {id: a, tool: noop_tool, args: {}}\n", tools=_noop_box(), view=False)
+    handle.wait(30)
+    for decide in (handle.resume, handle.approve, handle.skip, handle.pause):
+        with pytest.raises(RunEnded, match="has ended"):
+            decide()
+
+
+def _noop_box() -> Toolbox:
+    box = Toolbox()
+
+    @box.tool
+    def noop_tool() -> int:
+        return 0
+
+    return box

@@ -219,7 +219,7 @@ def test_pause_finishes_running_steps_and_starts_nothing_then_resume_goes_on() -
     result = handle.wait(30)
     assert result.status == "completed" and ran == ["a", "b"]
     assert [e.data["action"] for e in result.events if e.kind == "run.steered"] == ["pause", "resume"]
-    with pytest.raises(RuntimeError, match="not paused"):
+    with pytest.raises(RuntimeError, match="has ended"):  # RunEnded: a one-line message
         handle.resume()
 
 
