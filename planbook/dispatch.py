@@ -19,7 +19,7 @@ from .config import RunConfig
 from .eventbus import EventBus
 from .execute import (CallHandle, CallInterrupted, Outcome, call_inline, call_step, describe_exception,
                       prepare_tool_call)
-from .executors import Call, FuturesExecutor, InlineExecutor, NotReached, StepAbandoned, ThreadPool
+from .executors import HALTED, Call, FuturesExecutor, InlineExecutor, NotReached, StepAbandoned, ThreadPool
 from .interrupts import waiting
 from .models import Plan, Step
 
@@ -197,6 +197,14 @@ class Dispatcher:
             flight.future = Call.done_with(Outcome(ok=False, error=f"the executor could not run the step: "
                                                                     f"{describe_exception(exc)}"))
 
+    def halt(self, halted: bool) -> None:
+        """Whether the run starts anything new: a batch already running stops between its calls
+        when it does not (another lane failed and aborts or replans, a pause, a stop)."""
+        if halted:
+            HALTED.add(id(self))
+        else:
+            HALTED.discard(id(self))
+
     def start_batch(self, flights: list[Flight], results: list[dict[str, Any]]) -> None:
         """Hand several prepared tool calls to the executor as one task (they run one after
         another on one of its workers, and hold one lane)."""
@@ -216,7 +224,7 @@ class Dispatcher:
         for i, flight in enumerate(batched):
             flight.lane = i == 0
         try:
-            calls = self._futures.submit_batch(works, self.completions)
+            calls = self._futures.submit_batch(works, self.completions, id(self))
         except Exception as exc:  # noqa: BLE001 - the executor refused the task (a closed Dask client)
             failed = Outcome(ok=False, error=f"the executor could not run the step: {describe_exception(exc)}")
             calls = [Call.done_with(failed) for _ in batched]
@@ -378,6 +386,7 @@ class Dispatcher:
 
     def close(self) -> None:
         """Let the worker threads go once nothing is running on them."""
+        HALTED.discard(id(self))  # another dispatcher may get this id later
         if self.pool is not None and not self.inflight and not self.leftovers:
             self.pool.shutdown()
             self.pool = None

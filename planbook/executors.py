@@ -33,15 +33,25 @@ class NotReached(Exception):
     """A call of a batch that never started: an earlier call of its batch failed first."""
 
 
-def run_in_turn(calls: list[Callable[[], Any]]) -> list[Any]:
-    """Run a batch's calls one after another; stop after the first whose outcome is not ``ok``.
+#: the runs that start nothing new (their batches stop between calls), by their dispatcher's token.
+#: Seen by batches in this process (threads, an in-process cluster); a batch in another process
+#: stops only at its own failure.
+HALTED: set[int] = set()
+
+
+def run_in_turn(calls: list[Callable[[], Any]], run: int | None = None) -> list[Any]:
+    """Run a batch's calls one after another; stop after the first whose outcome is not ``ok``,
+    or before the next call once run ``run`` starts nothing new (:data:`HALTED`).
 
     Module-level so that a cluster can ship it. Stopping at a failure keeps a batch from
-    starting work its failure's policy (``abort``, ``replan``) would not have started:
-    the calls after it are handed back unstarted.
+    starting work its failure's policy (``abort``, ``replan``) would not have started, and
+    so does stopping when another lane's failure, a pause or a stop ended the run's
+    starting: the calls after it are handed back unstarted.
     """
     outcomes: list[Any] = []
     for call in calls:
+        if outcomes and run is not None and run in HALTED:
+            break
         outcome = call()
         outcomes.append(outcome)
         if not getattr(outcome, "ok", True):
@@ -250,7 +260,7 @@ class FuturesExecutor:
         call.future.add_done_callback(settle)
         return call
 
-    def submit_batch(self, fns: list[Callable[[], Any]], completions: Completions) -> list[Call]:
+    def submit_batch(self, fns: list[Callable[[], Any]], completions: Completions, run: int | None = None) -> list[Call]:
         """Hand several calls over as one task (:func:`run_in_turn`); one :class:`Call` per call.
 
         One task per call costs a cluster a scheduling round trip each (milliseconds on
@@ -279,7 +289,7 @@ class FuturesExecutor:
             for call in calls:
                 completions.put(call)
 
-        future = self.executor.submit(run_in_turn, list(fns))
+        future = self.executor.submit(run_in_turn, list(fns), run)
         for call in calls:
             call.future = future
         future.add_done_callback(settle)

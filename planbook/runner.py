@@ -476,6 +476,8 @@ class Runner:
             return None
         if self.door is not None:
             self.door.apply_inbox()
+        if self.dispatch.batching:
+            self.dispatch.halt(self._ending is not None or self._replan_for is not None or self._pause_why is not None)
         if s.pending_failures:  # a failure's policy was interrupted: apply it first
             pending, s.pending_failures = list(s.pending_failures), []
             for step_id in pending:
@@ -655,6 +657,9 @@ class Runner:
             self.dispatch.inflight.remove(flight)
             self._record(flight)
             last = flight.step
+        if self.dispatch.batching:  # a batch in another lane starts no call a plain run would not
+            self.dispatch.halt(self._ending is not None or self._replan_for is not None
+                               or self._pause_why is not None)
         return last
 
     def _record(self, flight: Flight, *, kept: bool = False) -> None:

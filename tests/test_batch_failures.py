@@ -372,3 +372,44 @@ def test_a_batch_that_ends_as_its_cluster_is_given_up_fails_whole(threads_execut
     dispatch._check_executor()
     given_up = [not isinstance(flight.future, BatchedCall) for flight in flights]
     assert given_up in ([True] * 3, [False] * 3)
+
+
+# ------------------------------------------------------------ two lanes: a failure in one
+@pytest.mark.parametrize("policy", ["abort", "replan"])
+def test_a_failure_in_one_lane_stops_the_other_lane_s_batch_between_calls(
+        policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``parallel=2`` each lane takes a batch ([f, a, b] and [c, d, e]). When f fails and
+    its policy ends (or replans) the run, the other lane's batch starts no further call: a
+    plain run would not have started one either."""
+    from planbook.dispatch import Dispatcher
+
+    halted = threading.Event()
+    original = Dispatcher.halt
+
+    def halt(self: Dispatcher, on: bool) -> None:
+        original(self, on)
+        if on:
+            halted.set()  # the run starts nothing new from here on
+
+    monkeypatch.setattr(Dispatcher, "halt", halt)
+    made: list[str] = []
+    lock = threading.Lock()
+    box = Toolbox()
+
+    @box.tool(cache=False)
+    def work(label: str) -> str:
+        with lock:
+            made.append(label)
+        if label == "f":
+            raise RuntimeError("f broke")
+        if label == "c":  # the other lane's first call ends only once the run stopped starting
+            assert halted.wait(30)
+        return label
+
+    plan = Plan(steps=[Step(id=s, tool="work", args={"label": s}, on_failure=policy) for s in "fabcde"])
+    planner = (lambda goal, history, last_error: [Step(id="g", tool="work", args={"label": "g"})]) \
+        if policy == "replan" else None
+    with ThreadPoolExecutor(2) as pool:
+        result = planbook.run(plan, tools=box, parallel=2, executor=pool, planner=planner)
+    assert "d" not in made and "e" not in made, made
+    assert result.executions == len(made), (result.executions, made)
