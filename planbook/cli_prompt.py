@@ -124,7 +124,7 @@ class TerminalPrompt:
             self.stdout.write(f"not JSON ({exc.msg} at character {exc.pos}): write them as {{\"name\": value}}\n")
             return None
         if isinstance(args, dict):  # a secret shown as *** and typed back as *** keeps its value
-            args = RunSecrets.kept_secrets(args, step.args)
+            args = self.gate.kept_secrets(args, step.args)
         try:
             return Decision.edit(check_edit(step, args, self.tools), who="cli")
         except (TypeError, ValueError) as exc:

@@ -281,6 +281,12 @@ class Runner:
         s = self.state
         if kind == "plan.created" or kind == "plan.diff":  # a new plan or an edit: its secret args are secrets
             self.secrets.learn_plan(s.plan)
+            if self.goal_only is not None and s.plan.id == slug(self.goal_only):
+                # an id made from a goal that names a secret (cut at 40 characters, it may keep a
+                # part of it no redaction finds): made again from the goal as it may be shown
+                hidden = self.secrets.text(self.goal_only)
+                if hidden != self.goal_only:
+                    s.plan.id = slug(hidden) or "plan"
         event = Event.record(kind, self.clock() if at is None else at, step, s.plan.revision, data)
         s.events.append(event)
         return event
@@ -302,7 +308,7 @@ class Runner:
         if exc is not None:
             self.state.traceback = self.secrets.text(
                 "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__)))
-        self.emit("run.finished", status=status, reason=reason, error=error, executions=self.state.executions,
+        self.emit("run.finished", status=status, reason=reason, error=self.state.error, executions=self.state.executions,
                   replans=self.state.replans)
         if self.recorder is not None:
             self.recorder.flush(self.state)

@@ -17,6 +17,8 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from .outbound.redact import shown_arg
+
 
 class Tool:
     """A registered callable. Call it like the function; ``validate`` checks args."""
@@ -120,7 +122,8 @@ class Tool:
                 else:
                     expected = _type_name(fields[arg].annotation) if arg in fields else "?"
                     problems.append(
-                        f"argument {arg!r} of tool {self.name!r} expects {expected}, got {err['input']!r} ({err['msg']})"
+                        f"argument {arg!r} of tool {self.name!r} expects {expected}, got "
+                        f"{shown_arg(arg, err['input'], repr)} ({err['msg']})"  # a password is not echoed
                     )
         return problems
 

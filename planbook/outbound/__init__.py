@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..refs import WHOLE_REF, find_refs
-from .redact import REDACTED_TEXT, Redactor, is_secret_name, secret_texts, shown_arg, suspicious
+from .redact import (MIN_SECRET_LENGTH, REDACTED_TEXT, Redactor, is_secret_name, masked_names, named_secrets,
+                     secret_texts, shown_arg, suspicious)
 from .text import html_text, indent_lines, md_code, md_text, neutralise, one_line
 
 #: the parts of a reference after a step id: ``$login.token``, ``$login[0]``
@@ -28,22 +29,36 @@ _REF_TAIL = re.compile(r"[.\[]")
 
 
 def secret_arg_values(args: Mapping[str, Any]) -> tuple[list[Any], list[str]]:
-    """The literal values given to ``args``' secret-named arguments, and the ids of the steps
-    whose results feed them by reference (``token: $login``)."""
-    values: list[Any] = []
+    """The literal values given to ``args``' secret-named arguments (or to secret-named keys
+    inside any argument: ``headers={"Authorization": ...}``), and the ids of the steps whose
+    results feed them by reference (``token: $login``)."""
+    values, refs = named_secrets(args)
     holders: list[str] = []
-    for name, value in args.items():
-        if type(name) is not str or not is_secret_name(name):
-            continue
-        refs = find_refs(value)
-        if refs:
-            # ``$login.token`` names the step ``login`` (or one called ``login.token``)
-            holders.extend({part for ref in refs for part in (ref, _REF_TAIL.split(ref, maxsplit=1)[0])})
-            if not (isinstance(value, str) and WHOLE_REF.match(value)):
-                values.append(value)  # ``"Bearer ${login}"``: the literal part is secret too
-        else:
-            values.append(value)
+    for value in refs:
+        found = find_refs(value)
+        # ``$login.token`` names the step ``login`` (or one called ``login.token``)
+        holders.extend({part for ref in found for part in (ref, _REF_TAIL.split(ref, maxsplit=1)[0])})
+        if not found or not WHOLE_REF.match(value):
+            values.append(value)  # ``"Bearer ${login}"``: the literal part is secret too
     return values, holders
+
+
+def holder_texts(result: Any) -> list[Any]:
+    """What of a result that feeds a secret-named argument is the secret: a text or a number
+    whole; in a mapping (or an object's fields) the values under secret-named keys when it has
+    such keys (``access_token``, not ``token_type: "Bearer"`` or ``expires_in: 3600``), else its
+    longer texts; in a list, each item so."""
+    if isinstance(result, (str, bytes, int, float)) and not isinstance(result, bool):
+        return [result]
+    if isinstance(result, (list, tuple, set, frozenset)):
+        return [text for item in result for text in holder_texts(item)]
+    fields = result if isinstance(result, Mapping) else getattr(result, "__dict__", None)
+    if isinstance(fields, Mapping):
+        named, _ = named_secrets(dict(fields))
+        if named:
+            return named
+        return [t for t in secret_texts(list(fields.values())) if len(t) >= MIN_SECRET_LENGTH]
+    return [result]
 
 
 class RunSecrets:
@@ -92,14 +107,14 @@ class RunSecrets:
                 new = set(holders) - self.holders
                 self.holders |= new
             if new:
-                values += [s.result for s in plan.steps if s.id in new and s.result is not None]
+                values += [t for s in plan.steps if s.id in new and s.result is not None for t in holder_texts(s.result)]
         if values:
             self.learn(values)
 
     def learn_result(self, step: Any) -> None:
         """``step`` has a result: if it feeds a secret-named argument, the result is a secret."""
         if step.id in self.holders and step.result is not None:
-            self.learn([step.result])
+            self.learn(holder_texts(step.result))
 
     def learn(self, values: Iterable[Any]) -> None:
         """The strings and numbers in ``values`` are secrets of this run from now on."""
@@ -159,15 +174,16 @@ class RunSecrets:
     def shown_args(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """A step's arguments as a browser may hold them (the widget's editor): a secret-named
         one as ``***`` (a ``$id`` reference as written), the others redacted as plain data."""
-        return {name: REDACTED_TEXT if shown_arg(name, value, str) == REDACTED_TEXT else self.data(value)
-                for name, value in args.items()}
+        return {name: REDACTED_TEXT if shown_arg(name, value, str) == REDACTED_TEXT
+                else self.data(masked_names(value)) for name, value in args.items()}
 
-    @staticmethod
-    def kept_secrets(edited: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
-        """Arguments edited from :meth:`shown_args`: a secret-named one still ``***`` was not
-        changed, and keeps its value (an edit never sets a password to ``***``)."""
-        return {name: current[name] if value == REDACTED_TEXT and name in current and is_secret_name(name)
-                else value for name, value in edited.items()}
+    def kept_secrets(self, edited: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
+        """Arguments edited from :meth:`shown_args`: one that comes back as it was shown (a
+        password as ``***``, a URL with its credentials hidden, a dict with a hidden key) was not
+        changed, and keeps its real value (an edit never sets a password to ``***``)."""
+        shown = self.shown_args(current)
+        return {name: current[name] if name in current and value == shown[name] else value
+                for name, value in edited.items()}
 
     def holds_secret(self, step_id: str) -> bool:
         return step_id in self.holders

@@ -28,7 +28,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 from functools import lru_cache
 from typing import Any
 
@@ -88,7 +88,8 @@ def _shape(match: re.Match[str]) -> str:
         # ``password=***)``: already hidden (the ``)`` after it is no part of the value)
         if is_secret_name(name) and not match.group("pvalue").startswith(REDACTED_TEXT):
             return match.group("pair") + REDACTED_TEXT
-        return match.group(0)
+        # not a secret's name: its value may still hold a shape (``"url": "https://u:pw@host"``)
+        return match.group("pair") + _SHAPES.sub(_shape, match.group("pvalue"))
     return "sk-" + REDACTED_TEXT
 
 
@@ -123,10 +124,13 @@ class Redactor:
         self.refresh()
 
     def add_secrets(self, secrets: Iterable[str]) -> None:
-        """Hide these strings too (e.g. an LLM config's ``secrets()``)."""
-        self._given |= {s for s in secrets if s}
-        self._env_key = None
-        self.refresh()
+        """Hide these strings too (e.g. an LLM config's ``secrets()``). Compiled when next used:
+        a run that learns secrets one step at a time compiles its patterns once per use, not
+        once per secret learned while nothing reads them."""
+        new = {s for s in secrets if s} - self._given
+        if new:
+            self._given |= new
+            self._env_key = None
 
     def learn(self, values: Iterable[Any]) -> None:
         """Values that were redacted by name (a ``password=`` arg, the tuple of ``auth=``):
@@ -159,10 +163,12 @@ class Redactor:
     @property
     def has_secrets(self) -> bool:
         """True when there are known secret strings to look for."""
+        self.refresh()
         return self._known is not None
 
     def has_known_secret(self, data: str | bytes) -> bool:
         """True when ``data`` (text, JSON text, or a pickle's bytes) holds a known secret."""
+        self.refresh()
         if self._known_text is None:
             return False
         if isinstance(data, bytes):
@@ -181,6 +187,8 @@ class Redactor:
     def unchanged(self, text: str) -> bool:
         """True when redaction would change nothing in ``text`` (False may be a false alarm:
         see :data:`SUSPECT_WORDS`)."""
+        if self._env_key is None:
+            self.refresh()
         return not suspicious(text) and not any(s in text for s in self._known_forms)
 
     def json_record(self, value: dict[str, Any], texts: list[str]) -> str:
@@ -196,6 +204,8 @@ class Redactor:
         """``text`` with known secrets and secret shapes replaced by ``***``."""
         if not text:
             return text
+        if self._env_key is None:
+            self.refresh()
         if self._known is not None:
             text = self._known.sub(REDACTED_TEXT, text)
         return _SHAPES.sub(_shape, text) if suspicious(text) else text
@@ -206,6 +216,8 @@ class Redactor:
         Returns ``value`` itself when nothing had to change (no copy on the fast path).
         """
         t = type(value)
+        if self._env_key is None:
+            self.refresh()
         if t in _SCALARS:
             # a number given as a secret (a PIN) is hidden where it stands as a number too
             if (t is int or t is float) and self._exact and str(value) in self._exact:
@@ -280,6 +292,7 @@ def echo_forms(secret: str) -> set[str]:
     escaped whichever quotes repr chose), and JSON's escapes (``ensure_ascii`` or not)."""
     forms = {secret, repr(secret)[1:-1], ascii(secret)[1:-1], json.dumps(secret)[1:-1], _dump(secret)[1:-1]}
     forms.add(repr(secret + "'\"")[1:-4])  # inside the repr of a text with both quotes: ' escaped too
+    forms |= {quote(secret, safe=""), quote_plus(secret)}  # in a URL's query or path
     slugged = "-".join(_SLUG_WORDS.findall(secret.lower()))
     if len(slugged) >= Redactor.MIN_SECRET:
         forms.add(slugged)  # a plan id made from a goal that mentions it (``log-in-with-tok-zq81``)
@@ -307,15 +320,61 @@ def secret_texts(values: Iterable[Any]) -> list[str]:
             todo.extend(value.values())
         elif isinstance(value, (list, tuple, set, frozenset)):
             todo.extend(value)
+        elif value is not None and not isinstance(value, bool):
+            # an object (a token class, a model): what it shows as, and what it holds
+            try:
+                found.append(str(value))
+                fields = getattr(value, "__dict__", None)
+            except Exception:  # noqa: BLE001 - an object that cannot say what it is holds nothing to learn
+                continue
+            if isinstance(fields, dict):
+                todo.extend(fields.values())
     return found
 
 
 def shown_arg(name: Any, value: Any, show: Callable[[Any], str]) -> str:
     """How a view prints an arg: ``***`` for a secret-named one (a ``$id`` reference is shown:
-    it names a step, not a secret), else ``show(value)``."""
+    it names a step, not a secret), else ``show(value)`` — with the secret-named keys inside it
+    (``headers={'X-Api-Key': ...}``) shown as ``***`` too."""
     if type(name) is str and is_secret_name(name) and not (isinstance(value, str) and WHOLE_REF.match(value)):
         return REDACTED_TEXT
+    if isinstance(value, (dict, list, tuple)):
+        value = masked_names(value)
     return show(value)
+
+
+def masked_names(value: Any) -> Any:
+    """``value`` with the values of its secret-named keys, at any depth, as ``***`` (``$id``
+    references kept); ``value`` itself when it has none."""
+    if isinstance(value, dict):
+        out = {k: REDACTED_TEXT if type(k) is str and is_secret_name(k)
+               and not (isinstance(v, str) and WHOLE_REF.match(v)) else masked_names(v) for k, v in value.items()}
+        return value if all(out[k] is value[k] for k in value) else out
+    if isinstance(value, (list, tuple)):
+        items = [masked_names(v) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+def named_secrets(value: Any) -> tuple[list[Any], list[Any]]:
+    """The values under secret-named keys anywhere inside ``value`` (a ``headers`` dict's
+    ``Authorization``), and the other values of those keys that are ``$id`` references."""
+    values: list[Any] = []
+    refs: list[Any] = []
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            for k, v in item.items():
+                if type(k) is str and is_secret_name(k):
+                    (refs if isinstance(v, str) and "$" in v else values).append(v)
+                else:
+                    todo.append(v)
+        elif isinstance(item, (list, tuple)):
+            todo.extend(item)
+    return values, refs
 
 
 # ------------------------------------------------------------------ model credentials

@@ -138,6 +138,10 @@ def result_html(value: Any, cap: int, hide: Callable[[str], str] | None = None) 
                 return _note(SECRET_NOTE if secret else AS_TEXT_NOTE) + text, cut
             rendered = (_note(kept.left_out) if kept.left_out else "") + kept.html
         else:
+            if mime == "image/svg+xml" and hide is not None and isinstance(body, (str, bytes)) and _holds_secret(
+                    body if isinstance(body, str) else body.decode("utf-8", "replace"), hide):
+                text, cut = _pre(show(str(data.get("text/plain", "")) or _short_repr(value, cap, hide)), cap)
+                return _note(SECRET_NOTE) + text, cut
             picture = _image(mime, body)
             if picture is None:
                 continue
@@ -152,9 +156,13 @@ def _same(text: str) -> str:
 
 
 def _holds_secret(markup: str, hide: Callable[[str], str]) -> bool:
-    """True when ``markup``'s text or attributes (entities decoded) hold something the gate hides."""
+    """True when ``markup`` as a person reads it (its text without tags, its attributes, the
+    SVG pictures inside it) or its source (entities decoded) holds something the gate hides."""
+    from ..outbound.html import readable_text
+
     decoded = html.unescape(markup)
-    return hide(decoded) != decoded
+    readable = readable_text(markup)
+    return hide(decoded) != decoded or hide(readable) != readable
 
 
 def _note(text: str) -> str:

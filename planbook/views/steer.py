@@ -69,7 +69,10 @@ def on_control(handle: Any, content: dict[str, Any]) -> str:
                     return f"the arguments are not JSON ({exc.msg} at character {exc.pos}): write them as {{\"name\": value}}"
             if not isinstance(args, dict):
                 return "the arguments must be a JSON object, like {\"to\": \"alice\"}"
-            handle.edit(step, args, who="widget")
+            # the editor was given the args as the gate shows them (a password as ***): what comes
+            # back unchanged keeps its real value
+            current = handle.runner.plan.step(step).args
+            handle.edit(step, handle.runner.secrets.kept_secrets(args, current), who="widget")
         else:
             return f"unknown control {action!r}"
     except (KeyError, ValueError, TypeError, RuntimeError) as exc:

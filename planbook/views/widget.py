@@ -354,7 +354,7 @@ class PlanView:
             errors = dict(self.widget.errors)
             key = str(content.get("step") or "")
             if error:
-                errors[key] = error
+                errors[key] = self.state.gate.line(error)  # an edit's error may quote its arguments
             else:
                 errors.pop(key, None)
             self.widget.errors = errors
@@ -372,10 +372,11 @@ class PlanView:
         """Add the decisions among the run's new events (read once each); True when some were added."""
         events = self.handle.runner.state.events
         before = len(self._decisions)
+        line = self.state.gate.line  # a reason may quote an argument or a password typed in
         for event in events[self._events_read:len(events)]:
             if event.kind == "step.decided":
                 self._decisions.append([event.data.get("decision", ""), event.step or "", event.data.get("who", ""),
-                                        event.data.get("reason", "")])
+                                        line(str(event.data.get("reason", "")))])
             elif event.kind == "run.steered":
                 self._decisions.append([event.data.get("action", ""), "", event.data.get("who", ""), ""])
         self._events_read = len(events)
