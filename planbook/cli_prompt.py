@@ -149,7 +149,7 @@ def attach_prompt(runner: Any, stdin: TextIO | None = None) -> None:
         if asking:
             raise ValueError(NOT_A_TERMINAL.format(step=asking[0]))
         return
-    steering.prompt = TerminalPrompt(runner.tools, stdin=stdin, gate=runner.secrets, timeout=steering.timeout)
+    steering.ask_with(TerminalPrompt(runner.tools, stdin=stdin, gate=runner.secrets, timeout=steering.timeout))
 
 
 def _isatty(stream: Any) -> bool:

@@ -46,7 +46,7 @@ class RunHandle:
     def __init__(self, runner: Runner, *, view: Any = None) -> None:
         self.runner = runner
         self.steering = runner.steer()
-        self.steering.remote = True
+        self.steering.answered_elsewhere()
         #: where every decision given here goes (the run applies them)
         self.door: Door = runner.door  # type: ignore[assignment]  # steer() made it
         self._future: concurrent.futures.Future[RunResult] = concurrent.futures.Future()

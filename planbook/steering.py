@@ -68,6 +68,14 @@ class Steering:
         #: steps approved and not started yet, as approved (an approval covers one execution of that work)
         self.approved: dict[str, tuple[StepRef, str]] = {}
 
+    def ask_with(self, prompt: Prompt) -> None:
+        """Answer the steps that wait with ``prompt`` (the terminal's), set before the run starts."""
+        self.prompt = prompt
+
+    def answered_elsewhere(self) -> None:
+        """Decisions come from another thread (a background run's handle or its view)."""
+        self.remote = True
+
     def check_askers(self, runner: Runner) -> None:
         """Before a run: a step that would ask with nobody to answer is an error now, not a hang."""
         if self.prompt is None and not self.remote:

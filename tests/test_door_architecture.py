@@ -28,6 +28,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "planbook"
 #: the runner and the module it applies decisions with
 DOOR = {"runner.py", "decisions.py"}
 RUNNER_NAMES = {"runner", "_runner"}
+#: what a run is made of besides its runner: its door (the inbox) and its steering (who waits)
+RUN_PARTS = {"door", "_door", "steering", "_steering"}
 MUTATORS = {"append", "extend", "insert", "pop", "popitem", "remove", "clear", "update", "setdefault", "discard",
             "add", "sort", "reverse", "appendleft", "popleft", "extendleft"}
 QUEUES = {"Queue", "SimpleQueue", "LifoQueue", "PriorityQueue", "deque"}
@@ -51,15 +53,16 @@ class DoorCheck(ast.NodeVisitor):
     def is_runner(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Name):
             return node.id in RUNNER_NAMES or node.id in self.runner_params[-1]
-        return isinstance(node, ast.Attribute) and node.attr == "runner"
+        return isinstance(node, ast.Attribute) and node.attr in RUNNER_NAMES | RUN_PARTS
 
     def through_runner(self, node: ast.AST) -> list[ast.AST]:
-        """The chain below ``node`` (``a.b[c].d`` → ``a.b[c]``, ``a.b``, ``a``) up to and including a
-        runner expression; [] when the chain does not pass through one."""
+        """The chain below ``node`` (``a.b[c].d`` → ``a.b[c]``, ``a.b``, ``a``; through calls too:
+        ``runner.plan.step('a').status``) up to and including a runner expression; [] when the
+        chain does not pass through one."""
         chain: list[ast.AST] = []
         current = node
-        while isinstance(current, (ast.Attribute, ast.Subscript)):
-            current = current.value
+        while isinstance(current, (ast.Attribute, ast.Subscript, ast.Call)):
+            current = current.func if isinstance(current, ast.Call) else current.value
             chain.append(current)
             if self.is_runner(current):
                 return chain
@@ -100,8 +103,9 @@ class DoorCheck(ast.NodeVisitor):
         for target in node.targets:
             self.check_target(target, node)
         value = node.value
-        if self.is_runner(value) or (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
-                                     and value.func.id == "Runner"):
+        if self.is_runner(value) or self.through_runner(value) or (
+                isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "Runner"):
+            # ``s = runner.state``, ``step = runner.plan.step('a')``: a part of the run by another name
             self.runner_params[-1].update(t.id for t in node.targets if isinstance(t, ast.Name))
         self.check_queue(node.value, node)
         self.generic_visit(node)
@@ -132,15 +136,24 @@ class DoorCheck(ast.NodeVisitor):
                     self.report(node, "keeps a second inbox (a queue of decisions of its own)")
 
     # ------------------------------------------------------------ calls
+    def visit_For(self, node: ast.For) -> None:
+        if self.is_runner(node.iter) or self.through_runner(node.iter):  # ``for st in runner.plan.steps``
+            self.runner_params[-1].update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+        self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args and (
+                self.is_runner(node.args[0]) or self.through_runner(node.args[0])):
+            self.report(node, "writes the run's state")
         if isinstance(func, ast.Attribute):
             chain = self.through_runner(func)
             private = func.attr.startswith("_") and not func.attr.startswith("__")
             if chain and private:
                 self.report(node, "calls a private method of the run")
-            elif chain and func.attr in MUTATORS and any(
-                    isinstance(link, ast.Attribute) and link.attr == "state" for link in chain):
+            elif chain and func.attr in MUTATORS and any(  # the run's state, or a private part of it
+                    isinstance(link, ast.Attribute) and (link.attr == "state" or link.attr.startswith("_"))
+                    for link in chain):
                 self.report(node, "changes the run's state")
         self.generic_visit(node)
 
@@ -189,6 +202,13 @@ def test_the_check_reads_the_whole_package() -> None:
     ("import queue\nfrom .approvals import Decision\nclass H:\n    def __init__(self):\n"
      "        self.pending = queue.SimpleQueue()\n", "keeps a second inbox"),
     ("from collections import deque\nfrom . import steering\nwaiting = deque()\n", "keeps a second inbox"),
+    ("def f(runner):\n    s = runner.state\n    s.status = 'paused'\n", "writes the run's state"),
+    ("def f(runner):\n    runner.plan.step('a').status = 'completed'\n", "writes the run's state"),
+    ("def f(runner):\n    for st in runner.plan.steps:\n        st.notes = ''\n", "writes the run's state"),
+    ("def f(runner):\n    setattr(runner, '_ending', None)\n", "writes the run's state"),
+    ("class H:\n    def f(self):\n        self._runner._ending = None\n", "writes the run's state"),
+    ("def f(handle):\n    handle.door._queue.clear()\n", "changes the run's state"),
+    ("def f(handle):\n    handle.steering.approved['a'] = None\n", "writes the run's state"),
 ])
 def test_the_check_finds_a_violator(source: str, what: str) -> None:
     found = violations(source)
