@@ -158,7 +158,7 @@ def _soft_needs(step_id: str, plan_ids: list[str], seeds: dict[str, Any]) -> lis
     try:
         wanted = list(seed.need)
         return [i for i in plan_ids if i in seeds and any(w == seeds[i].id for w in wanted)]
-    except TypeError:  # a need upstream cannot iterate: the step failed on it
+    except TypeError:  # a need upstream cannot iterate: the run ended before this step
         return []
 
 

@@ -294,9 +294,10 @@ class _Review:
     def seed_prompt(self, step: Step, task: str) -> str | None:
         """Faithful: the prompt upstream builds from the results of the step's need, typed as written.
 
-        A need ``"12"`` is read character by character, an integer id never matches a text
-        need, and a need that is ``null`` or a number raises ``TypeError`` here, as upstream
-        does mid-run (the step fails). None for a step that was not read faithfully.
+        A need ``"12"`` is read character by character and an integer id never matches a text
+        need. (A need upstream cannot look up, ``null`` or a number, ended the run before this
+        step started: :meth:`~planbook.compat.agenticseek.AgenticSeekPlanner.before_task`.)
+        None for a step that was not read faithfully.
         """
         from .agenticseek import need_prompt
 
@@ -410,6 +411,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
             "an agent's step budget carries over from one step to the next",
             "an agent that says FINISHED is never noticed",
             "no planning call: a 3-step default plan",
+            "the agent is given the step prompt, the whole plan's text, rather than its task",
         ),
         build=_openmanus, returns=_every_answer,
     ),
@@ -427,6 +429,8 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
             "the planner's memory only grows: every question resends the whole conversation",
             "the planner's example reuses an id",
             "only the last step's answer is returned",
+            "where upstream's code raises (a task without agent, a plan that is not a list, a title that is not "
+            "text) the run ends there, once, not asked again: \"upstream raises here\"",
         ),
         build=_agenticseek, returns=_last_or_every,
     ),
