@@ -115,13 +115,16 @@ class RunInterrupted(KeyboardInterrupt):
     """The kernel's interrupt stopped a run. Raised (not returned) so "run all" stops too;
     the run is kept and ``%run_plan NAME`` continues it."""
 
-    def __init__(self, name: str, result: RunResult) -> None:
+    def __init__(self, name: str, result: RunResult, *, stored: bool = True) -> None:
         self.name = name
         self.result = result
         done = sum(1 for s in result.plan.steps if s.status.value == "completed")
+        # after a kernel restart this kernel's run is gone: only the store can continue it
+        after_restart = (f" (after a kernel restart: %run_plan {name} --resume)" if stored
+                         else " (a kernel restart loses it: this notebook keeps no runs in a file)")
         super().__init__(
             f"plan {name!r} was interrupted ({done}/{len(result.plan.steps)} steps completed); "
-            f"run %run_plan {name} to continue it, or %run_plan {name} --restart to start again"
+            f"run %run_plan {name} to continue it{after_restart}, or %run_plan {name} --restart to start again"
         )
 
     def _render_traceback_(self) -> list[str]:
@@ -380,6 +383,31 @@ class PlanMagics(Magics):
         except ResumeError as exc:
             raise UsageError(magic_words(str(exc))) from None
 
+    def _refuse_over_stored(self, name: str) -> None:
+        """After a kernel restart the kernel has no run of NAME, but the store may hold one
+        that did not finish: a plain ``%run_plan NAME`` would start over from step 1 and
+        repeat its work. Refused before anything runs, saying how to continue or start over."""
+        store = self.store()
+        if store is None:
+            return
+        run_id = store.latest_run_id(plan_id=name)
+        if run_id is None:
+            return
+        summary = next((s for s in store.list_runs() if s.run_id == run_id), None)
+        if summary is None or summary.damage:
+            return
+        if summary.status in ("interrupted", "paused"):
+            how = summary.status
+        elif summary.writer_gone:  # its kernel (or process) died while it ran
+            how = "cut short (its kernel stopped while it ran)"
+        else:  # completed, failed, or running in a process that is alive (a background run of this kernel)
+            return
+        raise UsageError(
+            f"plan {name!r} has an unfinished run in the store: run {run_id}, {how}, "
+            f"{summary.steps_done}/{summary.steps_total} steps completed. %run_plan {name} --resume continues it "
+            f"(completed steps are not run again); %run_plan {name} --restart starts a new run from the first step"
+        )
+
     # --------------------------------------------------------------- %run_plan
     def _background(self, value: Any, args: Any, **options: Any) -> Any:
         """``--background``: start the run on its own thread and return its handle (displayed as the live view)."""
@@ -421,7 +449,7 @@ class PlanMagics(Magics):
     @ma.argument("--strategy", metavar="NAME", help="run as a seed design: planbook (default), lesson, openmanus or agenticseek (planbook.compat.strategies)")
     @ma.argument("--faithful", action="store_true", help="with --strategy openmanus or agenticseek: reproduce that design's pitfalls, for teaching")
     @ma.argument("--check", action="store_true", help="raise planbook.RunFailed if the run ends failed (for pipelines)")
-    @ma.argument("--restart", action="store_true", help="start a new run even if the last one paused or was interrupted")
+    @ma.argument("--restart", action="store_true", help="start a new run even if the last one paused or was interrupted (in this kernel, or stored before a kernel restart)")
     @ma.argument("--no-view", action="store_true", help="no live view (the result is still returned)")
     @ma.argument("--background", action="store_true", help="run on a thread of its own and return a RunHandle at once: other cells run meanwhile, and the live view's Pause / Continue / Stop and Approve / Skip / Edit buttons reach the run (handle.status, handle.wait(), handle.approve(ID))")
     @ma.argument("--approve", nargs="?", const=True, default=None, metavar="IDS|TOOLS", help="with --background: steps wait for your decision before they start (every step, or the step ids / tool names given, comma-separated); tools registered with approve=True always ask")
@@ -432,7 +460,9 @@ class PlanMagics(Magics):
 
         A paused (``--step``, ``--until``) or interrupted run continues with the next
         ``%run_plan NAME`` (with no options, or the same ones) as long as NAME still holds
-        the same plan; other options need ``--restart``. A finished run starts again.
+        the same plan; other options need ``--restart``. A finished run starts again. After a
+        kernel restart, when the store holds an unfinished run of NAME, ``%run_plan NAME``
+        refuses before anything runs: ``--resume`` continues it, ``--restart`` starts over.
 
         While the view is shown, each step's work runs in a worker thread so the view can
         redraw; a tool that must run on the main thread is registered with
@@ -520,6 +550,8 @@ class PlanMagics(Magics):
                 "with these options"
             )
         resumable = unfinished  # with no options, or the same ones: continue where it stopped
+        if run is None and not args.resume and not args.restart:
+            self._refuse_over_stored(name)  # a kernel restart forgot the run; the store did not
         if args.resume:
             if run is not None:
                 run.runner.settle()
@@ -578,7 +610,8 @@ class PlanMagics(Magics):
             if bridge is not None:
                 bridge.close()
         if result.status == "interrupted":
-            raise RunInterrupted(name, result)
+            # a run kept in memory (or nowhere) is gone after a kernel restart: no --resume then
+            raise RunInterrupted(name, result, stored=self.store_choice not in ("off", ":memory:"))
         if args.check and result.status == "failed":
             raise RunFailed(result)
         if bridge is not None:  # the live view shows the plan: the cell's value need not show it again

@@ -713,8 +713,8 @@ def test_kernel_interrupt_stops_the_run_and_it_continues(kernel: Kernel) -> None
     assert (reply["status"], reply.get("ename")) == ("error", "RunInterrupted"), reply  # "run all" stops here
     (error,) = [m for m in messages if m["msg_type"] == "error"]
     assert error["content"]["traceback"] == [
-        "RunInterrupted: plan 'naps' was interrupted (1/3 steps completed); run %run_plan naps to continue it, "
-        "or %run_plan naps --restart to start again"
+        "RunInterrupted: plan 'naps' was interrupted (1/3 steps completed); run %run_plan naps to continue it "
+        "(after a kernel restart: %run_plan naps --resume), or %run_plan naps --restart to start again"
     ]
     # the interrupted nap was still running in its worker thread: continuing waits for it and keeps
     # its result, so step 2 is not run again (a replaced tool is not called)

@@ -1,0 +1,165 @@
+"""The first hour of a new user (issue 27): a restarted kernel, a click on an ended run,
+the command line's live table and approval prompt, MCP errors, the course's words."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from helpers import Kernel
+from IPython.core.error import UsageError
+
+import planbook
+from planbook import Plan, Toolbox
+from planbook.magics import magics_of
+
+CHAIN = """\
+steps:
+  - {id: a, tool: tick, args: {label: a}}
+  - {id: b, tool: tick, args: {label: b}}
+  - {id: c, tool: tick, args: {label: c}}
+"""
+
+
+class Ticks:
+    """A tool that records its calls and is interrupted (as by the kernel's button) when told."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.stop_at: set[str] = set()
+        self.tools = Toolbox()
+
+        @self.tools.tool
+        def tick(label: str) -> str:
+            """Tick."""
+            self.calls.append(label)
+            if label in self.stop_at:
+                self.stop_at.discard(label)
+                raise KeyboardInterrupt
+            return label
+
+
+# ------------------------------------------------------------------ after a kernel restart
+def _stored_unfinished_run(ip: Any, name: str) -> Ticks:
+    """A run of plan NAME interrupted at step b and kept in the notebook's store, by another
+    runner than this kernel's magics: what the store holds after a kernel restart."""
+    from planbook.store import default_store_path
+
+    ticks = Ticks()
+    ip.user_ns["ticks"] = ticks.tools
+    ip.run_cell_magic("plan", f"{name} --tools ticks", CHAIN)
+    ticks.stop_at.add("b")
+    result = planbook.run(Plan.parse(CHAIN, id=name), tools=ticks.tools, store=str(default_store_path()))
+    assert result.status == "interrupted"
+    magics = magics_of(ip)
+    assert magics is not None and name not in magics.runs  # this kernel has no run of NAME
+    ticks.calls.clear()
+    return ticks
+
+
+def test_a_run_over_an_unfinished_stored_run_is_refused_and_says_how_to_continue(ip: Any) -> None:
+    ticks = _stored_unfinished_run(ip, "chain27")
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic("run_plan", "chain27 --no-view")
+    message = str(info.value)
+    assert "plan 'chain27' has an unfinished run in the store" in message
+    assert "interrupted, 1/3 steps completed" in message
+    assert "%run_plan chain27 --resume continues it" in message
+    assert "%run_plan chain27 --restart starts a new run" in message
+    assert ticks.calls == []  # refused before anything ran
+    resumed = ip.run_line_magic("run_plan", "chain27 --resume --no-view")
+    assert resumed.status == "completed" and ticks.calls == ["b", "c"]  # a was not run again
+
+
+def test_restart_starts_over_when_asked(ip: Any) -> None:
+    ticks = _stored_unfinished_run(ip, "chain27r")
+    result = ip.run_line_magic("run_plan", "chain27r --restart --no-view")
+    assert result.status == "completed" and ticks.calls == ["a", "b", "c"]
+    again = ip.run_line_magic("run_plan", "chain27r --no-view")  # this kernel's run ended: a new run
+    assert again.status == "completed" and ticks.calls == ["a", "b", "c"] * 2
+
+
+def test_a_finished_stored_run_does_not_stop_a_new_run(ip: Any) -> None:
+    from planbook.store import default_store_path
+
+    ticks = Ticks()
+    ip.user_ns["ticks"] = ticks.tools
+    ip.run_cell_magic("plan", "done27 --tools ticks", CHAIN)
+    planbook.run(Plan.parse(CHAIN, id="done27"), tools=ticks.tools, store=str(default_store_path()))
+    assert ip.run_line_magic("run_plan", "done27 --no-view").status == "completed"
+
+
+def test_the_interrupt_says_what_to_do_after_a_restart(ip: Any) -> None:
+    ticks = Ticks()
+    ip.user_ns["ticks"] = ticks.tools
+    ip.run_cell_magic("plan", "cut27 --tools ticks", CHAIN)
+    ticks.stop_at.add("b")
+    with pytest.raises(KeyboardInterrupt) as info:
+        ip.run_line_magic("run_plan", "cut27 --no-view")
+    assert "(after a kernel restart: %run_plan cut27 --resume)" in str(info.value)
+    ip.run_line_magic("plan_store", ":memory:")
+    try:
+        ticks.stop_at.add("b")
+        with pytest.raises(KeyboardInterrupt) as info:
+            ip.run_line_magic("run_plan", "cut27 --no-view --restart")
+        assert "--resume" not in str(info.value) and "a kernel restart loses it" in str(info.value)
+    finally:
+        ip.run_line_magic("plan_store", "default")
+
+
+RESTART_SETUP = """\
+%load_ext planbook
+import time, planbook
+ran = []
+@planbook.tool
+def inc(x: int) -> int:
+    "Add one."
+    ran.append(x)
+    return x + 1
+@planbook.tool
+def nap(seconds: float) -> str:
+    "Sleep: the kernel's interrupt arrives here."
+    import sys
+    print("napping", file=sys.stderr, flush=True)
+    time.sleep(seconds)
+    return "rested"
+"""
+NAPS = ('%%plan naps\nsteps:\n  - {id: 1, tool: inc, args: {x: 1}}\n  - {id: 2, tool: nap, args: {seconds: 30}}\n'
+        "  - {id: 3, tool: inc, args: {x: 3}}\n")
+
+
+def test_in_a_real_kernel_a_restart_does_not_start_the_run_over(tmp_path: Any) -> None:
+    """The interrupt names --resume; after a restart, %run_plan NAME refuses (nothing runs)
+    and --resume finishes the run without running step 1 again."""
+    kernel = Kernel()  # PLANBOOK_HOME is this test's own folder (conftest): the store is there
+    try:
+        for code in (RESTART_SETUP, NAPS):
+            reply, _ = kernel.execute(code)
+            assert reply["status"] == "ok", reply
+        reply, messages = kernel.execute("%run_plan naps --no-view", interrupt_when="napping")
+        assert reply.get("ename") == "RunInterrupted", reply
+        (error,) = [m for m in messages if m["msg_type"] == "error"]
+        assert error["content"]["traceback"] == [
+            "RunInterrupted: plan 'naps' was interrupted (1/3 steps completed); run %run_plan naps to continue it "
+            "(after a kernel restart: %run_plan naps --resume), or %run_plan naps --restart to start again"
+        ]
+        kernel.km.restart_kernel(now=True)
+        kernel.kc.wait_for_ready(timeout=120)
+        for code in (RESTART_SETUP.replace("seconds: float", "seconds: float = 0").replace("time.sleep(seconds)", ""),
+                     NAPS):
+            reply, _ = kernel.execute(code)
+            assert reply["status"] == "ok", reply
+        reply, messages = kernel.execute("%run_plan naps --no-view")
+        assert (reply["status"], reply.get("ename")) == ("error", "UsageError"), reply  # "run all" stops here
+        said = "".join(m["content"].get("text", "") + "".join(m["content"].get("traceback", []))
+                       for m in messages if m["msg_type"] in ("stream", "error"))
+        assert "plan 'naps' has an unfinished run in the store" in said and "%run_plan naps --resume" in said, said
+        reply, messages = kernel.execute("ran")
+        (value,) = [m for m in messages if m["msg_type"] == "execute_result"]
+        assert value["content"]["data"]["text/plain"] == "[]"  # nothing ran
+        reply, messages = kernel.execute("r = %run_plan naps --resume --no-view\nr.status, ran, r.outputs['2']")
+        assert reply["status"] == "ok", reply
+        (value,) = [m for m in messages if m["msg_type"] == "execute_result"]
+        assert value["content"]["data"]["text/plain"] == "('completed', [3], 'rested')"
+    finally:
+        kernel.close()
