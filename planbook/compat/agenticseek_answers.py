@@ -209,9 +209,12 @@ def _parse_seed(text: str, agents: Iterable[str] | Mapping[str, Any] | None) -> 
     lowered = None if agents is None else {name.lower() for name in agents}
     tasks: list[tuple[Any, Any]] = []  # (the task as written, its agent in lower case)
     for number, block in enumerate(blocks, start=1):
-        data, problem = _load(block, number)
-        if problem is not None:
-            raise PlanError([problem])
+        try:
+            data = json.loads(block)
+        except RecursionError as exc:  # upstream catches only JSONDecodeError
+            raise UpstreamCrash(exc, f"reading json block {number} of the plan") from None
+        except ValueError as exc:
+            raise PlanError([Problem(f"json block {number} is not valid JSON ({exc})", code="syntax")]) from None
         try:  # upstream's steps, in its order: each raises what upstream's raises
             if "plan" not in data:
                 continue

@@ -167,7 +167,8 @@ class PlanningFlow:
     budget given to agents that count steps (``max_iterations`` + ``calls``, like
     ``LLMAgent``): each step gets all of it, or, with ``faithful``, what the previous
     steps left (20 by default, as Manus). ``max_attempts`` asks the model again, with the
-    tool's error, when it makes no plan (1: the seed asks once).
+    tool's error, when it makes no plan (1: the seed asks once; with ``faithful`` the first
+    plan is asked for once, and a planning call that fails ends the run as the seed's does).
     """
 
     def __init__(

@@ -358,7 +358,10 @@ def _agenticseek(options: Options, faithful: bool) -> Options:
         from .agenticseek import looks_like_answer
 
         if looks_like_answer(options.plan):  # a written answer, read as upstream reads the model's
-            options.plan = Plan(steps=planner.read(options.plan))
+            steps = planner.read(options.plan)  # raises UpstreamCrash where upstream's reading raises
+            if steps:
+                planner.before_task(steps[0].id, {})  # and where its loop raises before the first task
+            options.plan = Plan(steps=steps)
     review = _Review(planner)
     limit = None if faithful else planner.answer_limit
     options.planner = planner
