@@ -248,8 +248,11 @@ def seed_task(raw: Any, position: int, known: dict[str, str] | None) -> tuple[tu
     upstream allows the same id twice) and it has no planbook ``needs``: upstream's need is a
     soft constraint and its tasks run in array order. A task upstream crashes on raises
     :class:`~planbook.compat.upstream.UpstreamCrash` (:func:`parse_answer` reads a whole answer)."""
-    parsed = _parse_seed(f"```json\n{json.dumps({'plan': [raw]})}\n```",
-                         None if known is None else list(known.values()))
+    try:
+        parsed = _parse_seed(f"```json\n{json.dumps({'plan': [raw]})}\n```",
+                             None if known is None else list(known.values()))
+    except PlanError as exc:
+        return None, [Problem(p.message, step=str(position) if p.step else None, code=p.code) for p in exc.problems]
     step = parsed.steps[0].model_copy(update={"id": f"t{position}"})
     return (step, parsed.seeds[0]), []
 
