@@ -193,8 +193,8 @@ class LiveView:
             self.flush()
         self.closed = True
         if self.handle is not None:
+            record = getattr(self.target, "record", None)  # a widget leaves a static record behind
             try:
-                record = getattr(self.target, "record", None)  # a widget leaves a static record behind
                 if record is not None:
                     self.handle.update(record(), raw=True)
                 else:
@@ -202,6 +202,12 @@ class LiveView:
             except Exception as exc:  # the run's result is still returned
                 warnings.warn(f"the final state of the live view could not be shown ({type(exc).__name__}: {exc})",
                               stacklevel=2)
+                return  # the display still shows the widget: it stays open
+            close = getattr(self.target, "close", None) if record is not None else None
+            if close is not None:
+                # the display is the record now: the widget is closed, else ipywidgets keeps it (and
+                # through it this run's plan) for the kernel's life
+                close()
 
 
 # ------------------------------------------------------------------ the static HTML view, updated in place

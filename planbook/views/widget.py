@@ -20,12 +20,15 @@ The kernel sends the view model as JSON in a few traits, and only what changed:
 Updates come from :class:`~planbook.views.live.LiveView` (throttled, on the kernel's main
 thread) and are batched with ``hold_sync``. Displayed, the view also carries the plan as
 ``text/plain`` and the static HTML, which :class:`LiveView` replaces with the final state
-when the run returns, so a saved notebook shows how the run ended.
+when the run returns, so a saved notebook shows how the run ended; the widget is closed then
+(:meth:`PlanView.close`), and a view nobody holds is garbage (the widget holds it weakly), so
+a finished run leaves nothing in ipywidgets' registry of open widgets.
 """
 
 from __future__ import annotations
 
 import secrets
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -101,7 +104,10 @@ class PlanWidget(anywidget.AnyWidget):
                     lock[name] = value
         self._send({"method": "update", "state": state, "buffer_paths": []}, buffers=[])
 
-    _esm = STATIC / "planview.js"
+    #: the module's text, not its path: given a path, anywidget watches the file and connects every
+    #: instance ever made to the watcher's class-level signal, which ``close()`` does not undo (each
+    #: widget, and through its callbacks its view and plan, then lives as long as the kernel)
+    _esm = (STATIC / "planview.js").read_text(encoding="utf-8")
 
     head = t.Dict().tag(sync=True)
     rows = t.List().tag(sync=True)
@@ -156,7 +162,13 @@ class PlanView:
         self._marks_of: int | None = None  # id() of the event list the marks were found in
         self._last_marks: dict[str, CacheMark] = {}  # the steps answered from the cache or a resume, now
         self.state = ViewState.of(source)
-        self.widget.on_msg(self._on_front_end)
+        # ipywidgets keeps every open widget (and its callbacks) in a registry for the kernel's
+        # life: the callback holds the view weakly, so a view nobody holds is garbage, and then its
+        # widget is closed unless a display shows it
+        self.widget.on_msg(_WeakHandler(self))
+        self._shown = _Shown()
+        self._finalizer = weakref.finalize(self, _close_unshown, self.widget, self._shown)
+        self._finalizer.atexit = False
         self.render(self.state)
 
     # the synced traits, read-only here (render and open change them)
@@ -169,11 +181,12 @@ class PlanView:
 
     # ------------------------------------------------------------------ display
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
-        if self.stopped and not self.note:
+        if (self.stopped and not self.note) or self.closed:
             # a view of a run that has ended is its static record (with the open pane open): a widget
             # saved in a notebook has no model without its kernel. ``display(view.widget)`` shows the widget.
             return self.record(), {}
         data, metadata = self.widget._repr_mimebundle_()
+        self._shown.shown = True
         data = dict(data)
         data["text/plain"] = format_state(self.state)
         # a run going on: a window of rows (where widgets do not render, the final update
@@ -186,6 +199,22 @@ class PlanView:
         data["text/html"] = static
         data["text/markdown"] = state_markdown(self.state)
         return data, metadata
+
+    @property
+    def shown(self) -> bool:
+        """True once a display was given the widget (closing it would empty that display)."""
+        return self._shown.shown
+
+    @property
+    def closed(self) -> bool:
+        """True once the widget is closed (:meth:`close`): displayed again, the view is its record."""
+        return self.widget.comm is None
+
+    def close(self) -> None:
+        """Close the widget: ipywidgets forgets it and the browser drops its model. The run's
+        display should show the record by then (a closed widget's display goes blank); the view
+        still answers :meth:`record`, :meth:`pane` and its traits."""
+        _close(self.widget)
 
     @property
     def stopped(self) -> bool:
@@ -207,6 +236,7 @@ class PlanView:
         """Show ``source`` (a ViewState, Plan, RunResult or Runner): only what changed is sent."""
         state = self.state = ViewState.of(source)
         self.renders += 1
+        self._shown.ended = bool(self.note) and self.stopped
         plan = state.plan
         origin = self._origin()
         key = (id(plan), plan.revision, len(plan.steps))
@@ -417,6 +447,43 @@ class PlanView:
             return self.state.origin
         started = [s.started_at for s in self.state.plan.steps if s.started_at is not None]
         return min(started) if started else None
+
+
+class _WeakHandler:
+    """The widget's message callback, holding its view weakly (see :class:`PlanView`)."""
+
+    def __init__(self, view: PlanView) -> None:
+        self._view = weakref.ref(view)
+
+    def __call__(self, widget: Any, content: Any, buffers: Any) -> None:
+        view = self._view()
+        if view is not None:
+            view._on_front_end(widget, content, buffers)
+
+
+class _Shown:
+    """What the finalizer of a view needs to know of it (it cannot hold the view): whether a display
+    was given the widget, and whether that display is a live view whose run has ended (its
+    display is replaced by the run's record: by :class:`~planbook.views.live.LiveView` for a
+    ``%run_plan``, by the handle's displays for a background run)."""
+
+    shown = False
+    ended = False
+
+
+def _close(widget: PlanWidget) -> None:
+    """Close the widget and the layout ipywidgets made for it (a widget of its own, kept too)."""
+    layout = widget._trait_values.get("layout")  # made when the widget opened; do not make one now
+    widget.close()
+    if layout is not None:
+        layout.close()
+
+
+def _close_unshown(widget: PlanWidget, shown: _Shown) -> None:
+    """The view is garbage: close its widget unless a display still shows it (it would go blank
+    there; that widget holds the JSON it sent, not the plan)."""
+    if not shown.shown or shown.ended:
+        _close(widget)
 
 
 class _Results(Mapping[str, Any]):

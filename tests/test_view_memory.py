@@ -1,0 +1,165 @@
+"""What a finished live view keeps: nothing beyond what the user holds.
+
+A view run used to keep its PlanView, its ViewState and every Step of its plan for the kernel's
+life, by two paths: ipywidgets' registry of open widgets (the widget's message callback held the
+view) and anywidget's file watcher (``_esm`` given as a path connects every instance to a
+class-level signal, which ``close()`` does not undo). Counted here in a real kernel, as a
+notebook runs it, and for the view alone without one.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+import pytest
+
+from helpers import Kernel
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+SETUP = '''
+%load_ext planbook
+%plan_store off
+import gc
+import planbook
+
+box = planbook.Toolbox()
+
+
+@box.tool
+def ok(label: str = "ok") -> str:
+    return label
+
+
+spec = "steps:\\n" + "".join(f"  - {{id: s{i}, tool: ok, args: {{label: x{i}}}}}\\n" for i in range(10))
+p = spec
+
+
+def live_counts():
+    """Live Step, PlanView and PlanWidget objects, and ipywidgets' registry of open widgets."""
+    from ipywidgets.widgets import widget as registry
+
+    from planbook.models import Step
+    from planbook.views.widget import PlanView, PlanWidget
+
+    while gc.collect():  # a finalizer that closes a widget frees more on the next pass
+        pass
+    objects = gc.get_objects()
+    return (sum(isinstance(o, Step) for o in objects), sum(isinstance(o, PlanView) for o in objects),
+            sum(isinstance(o, PlanWidget) for o in objects), len(registry._instances))
+'''
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Any:
+    pytest.importorskip("jupyter_client")
+    pytest.importorskip("anywidget")
+    k = Kernel()
+    ok(k, SETUP, timeout=120)
+    yield k
+    k.close()
+
+
+def ok(kernel: Kernel, code: str, **kwargs: Any) -> list[dict]:
+    reply, messages = kernel.execute(code, **kwargs)
+    assert reply["status"] == "ok", (reply, [m["content"] for m in messages if m["msg_type"] == "error"])
+    return messages
+
+
+def counts(kernel: Kernel) -> tuple[int, ...]:
+    messages = ok(kernel, "print(*live_counts())")
+    text = "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream")
+    return tuple(int(n) for n in text.split())
+
+
+def test_twenty_view_runs_keep_nothing_beyond_what_the_user_holds(kernel: Kernel) -> None:
+    # one run first: the user then holds its result (``_``) and the magic its last run of ``p``
+    first = ok(kernel, "_ = %run_plan p --tools box")
+    (shown,) = [m for m in first if m["msg_type"] == "display_data"]
+    assert WIDGET in shown["content"]["data"]  # a view run with a display, as in a notebook
+    display_id = shown["content"]["transient"]["display_id"]
+    kinds = [m["msg_type"] for m in first]
+    (record,) = [m for m in first if m["msg_type"] == "update_display_data"
+                 and m["content"]["transient"]["display_id"] == display_id and WIDGET not in m["content"]["data"]]
+    # the widget is closed once its display is the record, not before
+    assert "comm_close" in kinds and kinds.index("comm_close") > first.index(record), kinds
+    before = counts(kernel)
+    assert before[1:] == (0, 0, 0), before  # no view, no widget, nothing in ipywidgets' registry
+
+    for _ in range(20):
+        ok(kernel, "_ = %run_plan p --tools box")
+    after = counts(kernel)
+    assert after == before, f"(steps, views, widgets, registry) before {before}, after 20 view runs {after}"
+
+
+def test_background_runs_and_watch_keep_nothing_either(kernel: Kernel) -> None:
+    before = counts(kernel)
+    ok(kernel, """
+for i in range(20):
+    h = planbook.start(spec, tools=box)  # a view that is never displayed
+    assert h.wait(60).status == 'completed'
+    shown = planbook.start(spec, tools=box)
+    display(shown)  # a displayed one: its display becomes the record
+    assert shown.wait(60).status == 'completed'
+    runner = planbook.Runner(spec, tools=box)
+    with planbook.watch(runner):
+        runner.run()
+del h, shown, runner
+""", timeout=240)
+    assert counts(kernel) == before
+
+
+# ------------------------------------------------------------------ the view alone (no kernel)
+def test_a_view_nobody_holds_is_garbage_and_its_widget_is_closed() -> None:
+    pytest.importorskip("anywidget")
+    from ipywidgets.widgets import widget as registry
+
+    from planbook import Plan
+    from planbook.views.widget import PlanView
+
+    view = PlanView(Plan.parse("steps:\n  - {id: a, task: look}\n"))
+    widget, step = weakref.ref(view.widget), weakref.ref(view.state.plan.steps[0])
+    model_id = view.widget.model_id
+    del view
+    gc.collect()
+    assert step() is None, "a view nobody holds keeps its plan alive"
+    assert model_id not in registry._instances
+    assert widget() is None, "the widget is kept alive (anywidget's file watcher?)"
+
+
+def test_a_closed_view_is_garbage_and_displays_as_its_record() -> None:
+    pytest.importorskip("anywidget")
+    from planbook import Plan
+    from planbook.views.widget import PlanView
+
+    view = PlanView(Plan.parse("steps:\n  - {id: a, task: look}\n"))
+    assert WIDGET in view._repr_mimebundle_()[0] and view.shown
+    held = weakref.ref(view.widget)
+    view.close()
+    assert view.closed
+    data, _ = view._repr_mimebundle_()
+    assert WIDGET not in data and "a. [ ] look" in data["text/plain"] and "look" in data["text/html"]
+    del view
+    gc.collect()
+    assert held() is None
+
+
+def test_a_displayed_view_keeps_its_widget_but_not_its_plan() -> None:
+    # closing a displayed widget would empty its output in the browser: the widget stays, holding
+    # only the JSON it sent, while the view and its plan are freed
+    pytest.importorskip("anywidget")
+    from ipywidgets.widgets import widget as registry
+
+    from planbook import Plan
+    from planbook.views.widget import PlanView
+
+    view = PlanView(Plan.parse("steps:\n  - {id: a, task: look}\n"))
+    view._repr_mimebundle_()
+    model_id, step = view.widget.model_id, weakref.ref(view.state.plan.steps[0])
+    del view
+    gc.collect()
+    assert step() is None
+    assert model_id in registry._instances
+    registry._instances[model_id].close()
