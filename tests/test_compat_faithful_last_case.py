@@ -16,8 +16,11 @@ from typing import Any
 import pytest
 
 from planbook import AgentReply, PlanError, run
-from planbook.compat.agenticseek import parse_answer, task_names
+from planbook.compat.agenticseek import SEED_EXAMPLE_IDS, parse_answer, planner_prompt, task_names
 from planbook.compat.model import ScriptedModel
+from planbook.compat.openmanus import PlanningTool, ToolError
+from planbook.compat.openmanus_flow import PlanningFlow, ScriptedReActAgent
+from planbook.compat.strategies import strategy_named
 from planbook.compat.upstream import UpstreamCrash
 
 #: Python 3.11 added the index type to this message; upstream's text is the interpreter's
@@ -135,8 +138,6 @@ def test_a_task_that_is_not_text_runs_when_headlines_give_the_titles() -> None:
 
 
 # ------------------------------------------------------------ OpenManus: the planning tool
-from planbook.compat.openmanus import PlanningTool, ToolError  # noqa: E402
-from planbook.compat.openmanus_flow import PlanningFlow  # noqa: E402
 
 TWO_STEPS = ("Plan: T (ID: p)\n================\n\nProgress: 0/2 steps completed (0.0%)\n"
              "Status: 0 completed, 0 in progress, 0 blocked, 2 not started\n\nSteps:\n0. [ ] a\n1. [ ] b\n")
@@ -253,10 +254,6 @@ def test_row11_arguments_that_are_not_json_are_skipped_and_the_default_plan_runs
 
 
 # ------------------------------------------------------------ the table's rows, against upstream
-from planbook import Status  # noqa: E402
-from planbook.compat.agenticseek import SEED_EXAMPLE_IDS, planner_prompt  # noqa: E402
-from planbook.compat.openmanus_flow import ScriptedReActAgent  # noqa: E402
-from planbook.compat.strategies import strategy_named  # noqa: E402
 
 
 class Says:
