@@ -121,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="ask before steps start: every step, or the step ids / tool names given (comma-separated); "
                           "tools registered with approve=True always ask. The prompt is [a]pprove [s]kip [e]dit "
                           "[q]uit on the terminal (quit stops the run: failed, aborted); with standard input not a "
-                          "terminal it is an error. The live table is off while a prompt can come")
+                          "terminal it is an error. The live table pauses while the prompt asks")
     run.add_argument("--approve-timeout", type=functools.partial(_seconds, option="--approve-timeout"), default=None, metavar="SECONDS",
                      help="seconds a step may wait for a decision; then the run stops (failed, aborted)")
     run.add_argument("--store", metavar="PATH", help=cli_runs.STORE_HELP)
@@ -172,18 +172,21 @@ def _read_spec(path: str) -> Plan:
 
 
 def _execute(runner: Runner, plain: bool) -> RunResult:
-    prompting = runner.steering is not None and runner.steering.prompt is not None
-    if plain or prompting or not sys.stdout.isatty():
+    if plain or not sys.stdout.isatty():
         result = runner.run()
         print(neutralise(format_result(result)))
     else:
         from .views.terminal import TerminalView
 
-        with TerminalView(runner):
+        with TerminalView(runner) as view:
+            _pause_view_to_ask(runner, view)
             result = runner.run()
         print(neutralise(summary_line(result)))
         if result.error:
             print(result.secrets.terminal(("Error: " if not result.ok else "Note: ") + result.error))
+        for step in result.plan.steps:  # the table has no notes: why a step did not run (a skip at the prompt)
+            if step.status.value in ("skipped", "blocked") and step.notes:
+                print(result.secrets.terminal(f"Step {step.id} {step.status.value}: {step.notes}"))
     gate = result.secrets
     for step in result.plan.steps:
         if step.output:
@@ -194,6 +197,32 @@ def _execute(runner: Runner, plain: bool) -> RunResult:
     for step_id, value in final_outputs(result).items():
         print(neutralise(f"\nResult of step {step_id}:\n{printable(value, gate)}"))
     return result
+
+
+def _pause_view_to_ask(runner: Runner, view: Any) -> None:
+    """The live table stays on when steps may ask (a tool registered with ``approve=True`` is
+    in the toolbox, used or not): while the prompt asks, the table stops redrawing (it stays
+    on the screen as it was), and it starts again below the answer. The prompt runs on the
+    runner's thread, the only one that redraws the table."""
+    steering = runner.steering
+    prompt = steering.prompt if steering is not None else None
+    if steering is None or prompt is None or prompt is steering.rule.callback:
+        return
+
+    def redraw() -> None:
+        if view.bridge is not None:  # the state now, not the last throttled drawing
+            view.render(view.bridge.state())
+
+    def asking(step: Any, context: Any) -> Any:
+        redraw()
+        view.live.stop()
+        try:
+            return prompt(step, context)
+        finally:
+            view.live.start()
+            redraw()
+
+    steering.ask_with(asking)
 
 
 def printable(value: Any, gate: RunSecrets | None = None) -> str:

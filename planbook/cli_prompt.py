@@ -8,7 +8,8 @@ A step's text comes from plans, models and tools: everything the prompt prints o
 through the run's gate (:mod:`planbook.outbound`): no escape sequence reaches the terminal
 (no clipboard write, no title, no cleared screen; a line break shows as ⏎), the run's
 secrets and secret shapes show as ``***``, and a secret-named argument shows as ``***`` —
-typed back in an edit, ``***`` keeps its value. ``approve_timeout`` is a deadline here too.
+typed back in an edit, ``***`` keeps its value. A ``$id`` argument shows the value the step
+will get, not the reference. ``approve_timeout`` is a deadline here too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any, TextIO
 from .approvals import ApprovalContext, Decision, check_edit
 from .models import Step
 from .outbound import REDACTED_TEXT, RunSecrets, is_secret_name, plain_gate, shown_arg
+from .refs import resolve
 
 CHOICES = "[a]pprove [s]kip [e]dit [q]uit"
 NOT_A_TERMINAL = ("step {step!r} waits for approval, and standard input is not a terminal, so nobody can answer "
@@ -81,7 +83,8 @@ class TerminalPrompt:
 
     def __call__(self, step: Step, context: ApprovalContext) -> Decision:
         line = self.gate.line
-        what = (f"{step.tool}({self._shown_args(step.args)})" if step.tool else f"[{step.agent}] {step.task}")
+        needs = getattr(context, "needs", None) or {}
+        what = f"{step.tool}({self._shown_args(step.args, needs)})" if step.tool else f"[{step.agent}] {step.task}"
         self.stdout.write(f"\nstep {line(step.id)} waits for approval: {line(what)}\n")
         deadline = time.monotonic() + self.timeout if self.timeout is not None else None
         while True:
@@ -105,9 +108,19 @@ class TerminalPrompt:
                 continue
             self.stdout.write(f"answer a, s, e or q (not {line(repr(answer.strip()))})\n")
 
-    def _shown_args(self, args: dict[str, Any]) -> str:
-        """``name=value, ...`` as the prompt prints a step's arguments: secrets as ***."""
-        return ", ".join(f"{name}={shown_arg(name, value, _json)}" for name, value in args.items())
+    def _shown_args(self, args: dict[str, Any], needs: dict[str, Any]) -> str:
+        """``name=value, ...`` as the prompt prints a step's arguments: the values the step will
+        get (a ``$id`` reference as the result it stands for, which is what the person
+        approves), secret-named ones and a secret-holding step's result as ``***``."""
+        results = {sid: self.gate.value(sid, value) for sid, value in needs.items()}
+        shown = []
+        for name, value in args.items():
+            try:
+                value = resolve(value, results)
+            except KeyError:  # a reference whose result is not there: shown as written
+                pass
+            shown.append(f"{name}={shown_arg(name, value, _json)}")
+        return ", ".join(shown)
 
     def _edit(self, step: Step, deadline: float | None) -> Decision | None:
         """New arguments as a JSON object; None (ask again) when they do not fit."""

@@ -163,3 +163,82 @@ def test_in_a_real_kernel_a_restart_does_not_start_the_run_over(tmp_path: Any) -
         assert value["content"]["data"]["text/plain"] == "('completed', [3], 'rested')"
     finally:
         kernel.close()
+
+
+# ------------------------------------------------------------------ the command line
+CLI_TOOLS = '''
+import planbook
+
+tools = planbook.Toolbox()
+
+
+@tools.tool
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@tools.tool
+def login(user: str) -> str:
+    return "tok-" + "9f8e7d6c5b4a"
+
+
+@tools.tool(approve=True)
+def publish(value: int) -> str:
+    print(f"PUBLISHED {value}")
+    return f"published {value}"
+
+
+@tools.tool(approve=True)
+def connect(user: str, api_key: str) -> str:
+    return f"connected {user}"
+'''
+
+
+@pytest.fixture()
+def cli_dir(tmp_path: Any) -> Any:
+    (tmp_path / "pubtools.py").write_text(CLI_TOOLS, encoding="utf-8")
+    (tmp_path / "sums.yaml").write_text(
+        "steps:\n  - {id: sum, tool: add, args: {a: 40, b: 2}}\n  - {id: twice, tool: add, args: {a: $sum, b: $sum}}\n",
+        encoding="utf-8")
+    (tmp_path / "publish.yaml").write_text(
+        "steps:\n  - {id: sum, tool: add, args: {a: 40, b: 2}}\n  - {id: pub, tool: publish, args: {value: $sum}}\n"
+        "  - {id: key, tool: login, args: {user: ann}}\n"
+        "  - {id: con, tool: connect, args: {user: ann, api_key: $key}}\n",
+        encoding="utf-8")
+    return tmp_path
+
+
+def _terminal(cli_dir: Any, plan: str) -> Any:
+    from test_cli_prompt import Terminal
+
+    return Terminal(cli_dir, command=["run", plan, "--tools", "pubtools:tools", "--no-store"])
+
+
+def test_the_live_table_stays_on_when_an_unused_tool_would_ask(cli_dir: Any) -> None:
+    """A toolbox with an approve=True tool the plan does not use: the table is drawn (it was
+    off, and the terminal stayed blank until the end)."""
+    term = _terminal(cli_dir, "sums.yaml")
+    try:
+        term.expect("Run completed")
+        assert term.finish() == 0, term.text
+    finally:
+        term.close()
+    assert "tool/agent" in term.text and "0/2 completed · steps" in term.text, term.text  # the table, mid-run
+    assert "Plan: " not in term.text, term.text  # not the plain text view printed at the end
+
+
+def test_the_prompt_shows_the_values_a_step_will_get_and_hides_secrets(cli_dir: Any) -> None:
+    term = _terminal(cli_dir, "publish.yaml")
+    try:
+        term.expect("step pub waits for approval: publish(value=42)")
+        term.expect("[a]pprove [s]kip [e]dit [q]uit? ")
+        term.type("a")
+        term.expect("step con waits for approval: connect(")
+        term.expect("[a]pprove [s]kip [e]dit [q]uit? ")
+        term.type("a")
+        assert term.finish() == 0, term.text
+    finally:
+        term.close()
+    assert 'connect(user="ann", api_key=***)' in term.text, term.text
+    assert "9f8e7d6c5b4a" not in term.text, term.text  # the key a step made never reaches the terminal
+    assert "PUBLISHED 42" in term.text and "tool/agent" in term.text, term.text
