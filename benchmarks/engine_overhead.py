@@ -12,12 +12,16 @@
    near the running ones) over the same run without a view. Target: at most 1.3×.
 
 CPU time (process_time) is measured and runs are interleaved, so other load on the
-machine disturbs the ratios less. Run: python benchmarks/engine_overhead.py
+machine disturbs the ratios less. Run: python benchmarks/engine_overhead.py [--quick]
+
+``--quick``: tiny sizes, one repeat (what the tests run to check the script still works;
+its figures mean nothing).
 """
 
 from __future__ import annotations
 
 import gc
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -69,7 +73,7 @@ def flatness(sizes: tuple[int, ...] = (1000, 10_000, 100_000)) -> None:
     run: dict[int, float] = {}
     for n in sizes:
         plan = linear(n)
-        repeats = max(2, min(7, 200_000 // n))
+        repeats = max(2, min(7, 200_000 // n)) if n >= 1000 else 1
         checks, runs = [], []
         for _ in range(repeats):
             gc.collect()  # the garbage of the last size is not this one's cost
@@ -139,7 +143,13 @@ def live_view(n: int = 1000, repeats: int = 3) -> None:
 
 
 if __name__ == "__main__":
-    overhead()
-    flatness()
-    memory()
-    live_view()
+    if "--quick" in sys.argv[1:]:
+        overhead(200, repeats=1)
+        flatness((100, 1000))
+        memory(200)
+        live_view(100, repeats=1)
+    else:
+        overhead()
+        flatness()
+        memory()
+        live_view()

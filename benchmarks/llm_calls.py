@@ -11,7 +11,10 @@ the planner exactly what the runner asks on a replan, and checks the model's ans
 is "no change" (it does not ask after the last step, which AgenticSeek does: that
 favours the every-step mode by one call). Both modes must finish with the same outputs.
 
-Run: python benchmarks/llm_calls.py
+Run: python benchmarks/llm_calls.py [--quick]
+
+``--quick``: tiny sizes, one repeat (what the tests run to check the script still works;
+its figures mean nothing).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import sys
 from collections.abc import Callable
 
 from planbook import PlanningContext, Runner, Status, Toolbox
+from planbook.acceptance import accept_steps
 from planbook.llm import LLMPlanner
 from planbook.testing import FakeOpenAIServer, FakeRequest, Reply
 from planbook.testing.helpers import model_env_removed
@@ -78,7 +82,7 @@ def ask_after_step(runner: Runner, planner: LLMPlanner) -> None:
     kept = [st for st in runner.plan.steps if st.status in (Status.completed, Status.skipped)]
     planner.set_context(PlanningContext(
         tools=runner.tools, agents=runner.agents, plan=runner.plan.copy_plan(), kept_ids=[st.id for st in kept],
-        validate=lambda steps: runner._replacement_problems(kept, steps),
+        validate=lambda steps: accept_steps(runner.plan, kept, list(steps), runner.tools, runner.agents)[2],
         emit=lambda kind, **data: runner.emit(kind, **data),
     ))
     proposed = planner(runner.plan.goal, list(runner.state.history), None)
@@ -106,8 +110,9 @@ def run_mode(server: FakeOpenAIServer, n: int, k: int, every_step: bool) -> tupl
 
 def main() -> None:
     rows = []
+    scenarios = [(3, 0), (3, 1)] if "--quick" in sys.argv[1:] else SCENARIOS
     with model_env_removed(), FakeOpenAIServer(strict=False) as server:
-        for n, k in SCENARIOS:
+        for n, k in scenarios:
             calls_f, tokens_f, out_f = run_mode(server, n, k, every_step=False)
             calls_e, tokens_e, out_e = run_mode(server, n, k, every_step=True)
             assert out_f == out_e, "both modes must reach the same results"
@@ -120,7 +125,7 @@ def main() -> None:
         print(f"{n:>3} {k:>2} | {cf:>17} {tf:>10} | {ce:>17} {te:>10} | {ce / cf:>7.1f} {te / tf:>8.1f}")
     total_f = sum(r[3] for r in rows)
     total_e = sum(r[5] for r in rows)
-    print(f"all scenarios: replanning after every step sends {total_e / total_f:.1f}x the prompt tokens")
+    print(f"all {len(rows)} scenarios: replanning after every step sends {total_e / total_f:.1f}x the prompt tokens")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@
    without it. Target: at most 30 us per step.
 
 Rounds are interleaved and the medians compared, so other load disturbs the ratios less.
-Needs mcp-server-time and the otel extra. Run: python benchmarks/mcp_otel.py
+Needs mcp-server-time and the otel extra. Run: python benchmarks/mcp_otel.py [--quick]
+
+``--quick``: tiny sizes, one repeat (what the tests run to check the script still works;
+its figures mean nothing).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def cpu(fn: Callable[[], object]) -> float:
     return time.process_time() - start
 
 
-def mcp_call_ratio(calls: int = 200, rounds: int = 5) -> None:
+def mcp_call_ratio(calls: int = 200, rounds: int = 5, steps: int = 100) -> None:
     from planbook.mcp import connect
 
     with connect([sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]) as box:
@@ -53,14 +56,14 @@ def mcp_call_ratio(calls: int = 200, rounds: int = 5) -> None:
             for _ in range(calls):
                 tool(**ARGS)
 
-        plan = Plan(id="mcp", goal="calls", steps=[Step(id=f"s{i}", tool="convert_time", args=ARGS) for i in range(100)])
+        plan = Plan(id="mcp", goal="calls", steps=[Step(id=f"s{i}", tool="convert_time", args=ARGS) for i in range(steps)])
 
         def run_plan() -> None:
-            result = planbook.run(plan, tools=box, max_steps=200)
+            result = planbook.run(plan, tools=box, max_steps=2 * steps)
             assert result.status == "completed", result
 
         def sdk_100() -> None:
-            for _ in range(100):
+            for _ in range(steps):
                 asyncio.run_coroutine_threadsafe(conn.session.call_tool("convert_time", ARGS), conn.loop).result()
 
         sdk(), through_planbook()  # warm up
@@ -73,7 +76,7 @@ def mcp_call_ratio(calls: int = 200, rounds: int = 5) -> None:
     per_sdk, per_tool = statistics.median(direct) / calls, statistics.median(wrapped) / calls
     print(f"MCP call: SDK {per_sdk * 1e3:.2f} ms, through planbook's tool {per_tool * 1e3:.2f} ms "
           f"-> {per_tool / per_sdk:.2f}x (target <= 1.2x)")
-    per_bare, per_step = statistics.median(bare) / 100, statistics.median(planned) / 100
+    per_bare, per_step = statistics.median(bare) / steps, statistics.median(planned) / steps
     print(f"MCP step in a run: {per_step * 1e3:.2f} ms over an SDK call's {per_bare * 1e3:.2f} ms "
           f"-> {per_step / per_bare:.2f}x ({(per_step - per_bare) * 1e6:.0f} us of engine per step)")
 
@@ -95,7 +98,7 @@ def otel_overhead(steps: int = 2000, rounds: int = 5) -> None:
     tools = planbook.Toolbox([noop])
     plan = Plan(id="bench", goal="spans", steps=[Step(id=str(i), tool="noop", args={"x": i}) for i in range(steps)])
     provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(Drop(), max_queue_size=steps * 2))
+    provider.add_span_processor(BatchSpanProcessor(Drop(), max_queue_size=max(steps * 2, 2048)))
 
     def run() -> None:
         planbook.run(plan, tools=tools, max_steps=steps)
@@ -121,5 +124,9 @@ def otel_overhead(steps: int = 2000, rounds: int = 5) -> None:
 
 
 if __name__ == "__main__":
-    mcp_call_ratio()
-    otel_overhead()
+    if "--quick" in sys.argv[1:]:
+        mcp_call_ratio(calls=5, rounds=1, steps=5)
+        otel_overhead(steps=100, rounds=1)
+    else:
+        mcp_call_ratio()
+        otel_overhead()

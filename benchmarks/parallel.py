@@ -9,20 +9,25 @@
    ``ThreadPoolExecutor(16)`` running the same 200 sleeps (everything submitted at
    once, no planbook). Target: ≤ 1.5. Dask's own cost of one task per call is printed
    beside it (the same 200 sleeps submitted at once to the cluster).
-Run: python benchmarks/parallel.py   (Dask needs: pip install "planbook[dask]")
+Run: python benchmarks/parallel.py [--quick]   (Dask needs: pip install "planbook[dask]")
+
+``--quick``: tiny sizes, one repeat (what the tests run to check the script still works;
+its figures mean nothing).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 
 import planbook
 
-WIDTH, NAP = 8, 0.2
+QUICK = "--quick" in sys.argv[1:]
+WIDTH, NAP = (8, 0.02) if QUICK else (8, 0.2)
 #: section 2: many small steps
-SMALL, SMALL_NAP, SMALL_WIDTH = 200, 0.01, 16
+SMALL, SMALL_NAP, SMALL_WIDTH = (32, 0.01, 16) if QUICK else (200, 0.01, 16)
 
 
 def nap(i: int) -> int:
@@ -76,7 +81,7 @@ def main() -> None:
         planbook.run("steps: [{id: warm, tool: join, args: {parts: [1]}}]", tools=[join], executor=executor)
         measure("parallel=8, Dask in-process", parallel=WIDTH, executor=executor)
     with Client(processes=False, dashboard_address=None, n_workers=1, threads_per_worker=SMALL_WIDTH) as client:
-        many_small(client)
+        many_small(client, repeats=1 if QUICK else 5)
 
 
 def many_small(client: object, repeats: int = 5) -> None:

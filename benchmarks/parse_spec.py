@@ -9,7 +9,10 @@ Each row prints the best of a few runs of ``Plan.parse`` and of the bare parser 
 text, measured in this run: wall-clock time, CPU time in parentheses (steadier when other
 work shares the machine), and the ratio of the CPU times.
 
-Run: python benchmarks/parse_spec.py [STEPS]
+Run: python benchmarks/parse_spec.py [STEPS] [--quick]
+
+``--quick``: tiny sizes, one repeat (what the tests run to check the script still works;
+its figures mean nothing).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import yaml
 from planbook import Plan
 from planbook.specwriter import plan_spec
 
-REPEATS = 5
+QUICK = "--quick" in sys.argv[1:]
+REPEATS = 1 if QUICK else 5
 
 
 def steps(n: int) -> list[dict[str, Any]]:
@@ -75,4 +79,5 @@ def main(n: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000)
+    positional = [a for a in sys.argv[1:] if a != "--quick"]
+    main(int(positional[0]) if positional else 500 if QUICK else 10_000)

@@ -9,18 +9,22 @@ Prints, measured in one run each:
 - the time from ``handle.approve(id)`` on this thread to the step's ``step.started`` event on
   the run's thread, median over 50 steps that each wait (target < 300 ms end to end in a
   browser, where ``tests/test_browser_steering.py`` prints the click-to-start figure).
-Run: python benchmarks/steering.py
+Run: python benchmarks/steering.py [--quick]
+
+``--quick``: tiny sizes, one repeat (what the tests run to check the script still works;
+its figures mean nothing).
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import threading
 import time
 
 import planbook
 
-STEPS, ASKS = 2000, 50
+STEPS, ASKS = (100, 5) if "--quick" in sys.argv[1:] else (2000, 50)
 
 
 def noop(i: int) -> int:

@@ -21,7 +21,10 @@ instrumentation's own cost taken out.
 Last, a save (what a replan or a pause writes) of a STEPS-step plan where one step changed:
 its CPU and the rows it writes.
 
-Run: python benchmarks/store_overhead.py [STEPS] [REPEATS]
+Run: python benchmarks/store_overhead.py [STEPS] [REPEATS] [--quick]
+
+``--quick``: tiny sizes, one repeat (what the tests run to check the script still works;
+its figures mean nothing).
 """
 
 from __future__ import annotations
@@ -196,4 +199,7 @@ def main(n: int = 2000, repeats: int = 9) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000, int(sys.argv[2]) if len(sys.argv) > 2 else 9)
+    quick = "--quick" in sys.argv[1:]
+    positional = [a for a in sys.argv[1:] if a != "--quick"]
+    main(int(positional[0]) if positional else 200 if quick else 2000,
+         int(positional[1]) if len(positional) > 1 else 1 if quick else 9)
