@@ -65,10 +65,11 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         rf"everything the cell sent: {NUMBER} MB",
     )),
     "kernel_view.py": (("jupyter_client", "ipykernel", "anywidget"), (
-        rf"CPU in the kernel .* ratio {NUMBER}",
+        rf"CPU in the kernel: .* ms -> ratio {NUMBER}",
         rf"IOPub bytes of a view run: {NUMBER} kB",
         r"display_data\s+" + NUMBER,
-        rf"kernel memory after {NUMBER} view runs: {NUMBER} MiB",
+        rf"kernel memory after {NUMBER} view runs: {NUMBER} -> {NUMBER} MiB",
+        rf"live Step objects {NUMBER} -> {NUMBER}",
     )),
 }
 
