@@ -161,6 +161,14 @@ class Redactor:
         self._known_forms = tuple(as_json)
 
     @property
+    def patterns(self) -> re.Pattern[str] | None:
+        """What the known secrets are matched with now: another object once a secret is learned
+        (a store compares it to tell whether a row written before may hold one)."""
+        if self._env_key is None:
+            self.refresh()
+        return self._known_text
+
+    @property
     def has_secrets(self) -> bool:
         """True when there are known secret strings to look for."""
         self.refresh()

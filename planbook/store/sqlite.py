@@ -713,7 +713,7 @@ class SQLiteStore:
         if base is None:
             return None
         (values, types, needs, args_kind, args_payload, _shown, result_type, result, secrets), args_copy = base
-        if secrets is not self.redactor._known_text:  # a secret learned since: the row may hold it
+        if secrets is not self.redactor.patterns:  # a secret learned since: the row may hold it
             return None
         current = step.result
         if type(current) is not result_type or not (current is result or current == result):
@@ -1036,7 +1036,7 @@ def _row_signature(step: Step, args: Encoded, redactor: Redactor,
     if values is None:
         values = record_values(step.__dict__)
     return (values, tuple(map(type, values)), tuple(step.needs), args.kind, args.payload, args.shown,
-            type(result), result, redactor._known_text)
+            type(result), result, redactor.patterns)
 
 
 def _comparable(step: Step) -> bool:
