@@ -10,6 +10,7 @@ from helpers import Kernel
 from IPython.core.error import UsageError
 
 import planbook
+import planbook.mcp
 from planbook import Plan, Toolbox
 from planbook.magics import magics_of
 
@@ -168,6 +169,7 @@ def test_in_a_real_kernel_a_restart_does_not_start_the_run_over(tmp_path: Any) -
 # ------------------------------------------------------------------ the command line
 CLI_TOOLS = '''
 import planbook
+import planbook.mcp
 
 tools = planbook.Toolbox()
 
@@ -242,3 +244,45 @@ def test_the_prompt_shows_the_values_a_step_will_get_and_hides_secrets(cli_dir: 
     assert 'connect(user="ann", api_key=***)' in term.text, term.text
     assert "9f8e7d6c5b4a" not in term.text, term.text  # the key a step made never reaches the terminal
     assert "PUBLISHED 42" in term.text and "tool/agent" in term.text, term.text
+
+
+# ------------------------------------------------------------------ MCP errors
+def test_a_missing_mcp_server_is_one_line_that_says_how_to_install_it(ip: Any, capsys: Any,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Any) -> None:
+    pytest.importorskip("mcp")
+    from planbook.mcp.client import MCPError, MCPServerNotFound
+
+    # a server the index has under its command's name, and that is not installed here
+    monkeypatch.setitem(MCPServerNotFound.KNOWN, "mcp-server-nowhere27", "mcp-server-nowhere27")
+    monkeypatch.setattr(MCPServerNotFound, "TUTORIALS", frozenset({"mcp-server-nowhere27"}))
+    result = ip.run_cell('%plan_tools clock27 --mcp "mcp-server-nowhere27 --local-timezone UTC"')
+    error = result.error_in_exec
+    assert isinstance(error, MCPServerNotFound) and isinstance(error, MCPError)
+    out = capsys.readouterr()
+    shown = (out.out + out.err).strip().splitlines()
+    assert shown == [
+        "MCPServerNotFound: the MCP server mcp-server-nowhere27 --local-timezone UTC is not installed here (no "
+        "command 'mcp-server-nowhere27' on PATH): pip install mcp-server-nowhere27 (or pip install "
+        "\"planbook[tutorials]\", which has it)"
+    ], shown
+    with pytest.raises(MCPServerNotFound, match=r"no command 'my-own-server' on PATH\): install that server"):
+        planbook.mcp.connect("my-own-server --port 1")
+
+
+def test_the_command_line_says_a_missing_server_in_one_line(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("mcp")
+    (tmp_path / "t.yaml").write_text("steps:\n  - {id: a, tool: get_current_time, args: {timezone: UTC}}\n")
+    root = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.run([sys.executable, "-m", "planbook.cli", "run", "t.yaml", "--mcp", "no-such-mcp-server"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+                          env={"PATH": str(tmp_path), "PYTHONPATH": root, "PLANBOOK_HOME": str(tmp_path)})
+    assert proc.returncode == 2, proc
+    assert proc.stderr.splitlines() == [
+        "planbook: the MCP server no-such-mcp-server is not installed here (no command 'no-such-mcp-server' on "
+        "PATH): install that server (its own instructions say how: pip, uv tool or npm), or give the full path of "
+        "its command"], proc.stderr

@@ -262,7 +262,7 @@ def test_mcp_results_are_not_cached_unless_asked(tmp_path: Path) -> None:
 def test_a_server_that_cannot_start_is_an_error_naming_it(tmp_path: Path) -> None:
     from planbook.mcp import MCPError, connect
 
-    with pytest.raises(MCPError, match="could not start the MCP server no-such-mcp-server"):
+    with pytest.raises(MCPError, match="the MCP server no-such-mcp-server --x is not installed here"):
         connect(["no-such-mcp-server", "--x"])
     crash = tmp_path / "crash.py"
     crash.write_text("import sys\nprint('missing configuration: set FOO', file=sys.stderr)\nsys.exit(3)\n")
@@ -312,7 +312,7 @@ def test_cli_run_with_mcp_servers(tmp_path: Path) -> None:
     assert "'time_difference': '+9.0h'" in done.stdout
     bad = subprocess.run([sys.executable, "-m", "planbook.cli", "run", str(plan), "--mcp", "no-such-mcp-server",
                           "--plain", "--no-store"], capture_output=True, text=True, env=env, timeout=180)
-    assert bad.returncode == 2 and "could not start the MCP server no-such-mcp-server" in bad.stderr
+    assert bad.returncode == 2 and "the MCP server no-such-mcp-server is not installed here" in bad.stderr
     wrong = tmp_path / "wrong.yaml"
     wrong.write_text("steps:\n  - {id: now, tool: get_current_time, args: {timezone: 5}}\n")
     checked = subprocess.run([sys.executable, "-m", "planbook.cli", "check", str(wrong), "--mcp", " ".join(TIME)],

@@ -15,6 +15,7 @@ import contextlib
 import math
 import os
 import shlex
+import shutil
 import signal
 import sys
 import tempfile
@@ -35,14 +36,36 @@ START_TIMEOUT = 60.0
 
 
 class MCPError(PlanbookError, RuntimeError):
-    """An MCP server cannot be reached, started or used; the message says which and why."""
+    """An MCP server cannot be reached, started or used; the message says which and why.
+    One line in a notebook and on the command line (:class:`PlanbookError`'s short traceback)."""
+
+
+class MCPServerNotFound(MCPError, FileNotFoundError):
+    """A stdio server's command is not installed here: the message says how to install it."""
+
+    #: servers whose package on the index has the command's name
+    KNOWN = {"mcp-server-time": "mcp-server-time", "mcp-server-git": "mcp-server-git",
+             "mcp-server-fetch": "mcp-server-fetch"}
+    #: the servers the tutorials use (``planbook[tutorials]`` installs them)
+    TUTORIALS = frozenset({"mcp-server-time"})
+
+    def __init__(self, label: str, program: str) -> None:
+        name = os.path.basename(program)
+        package = self.KNOWN.get(name)
+        also = ' (or pip install "planbook[tutorials]", which has it)' if name in self.TUTORIALS else ""
+        how = (f"pip install {package}{also}" if package
+               else "install that server (its own instructions say how: pip, uv tool or npm), or give the full path "
+                    "of its command")
+        super().__init__(f"the MCP server {label} is not installed here (no command {program!r} on PATH): {how}")
+        self.program = program
 
 
 def _require_sdk() -> None:
     try:
         import mcp  # noqa: F401
     except ImportError:
-        raise MCPError('MCP needs the official SDK: pip install "planbook[mcp]" (mcp>=2)') from None
+        raise MCPError('MCP needs the official SDK: pip install "planbook[mcp]" (mcp>=2); for the tutorials, '
+                       'pip install "planbook[tutorials]"') from None
 
 
 class MCPTool(Tool):
@@ -163,6 +186,8 @@ class _Connection:
             if isinstance(exc, FutureTimeout):
                 raise MCPError(f"the MCP server {self.label} did not start within start_timeout={timeout:g} s "
                                f"({phase}), so it was stopped. {self._advice(phase)}{self._log_tail()}") from None
+            if self.command and isinstance(_innermost(exc), FileNotFoundError) and shutil.which(self.command[0]) is None:
+                raise MCPServerNotFound(self.label, self.command[0]) from None
             raise MCPError(f"could not start the MCP server {self.label}: {_reason(exc)}{self._log_tail()}") from None
 
     def _advice(self, phase: str) -> str:
@@ -546,10 +571,16 @@ def _content_value(result: Any) -> Any:
     return [c.model_dump(mode="json", exclude_none=True) for c in result.content]
 
 
-def _reason(exc: BaseException) -> str:
-    """The innermost useful message of an exception (task groups wrap them)."""
+def _innermost(exc: BaseException) -> BaseException:
+    """The first exception inside task groups' exception groups."""
     while getattr(exc, "exceptions", None):  # an exception group (3.11+, or anyio's backport)
         exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return exc
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost useful message of an exception (task groups wrap them)."""
+    exc = _innermost(exc)
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
