@@ -57,9 +57,10 @@ def pinned_requirements() -> dict[str, Requirement]:
     return pins
 
 
-@pytest.mark.parametrize("group", ["dependencies", "lab"])
+@pytest.mark.parametrize("group", ["dependencies", "lab", "tutorials"])
 def test_every_runtime_and_lab_dependency_is_pinned_compatibly(pyproject: dict, group: str) -> None:
-    """Binder runs what ``pip install ".[lab]"`` gives a user: planbook and JupyterLab."""
+    """Binder runs what ``pip install ".[tutorials]"`` gives a user: planbook, JupyterLab and what
+    every tutorial needs."""
     project = pyproject["project"]
     declared = project["dependencies"] if group == "dependencies" else project["optional-dependencies"][group]
     where = "a runtime dependency" if group == "dependencies" else f"in the [{group}] extra"

@@ -286,3 +286,116 @@ def test_the_command_line_says_a_missing_server_in_one_line(tmp_path: Any) -> No
         "planbook: the MCP server no-such-mcp-server is not installed here (no command 'no-such-mcp-server' on "
         "PATH): install that server (its own instructions say how: pip, uv tool or npm), or give the full path of "
         "its command"], proc.stderr
+
+
+# ------------------------------------------------------------------ notebook 07 invites a click
+def _code_cells(name: str) -> list[str]:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / name
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+
+
+def test_notebook_07_goes_on_after_a_click_on_approve_in_a_real_kernel() -> None:
+    """A student clicks Approve in the view of the background run, then runs the next cells:
+    the decision in code after the end is one line (RunEnded), and every later cell works
+    (it was a long traceback, then NameError: result)."""
+    cells = _code_cells("07-steering-a-run.ipynb")
+    started = next(i for i, code in enumerate(cells) if "%run_plan note --background" in code)
+    kernel = Kernel()
+    try:
+        def run(code: str) -> list[dict]:
+            reply, messages = kernel.execute(code)
+            errors = [m["content"] for m in messages if m["msg_type"] == "error"]
+            assert reply["status"] == "ok" and not errors, (code, reply, errors)
+            return messages
+
+        for code in cells[: started + 1]:
+            run(code)
+        # the click, as the view's Approve button delivers it (planbook.views.steer.on_control)
+        messages = run("from planbook.views.steer import on_control\nhandle.wait_for_approval(timeout=60)\n"
+                       "refused = on_control(handle, {'action': 'approve', 'step': 'send'})\n"
+                       "refused, handle.wait(timeout=60).status, outbox")
+        (value,) = [m for m in messages if m["msg_type"] == "execute_result"]
+        assert value["content"]["data"]["text/plain"] == (
+            "('', 'completed', [('team', 'Dear team, a word about the release.')])")
+        # a decision in code about the ended run: one line, no traceback
+        reply, messages = kernel.execute('handle.approve("send")')
+        (error,) = [m["content"] for m in messages if m["msg_type"] == "error"]
+        assert error["traceback"] == ["RunEnded: the run of plan 'note' has ended (completed): nothing to approve"]
+        printed = []
+        for code in cells[started + 1:]:
+            printed += [m["content"]["text"] for m in run(code) if m["msg_type"] == "stream"]
+        assert "the run of plan 'note' has ended (completed): nothing to approve\n" in "".join(printed)
+    finally:
+        kernel.close()
+
+
+# ------------------------------------------------------------------ the course's words
+def _markdown(name: str) -> str:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / name
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
+def _root() -> Any:
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[1]
+
+
+def test_the_readme_and_chapter_1_list_every_chapter() -> None:
+    readme = (_root() / "README.md").read_text(encoding="utf-8")
+    first = _markdown("01-first-plan.ipynb").split("\n--")[0]
+    for notebook in sorted((_root() / "notebooks").glob("*.ipynb")):
+        number = int(notebook.name[:2])
+        assert f"{number}. `{notebook.name}`" in readme, f"the README's course list lacks {notebook.name}"
+        if number > 1:
+            assert f"]({notebook.name})" in first, f"notebook 01's 'Later notebooks' lacks {notebook.name}"
+
+
+def test_the_readmes_notebook_install_gives_what_every_tutorial_needs() -> None:
+    """Installed as the README says, chapter 8 stopped at its first cell (no MCP SDK, no server)."""
+    import re
+    import sys
+    from importlib.metadata import packages_distributions
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    readme = (_root() / "README.md").read_text(encoding="utf-8")
+    assert '.venv/bin/pip install ".[tutorials]"' in readme
+    project = tomllib.loads((_root() / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    names = {canonicalize_name(Requirement(r).name) for r in [*project["dependencies"], *extras["tutorials"]]}
+    assert {canonicalize_name(Requirement(r).name) for r in extras["lab"]} <= names
+    dists = packages_distributions()
+    for notebook in sorted((_root() / "notebooks").glob("*.ipynb")):
+        code = "\n".join(_code_cells(notebook.name))
+        written = set(re.findall(r"%%writefile (\w+)\.py", code))
+        for module in re.findall(r"^\s*(?:import|from) ([\w.]+)", code, re.M):
+            top = module.split(".")[0]
+            if top == "planbook" or top in written or top not in dists:  # planbook, a file the notebook wrote, stdlib
+                continue
+            assert {canonicalize_name(d) for d in dists[top]} & names, (
+                f"{notebook.name} imports {module}, which no dependency nor the tutorials extra installs")
+        for command in re.findall(r'--mcp "([\w-]+)', code):
+            assert canonicalize_name(command) in names, f"{notebook.name} starts {command}: not in the tutorials extra"
+
+
+def test_the_stale_words_are_gone() -> None:
+    first = _markdown("01-first-plan.ipynb")
+    assert "and reuse the earlier result of a tool call" not in first  # the cache is off by default
+    assert "only for tools registered with\n`cache=True`" in first
+    assert "Its text form is the\nfinal plan and a one-line verdict" not in first  # the cell shows one line
+    assert "the view leaves the final plan as text" not in _markdown("04-llm-planner.ipynb")
+    assert 'pip install "planbook[tutorials]"' in _markdown("08-mcp-tools-and-traces.ipynb")
