@@ -107,6 +107,10 @@ for i in range(20):
     with planbook.watch(runner):
         runner.run()
 del h, shown, runner
+import threading
+for t in threading.enumerate():  # a run's thread lets go of its handle just after wait() returns
+    if t.name.startswith("planbook-run-"):
+        t.join(60)
 """, timeout=240)
     assert counts(kernel) == before
 
