@@ -185,7 +185,8 @@ class LiveView:
     def close(self) -> None:
         """Stop listening; draw the last state if an update is pending; leave the final state in the
         display: a widget's display becomes its static record (no widget mime type, so a saved
-        notebook never says "Error displaying widget")."""
+        notebook never says "Error displaying widget"), and the widget is closed then (a target's
+        ``close()``: nothing of the run stays in ipywidgets' registry)."""
         if self.closed:
             return
         self._detach()
