@@ -14,6 +14,8 @@ import planbook.mcp
 from planbook import Plan, Toolbox
 from planbook.magics import magics_of
 
+from test_browser import browser, lab, notebook7  # noqa: F401  (the browser test's fixtures)
+
 CHAIN = """\
 steps:
   - {id: a, tool: tick, args: {label: a}}
@@ -399,3 +401,66 @@ def test_the_stale_words_are_gone() -> None:
     assert "Its text form is the\nfinal plan and a one-line verdict" not in first  # the cell shows one line
     assert "the view leaves the final plan as text" not in _markdown("04-llm-planner.ipynb")
     assert 'pip install "planbook[tutorials]"' in _markdown("08-mcp-tools-and-traces.ipynb")
+
+
+# ------------------------------------------------------------------ notebook 07's click, in the browser
+STDERR = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+# every code cell ran, or one failed (then the cells below it do not run)
+ALL_RAN_OR_FAILED_JS = """() => {
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  const code = nb.widgets.filter(c => c.model.type === 'code');
+  const running = Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')).some(p => p.textContent.includes('*'));
+  return !running && (code.every(c => c.model.executionCount !== null)
+    || document.querySelector("%s") !== null);
+}""" % STDERR
+
+RUN_FROM_JS = """([index, command]) => {
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  nb.activeCellIndex = index;
+  window.jupyterapp.commands.execute(command);
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("front_end", ["lab", "notebook7"])
+def test_notebook_07_after_a_click_on_approve_in_the_browser(request: pytest.FixtureRequest, front_end: str) -> None:
+    """A student runs notebook 07 to its background run, clicks Approve in the live view, then
+    runs the rest: one line says the run had ended, and no cell fails (a traceback, then
+    NameError: result, before)."""
+    import json
+    import shutil
+
+    from test_browser import KERNEL_IDLE_JS, RUN_TIMEOUT_MS
+
+    browser = request.getfixturevalue("browser")
+    server = request.getfixturevalue("lab" if front_end == "lab" else "notebook7")
+    name = f"07-click-{front_end}.ipynb"
+    shutil.copy(_root() / "notebooks" / "07-steering-a-run.ipynb", server.root / name)
+    cells = json.loads((server.root / name).read_text(encoding="utf-8"))["cells"]
+    started = next(i for i, c in enumerate(cells) if "%run_plan note --background" in "".join(c["source"]))
+    context = browser.new_context(viewport={"width": 1280, "height": 1100})
+    page = context.new_page()
+    path = f"/lab/tree/{name}?token={server.token}&reset" if front_end == "lab" else f"/notebooks/{name}?token={server.token}"
+    try:
+        page.goto(server.url(path))
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
+        page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+        page.evaluate(RUN_FROM_JS, [started + 1, "notebook:run-all-above"])  # up to the background run
+        approve = ".planbook-live .pb-row[data-step='send'].planbook-waiting button[data-decide='approve']"
+        page.wait_for_selector(approve, timeout=RUN_TIMEOUT_MS)
+        page.click(approve)
+        record = page.locator(".jp-OutputArea-output", has=page.locator(".planbook-record")).first
+        record.locator(".planbook-verdict", has_text="completed").wait_for(timeout=RUN_TIMEOUT_MS)
+        page.wait_for_function(KERNEL_IDLE_JS, timeout=RUN_TIMEOUT_MS)
+        page.evaluate(RUN_FROM_JS, [started + 1, "notebook:run-all-below"])  # then Shift+Enter on
+        page.wait_for_function(ALL_RAN_OR_FAILED_JS, timeout=RUN_TIMEOUT_MS)
+        page.wait_for_function(KERNEL_IDLE_JS, timeout=RUN_TIMEOUT_MS)
+        outputs = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+        assert page.locator(STDERR).count() == 0, outputs  # no cell failed
+        assert outputs.count("the run of plan 'note' has ended (completed): nothing to approve") == 1, outputs
+        for failure in ("Traceback", "NameError", "RunEnded:"):
+            assert failure not in outputs, (failure, outputs)
+    finally:
+        context.close()
+        server.delete_sessions()
