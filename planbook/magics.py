@@ -184,6 +184,8 @@ class PlanMagics(Magics):
         self.reviewed: dict[str, str] = {}
         #: the MCP servers each %plan_tools NAME started (closed when the cell runs again)
         self.tool_servers: dict[str, list[Any]] = {}
+        #: the runners %run_plan NAME --background started in this kernel
+        self.background: dict[str, list[Runner]] = {}
 
     @property
     def ip(self) -> Any:
@@ -393,6 +395,8 @@ class PlanMagics(Magics):
         run_id = store.latest_run_id(plan_id=name)
         if run_id is None:
             return
+        if any(r.recorder is not None and r.recorder.run_id == run_id for r in self.background.get(name, ())):
+            return  # this kernel's own background run (paused, or waiting): not left over by a restart
         summary = next((s for s in store.list_runs() if s.run_id == run_id), None)
         if summary is None or summary.damage:
             return
@@ -422,7 +426,10 @@ class PlanMagics(Magics):
             raise CellPlanError(exc.problems) from None
         except (ValueError, TypeError) as exc:
             raise UsageError(magic_words(str(exc))) from None
-        return start_runner(runner, view=False if args.no_view else None)
+        handle = start_runner(runner, view=False if args.no_view else None)
+        # a paused background run of this kernel is stored unfinished: it is no restart's leftover
+        self.background.setdefault(args.name, []).append(runner)
+        return handle
 
     @no_var_expand
     @_readable_help

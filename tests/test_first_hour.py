@@ -464,3 +464,34 @@ def test_notebook_07_after_a_click_on_approve_in_the_browser(request: pytest.Fix
     finally:
         context.close()
         server.delete_sessions()
+
+
+def test_a_paused_background_run_of_this_kernel_is_no_restarts_leftover(ip: Any) -> None:
+    """A run paused in the background by this kernel is stored unfinished, but it is not what a
+    restart left behind: a foreground run of the plan is not refused for it."""
+    import threading
+
+    ticks = Ticks()
+    gate = threading.Event()
+
+    @ticks.tools.tool
+    def hold(label: str) -> str:
+        """Wait for the test."""
+        assert gate.wait(60)
+        return label
+
+    ip.user_ns["ticks"] = ticks.tools
+    ip.run_cell_magic("plan", "bg27 --tools ticks", "steps:\n  - {id: a, tool: hold, args: {label: a}}\n"
+                                                   "  - {id: b, tool: tick, args: {label: b}}\n")
+    handle = ip.run_line_magic("run_plan", "bg27 --background --no-view")
+    try:
+        handle.pause()
+        gate.set()
+        assert handle.wait_for_approval(timeout=60) == [] and handle.status == "paused"
+        result = ip.run_line_magic("run_plan", "bg27 --no-view")
+        assert result.status == "completed"
+    finally:
+        gate.set()
+        if not handle.done:
+            handle.stop()
+            handle.wait(timeout=60)
