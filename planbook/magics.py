@@ -184,8 +184,8 @@ class PlanMagics(Magics):
         self.reviewed: dict[str, str] = {}
         #: the MCP servers each %plan_tools NAME started (closed when the cell runs again)
         self.tool_servers: dict[str, list[Any]] = {}
-        #: the runners %run_plan NAME --background started in this kernel
-        self.background: dict[str, list[Runner]] = {}
+        #: the runner %run_plan NAME --background started last in this kernel
+        self.background: dict[str, Runner] = {}
 
     @property
     def ip(self) -> Any:
@@ -395,7 +395,8 @@ class PlanMagics(Magics):
         run_id = store.latest_run_id(plan_id=name)
         if run_id is None:
             return
-        if any(r.recorder is not None and r.recorder.run_id == run_id for r in self.background.get(name, ())):
+        mine = self.background.get(name)
+        if mine is not None and mine.recorder is not None and mine.recorder.run_id == run_id:
             return  # this kernel's own background run (paused, or waiting): not left over by a restart
         summary = next((s for s in store.list_runs() if s.run_id == run_id), None)
         if summary is None or summary.damage:
@@ -428,7 +429,7 @@ class PlanMagics(Magics):
             raise UsageError(magic_words(str(exc))) from None
         handle = start_runner(runner, view=False if args.no_view else None)
         # a paused background run of this kernel is stored unfinished: it is no restart's leftover
-        self.background.setdefault(args.name, []).append(runner)
+        self.background[args.name] = runner  # the latest only: the store's latest run of NAME is its
         return handle
 
     @no_var_expand
