@@ -428,8 +428,9 @@ class PlanMagics(Magics):
         except (ValueError, TypeError) as exc:
             raise UsageError(magic_words(str(exc))) from None
         handle = start_runner(runner, view=False if args.no_view else None)
-        # a paused background run of this kernel is stored unfinished: it is no restart's leftover
-        self.background[args.name] = runner  # the latest only: the store's latest run of NAME is its
+        # a paused background run of this kernel is stored unfinished, yet no restart left it behind;
+        # the latest is enough: only the store's latest run of NAME is checked
+        self.background[args.name] = runner
         return handle
 
     @no_var_expand
