@@ -70,16 +70,18 @@ def mail_tools(sent: list[tuple[str, str]]) -> Toolbox:
 
 
 # ------------------------------------------------------------------ 1. what an approval covers
-def _deploy_replanned_to_prod() -> tuple[Any, Events, threading.Event, list[str]]:
-    """A build that fails once (released by the event) and a replan that changes
-    ``deploy(env='staging')`` into ``deploy(env='prod')``: the handle, its events, the
-    build's release and the environments deployed to."""
+def _deploy_replanned_to_prod() -> tuple[Any, Events, threading.Event, list[str], threading.Event]:
+    """A build that fails once (released by the first event) and a replan that changes
+    ``deploy(env='staging')`` into ``deploy(env='prod')``; the second build waits for the second
+    event. The handle, its events, the first build's release, the environments deployed to,
+    and the second build's release (already set unless a test holds it)."""
     box, events = Toolbox(), Events()
-    gate, deployed = threading.Event(), []
+    first, second, deployed = threading.Event(), threading.Event(), []
+    second.set()
 
     @box.tool
     def build(version: int) -> int:
-        assert gate.wait(30)
+        assert (first if version == 1 else second).wait(30)
         if version == 1:
             raise RuntimeError("the build broke")
         return version
@@ -101,11 +103,11 @@ steps:
 
     handle = planbook.start(plan, tools=box, planner=planner, view=False, on_event=events)
     events.wait_for("step.started", "build")
-    return handle, events, gate, deployed
+    return handle, events, first, deployed, second
 
 
 def test_an_approval_given_in_advance_does_not_cover_the_step_a_replan_changed() -> None:
-    handle, events, gate, deployed = _deploy_replanned_to_prod()
+    handle, events, gate, deployed, _ = _deploy_replanned_to_prod()
     handle.approve("deploy")  # for deploy(env='staging'), as the step is now
     gate.set()
     assert handle.wait_for_approval(30) == ["deploy"], handle.status  # the replanned deploy asks again
@@ -118,7 +120,7 @@ def test_an_approval_given_in_advance_does_not_cover_the_step_a_replan_changed()
 
 
 def test_a_skip_given_for_a_step_a_replan_changed_no_longer_applies() -> None:
-    handle, events, gate, deployed = _deploy_replanned_to_prod()
+    handle, events, gate, deployed, _ = _deploy_replanned_to_prod()
     handle.skip("deploy", "not staging")
     gate.set()
     assert handle.wait_for_approval(30) == ["deploy"]  # the skip was for deploy(env='staging')
@@ -448,40 +450,9 @@ def test_an_approval_after_an_edit_runs_the_edited_step(when: str) -> None:
 
 
 # ------------------------------------------------------- the review's findings, each failing before
-def _replanned_build_and_deploy() -> tuple[Any, Events, threading.Event, threading.Event]:
-    """build v1 fails and a replan makes deploy(env=staging) into deploy(env=prod); build v2 waits
-    for its own event: the handle, its events and the two builds' releases."""
-    box, events = Toolbox(), Events()
-    first, second = threading.Event(), threading.Event()
-
-    @box.tool
-    def build(version: int) -> int:
-        assert (first if version == 1 else second).wait(30)
-        if version == 1:
-            raise RuntimeError("the build broke")
-        return version
-
-    @box.tool(approve=True)
-    def deploy(env: str) -> str:
-        return env
-
-    plan = """
-steps:
-  - {id: build, tool: build, args: {version: 1}, on_failure: replan}
-  - {id: deploy, tool: deploy, args: {env: staging}, needs: [build]}
-"""
-
-    def planner(goal: str, history: Any, last_error: Any) -> list[dict[str, Any]]:
-        return [{"id": "build", "tool": "build", "args": {"version": 2}},
-                {"id": "deploy", "tool": "deploy", "args": {"env": "prod"}, "needs": ["build"]}]
-
-    handle = planbook.start(plan, tools=box, planner=planner, view=False, on_event=events)
-    events.wait_for("step.started", "build")
-    return handle, events, first, second
-
-
 def test_a_skip_that_a_replan_voided_does_not_refuse_a_decision_about_the_new_step() -> None:
-    handle, events, first, second = _replanned_build_and_deploy()
+    handle, events, first, _, second = _deploy_replanned_to_prod()
+    second.clear()  # the new build waits until the decision is given
     try:
         handle.skip("deploy", "not staging")
         first.set()
@@ -495,7 +466,8 @@ def test_a_skip_that_a_replan_voided_does_not_refuse_a_decision_about_the_new_st
 
 
 def test_an_approval_after_an_edit_a_replan_voided_is_kept() -> None:
-    handle, events, first, second = _replanned_build_and_deploy()
+    handle, events, first, _, second = _deploy_replanned_to_prod()
+    second.clear()  # the new build waits until the decision is given
     try:
         handle.edit("deploy", env="qa")  # about deploy(env=staging)
         first.set()
