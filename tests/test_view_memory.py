@@ -46,9 +46,14 @@ def live_counts():
 
     while gc.collect():  # a finalizer that closes a widget frees more on the next pass
         pass
-    objects = gc.get_objects()
-    return (sum(isinstance(o, Step) for o in objects), sum(isinstance(o, PlanView) for o in objects),
-            sum(isinstance(o, PlanWidget) for o in objects), len(registry._instances))
+    # type(), not isinstance(): a lazy module's proxy imports on a look at its __class__
+    kinds = [type(o) for o in gc.get_objects()]
+    open_widgets = getattr(registry, "_instances", None)
+    if open_widgets is None:  # ipywidgets before 8.1
+        open_widgets = next(getattr(registry.Widget, name) for name in ("widgets", "_active_widgets")
+                            if hasattr(registry.Widget, name))
+    return (sum(issubclass(k, Step) for k in kinds), sum(issubclass(k, PlanView) for k in kinds),
+            sum(issubclass(k, PlanWidget) for k in kinds), len(open_widgets))
 '''
 
 
@@ -116,6 +121,16 @@ for t in threading.enumerate():  # a run's thread lets go of its handle just aft
 
 
 # ------------------------------------------------------------------ the view alone (no kernel)
+def _open_widgets(registry: Any) -> dict[str, Any]:
+    """ipywidgets' registry of open widgets (module-level from 8.1, a class attribute before)."""
+    found = getattr(registry, "_instances", None)
+    if found is None:
+        found = next(getattr(registry.Widget, name) for name in ("widgets", "_active_widgets")
+                     if hasattr(registry.Widget, name))
+    return found
+
+
+
 def test_a_view_nobody_holds_is_garbage_and_its_widget_is_closed() -> None:
     pytest.importorskip("anywidget")
     from ipywidgets.widgets import widget as registry
@@ -129,7 +144,7 @@ def test_a_view_nobody_holds_is_garbage_and_its_widget_is_closed() -> None:
     del view
     gc.collect()
     assert step() is None, "a view nobody holds keeps its plan alive"
-    assert model_id not in registry._instances
+    assert model_id not in _open_widgets(registry)
     assert widget() is None, "the widget is kept alive (anywidget's file watcher?)"
 
 
@@ -165,5 +180,5 @@ def test_a_displayed_view_keeps_its_widget_but_not_its_plan() -> None:
     del view
     gc.collect()
     assert step() is None
-    assert model_id in registry._instances
-    registry._instances[model_id].close()
+    assert model_id in _open_widgets(registry)
+    _open_widgets(registry)[model_id].close()
