@@ -234,7 +234,10 @@ def _two_step_plan(box: Toolbox, gate: threading.Event, ran: list[str]) -> str:
     return "steps:\n  - {id: a, tool: slow, args: {label: a}}\n  - {id: b, tool: slow, args: {label: b}}\n"
 
 
-def test_pause_right_after_resume_pauses_the_run_again() -> None:
+def _paused_after_a() -> tuple[Any, Events, threading.Event, threading.Event, list[str]]:
+    """A two-step run paused after step a, whose thread will hold the next resume until
+    ``release``: the handle, its events, ``resuming`` (set when the run took the resume),
+    ``release`` and the labels run so far."""
     box, gate, ran = Toolbox(), threading.Event(), []
     events, resuming, release = _held_at_resume()
     handle = planbook.start(_two_step_plan(box, gate, ran), tools=box, view=False, on_event=events)
@@ -242,6 +245,11 @@ def test_pause_right_after_resume_pauses_the_run_again() -> None:
     handle.pause()
     gate.set()
     events.wait_for("run.paused")
+    return handle, events, resuming, release, ran
+
+
+def test_pause_right_after_resume_pauses_the_run_again() -> None:
+    handle, events, resuming, release, ran = _paused_after_a()
     handle.resume()
     assert resuming.wait(30)
     handle.pause()  # the run has taken the resume and not yet gone on
@@ -254,13 +262,7 @@ def test_pause_right_after_resume_pauses_the_run_again() -> None:
 
 
 def test_edit_right_after_resume_answers_at_once() -> None:
-    box, gate, ran = Toolbox(), threading.Event(), []
-    events, resuming, release = _held_at_resume()
-    handle = planbook.start(_two_step_plan(box, gate, ran), tools=box, view=False, on_event=events)
-    events.wait_for("step.started", "a")
-    handle.pause()
-    gate.set()
-    events.wait_for("run.paused")
+    handle, events, resuming, release, ran = _paused_after_a()
     handle.resume()
     assert resuming.wait(30)
     answered, outcome = threading.Event(), []
@@ -285,13 +287,7 @@ def test_edit_right_after_resume_answers_at_once() -> None:
 def test_the_views_edit_button_after_continue_answers_with_a_line() -> None:
     from planbook.views.steer import on_control
 
-    box, gate, ran = Toolbox(), threading.Event(), []
-    events, resuming, release = _held_at_resume()
-    handle = planbook.start(_two_step_plan(box, gate, ran), tools=box, view=False, on_event=events)
-    events.wait_for("step.started", "a")
-    handle.pause()
-    gate.set()
-    events.wait_for("run.paused")
+    handle, events, resuming, release, ran = _paused_after_a()
     on_control(handle, {"action": "continue"})
     assert resuming.wait(30)
     try:
