@@ -78,6 +78,28 @@ def alive():
 RUN = "_t0 = time.process_time()\nr = %run_plan many --max-steps {n} {flags}\n_cpu = time.process_time() - _t0"
 
 
+def execute(kc: Any, code: str, timeout: float = 600) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run ``code`` on the kernel client ``kc``: its reply's content and its iopub messages, both
+    matched to the request by ``parent_header.msg_id``."""
+    msg_id = kc.execute(code)
+    deadline = time.monotonic() + timeout
+    messages: list[dict[str, Any]] = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=max(deadline - time.monotonic(), 0.01))
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        messages.append(msg)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    while True:  # replies of earlier requests (kernel_info) may come first
+        try:
+            reply = kc.get_shell_msg(timeout=max(deadline - time.monotonic(), 0.01))
+        except queue.Empty:
+            raise AssertionError(f"no reply to {code[:60]!r}") from None
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply["content"], messages
+
+
 class Kernel:
     """A kernel driven over ZMQ; replies matched by ``parent_header.msg_id``."""
 
@@ -89,25 +111,9 @@ class Kernel:
 
     def execute(self, code: str, timeout: float = 600) -> list[dict[str, Any]]:
         """Run ``code``; its iopub messages (fails on an error reply)."""
-        msg_id = self.kc.execute(code)
-        deadline = time.monotonic() + timeout
-        messages: list[dict[str, Any]] = []
-        while True:
-            msg = self.kc.get_iopub_msg(timeout=max(deadline - time.monotonic(), 0.01))
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            messages.append(msg)
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                break
-        while True:  # replies of earlier requests (kernel_info) may come first
-            try:
-                reply = self.kc.get_shell_msg(timeout=max(deadline - time.monotonic(), 0.01))
-            except queue.Empty:
-                raise AssertionError(f"no reply to {code[:60]!r}") from None
-            if reply["parent_header"].get("msg_id") == msg_id:
-                break
-        if reply["content"]["status"] != "ok":
-            raise AssertionError(f"{code[:60]!r}: {reply['content'].get('ename')}: {reply['content'].get('evalue')}")
+        reply, messages = execute(self.kc, code, timeout)
+        if reply["status"] != "ok":
+            raise AssertionError(f"{code[:60]!r}: {reply.get('ename')}: {reply.get('evalue')}")
         return messages
 
     def value(self, expression: str) -> Any:

@@ -18,10 +18,11 @@ its figures mean nothing).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from typing import Any
+
+from kernel_view import execute, size  # one way to drive a kernel and count what it sends
 
 SETUP = """\
 %load_ext planbook
@@ -33,26 +34,6 @@ def inc(x: int) -> int:
     return x + 1
 many = planbook.Plan(id="many", steps=[planbook.Step(id=str(i), tool="inc", args={{"x": i}}) for i in range(1, {n} + 1)])
 """
-
-
-def size(msg: dict[str, Any]) -> int:
-    return len(json.dumps(msg["content"], default=str)) + sum(len(b) for b in msg.get("buffers") or [])
-
-
-def execute(kc: Any, code: str, timeout: float = 300) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    msg_id = kc.execute(code)
-    messages = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        messages.append(msg)
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    while True:  # replies of earlier requests (kernel_info) may come first
-        reply = kc.get_shell_msg(timeout=timeout)
-        if reply["parent_header"].get("msg_id") == msg_id:
-            return reply["content"], messages
 
 
 def main() -> None:
