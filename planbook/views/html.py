@@ -16,7 +16,6 @@ from typing import Any
 
 from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
 from ..outbound import RunSecrets, html_text
-from ..outbound.redact import shown_arg
 from ..state import CACHED_NOTE
 from .marks import CACHED_MARK, CacheMark, cached_count_text
 from .state import ViewState, row_window, verdict_line
@@ -99,14 +98,10 @@ def format_duration(seconds: float | None) -> str:
 
 
 def shown_call(step: Step, gate: RunSecrets | None = None) -> str:
-    """What a step does, as a view shows it: ``[AGENT] task`` or ``tool(a=1, password=***)``.
-    A secret-named arg shows as ``***`` (as in the text view), and every other value through
+    """What a step does, as a view shows it: ``[AGENT] task`` or ``tool(a=1, password=***)``
+    (:meth:`~planbook.models.Step.describe`, which shows a secret-named arg as ``***``), through
     the run's ``gate`` (a secret it repeats is hidden): this HTML is kept in the notebook."""
-    hide = gate.text if gate is not None else _same
-    if step.agent:
-        return hide(f"[{step.agent.upper()}] {step.task}".rstrip())
-    args = ", ".join(f"{k}={shown_arg(k, v, lambda value: hide(repr(value)))}" for k, v in step.args.items())
-    return f"{step.tool}({args})"
+    return gate_of(gate).text(step.describe())
 
 
 def _same(text: str) -> str:

@@ -124,6 +124,10 @@ def result_html(value: Any, cap: int, hide: Callable[[str], str] | None = None) 
     from ..outbound.html import AS_TEXT_NOTE, SECRET_NOTE, sanitize_html
 
     data = _mimebundle(value)
+
+    def as_text() -> tuple[str, bool]:  # the value's plain text, through the gate
+        return _pre(show(str(data.get("text/plain", "")) or _short_repr(value, cap, hide)), cap)
+
     for mime in ("text/html", "image/svg+xml", "image/png", "image/jpeg"):
         body = data.get(mime)
         if not body:
@@ -134,13 +138,13 @@ def result_html(value: Any, cap: int, hide: Callable[[str], str] | None = None) 
             kept = sanitize_html(body)
             secret = kept is not None and hide is not None and _holds_secret(kept.html, hide)
             if kept is None or secret:
-                text, cut = _pre(show(str(data.get("text/plain", "")) or _short_repr(value, cap, hide)), cap)
+                text, cut = as_text()
                 return _note(SECRET_NOTE if secret else AS_TEXT_NOTE) + text, cut
             rendered = (_note(kept.left_out) if kept.left_out else "") + kept.html
         else:
             if mime == "image/svg+xml" and hide is not None and isinstance(body, (str, bytes)) and _holds_secret(
                     body if isinstance(body, str) else body.decode("utf-8", "replace"), hide):
-                text, cut = _pre(show(str(data.get("text/plain", "")) or _short_repr(value, cap, hide)), cap)
+                text, cut = as_text()
                 return _note(SECRET_NOTE) + text, cut
             picture = _image(mime, body)
             if picture is None:
@@ -148,7 +152,7 @@ def result_html(value: Any, cap: int, hide: Callable[[str], str] | None = None) 
             rendered = picture
         if len(rendered) <= cap:
             return rendered, False
-    return _pre(show(str(data.get("text/plain", "")) or _short_repr(value, cap, hide)), cap)
+    return as_text()
 
 
 def _same(text: str) -> str:
