@@ -21,6 +21,7 @@ import shlex
 import sys
 import textwrap
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,7 +186,9 @@ class PlanMagics(Magics):
         #: the MCP servers each %plan_tools NAME started (closed when the cell runs again)
         self.tool_servers: dict[str, list[Any]] = {}
         #: the runner %run_plan NAME --background started last in this kernel
-        self.background: dict[str, Runner] = {}
+        #: (held weakly: a finished run's plan and history must not live as long as the kernel; a
+        #: run nobody holds can only be continued with --resume, as after a restart)
+        self.background: dict[str, weakref.ref[Runner]] = {}
 
     @property
     def ip(self) -> Any:
@@ -395,7 +398,8 @@ class PlanMagics(Magics):
         run_id = store.latest_run_id(plan_id=name)
         if run_id is None:
             return
-        mine = self.background.get(name)
+        held = self.background.get(name)
+        mine = held() if held is not None else None
         if mine is not None and mine.recorder is not None and mine.recorder.run_id == run_id:
             return  # this kernel's own background run (paused, or waiting): not left over by a restart
         summary = next((s for s in store.list_runs() if s.run_id == run_id), None)
@@ -430,7 +434,7 @@ class PlanMagics(Magics):
         handle = start_runner(runner, view=False if args.no_view else None)
         # a paused background run of this kernel is stored unfinished, yet no restart left it behind;
         # the latest is enough: only the store's latest run of NAME is checked
-        self.background[args.name] = runner
+        self.background[args.name] = weakref.ref(runner)
         return handle
 
     @no_var_expand
