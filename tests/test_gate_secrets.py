@@ -478,3 +478,21 @@ def test_an_edit_from_the_live_view_keeps_a_password_the_editor_showed_as_stars(
         bridge.close()
         target.widget.close()
     assert result.ok and received == [("prod", PASSWORD)]
+
+
+def test_a_render_hider_hides_what_text_hides_and_each_render_reads_the_environment_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A view built at once reads the environment's secrets once (``RunSecrets.hider``), but a
+    key set after one render is hidden in the next: the text view of a plan is one render."""
+    from planbook.views.text import format_markdown, format_plan
+
+    plan = Plan(id="p", steps=[Step(id="a", tool="echo", task="send it to sk-live-0123456789abcdef")])
+    gate = RunSecrets.of_plan(plan)
+    hide = gate.hider()
+    for text in ("plain", "password=hunter22 here", "Bearer abcdefghijklmnop", "", None):
+        assert hide(text) == gate.text(text)
+    monkeypatch.setenv("OPENAI_API_KEY", "key-set-between-renders-0042")
+    step = Step(id="b", tool="echo", task="uses key-set-between-renders-0042")
+    later = Plan(id="p", steps=[step])
+    assert "key-set-between-renders-0042" not in format_plan(later, gate)
+    assert "key-set-between-renders-0042" not in format_markdown(later, gate)

@@ -152,6 +152,18 @@ class RunSecrets:
         self.redactor.refresh()
         return self.redactor.text(text)
 
+    def hider(self) -> Callable[[str | None], str]:
+        """:meth:`text` for one render: the environment's secrets are read once here, not once per
+        text (a record of 1,000 steps hides thousands of texts; each read of the environment
+        costs more than hiding a clean text). Use it for one view built at once, not kept."""
+        self.redactor.refresh()
+        hide = self.redactor.text
+
+        def text(value: str | None) -> str:
+            return hide(value) if value else (value or "")
+
+        return text
+
     def data(self, value: Any) -> Any:
         """Plain data redacted as :meth:`text` (secret-named keys whole); other objects as they are."""
         self.redactor.refresh()

@@ -10,6 +10,7 @@ a step line (``b. [✓] ...``) in what a model reads.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
@@ -22,10 +23,13 @@ from .state import ViewState, budget_line, verdict_line
 MORE = " " * 6
 
 
-def step_line(step: Step, gate: RunSecrets | None = None) -> str:
-    """``2. [✓] [WRITER] Draft the report`` or ``1. [✗] Load the CSV (load_csv)``."""
+def step_line(step: Step, gate: RunSecrets | Callable[[str], str] | None = None) -> str:
+    """``2. [✓] [WRITER] Draft the report`` or ``1. [✗] Load the CSV (load_csv)``; ``gate``: the
+    run's gate, or the hider of one render (:meth:`~planbook.outbound.RunSecrets.hider`)."""
     body = step_body(step)
-    return f"{one_line(step.id)}. {STATUS_MARKS[step.status]} {one_line(gate.text(body) if gate else body)}"
+    if gate is not None:
+        body = gate(body) if callable(gate) else gate.text(body)
+    return f"{one_line(step.id)}. {STATUS_MARKS[step.status]} {one_line(body)}"
 
 
 def step_body(step: Step) -> str:
@@ -44,8 +48,7 @@ def format_plan(plan: Plan, gate: RunSecrets | None = None) -> str:
     """The plan text: title and id, a rule, progress, status counts, one line per step.
 
     ``gate``: the run's secrets (default: those the plan names), hidden in every text shown."""
-    gate = gate or RunSecrets.of_plan(plan)
-    hide = gate.text
+    hide = (gate or RunSecrets.of_plan(plan)).hider()  # one render: the environment read once
     head = f"Plan: {one_line(hide(plan.display_title))} (ID: {one_line(hide(plan.id))})"
     counts = plan.counts()
     total = len(plan.steps)
@@ -65,7 +68,7 @@ def format_plan(plan: Plan, gate: RunSecrets | None = None) -> str:
         lines.append(f"Goal: {indent_lines(hide(plan.goal), MORE)}")
     lines += ["", "Steps:"]
     for step in plan.steps:
-        lines.append(step_line(step, gate))
+        lines.append(step_line(step, hide))
         if step.needs:
             lines.append(f"   Needs: {one_line(', '.join(step.needs))}")
         if step.error and step.status in (Status.failed, Status.skipped):
@@ -141,7 +144,7 @@ def format_markdown(plan: Plan, gate: RunSecrets | None = None) -> str:
     ``<img onerror=...>`` in a task is text, ``*`` or ``$`` in it start no emphasis or maths;
     the run's secrets (``gate``) show as ``***``.
     """
-    hide = (gate or RunSecrets.of_plan(plan)).text
+    hide = (gate or RunSecrets.of_plan(plan)).hider()
     counts = plan.counts()
     lines = [
         f"**Plan: {md_text(hide(plan.display_title))}** (ID: {md_code(hide(plan.id))}, revision {plan.revision}) — "
