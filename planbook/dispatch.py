@@ -21,6 +21,7 @@ from .execute import (CallHandle, CallInterrupted, Outcome, call_inline, call_st
                       prepare_tool_call)
 from .executors import HALTED, Call, FuturesExecutor, InlineExecutor, NotReached, StepAbandoned, ThreadPool
 from .interrupts import waiting
+from .liveoutput import LiveOutput, OutputRelay
 from .models import Plan, Step
 
 #: a tool call shorter than this runs on the runner's thread even while a view is shown
@@ -43,7 +44,7 @@ INLINE = InlineExecutor()
 class Flight:
     """A submitted call the runner has not recorded yet."""
 
-    __slots__ = ("step", "execution", "future", "token", "handle", "deadline", "began", "cache_key", "lane")
+    __slots__ = ("step", "execution", "future", "token", "handle", "deadline", "began", "cache_key", "lane", "live")
 
     def __init__(self, step: Step, execution: int) -> None:
         self.step, self.execution = step, execution
@@ -59,6 +60,8 @@ class Flight:
         #: whether this call holds a lane of ``parallel`` (False: a later call of a batch,
         #: which runs after the first, on the same lane)
         self.lane = True
+        #: what the call has printed so far, read while it runs on another thread (planbook.liveoutput)
+        self.live: LiveOutput | None = None
 
 
 class Dispatcher:
@@ -85,6 +88,8 @@ class Dispatcher:
         self.batching = self._futures is not None and config.step_timeout is None
         self._next_health = 0.0
         self._unhealthy_since: float | None = None
+        #: announces what calls on worker threads print while they run (the runner sets it)
+        self.relay: OutputRelay | None = None
 
     # ---------------------------------------------------------------- where
     def executor_for(self, step: Step) -> Any:
@@ -157,6 +162,8 @@ class Dispatcher:
             flight.handle = CallHandle()
             if self.config.step_timeout is not None:
                 flight.deadline = time.monotonic() + self.config.step_timeout
+            if self.relay is not None and executor is not self._futures:  # a thread here: readable as it prints
+                flight.live = self.relay.buffer(flight.step)
         if flight.step.agent is not None:
             flight.token = object()
             self.bus.live.add(flight.token)
@@ -233,12 +240,12 @@ class Dispatcher:
 
     def _work(self, flight: Flight, results: dict[str, Any],
               clock: Callable[[], float] | None) -> Callable[[], Outcome]:
-        step, tools, agents, handle = flight.step, self.tools, self.agents, flight.handle
+        step, tools, agents, handle, live = flight.step, self.tools, self.agents, flight.handle, flight.live
         context = self._context_maker(step, flight.token, results) if step.agent is not None else _no_context
 
         def work() -> Outcome:
             return call_step(step, results=results, tools=tools, agents=agents, context=context,
-                             clock=clock, handle=handle)
+                             clock=clock, handle=handle, out=live)
 
         return work
 
@@ -291,10 +298,16 @@ class Dispatcher:
             left = max(min(deadlines) - time.monotonic(), 0.0)
             timeout = left if timeout is None else min(timeout, left)
         self.wait(0.25 if timeout is None else min(timeout, 0.25))  # bounded: Ctrl-C is seen promptly anywhere
+        if self.relay is not None:
+            self.relay.poll()
         if beating:
             self.bus.beat()
         else:
             self.bus.drain()  # events of a call about to time out still count
+
+    def wake(self) -> None:
+        """End the runner's current wait slice (a call printed for the first time: show it now)."""
+        self.completions.put(None)  # type: ignore[arg-type]
 
     def nudge(self) -> None:
         """Wake the runner's thread from waiting for calls (a decision arrived from another thread)."""
@@ -321,6 +334,7 @@ class Dispatcher:
                 ok=False,
                 error=f"TimeoutError: step {flight.step.id!r} did not finish within {self.config.step_timeout:g} s "
                 "(it was stopped; a call blocked in C code finishes in the background and is ignored)",
+                output=flight.live.text() if flight.live is not None else "",  # what it printed until then
             ))
 
     def _check_executor(self) -> None:

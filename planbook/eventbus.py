@@ -51,6 +51,12 @@ class EventBus:
         event = self._record(kind, step, data, at)
         if not self.handlers:  # nobody listens: the event is only recorded
             return event
+        return self.deliver(event)
+
+    def deliver(self, event: Event) -> Event:
+        """Hand ``event`` to every handler (``publish`` records it first; a ``step.output`` is
+        only delivered: see planbook.liveoutput)."""
+        kind = event.kind
         for handler in list(self.handlers):
             try:
                 handler(event)

@@ -200,8 +200,8 @@ class capture_stdout:  # noqa: N801 - used like the contextlib helpers it sits b
     run already installed the router it costs two dict operations.
     """
 
-    def __init__(self) -> None:
-        self.buffer = io.StringIO()
+    def __init__(self, buffer: io.StringIO | None = None) -> None:
+        self.buffer = io.StringIO() if buffer is None else buffer
         self.ident = threading.get_ident()
         self._routing: Any = None
 
@@ -383,15 +383,18 @@ def call_step(
     context: Callable[[], AgentContext],
     clock: Callable[[], float] | None = None,
     handle: CallHandle | None = None,
+    out: io.StringIO | None = None,
 ) -> Outcome:
     """Run ``step`` once and report what happened (see the module docstring).
 
     ``clock``: time the call where it runs (a worker's queue wait is not the step's time).
+    ``out``: the buffer what it prints goes to (the runner reads a
+    :class:`~planbook.liveoutput.LiveOutput` while the call runs).
     """
     if clock is None:
-        return call_inline(step, results, tools, agents, context, handle)
+        return call_inline(step, results, tools, agents, context, handle, out)
     started = clock()
-    outcome = call_inline(step, results, tools, agents, context, handle)
+    outcome = call_inline(step, results, tools, agents, context, handle, out)
     outcome.worker, outcome.started, outcome.finished = threading.current_thread().name, started, clock()
     return outcome
 
@@ -456,17 +459,20 @@ def call_inline(
     agents: Mapping[str, Any],
     context: Callable[[], AgentContext],
     handle: CallHandle | None,
+    out: io.StringIO | None = None,
 ) -> Outcome:
     """:func:`call_step` untimed, with positional arguments: a plain run's every step comes here."""
     # what capture_stdout does, inline: this runs once per step, and a run holds the router
     router = sys.stdout
     if not (isinstance(router, _ThreadRoutedStream) and router is _router):
-        with capture_stdout() as printed:  # no run holds the router (a call on its own)
+        with capture_stdout(out) as printed:  # no run holds the router (a call on its own)
             return _call_captured(step, results, tools, agents, context, handle, printed)
     ident = threading.get_ident()
     buffers = router.buffers
     outer = buffers.get(ident)  # a step that runs a plan of its own: the outer capture resumes after
-    out = buffers[ident] = io.StringIO()
+    if out is None:
+        out = io.StringIO()
+    buffers[ident] = out
     try:
         return _call_captured(step, results, tools, agents, context, handle, out)
     finally:

@@ -369,6 +369,7 @@ EventKind = Literal[
     "step.waiting",
     "step.decided",
     "run.steered",
+    "step.output",
 ]
 
 

@@ -28,6 +28,7 @@ from .execute import stdout_routing, summarize
 from .executors import NotReached
 from .gcwindow import FreezeWindow, collector_paused, freeze_window, worth_keeping
 from .interrupts import checkpoint, interrupt_gate
+from .liveoutput import OutputRelay
 from .models import (Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage,
                      finished_data, started_data)
 from .outbound import RunSecrets
@@ -159,6 +160,8 @@ class Runner:
         self.dispatch = Dispatcher(self.config, self.tools, self.agents, self.bus, clock, lambda: self.state.plan)
         if self.after_step is not None:  # the review may rewrite what follows each step: nothing runs ahead of it
             self.dispatch.batching = False
+        #: what steps running on worker threads print, announced as they print (planbook.liveoutput)
+        self.dispatch.relay = OutputRelay(self._announce_output, self.secrets.text, clock, self.dispatch.wake)
         self._stale = False  # the scheduler must be rebuilt before the next tick
         #: set while running steps are allowed to finish before the run ends or replans
         self._ending: tuple[Any, ...] | None = None  # (status, reason, error[, exception])
@@ -290,6 +293,12 @@ class Runner:
         event = Event.record(kind, self.clock() if at is None else at, step, s.plan.revision, data)
         s.events.append(event)
         return event
+
+    def _announce_output(self, step: Step, text: str) -> None:
+        """A running step printed: tell the views (not recorded: see planbook.liveoutput)."""
+        if self.bus.handlers:
+            self.bus.deliver(Event.record("step.output", self.clock(), step.id, self.state.plan.revision,
+                                          {"output": text}))
 
     # --------------------------------------------------------------- state
     @property
@@ -632,7 +641,7 @@ class Runner:
         self._unshare(step)
         started = self.clock()
         step.set_state(
-            attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None,
+            attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None, output="",
             started_at=started, finished_at=None,
             **({"notes": ""} if step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE) else {}),
         )
@@ -687,6 +696,8 @@ class Runner:
         now = self.clock()
         if not outcome.ok or outcome.output:  # an echoed secret (a secret arg, a token, the model key) leaves no trace
             self.secrets.scrub(outcome)
+        if flight.live is not None:  # what it printed since the last step.output, before its end is told
+            self.dispatch.relay.finish(flight.live, outcome.output)  # type: ignore[union-attr]
         # a kept call ended when it returned, not when the run continued: the pause is no part of it
         ended = outcome.finished if kept and outcome.finished is not None else now
         if not outcome.ok and outcome.worker.startswith(("planbook-worker", "planbook-async")) \
@@ -758,6 +769,8 @@ class Runner:
         step = flight.step
         if flight.token is not None:
             self.bus.live.discard(flight.token)
+        if flight.live is not None:
+            self.dispatch.relay.drop(flight.live)  # type: ignore[union-attr]
         self._unshare(step)
         self.state.executions -= 1
         step.set_state(attempts=max(step.attempts - 1, 0), status=Status.not_started, notes=note)
