@@ -246,11 +246,11 @@ class Door:
             if request.action == "resume":
                 runner.emit("run.steered", action="resume", who=request.who)
                 return True
-            if request.action == "stop":
-                runner.emit("run.steered", action="stop", who=request.who)
-                runner._finish("failed", "aborted", f"stopped by you ({request.who}) while paused")
-            elif request.action != "pause":  # a pause of a paused run adds nothing
-                self._apply(request)
+            if request.action != "pause":  # a pause of a paused run adds nothing
+                if request.action == "stop":
+                    self._stop(request.who, " while paused")
+                else:
+                    self._apply(request)
                 if runner._ending is not None:
                     runner._finish(*runner._ending)
             if runner.finished:
@@ -291,8 +291,7 @@ class Door:
                 runner.emit("run.steered", action="pause", who=request.who)
                 runner._pause_why = f"paused by you ({request.who})"
             elif request.action == "stop" and not runner.finished:
-                runner.emit("run.steered", action="stop", who=request.who)
-                runner._ending = ("failed", "aborted", f"stopped by you ({request.who})")
+                self._stop(request.who)
             elif request.action == "deadline":
                 assert request.step is not None
                 self._deadline(request.step, request.since)
@@ -314,6 +313,19 @@ class Door:
             return
         if request.done is not None:
             request.done.set_result(None)
+
+    def _stop(self, who: Who, when: str = "") -> None:
+        """End the run, unless something ended it first (a failed step's abort, a budget, an
+        agent's stop, a missed deadline): the first cause stays what ended it, and the stop is
+        recorded as refused, too late (the run only waited for its running steps to finish)."""
+        runner = self.runner
+        if runner._ending is not None:
+            cause = runner.secrets.text(str(runner._ending[2]))
+            runner.emit("run.steered", action="refused", who=who,
+                        reason=f"the stop came too late: the run was already ending ({cause})")
+            return
+        runner.emit("run.steered", action="stop", who=who)
+        runner._ending = ("failed", "aborted", f"stopped by you ({who}){when}")
 
     def _decided(self, step_id: str, decision: Decision) -> None:
         """A decision about a step: applied if it waits or was approved and has not started, kept

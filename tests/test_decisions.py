@@ -576,3 +576,54 @@ def _noop_box() -> Toolbox:
         return 0
 
     return box
+
+
+# ------------------------------------------------------------------ what ended the run
+def _failing_and_slow(fail_first: bool) -> tuple[Any, Events, threading.Event, threading.Event]:
+    """Two steps at once: ``slow`` waits for its release; ``boom`` fails (aborting the run)
+    at once, or — ``fail_first=False`` — only when its own release comes."""
+    box, events = Toolbox(), Events()
+    slow_go, boom_go = threading.Event(), threading.Event()
+    if fail_first:
+        boom_go.set()
+
+    @box.tool
+    def slow() -> int:
+        assert slow_go.wait(30)
+        return 1
+
+    @box.tool
+    def boom() -> None:
+        assert boom_go.wait(30)
+        raise RuntimeError("the disk is full")
+
+    plan = "steps:\n  - {id: slow, tool: slow}\n  - {id: boom, tool: boom}\n"
+    handle = planbook.start(plan, tools=box, view=False, parallel=2, on_failure="abort", on_event=events)
+    return handle, events, slow_go, boom_go
+
+
+def test_a_stop_after_a_failure_aborted_the_run_is_too_late() -> None:
+    handle, events, slow_go, _ = _failing_and_slow(fail_first=True)
+    events.wait_for("step.failed", "boom")  # the run is ending: it waits for `slow` only
+    handle.stop()
+    events.wait_until(lambda seen: any(e.kind == "run.steered" for e in seen), "the stop was not applied")
+    slow_go.set()
+    result = handle.wait(30)
+    assert (result.status, result.reason) == ("failed", "aborted")
+    assert result.error == "step boom failed: RuntimeError: the disk is full"
+    steered = [e.data for e in result.events if e.kind == "run.steered"]
+    assert steered == [{"action": "refused", "who": "api", "reason": "the stop came too late: the run was already "
+                        "ending (step boom failed: RuntimeError: the disk is full)"}]
+
+
+def test_a_stop_before_the_failure_is_what_ended_the_run() -> None:
+    handle, events, slow_go, boom_go = _failing_and_slow(fail_first=False)
+    events.wait_for("step.started", "boom")
+    handle.stop()
+    events.wait_until(lambda seen: any(e.kind == "run.steered" for e in seen), "the stop was not applied")
+    boom_go.set()  # it fails after the stop: the run was already ending
+    slow_go.set()
+    result = handle.wait(30)
+    assert (result.status, result.reason, result.error) == ("failed", "aborted", "stopped by you (api)")
+    assert [e.data for e in result.events if e.kind == "run.steered"] == [{"action": "stop", "who": "api"}]
+    assert result.plan.step("boom").status.value == "failed"
