@@ -578,3 +578,27 @@ def test_runs_lists_each_run_and_load_run_gives_its_result(tmp_path: Path) -> No
     assert planbook.load_run(store=store).status == "failed"  # the latest by default
     with pytest.raises(RunNotFound, match="no run 'nope'"):
         planbook.load_run("nope", store=store)
+
+
+def test_after_a_crash_the_cut_short_execution_ends_where_the_run_stopped(tmp_path: Path) -> None:
+    """The timeline of a run resumed after its process died (a kernel restart): the execution
+    the crash cut short ends at the run's last event before the crash, interrupted, and the
+    step's new execution is a bar of its own; the gap is not counted as the run's working time."""
+    from planbook.views.state import ViewState
+
+    store, crashed, calls = tmp_path / "runs.sqlite", tmp_path / "crashed.sqlite", Calls()
+    calls.during["b"] = crash_copy(store, crashed)  # the process dies while b runs
+    planbook.run(chain(), tools=calls.box, store=store)
+    resumed = planbook.resume(store=crashed, tools=calls.box)
+    assert resumed.status == "completed"
+
+    events = resumed.events
+    restarted = [e.time for e in events if e.kind == "run.started"][1]
+    stopped = max(e.time for e in events if e.time < restarted)  # the last event the crash left
+    bars = [ex for ex in ViewState.of(resumed).timeline if ex.step == "b"]
+    assert len(bars) == 2
+    cut, again = bars
+    assert (cut.end, cut.ok, cut.interrupted) == (max(stopped, cut.start), False, True)
+    assert again.start >= restarted and again.ok and not again.interrupted
+    view = ViewState.of(resumed)
+    assert view.elapsed is not None and view.elapsed <= (stopped - events[0].time) + (events[-1].time - restarted)

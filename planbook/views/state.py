@@ -74,11 +74,13 @@ class TimelineBuilder:
         self._since: float | None = None  # when the current stretch of work began (None: not working)
         self._ran = False
         self.seen = 0  # events fed so far
+        self._last: float | None = None  # the time of the event before this one
 
     def feed(self, event: Event) -> Execution | None:
         """Account for one event; returns the execution it started or ended, if any."""
         self.seen += 1
         kind = event.kind
+        last, self._last = self._last, event.time
         if self.origin is None and kind != "llm.call":  # the calls that planned a run come before it
             self.origin = event.time
         # the kinds in the order a run makes them most (two step events a step)
@@ -123,6 +125,10 @@ class TimelineBuilder:
             return ex
         if kind == "run.started":
             self._ran = True
+            if self._open or self._since is not None:
+                # a run that never said it ended (its process died: a kernel restart) goes on from
+                # its store: it stopped at its last event, not here (the gap is no one's time)
+                self._close_open(last if last is not None else event.time)
             if self._since is None:
                 self._since = event.time
         elif kind == "run.paused" or kind == "run.finished":
@@ -130,12 +136,19 @@ class TimelineBuilder:
                 self._worked += max(0.0, event.time - self._since)
                 self._since = None
             if kind == "run.finished":  # an interrupted step never finishes: close its bar where the run stopped
-                for ex in self._open.values():
-                    ex.end, ex.ok, ex.interrupted = event.time, False, True
-                    ex.error = "interrupted"
-                    self._interrupted[ex.step] = ex
-                self._open.clear()
+                self._close_open(event.time)
         return None
+
+    def _close_open(self, at: float) -> None:
+        """The run stopped at ``at`` with calls running: their bars end there, interrupted."""
+        if self._since is not None:
+            self._worked += max(0.0, at - self._since)
+            self._since = None
+        for ex in self._open.values():
+            ex.end, ex.ok, ex.interrupted = max(at, ex.start), False, True
+            ex.error = "interrupted"
+            self._interrupted[ex.step] = ex
+        self._open.clear()
 
     def feed_new(self, events: Sequence[Event], end: int | None = None) -> "TimelineBuilder":
         """Feed the events after the ones already fed (up to ``end``): a live view reads a run's
