@@ -388,10 +388,11 @@ class PlanMagics(Magics):
         except ResumeError as exc:
             raise UsageError(magic_words(str(exc))) from None
 
-    def _refuse_over_stored(self, name: str) -> None:
+    def _refuse_over_stored(self, name: str, background: bool = False) -> None:
         """After a kernel restart the kernel has no run of NAME, but the store may hold one
-        that did not finish: a plain ``%run_plan NAME`` would start over from step 1 and
-        repeat its work. Refused before anything runs, saying how to continue or start over."""
+        that did not finish: a plain ``%run_plan NAME`` (or ``--background``) would start over
+        from step 1 and repeat its work. Refused before anything runs, saying how to continue or
+        start over (the same way it was asked: in the foreground or in the background)."""
         store = self.store()
         if store is None:
             return
@@ -411,26 +412,39 @@ class PlanMagics(Magics):
             how = "cut short (its kernel stopped while it ran)"
         else:  # completed, failed, or running in a process that is alive (a background run of this kernel)
             return
+        also = " --background" if background else ""
         raise UsageError(
             f"plan {name!r} has an unfinished run in the store: run {run_id}, {how}, "
-            f"{summary.steps_done}/{summary.steps_total} steps completed. %run_plan {name} --resume continues it "
-            f"(completed steps are not run again); %run_plan {name} --restart starts a new run from the first step"
+            f"{summary.steps_done}/{summary.steps_total} steps completed. %run_plan {name} --resume{also} continues "
+            f"it (completed steps are not run again); %run_plan {name} --restart{also} starts a new run from the "
+            "first step"
         )
 
     # --------------------------------------------------------------- %run_plan
     def _background(self, value: Any, args: Any, **options: Any) -> Any:
-        """``--background``: start the run on its own thread and return its handle (displayed as the live view)."""
+        """``--background``: start the run on its own thread and return its handle (displayed as the
+        live view); with ``--resume``, the plan's latest stored run goes on there."""
         from .handle import start_runner
 
-        approve = args.approve.split(",") if isinstance(args.approve, str) else args.approve
-        try:
-            runner = Runner(value, step_timeout=args.timeout, retries=args.retries, store=self.store(),
-                            strategy=args.strategy, faithful=args.faithful, approve=approve,
-                            approve_timeout=args.approve_timeout, **options)
-        except PlanError as exc:
-            raise CellPlanError(exc.problems) from None
-        except (ValueError, TypeError) as exc:
-            raise UsageError(magic_words(str(exc))) from None
+        if args.resume:
+            runner = self._resumed(args.name, value, options["tools"], options["agents"], options["planner"],
+                                   args.rerun, options["executor"], args.force)
+            if isinstance(runner, RunResult):  # the stored run had ended: say so, return it
+                print(f"plan {args.name!r}: its latest stored run already {runner.status} ({runner.reason}); "
+                      f"%run_plan {args.name} --background starts a new run")
+                return runner
+        else:
+            if not args.restart:
+                self._refuse_over_stored(args.name, background=True)  # a kernel restart forgot the run; the store did not
+            approve = args.approve.split(",") if isinstance(args.approve, str) else args.approve
+            try:
+                runner = Runner(value, step_timeout=args.timeout, retries=args.retries, store=self.store(),
+                                strategy=args.strategy, faithful=args.faithful, approve=approve,
+                                approve_timeout=args.approve_timeout, **options)
+            except PlanError as exc:
+                raise CellPlanError(exc.problems) from None
+            except (ValueError, TypeError) as exc:
+                raise UsageError(magic_words(str(exc))) from None
         handle = start_runner(runner, view=False if args.no_view else None)
         # a paused background run of this kernel is stored unfinished, yet no restart left it behind;
         # the latest is enough: only the store's latest run of NAME is checked
@@ -475,7 +489,8 @@ class PlanMagics(Magics):
         ``%run_plan NAME`` (with no options, or the same ones) as long as NAME still holds
         the same plan; other options need ``--restart``. A finished run starts again. After a
         kernel restart, when the store holds an unfinished run of NAME, ``%run_plan NAME``
-        refuses before anything runs: ``--resume`` continues it, ``--restart`` starts over.
+        (with or without ``--background``) refuses before anything runs: ``--resume``
+        continues it, ``--restart`` starts over (both also with ``--background``).
 
         While the view is shown, each step's work runs in a worker thread so the view can
         redraw; a tool that must run on the main thread is registered with
@@ -496,9 +511,9 @@ class PlanMagics(Magics):
                              "notebook busy, so no click or cell could give it: add --background (%run_plan "
                              f"{name} --background --approve ...) and decide in the live view or with "
                              "handle.approve(ID)")
-        if args.background and (args.step or args.until or args.resume or args.restart):
+        if args.background and (args.step or args.until):
             raise UsageError("--background runs the plan to its end on its own thread (pause it with handle.pause() "
-                             "or the view's Pause button): drop --step, --until, --resume and --restart")
+                             "or the view's Pause button): drop --step, --until (they pause a run in the foreground)")
         if args.force and not args.resume:
             raise UsageError("--force goes with --resume (it takes over a stored run another process was writing)")
         if args.rerun and not args.resume:

@@ -82,6 +82,29 @@ def test_restart_starts_over_when_asked(ip: Any) -> None:
     assert again.status == "completed" and ticks.calls == ["a", "b", "c"] * 2
 
 
+def test_background_over_an_unfinished_stored_run_is_refused_too_and_can_resume_or_restart(ip: Any) -> None:
+    """--background follows the foreground's rule (one owner: _refuse_over_stored), and says
+    the commands that work in the background: --resume --background, --restart --background."""
+    from planbook.store import default_store_path
+
+    ticks = _stored_unfinished_run(ip, "bgchain27")
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic("run_plan", "bgchain27 --background --no-view")
+    message = str(info.value)
+    assert "plan 'bgchain27' has an unfinished run in the store" in message
+    assert "%run_plan bgchain27 --resume --background continues it" in message
+    assert "%run_plan bgchain27 --restart --background starts a new run" in message
+    assert ticks.calls == []  # refused before anything ran
+    resumed = ip.run_line_magic("run_plan", "bgchain27 --resume --background --no-view").wait(timeout=60)
+    assert resumed.status == "completed" and ticks.calls == ["b", "c"]  # a was not run again
+    ticks.stop_at.add("b")  # leave an unfinished run again, then start over in the background
+    stopped = planbook.run(Plan.parse(CHAIN, id="bgchain27"), tools=ticks.tools, store=str(default_store_path()))
+    assert stopped.status == "interrupted"
+    ticks.calls.clear()
+    again = ip.run_line_magic("run_plan", "bgchain27 --restart --background --no-view").wait(timeout=60)
+    assert again.status == "completed" and ticks.calls == ["a", "b", "c"]
+
+
 def test_a_finished_stored_run_does_not_stop_a_new_run(ip: Any) -> None:
     from planbook.store import default_store_path
 
