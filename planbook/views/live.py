@@ -196,19 +196,21 @@ class LiveView:
         if self.handle is not None:
             record = getattr(self.target, "record", None)  # a widget leaves a static record behind
             try:
-                if record is not None:
-                    self.handle.update(record(), raw=True)
+                data = record() if record is not None else None
+                if data is not None:
+                    self.handle.update(data, raw=True)
                 else:
                     self.handle.update(self.target)
             except Exception as exc:  # the run's result is still returned
                 warnings.warn(f"the final state of the live view could not be shown ({type(exc).__name__}: {exc})",
                               stacklevel=2)
                 return  # the display still shows the widget: it stays open
-            close = getattr(self.target, "close", None) if record is not None else None
-            if close is not None:
-                # the display is the record now: the widget is closed, else ipywidgets keeps it (and
-                # through it this run's plan) for the kernel's life
-                close()
+            leave = getattr(self.target, "leave", None) if data is not None else None
+            if leave is not None:
+                # the display is the record now: the widget is closed when the next cell starts (a
+                # page reloaded during the run asks for the record until then), else ipywidgets keeps
+                # it (and through it this run's plan) for the kernel's life
+                leave(data)
 
 
 # ------------------------------------------------------------------ the static HTML view, updated in place

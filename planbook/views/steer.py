@@ -128,6 +128,9 @@ class HandleDisplays:
                 _OWING.append(self)
         for display in shown:
             _update(display, final)
+        leave = getattr(getattr(self.handle.view, "target", None), "leave", None)
+        if shown and leave is not None:  # a page reloaded during the run asks the widget for the record
+            leave(final)
 
     def settle(self) -> None:
         """Send the record again from the kernel's main thread, in the running cell (see the class)."""

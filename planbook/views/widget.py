@@ -28,6 +28,8 @@ a finished run leaves nothing in ipywidgets' registry of open widgets.
 from __future__ import annotations
 
 import secrets
+import sys
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -81,7 +83,8 @@ def row_of(step: Step, hide: Callable[[str], str]) -> list[Any]:
 #: they are sent without ipywidgets' search of the whole state for binary buffers, which
 #: costs more than the update itself for a long plan's rows and bars. ``waiting`` and
 #: ``editable`` hold steps' arguments (any value a tool takes) and take the general path.
-JSON_TRAITS = frozenset({"head", "rows", "statuses", "batch", "revisions", "selected", "uid", "controls"})
+JSON_TRAITS = frozenset({"head", "rows", "statuses", "batch", "revisions", "selected", "uid", "controls", "ended",
+                         "decisions"})
 
 
 class PlanWidget(anywidget.AnyWidget):
@@ -127,8 +130,12 @@ class PlanWidget(anywidget.AnyWidget):
     #: failed or skipped steps (they can be retried)
     editable = t.Dict().tag(sync=True)
     retryable = t.List().tag(sync=True)
-    #: the decisions people gave, in order: ``[what, step, who, reason]`` (shown with the revisions)
+    #: the decisions people gave, in order: ``[what, step, who, line]`` (shown as "Decisions")
     decisions = t.List().tag(sync=True)
+    #: the run's display is its record now (:meth:`PlanView.leave`): a page that still shows the
+    #: widget (reloaded during the run, so the record's display update missed it) asks for the record
+    #: and puts it in its notebook in the widget's place
+    ended = t.Bool(False).tag(sync=True)
 
 
 class PlanView:
@@ -141,7 +148,8 @@ class PlanView:
     """
 
     def __init__(self, source: Any, *, note: str = "", controls: bool = False) -> None:
-        self.widget = PlanWidget(uid=secrets.token_hex(8), controls=controls)
+        uid = secrets.token_hex(16)  # the model's id too: the browser finds the outputs showing it by it
+        self.widget = PlanWidget(uid=uid, model_id=uid, controls=controls)
         #: the RunHandle the buttons steer (planbook.views.steer)
         self.handle: Any = None
         self._control: Any = None
@@ -215,6 +223,18 @@ class PlanView:
         display should show the record by then (a closed widget's display goes blank); the view
         still answers :meth:`record`, :meth:`pane` and its traits."""
         _close(self.widget)
+
+    def leave(self, record: dict[str, str]) -> None:
+        """The run's display was updated to ``record``: say so to the browser (``ended``) and close
+        the widget at the start of the next cell, or once a page put the record in its notebook.
+
+        A page reloaded during the run does not know the display's id, so the update missed it; it
+        learns of the widget only when the kernel is free (a ``%run_plan`` cell blocks it), and then
+        asks for the record and writes it in the widget's place (``static/planview.js``). Until the
+        widget closes it holds the record's text, not the view or the plan."""
+        self._shown.left = True
+        self.widget.ended = True
+        _leave_open(self.widget, record)
 
     @property
     def stopped(self) -> bool:
@@ -469,6 +489,66 @@ class _Shown:
 
     shown = False
     ended = False
+    #: the display is the record and the widget waits to be closed (:meth:`PlanView.leave`)
+    left = False
+
+
+#: widgets whose display became the record, by model id: closed when the next cell starts
+_LEFT: dict[str, PlanWidget] = {}
+_LEFT_LOCK = threading.Lock()
+_WATCHED: set[int] = set()  # id() of the shells whose cells close the widgets left
+
+
+def _leave_open(widget: PlanWidget, record: dict[str, str]) -> None:
+    """Keep ``widget`` open, answering a page that asks for ``record``, until the next cell starts
+    (without an IPython shell there is no next cell, and no page: it is closed now)."""
+    shell = _shell()
+    if shell is None or widget.comm is None:
+        _close(widget)
+        return
+    widget.on_msg(_RecordAnswer(record))
+    with _LEFT_LOCK:
+        _LEFT[widget.model_id] = widget
+        if id(shell) not in _WATCHED:
+            _WATCHED.add(id(shell))
+            shell.events.register("pre_run_cell", close_left)
+
+
+def close_left(*_: Any) -> None:
+    """Close every widget left open for a page to ask its record (a new cell starts: a page
+    reloaded during the run had the kernel free to ask before this cell, see :meth:`PlanView.leave`)."""
+    with _LEFT_LOCK:
+        left = list(_LEFT.values())
+        _LEFT.clear()
+    for widget in left:
+        _close(widget)
+
+
+def _shell() -> Any:
+    if "IPython" not in sys.modules:
+        return None
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell if shell is not None and getattr(shell, "events", None) is not None else None
+
+
+class _RecordAnswer:
+    """A left widget's message callback: a page asks for the run's record (it still shows the
+    widget), or says it put the record in its notebook (the widget is closed then)."""
+
+    def __init__(self, record: dict[str, str]) -> None:
+        self.record = record
+
+    def __call__(self, widget: Any, content: Any, buffers: Any) -> None:
+        kind = content.get("type") if isinstance(content, dict) else None
+        if kind == "record":
+            widget.send({"type": "record", "data": self.record})
+        elif kind == "recorded":
+            with _LEFT_LOCK:
+                held = _LEFT.pop(widget.model_id, None)
+            if held is not None:
+                _close(held)
 
 
 def _close(widget: PlanWidget) -> None:
@@ -482,7 +562,7 @@ def _close(widget: PlanWidget) -> None:
 def _close_unshown(widget: PlanWidget, shown: _Shown) -> None:
     """The view is garbage: close its widget unless a display still shows it (it would go blank
     there; that widget holds the JSON it sent, not the plan)."""
-    if not shown.shown or shown.ended:
+    if not shown.left and (not shown.shown or shown.ended):
         _close(widget)
 
 

@@ -102,12 +102,60 @@ function applyBatch(model, store) {
   store.listeners.forEach((fn) => fn());
 }
 
+// ------------------------------------------------------------------ the record, on a reloaded page
+// When a run ends, the kernel updates its display to the run's static record by the display's id;
+// a page reloaded during the run does not know that id, and keeps the widget (which, saved, says
+// "model not found" without a kernel). The kernel then sets ``ended`` and keeps the widget open
+// until the next cell: a page whose notebook still shows the widget asks for the record and puts
+// it in the widget's place, so the notebook saves the record.
+const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
+
+// [outputs, index] of every output of this page's notebook that shows the model (null: the page
+// gives no way to its notebook, e.g. a front end other than JupyterLab or Notebook 7)
+function outputsShowing(model) {
+  const context = model.widget_manager && model.widget_manager.context;
+  const cells = context && context.model && context.model.cells;
+  if (!cells || typeof cells.get !== "function") return null;
+  const uid = model.get("uid"), found = [];
+  for (let c = 0; c < cells.length; c++) {
+    const outputs = cells.get(c).outputs;
+    if (!outputs || typeof outputs.set !== "function") continue;
+    for (let i = 0; i < outputs.length; i++) {
+      const shown = (outputs.get(i).data || {})[WIDGET_MIME];
+      if (shown && shown.model_id === uid) found.push([outputs, i]);
+    }
+  }
+  return found;
+}
+
+function keepRecord(model, store) {
+  if (!model.get("ended") || store.recordAsked) return;
+  const found = outputsShowing(model);
+  if (found === null) { store.noRecord = true; store.listeners.forEach((fn) => fn()); return; }
+  if (!found.length) return; // the display update reached this page: it shows the record already
+  store.recordAsked = true;
+  model.send({ type: "record" });
+}
+
+function onRecord(model, msg) {
+  if (!msg || msg.type !== "record" || !msg.data) return;
+  const found = outputsShowing(model) || [];
+  for (const [outputs, index] of found)
+    outputs.set(index, { output_type: "display_data", data: msg.data, metadata: {} });
+  if (found.length) model.send({ type: "recorded" });
+}
+
 function initialize({ model }) {
   const store = storeOf(model);
   const onBatch = () => applyBatch(model, store);
+  const onEnded = () => keepRecord(model, store);
+  const onMsg = (msg) => onRecord(model, msg);
   model.on("change:batch", onBatch);
+  model.on("change:ended", onEnded);
+  model.on("msg:custom", onMsg);
   onBatch();
-  return () => model.off("change:batch", onBatch);
+  onEnded();
+  return () => { model.off("change:batch", onBatch); model.off("change:ended", onEnded); model.off("msg:custom", onMsg); };
 }
 
 // ------------------------------------------------------------------ helpers
@@ -291,6 +339,10 @@ function render({ model, el }) {
     } else if (head.status === "running") {
       parts.push(h("div", { class: "pb-verdict info", style: "font-weight:normal", text: "running…" }));
     }
+    if (store.noRecord && model.get("ended")) parts.push(h("div", { class: "pb-banner planbook-no-record",
+      text: "This run has ended, but this page cannot replace its live view with the run's record (the page was " +
+        "reloaded during the run). To keep how it ended in the notebook, show the result in a new cell: " +
+        "print(result), or planbook show RUN_ID for a stored run." }));
     header.replaceChildren(...parts);
   }
 
@@ -643,7 +695,7 @@ function render({ model, el }) {
   };
   let headSeen = performance.now();
   const onHead = () => { headSeen = performance.now(); };
-  const events = "change:head change:rows change:statuses change:revisions change:selected change:waiting change:errors change:controls change:decisions change:editable change:retryable";
+  const events = "change:head change:rows change:statuses change:revisions change:selected change:waiting change:errors change:controls change:decisions change:editable change:retryable change:ended";
   model.on("change:head", onHead);
   model.on(events, schedule);
   store.listeners.add(schedule);
