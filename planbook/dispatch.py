@@ -44,7 +44,8 @@ INLINE = InlineExecutor()
 class Flight:
     """A submitted call the runner has not recorded yet."""
 
-    __slots__ = ("step", "execution", "future", "token", "handle", "deadline", "began", "cache_key", "lane", "live")
+    __slots__ = ("step", "execution", "future", "token", "handle", "deadline", "began", "cache_key", "lane", "live",
+                 "timed")
 
     def __init__(self, step: Step, execution: int) -> None:
         self.step, self.execution = step, execution
@@ -62,6 +63,9 @@ class Flight:
         self.lane = True
         #: what the call has printed so far, read while it runs on another thread (planbook.liveoutput)
         self.live: LiveOutput | None = None
+        #: the outcome's started/finished are the run's clock read around the call itself: they are
+        #: the step's time (not a cluster's clock, and not what the run did around the call)
+        self.timed = False
 
 
 class Dispatcher:
@@ -189,14 +193,19 @@ class Dispatcher:
         elif executor is INLINE:
             self.inflight.append(flight)
             context = self._context_maker(step, flight.token, results) if step.agent is not None else _no_context
+            clock = self.clock
             try:  # called here, not wrapped for an executor: this is every step of a plain run
-                flight.future = Call.done_with(call_inline(step, results, self.tools, self.agents, context, None))
+                started = clock()
+                outcome = call_inline(step, results, self.tools, self.agents, context, None)
+                outcome.started, outcome.finished = started, clock()
             except KeyboardInterrupt:  # Ctrl-C inside the call: it did not complete
                 self.inflight.remove(flight)
                 raise
+            flight.future, flight.timed = Call.done_with(outcome), True
             return
         else:
             work = self._work(flight, results, self.clock)
+            flight.timed = True
         self.inflight.append(flight)
         try:
             flight.future = executor.submit(work, self.completions)

@@ -693,13 +693,21 @@ class Runner:
                 # the call itself was interrupted (a tool raised it, on any thread or executor): so is the run
                 raise KeyboardInterrupt(f"the call of step {step.id!r} raised KeyboardInterrupt")
             return
-        now = self.clock()
+        # an inline call (no worker) ended just now: its end, read where it ran, is the time
+        now = outcome.finished if flight.timed and not outcome.worker and outcome.finished is not None \
+            else self.clock()
         if not outcome.ok or outcome.output:  # an echoed secret (a secret arg, a token, the model key) leaves no trace
             self.secrets.scrub(outcome)
         if flight.live is not None:  # what it printed since the last step.output, before its end is told
             self.dispatch.relay.finish(flight.live, outcome.output)  # type: ignore[union-attr]
-        # a kept call ended when it returned, not when the run continued: the pause is no part of it
-        ended = outcome.finished if kept and outcome.finished is not None else now
+        # a step's time is its call's, read where it ran: what the run did around it (the views' first
+        # draw, a store write, the hand-over to a thread) is not the step's; a kept call ended when it
+        # returned, not when the run continued
+        began, ended = step.started_at, now
+        if outcome.finished is not None and (flight.timed or kept):
+            ended = outcome.finished
+            if flight.timed and outcome.started is not None:
+                began = outcome.started
         if not outcome.ok and outcome.worker.startswith(("planbook-worker", "planbook-async")) \
                 and "thread" in (outcome.error or "").lower():
             outcome.error = (f"{outcome.error} (this step ran in a worker thread, as it does while a live view is "
@@ -711,6 +719,7 @@ class Runner:
             error=outcome.error,
             traceback=outcome.traceback,
             output=outcome.output,
+            started_at=began,
             finished_at=ended,
             **({"notes": outcome.notes} if outcome.notes else {"notes": KEPT_NOTE} if kept else {}),
         )

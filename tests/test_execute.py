@@ -285,21 +285,22 @@ def test_event_kinds_in_order_for_a_simple_run() -> None:
     assert result.events[1].data == {"steps": ["a", "b", "c"]}  # the engine formats no plan text
     assert [e.step for e in result.events[2:8]] == ["a", "a", "b", "b", "c", "c"]
     assert result.events[2].data == {"attempt": 1, "execution": 1, "worker": "main"}
-    # one clock reading at the start (the started event's time too), one at the finish
+    # one clock reading as the step starts (the started event's time), two around its call: the
+    # step's own time (tests/test_step_timing.py), whose end is the finished event's time
     assert result.events[3].data == {"duration": 1.0, "result": "'a'", "execution": 1}
-    assert (result.events[2].time, result.events[3].time) == (result.plan.step("a").started_at,
-                                                              result.plan.step("a").finished_at)
+    assert (result.events[2].time + 1, result.events[3].time) == (result.plan.step("a").started_at,
+                                                                  result.plan.step("a").finished_at)
     assert result.events[-1].data == {"status": "completed", "reason": "goal_met", "error": None,
                                       "executions": 3, "replans": 0}
 
 
 def test_the_injected_clock_gives_deterministic_times() -> None:
     result = run(THREE, tools=Lab().tools, clock=Ticker(100.0))
-    # one clock reading per event of the run, and two per execution (its start and finish, which
-    # its step.started and step.finished events carry)
-    assert [e.time for e in result.events] == [100.0, 101.0, 102.0, 103.0, 104.0, 105.0, 106.0, 107.0, 108.0]
+    # one clock reading per event of the run, and three per execution (its start, which its
+    # step.started event carries, and its call's start and end, the end carried by step.finished)
+    assert [e.time for e in result.events] == [100.0, 101.0, 102.0, 104.0, 105.0, 107.0, 108.0, 110.0, 111.0]
     a = result.plan.step("a")
-    assert (a.started_at, a.finished_at, a.duration) == (102.0, 103.0, 1.0)
+    assert (a.started_at, a.finished_at, a.duration) == (103.0, 104.0, 1.0)
     again = run(THREE, tools=Lab().tools, clock=Ticker(100.0))
     assert [e.time for e in again.events] == [e.time for e in result.events]
 
