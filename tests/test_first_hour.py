@@ -426,6 +426,24 @@ def test_the_stale_words_are_gone() -> None:
     assert 'pip install "planbook[tutorials]"' in _markdown("08-mcp-tools-and-traces.ipynb")
 
 
+def test_notebook_05_shows_what_its_words_point_at() -> None:
+    """05 told the reader to note an itinerary no cell printed, named "seed 004" without a word,
+    and numbered OpenManus's steps from 0 where planbook's start at 1 without saying so."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "05-three-designs.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    texts = ["".join(c["source"]) for c in cells]
+    note = next(i for i, text in enumerate(texts) if text.startswith("Note the itinerary"))
+    printed = "".join(o.get("text", "") if isinstance(o.get("text", ""), str) else "".join(o["text"])
+                      for o in cells[note - 1].get("outputs", []))
+    assert "the itinerary (step 2): Saturday: no train to Lyon, no hotel" in printed
+    words = _markdown("05-three-designs.ipynb")
+    assert "*seed 004*" in words and "004 is the plan-execute lesson" in words
+    assert "OpenManus numbers its steps from **0**" in words
+
+
 # ------------------------------------------------------------------ notebook 07's click, in the browser
 STDERR = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
 # every code cell ran, or one failed (then the cells below it do not run)
