@@ -187,7 +187,17 @@ def test_approve_edit_and_stop_from_the_live_view(request: pytest.FixtureRequest
         live.locator("button[data-control='continue']").click()
         page.wait_for_selector(f"{_row('h2')}.planbook-in_progress", timeout=RUN_TIMEOUT_MS)
         live.locator("button[data-control='stop']").click()
+        # at once, before the kernel took it: the view says stopping…, and Pause and Stop are off
+        assert live.locator(".planbook-stopping").count() == 1 and live.locator(".pb-verdict", has_text="running…").count() == 0
+        assert live.locator("button[data-control='stop']").is_disabled()
+        assert live.locator("button[data-control='pause']").is_disabled()
+        _shot(page, f"steer-{front_end}-stopping")
         _run_cell(page, STEERED.format(action="stop"), "stop arrived")
+        # taken: still stopping… until the running step ends; the stop is a decision, not a revision
+        live.locator(".planbook-decisions-box .planbook-decision", has_text="run: stopped by you (widget)").wait_for(
+            timeout=RUN_TIMEOUT_MS)
+        assert live.locator(".planbook-stopping").count() == 1
+        assert "stopped" not in live.locator(".planbook-revisions").inner_text()
         _run_cell(page, "gate.set()\nr2 = held_run.wait(60)\nprint('HELD', r2.status, r2.reason, "
                         "[s.status.value for s in r2.plan.steps])", "HELD")
         assert "HELD failed aborted ['completed', 'completed', 'not_started']" in page.evaluate(LAST_OUTPUT_JS)

@@ -384,7 +384,8 @@ def test_the_views_buttons_decide_and_show_a_refused_edit_inline() -> None:
     assert target.widget.revisions[-1]["revised"] == ["send"]
     assert target.widget.revisions[-1]["reason"] == "edited by you (widget)"
     assert target.head["status"] == "completed" and target.head["waiting"] == 0
-    assert target.widget.decisions == [["edit", "send", "widget", ""]]  # refused edits never reached the run
+    # in the run's record's words; refused edits never reached the run
+    assert target.widget.decisions == [["edit", "send: edited by you (widget)"]]
 
 
 def test_the_views_stop_button() -> None:
@@ -480,8 +481,9 @@ steps:
     target._on_front_end(None, {"type": "control", "action": "skip", "step": "g"}, [])
     result = handle.wait(30)
     assert result.plan.step("a").attempts == 2 and result.plan.step("g").status.value == "skipped"
-    assert [d[:3] for d in target.widget.decisions] == [["pause", "", "widget"], ["retry", "a", "widget"],
-                                                        ["resume", "", "widget"], ["skip", "g", "widget"]]
+    assert target.widget.decisions == [["pause", "run: paused by you (widget)"], ["retry", "a: retried by you (widget)"],
+                                       ["resume", "run: continued by you (widget)"],
+                                       ["skip", "g: skipped by you (widget) — skipped in the live view"]]
 
 
 def test_import_planbook_does_not_import_asyncio_for_the_handle() -> None:

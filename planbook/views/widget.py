@@ -42,6 +42,7 @@ from ..models import Status, Step
 from .html import NO_MATH, cached_text, esc, state_html
 from .marks import CacheMark, MarkBuilder, cached_count_text
 from .panes import PaneBudget, _rel, pane
+from .steer import decision_lines
 from .state import ELAPSED_MEANS, ViewState, budget_line, verdict_line, window_of_codes
 from .text import format_state, state_markdown
 
@@ -130,7 +131,7 @@ class PlanWidget(anywidget.AnyWidget):
     #: failed or skipped steps (they can be retried)
     editable = t.Dict().tag(sync=True)
     retryable = t.List().tag(sync=True)
-    #: the decisions people gave, in order: ``[what, step, who, line]`` (shown as "Decisions")
+    #: the decisions people gave, in order: ``[what, line]`` (the record's words, shown as "Decisions")
     decisions = t.List().tag(sync=True)
     #: the run's display is its record now (:meth:`PlanView.leave`): a page that still shows the
     #: widget (reloaded during the run, so the record's display update missed it) asks for the record
@@ -419,18 +420,14 @@ class PlanView:
             self.widget.batch = {"seq": self._seq, "full": False, "panes": {step_id: data}, "bars": {}}
 
     def _read_decisions(self) -> bool:
-        """Add the decisions among the run's new events (read once each); True when some were added."""
+        """Add the decisions among the run's new events (read once each), worded as the run's record
+        lists them; True when some were added."""
         events = self.handle.runner.state.events
-        before = len(self._decisions)
-        line = self.state.gate.line  # a reason may quote an argument or a password typed in
-        for event in events[self._events_read:len(events)]:
-            if event.kind == "step.decided":
-                self._decisions.append([event.data.get("decision", ""), event.step or "", event.data.get("who", ""),
-                                        line(str(event.data.get("reason", "")))])
-            elif event.kind == "run.steered":
-                self._decisions.append([event.data.get("action", ""), "", event.data.get("who", ""), ""])
-        self._events_read = len(events)
-        return len(self._decisions) != before
+        end = len(events)
+        added = decision_lines(events[self._events_read:end], self.state.gate) if end > self._events_read else []
+        self._events_read = end
+        self._decisions.extend([what, line] for what, line in added)
+        return bool(added)
 
     def attach_handle(self, handle: Any, control: Any) -> None:
         """Let the view's buttons steer ``handle`` (a background run): ``control(message)`` applies
@@ -596,5 +593,5 @@ class _Results(Mapping[str, Any]):
 def _pane_key(step: Step) -> tuple[Any, ...]:
     """What a pane shows changes only when one of these does."""
     return (step.status, step.attempts, step.started_at, step.finished_at, step.error, step.notes,
-            id(step.result), len(step.output))
+            id(step.result), step.output)  # the text itself: a capped tail keeps its length as it moves on
 

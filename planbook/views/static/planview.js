@@ -53,7 +53,6 @@ const CSS = `
 .pb-close{float:right;cursor:pointer;border:none;background:none;font-size:14px;color:var(--pb-fg2)}
 .pb-svgbox{overflow:auto;max-height:440px;border:1px solid var(--pb-line)}
 .pb-note{color:var(--pb-fg2);font-size:11px;margin:2px 0}
-.pb-scale{font-size:11px;color:var(--pb-fg2);margin:2px 0}
 .planbook-revisions .planbook-removed{color:${MIX("#b71c1c")}}
 .planbook-revisions .planbook-added{color:${MIX("#1b6e20")}}
 .planbook-revisions ins{background:${TINT("#2e7d32")};text-decoration:none}
@@ -64,6 +63,7 @@ const CSS = `
 .pb-ctl button,.pb-row button,.pb-decide button{font:inherit;font-size:12px;padding:0 8px;cursor:pointer;border-radius:3px;
   border:1px solid #999;background:var(--jp-layout-color1,#fafafa);color:inherit}
 .pb-row button{height:18px;line-height:16px}
+.pb-ctl button:disabled{opacity:.6;cursor:default}
 .pb-editor{width:100%;box-sizing:border-box;font-family:monospace;font-size:12px;min-height:3.5em}
 .planbook-revisions ul{margin:2px 0 6px 0;padding-left:20px;list-style:none}
 `;
@@ -79,7 +79,7 @@ function storeOf(model) {
   const uid = model.get("uid");
   let store = stores.get(uid);
   if (!store) {
-    store = { panes: {}, bars: {}, seq: 0, asked: false, tab: "steps", follow: true, scroll: 0, scale: "auto",
+    store = { panes: {}, bars: {}, seq: 0, asked: false, tab: "steps", follow: true, scroll: 0, 
       listeners: new Set(), requested: new Set() };
     stores.set(uid, store);
   }
@@ -191,7 +191,7 @@ function duration(sec) {
 const COLORS = { not_started: "#616161", in_progress: "#0b5394", completed: "#2e7d32", failed: "#b71c1c",
   skipped: "#616161", blocked: "#8a5300" };
 const CACHED_MARK = "⟲";
-const MIN_BAR = 4, CHAR_W = 6.2, DOMINANCE = 20;
+const MIN_BAR = 4, CHAR_W = 6.2;
 
 // a label cut with an ellipsis to fit a bar `width` px wide ("" when nothing fits)
 function clip(text, width) {
@@ -200,26 +200,12 @@ function clip(text, width) {
   return text.length <= room ? text : room > 1 ? text.slice(0, room - 1) + "…" : "";
 }
 
-// one duration at least DOMINANCE times the median of the others: a log scale reads better
-function dominated(durations) {
-  if (durations.length < 3) return false;
-  const d = [...durations].sort((a, b) => a - b), rest = d.slice(0, -1), median = rest[Math.floor(rest.length / 2)];
-  return d[d.length - 1] > 0 && (median <= 0 || d[d.length - 1] / median >= DOMINANCE);
-}
-
 function linearTicks(span) {
   if (span <= 0) return [0];
   const raw = span / 6, power = Math.pow(10, Math.floor(Math.log10(raw)));
   const step = [1, 2, 5, 10].map((f) => f * power).find((v) => raw <= v) || 10 * power;
   const out = [];
   for (let i = 0; i * step <= span * (1 + 1e-9); i++) out.push(i * step);
-  return out;
-}
-
-function logTicks(span, unit) {
-  const out = [0];
-  for (let k = Math.floor(Math.log10(unit)); Math.pow(10, k) <= span * 1.0001; k++)
-    if (Math.pow(10, k) >= unit * 0.999) out.push(Math.pow(10, k));
   return out;
 }
 
@@ -233,8 +219,9 @@ function render({ model, el }) {
   const tabs = h("div", { class: "pb-tabs", role: "tablist" });
   const body = h("div", { class: "pb-body" });
   const paneBox = h("div", { class: "pb-panebox" });
+  const decisionsBox = h("div", { class: "planbook-decisions-box" });
   const revisions = h("div", { class: "planbook-revisions" });
-  root.append(header, tabs, body, paneBox, revisions);
+  root.append(header, tabs, body, paneBox, decisionsBox, revisions);
   el.append(root);
 
   // --- steps: a virtual list (only the rows in view are in the DOM)
@@ -294,6 +281,22 @@ function render({ model, el }) {
     return [rows, statuses];
   }
 
+  // a Stop or Pause given here or taken by the run, until the run shows it (it ends, or pauses):
+  // the buttons that no longer apply are off meanwhile. A refused control clears it.
+  function runPending(head) {
+    const mine = store.pending;
+    if (mine && (head.status !== mine.status || (model.get("errors") || {})[""])) store.pending = null;
+    if (store.pending && store.pending.action !== "continue") return store.pending.action;
+    const decisions = model.get("decisions") || [];
+    for (let i = decisions.length - 1; i >= 0; i--) {
+      const what = decisions[i][0];
+      if (what === "stop") return "stop";
+      if (what === "pause" && head.status === "running") return "pause";
+      if (what === "pause" || what === "resume") return null;
+    }
+    return null;
+  }
+
   function drawHeader() {
     const head = model.get("head") || {};
     const done = head.done || 0, total = head.total || 0;
@@ -322,11 +325,15 @@ function render({ model, el }) {
     parts.push(countsLine);
     if (head.waiting) parts.push(h("div", { class: "pb-banner planbook-waiting-banner",
       text: `Waiting for you: ${head.waiting} step${head.waiting > 1 ? "s" : ""} (${Object.keys(model.get("waiting") || {}).join(", ")}) · approve, skip or edit below` }));
-    if (model.get("controls") && (head.status === "running" || head.status === "paused")) {
+    const going = head.status === "running" || head.status === "paused";
+    const pending = going ? runPending(head) : null;
+    if (model.get("controls") && going) {
       const ctl = h("div", { class: "pb-ctl planbook-controls" });
-      if (head.status === "running") ctl.append(h("button", { "data-control": "pause", text: "Pause", onclick: () => send("pause") }));
-      else ctl.append(h("button", { "data-control": "continue", text: "Continue", onclick: () => send("continue") }));
-      ctl.append(h("button", { "data-control": "stop", text: "Stop", onclick: () => send("stop") }));
+      const control = (action, text, off) => h("button", { "data-control": action, text, disabled: off,
+        onclick: () => { store.pending = { action, status: head.status }; drawHeader(); send(action); } });
+      if (head.status === "running") ctl.append(control("pause", pending === "pause" ? "Pausing…" : "Pause", !!pending));
+      else ctl.append(control("continue", "Continue", !!pending));
+      ctl.append(control("stop", pending === "stop" ? "Stopping…" : "Stop", pending === "stop"));
       const error = (model.get("errors") || {})[""];
       if (error) ctl.append(h("span", { class: "pb-err", text: error }));
       parts.push(ctl);
@@ -336,6 +343,10 @@ function render({ model, el }) {
       if (head.why) parts.push(h("div", { class: `pb-verdict ${tone}`, style: "font-weight:normal", text: head.why }));
       if (head.error) parts.push(h("div", { class: `pb-verdict ${tone}`, style: "font-weight:normal",
         text: (head.status === "completed" ? "Note: " : "Error: ") + head.error }));
+    } else if (pending) {
+      parts.push(h("div", { class: `pb-verdict info planbook-${pending === "stop" ? "stopping" : "pausing"}`,
+        style: "font-weight:normal", text: pending === "stop" ? "stopping… (steps already running finish first)"
+          : "pausing… (steps already running finish first)" }));
     } else if (head.status === "running") {
       parts.push(h("div", { class: "pb-verdict info", style: "font-weight:normal", text: "running…" }));
     }
@@ -491,24 +502,23 @@ function render({ model, el }) {
     const now = head.now !== null && head.now !== undefined ? head.now : 0;
     const endOf = (b) => (b.end === null ? Math.max(now, b.start) : b.end);
     const span = Math.max(1e-6, now, ...bars.map(endOf), ...cached.map((c) => c.at));
-    const durations = bars.map((b) => Math.max(0, endOf(b) - b.start));
-    const auto = dominated(durations);
-    const log = store.scale === "log" || (store.scale !== "linear" && auto);
-    const positive = durations.filter((d) => d > 0);
-    const unit = Math.max(positive.length ? Math.min(...positive) : span / 1000, span / 1e5);
     const W = 760, left = 8, right = W - 12, laneH = 18, top = 20;
-    const x = (t) => left + (log ? Math.log1p(Math.max(0, t) / unit) / Math.log1p(span / unit) : Math.max(0, t) / span)
-      * (right - left);
-    // lanes by drawn extent: a bar (at least MIN_BAR wide) goes to the first lane free where it starts
-    const items = bars.map((b) => ({ x0: x(b.start), w: Math.max(MIN_BAR, x(endOf(b)) - x(b.start)), bar: b }))
-      .concat(cached.map((c) => ({ x0: x(c.at), w: MIN_BAR * 2, cached: c })));
-    items.sort((a, b) => a.x0 - b.x0);
-    const lanes = [];
+    // the record's rules (planbook/views/charts.py): one linear scale; lanes by real overlap in time
+    // (an execution goes in the first lane whose last one ended by its start: a serial run is one
+    // lane); a bar at least MIN_BAR wide, and one after a widened bar starts where that one ends
+    const x = (t) => left + Math.max(0, t) / span * (right - left);
+    const items = bars.map((b) => ({ start: b.start, end: endOf(b), bar: b }))
+      .concat(cached.map((c) => ({ start: c.at, end: c.at, cached: c })));
+    items.sort((a, b) => a.start - b.start);
+    const lanes = [], drawn = [];
     for (const it of items) {
-      let lane = lanes.findIndex((free) => free <= it.x0 + 0.01);
-      if (lane < 0) { lane = lanes.length; lanes.push(0); }
-      lanes[lane] = it.x0 + it.w + 1;
+      let lane = lanes.findIndex((end) => end <= it.start);
+      if (lane < 0) { lane = lanes.length; lanes.push(0); drawn.push(0); }
+      lanes[lane] = Math.max(it.end, it.start);
       it.lane = lane;
+      it.x0 = Math.max(x(it.start), drawn[lane]);
+      it.w = it.cached ? MIN_BAR * 2 : Math.max(MIN_BAR, x(it.end) - x(it.start));
+      drawn[lane] = it.x0 + it.w;
     }
     const axisY = top + lanes.length * laneH + 2;
     // revision markers: a label goes on the first row where it does not overlap another
@@ -526,11 +536,10 @@ function render({ model, el }) {
     const markerTop = axisY + 20;
     const height = markerTop + rowEnds.length * 12 + 6;
     const svg = s("svg", { class: "pb-gantt planbook-timeline", width: W, height, viewBox: `0 0 ${W} ${height}`,
-      "data-scale": log ? "log" : "linear" });
+      "data-scale": "linear" });
     let caption = `${plural(bars.length, "execution")} in ${plural(lanes.length, "lane")}, ${duration(span)}`;
     if (cached.length) caption += `, ${cached.length} answered without running (${CACHED_MARK}: dashed bars)`;
     if (hidden) caption += ` (the ${hidden} earliest not drawn)`;
-    if (log) caption += " · log time scale" + (store.scale === "log" ? "" : " (one step dominates)");
     svg.append(s("text", { x: 2, y: 12, "font-size": 11, style: "fill:var(--pb-fg)" }, caption));
     for (const it of items) {
       const y = top + it.lane * laneH;
@@ -568,7 +577,7 @@ function render({ model, el }) {
     }
     svg.append(s("line", { x1: left, x2: right, y1: axisY, y2: axisY, style: "stroke:var(--pb-fg)" }));
     let lastLabel = -1e9;
-    for (const t of log ? logTicks(span, unit) : linearTicks(span)) {
+    for (const t of linearTicks(span)) {
       const tx = x(t), text = t === 0 ? "0" : duration(t);
       svg.append(s("line", { class: "pb-tick", x1: tx, x2: tx, y1: axisY, y2: axisY + 4, style: "stroke:var(--pb-fg)" }));
       if (tx - lastLabel >= text.length * CHAR_W + 8) {
@@ -586,15 +595,10 @@ function render({ model, el }) {
         `revision ${revision}`));
       svg.append(g);
     }
-    const toggle = h("label", { class: "pb-scale" });
-    const box = h("input", { type: "checkbox", class: "pb-logscale" });
-    box.checked = log;
-    box.addEventListener("change", () => { store.scale = box.checked ? "log" : "linear"; drawTimeline(); });
-    toggle.append(box, " log time scale" + (auto ? " (on by itself: one step dominates)" : ""));
     const legend = h("div", { class: "pb-note", text: "Bars: green completed, red failed, blue running, dashed: " +
       "answered from the cache or a resume; ↻ a retry; dashed line: a replan; orange outline: the critical path. " +
       "Hover a bar for its times, click it to open its step." });
-    timeline.replaceChildren(toggle, svg, legend);
+    timeline.replaceChildren(svg, legend);
   }
 
   function drawGraph() {
@@ -650,16 +654,12 @@ function render({ model, el }) {
   function drawRevisions() {
     const diffs = model.get("revisions") || [];
     const decisions = model.get("decisions") || [];
-    if (!diffs.length && !decisions.length) { revisions.replaceChildren(); return; }
-    const parts = [h("div", { style: "font-weight:600;margin-top:6px", text: "Revision history" })];
-    if (decisions.length) {
-      const DONE = { approve: "approved", skip: "skipped", edit: "edited", stop: "stopped", refused: "refused",
-        pause: "paused", resume: "continued" };
-      parts.push(h("ul", { class: "planbook-decisions" }, ...decisions.map(([what, step, who, reason]) =>
-        h("li", { class: `planbook-decision planbook-decision-${what}` },
-          `${step ? step + ": " : "run: "}${DONE[what] || what} by ${who === "timeout" ? "the approve timeout" : "you (" + who + ")"}`
-          + (reason ? ` — ${reason}` : "")))));
-    }
+    // the same words as the run's record (planbook/views/steer.py, decision_lines)
+    decisionsBox.replaceChildren(...(decisions.length ? [h("div", { style: "font-weight:600;margin-top:6px", text: "Decisions" }),
+      h("ul", { class: "planbook-decisions" }, ...decisions.map(([what, line]) =>
+        h("li", { class: `planbook-decision planbook-decision-${what}`, text: line })))] : []));
+    const parts = [];
+    if (diffs.length) parts.push(h("div", { style: "font-weight:600;margin-top:6px", text: "Revision history" }));
     for (const d of diffs) {
       const items = [];
       for (const id of d.removed) items.push(h("li", { class: "planbook-removed" }, "− ", h("del", { text: `${id}: ${d.steps[id] || ""}` }), " (removed)"));
