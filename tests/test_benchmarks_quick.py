@@ -64,6 +64,10 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         rf"widget updates: {NUMBER} \({NUMBER} kB\)",
         rf"everything the cell sent: {NUMBER} MB",
     )),
+    "record_size.py": ((), (
+        rf"serial\s+10\s+{NUMBER} kB\s+{NUMBER} kB\s+{NUMBER} ms\s+{NUMBER} ms",
+        rf"mixed\s+100\s+{NUMBER} kB\s+{NUMBER} kB\s+{NUMBER} ms\s+{NUMBER} ms",
+    )),
     "kernel_view.py": (("jupyter_client", "ipykernel", "anywidget"), (
         rf"CPU in the kernel: .* ms -> ratio {NUMBER}",
         rf"IOPub bytes of a view run: {NUMBER} kB",

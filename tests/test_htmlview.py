@@ -53,7 +53,7 @@ def test_plan_html_is_an_escaped_self_contained_table() -> None:
     assert "<script" not in page and "<style" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;quotes&quot;" in page
     assert "Plan: Sources" in page and "(ID: p)" in page
-    assert page.count('<tr class="planbook-step ') == 2
+    assert page.count('<tr data-step=') == 2
     assert 'data-step="a"' in page and 'data-step="b"' in page
     assert "needs a" in page
     assert 'class="planbook-progress"' in page and "width:0.0%" in page
@@ -63,8 +63,9 @@ def test_plan_html_is_an_escaped_self_contained_table() -> None:
 def test_rows_are_coloured_by_status_and_show_errors() -> None:
     result = planbook.run(spec(), tools=tools({"beta"}), clock=clock())
     page = plan_html(result.plan)
-    assert '<tr class="planbook-step planbook-completed"' in page and "background:#e8f5e9" in page
-    assert '<tr class="planbook-step planbook-failed"' in page and "background:#fdecea" in page
+    # a completed row carries no class and no style (its mark says it); a failed one a faint red tint
+    assert '<tr data-step="a"><td>[✓]</td>' in page
+    assert '<tr data-step="b" class="planbook-failed" style="background-color:rgba(183,28,28,0.15)"><td>[✗]</td>' in page
     assert "ConnectionError: beta &lt;down&gt; &amp; out" in page
     assert "width:50.0%" in page
     assert page.count("250.0 ms") == 2  # a step's start and end are two readings of the fake clock (0.25 s apart)
@@ -86,7 +87,7 @@ def test_failed_result_is_red_with_its_error_and_model_usage() -> None:
     result = planbook.run(spec(), tools=tools({"alpha"}), clock=clock())
     result = result.model_copy(update={"usage": Usage(calls=2, prompt_tokens=100, completion_tokens=20)})
     page = result_html(result)
-    assert 'class="planbook-verdict planbook-run-failed planbook-tone-bad" style="color:#b71c1c' in page
+    assert 'class="planbook-verdict planbook-run-failed planbook-tone-bad" style="border-left:4px solid #b71c1c' in page
     assert "Run failed (aborted): steps 1/12, replans 0/5, model calls 2, tokens 120" in page
     assert "Error: step a failed: ConnectionError: alpha &lt;down&gt; &amp; out" in page
 
@@ -169,84 +170,120 @@ def test_live_html_of_a_long_plan_shows_a_window_around_the_running_step() -> No
     page = state_html(state, max_rows=10)
     assert re.findall(r'data-step="(\d+)"', page) == [str(i) for i in range(57, 67)]  # a third above the running step
     assert "… 57 steps above" in page and "… 53 steps below" in page
-    assert page.count('<tr class="planbook-step ') == 10
-    assert state_html(state).count('<tr class="planbook-step ') == 120
+    assert page.count('<tr data-step=') == 10
+    assert state_html(state).count('<tr data-step=') == 120
     plan.steps[60].status = Status.not_started
     assert frontier(plan.steps) == 59
 
 
 # ------------------------------------------------------------------ timelines you can read
+from planbook.views.charts import (  # noqa: E402
+    BUCKETS, MAX_BARS, MAX_NODES, MIN_BAR, graph_html, lanes_of, linear_ticks, timeline_html,
+)
 from planbook.views.state import Execution  # noqa: E402
-from planbook.views.svg import CHAR_W, MIN_BAR, clip_label, dominated, graph_svg, linear_ticks, timeline_svg  # noqa: E402
 
 
-def _bars(svg: str) -> list[tuple[str, float, float, float]]:
-    """(step, x, y, width) of each execution bar."""
-    return [(m[0], float(m[1]), float(m[2]), float(m[3])) for m in re.findall(
-        r'<g class="pb-bar-ex[^"]*" data-step="([^"]+)"[^>]*><title>[^<]*</title><rect x="([\d.]+)" y="(\d+)" '
-        r'width="([\d.]+)"', svg)]
-
-
-def _labels(svg: str) -> list[tuple[float, float, str]]:
-    """(x, y, text) of each label drawn on a bar."""
-    return [(float(x), float(y), html.unescape(t)) for x, y, t in
-            re.findall(r'<text x="([\d.]+)" y="(\d+)" font-size="10" class="pb-on-bar"[^>]*>([^<]*)</text>', svg)]
+def _bars(page: str) -> list[tuple[str, int, float, float, str]]:
+    """(step, lane, margin %, width %, label) of each execution bar, lane by lane."""
+    out = []
+    for lane, body in enumerate(re.findall(r'<div class="pb-lane"[^>]*>(.*?)</div>(?=<div class="pb-(?:lane|axis)")', page)):
+        for step, margin, width, label in re.findall(
+                r'<div class="pb-bar pb-\w+[^"]*" data-step="([^"]+)" title="[^"]*" style="[^"]*margin-left:([\d.]+)%;'
+                r'width:([\d.]+)%[^"]*">([^<]*)</div>', body):
+            out.append((step, lane, float(margin), float(width), html.unescape(label)))
+    return out
 
 
 def test_timeline_has_a_time_axis_with_ticks() -> None:
     ex = [Execution(1, "a", 1, 1, None, 0.0, 0.4, True), Execution(2, "b", 1, 1, None, 0.4, 1.0, True)]
-    svg = timeline_svg(ex, origin=0.0)
-    ticks = re.findall(r'class="pb-tick-label"[^>]*>([^<]+)</text>', svg)
-    assert ticks[0] == "0" and "200.0 ms" in ticks and "1.00 s" in ticks
-    assert svg.count('class="pb-tick"') == len(linear_ticks(1.0)) >= 5
+    page = timeline_html(ex, origin=0.0)
+    ticks = re.findall(r'class="pb-tick"[^>]*>([^<]+)</div>', page)
+    assert ticks == ["0", "200.0 ms", "400.0 ms", "600.0 ms", "800.0 ms"]  # the last, at the very end, has no room
     assert [round(t, 6) for t in linear_ticks(1.0)] == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 
 
-def test_an_instant_step_is_still_a_bar_and_labels_never_overlap() -> None:
+def test_a_serial_run_is_one_lane_whatever_the_minimum_width() -> None:
+    """Lanes by real overlap in time: instant steps one after another stay in one lane (the old SVG
+    put them in lanes by drawn extent, so a one-at-a-time run looked parallel)."""
     ex = [Execution(1, "rate", 1, 1, None, 0.0, 0.0001, False),
           Execution(2, "rate_backup_with_a_long_name", 1, 1, None, 0.0001, 0.0002, True),
           Execution(3, "slow", 1, 1, None, 0.0002, 1.0, True)]
-    svg = timeline_svg(ex, origin=0.0, scale="linear")
-    bars = _bars(svg)
-    assert all(width >= MIN_BAR for _, _, _, width in bars)
-    # bars in one lane never overlap (an instant bar drawn MIN_BAR wide pushes the next one to another lane)
-    for i, (_, x1, y1, w1) in enumerate(bars):
-        for _, x2, y2, w2 in bars[i + 1:]:
-            assert y1 != y2 or x1 + w1 <= x2 or x2 + w2 <= x1
-    # a label fits inside its bar (so two labels never overlap), cut with an ellipsis; the full name is the title
-    for x, y, text in _labels(svg):
-        bar = next(b for b in bars if abs(b[1] + 3 - x) < 0.01 and abs(b[2] + 10 - y) < 0.01)
-        assert len(text) * CHAR_W <= bar[3] - 6 + 0.01
-    assert "<title>#2 step rate_backup_with_a_long_name" in svg
-    assert clip_label("rate_backup", 50) == "rate_b…" and clip_label("rate", 50) == "rate" and clip_label("x", 5) == ""
+    page = timeline_html(ex, origin=0.0)
+    bars = _bars(page)
+    assert [(step, lane) for step, lane, *_ in bars] == [("rate", 0), ("rate_backup_with_a_long_name", 0), ("slow", 0)]
+    assert "3 executions in 1 lane," in page and 'data-scale="linear"' in page
+    assert all(width >= MIN_BAR for *_, width, _ in bars)
+    # bars of a lane follow each other in the flow, never over each other; a bar after one widened to
+    # the minimum starts where that one ends, and the lane never runs past its width
+    assert sum(margin + width for _, _, margin, width, _ in bars) <= 100.01
+    # each bar's label is inside it (clipped by the bar), and its title says it all
+    assert [label for *_, label in bars] == ["rate 0.1 ms", "rate_backup_with_a_long_name 0.1 ms", "slow 999.8 ms"]
+    assert 'title="#2 step rate_backup_with_a_long_name, attempt 1, revision 1: +0.1 ms → +0.2 ms (0.1 ms, completed)"' in page
+    assert "overflow:hidden" in page and "white-space:nowrap" in page
+
+
+def test_executions_that_ran_at_once_take_lanes_of_their_own() -> None:
+    ex = [Execution(1, "a", 1, 1, "w1", 0.0, 1.0, True), Execution(2, "b", 1, 1, "w2", 0.5, 1.5, True),
+          Execution(3, "c", 1, 1, "w1", 1.0, 2.0, True)]
+    assert lanes_of([(e.start, e.end) for e in ex]) == [0, 1, 0]
+    page = timeline_html(ex, origin=0.0)
+    assert "3 executions in 2 lanes" in page
+    assert [(step, lane) for step, lane, *_ in _bars(page)] == [("a", 0), ("c", 0), ("b", 1)]
+
+
+def test_one_linear_scale_even_when_one_step_dominates() -> None:
+    ex = [Execution(i, f"s{i}", 1, 1, None, i * 0.001, i * 0.001 + 0.001, True) for i in range(1, 6)]
+    ex.append(Execution(6, "slow", 1, 1, None, 0.006, 10.0, True))
+    page = timeline_html(ex, origin=0.0)
+    assert 'data-scale="linear"' in page and "log" not in page
+    widths = {step: width for step, _, _, width, _ in _bars(page)}
+    assert widths["slow"] > 99 - 6 * MIN_BAR and all(widths[f"s{i}"] == MIN_BAR for i in range(1, 6))
 
 
 def test_revision_markers_stack_instead_of_overlapping() -> None:
     ex = [Execution(1, "a", 1, 1, None, 0.0, 1.0, False), Execution(2, "b", 1, 2, None, 1.0, 1.001, False),
           Execution(3, "c", 1, 3, None, 1.001, 1.002, False), Execution(4, "d", 1, 4, None, 1.002, 2.0, True)]
-    svg = timeline_svg(ex, origin=0.0, scale="linear")
-    labels = [(float(x), float(y)) for x, y in
-              re.findall(r'<g class="pb-replan">.*?<text x="([\d.]+)" y="([\d.]+)"[^>]*>revision \d</text>', svg)]
-    assert len(labels) == 3
-    assert len({y for _, y in labels}) == 3  # at the same x: three rows, not "revrevi"
+    page = timeline_html(ex, origin=0.0)
+    rows = re.findall(r'<div style="[^"]*">((?:<div class="pb-replan"[^>]*>[^<]*</div>)+)</div>', page)
+    assert [re.findall(r">(revision \d)<", row) for row in rows] == [["revision 2"], ["revision 3"], ["revision 4"]]
 
 
-def test_a_log_scale_when_one_step_dominates() -> None:
-    ex = [Execution(i, f"s{i}", 1, 1, None, i * 0.001, i * 0.001 + 0.001, True) for i in range(1, 6)]
-    ex.append(Execution(6, "slow", 1, 1, None, 0.006, 10.0, True))
-    assert dominated([0.001] * 5 + [10.0]) and not dominated([0.001, 0.002, 0.0015])
-    auto = timeline_svg(ex, origin=0.0)
-    assert 'data-scale="log"' in auto and "log time scale (one step dominates)" in auto
-    linear = timeline_svg(ex, origin=0.0, scale="linear")
-    assert 'data-scale="linear"' in linear and "log time scale" not in linear
-    # on the log scale the fast steps are told apart; on the linear one they are squashed into a sliver
-    xs_log = [x for step, x, _, _ in _bars(auto) if step != "slow"]
-    xs_lin = [x for step, x, _, _ in _bars(linear) if step != "slow"]
-    assert max(xs_log) - min(xs_log) > 50 and max(xs_lin) - min(xs_lin) < 5
+def test_a_long_timeline_is_summarised_in_slices_of_time() -> None:
+    ex = [Execution(i, f"s{i}", 1, 1, None, i * 0.01, i * 0.01 + 0.01, i % 97 != 5) for i in range(1, 2 * MAX_BARS)]
+    page = timeline_html(ex, origin=0.0)
+    assert 'data-scale="summary"' in page and f"{len(ex):,} executions" in page and "too many to draw" in page
+    widths = [int(w) for w in re.findall(r'class="pb-bar pb-\w+" title="[^"]*" style="display:inline-block;'
+                                         r'(?:margin-left:\d+%;)?width:(\d+)%', page)]
+    assert sum(widths) <= BUCKETS and len(widths) < MAX_BARS
+    assert page.count('class="pb-bar pb-failed"') == 5  # the failed executions' slices are red, the others green
+    assert 'title="1 execution, steps s102..s102' in page or "worst: failed" in page
 
 
-def test_graph_edges_have_arrowheads_without_markers() -> None:
+def test_the_graph_is_badges_by_level_with_their_needs() -> None:
     plan = Plan.parse("steps:\n  - {id: a, tool: t}\n  - {id: b, tool: t, needs: [a]}\n  - {id: c, tool: t, needs: [a, b]}\n")
-    svg = graph_svg(plan)
-    assert svg.count('class="pb-edge"') == 3 and svg.count('class="pb-arrowhead"') == 3
-    assert "<marker" not in svg and "url(#" not in svg  # ids collide between outputs; a hidden marker draws nothing
+    page = graph_html(plan)
+    levels = re.findall(r'<div class="pb-level"><span[^>]*>(level \d)</span><ul[^>]*>(.*?)</ul></div>', page)
+    assert [(level, re.findall(r">\[ \] ([^<]*)</li>", nodes)) for level, nodes in levels] == [
+        ("level 1", ["a"]), ("level 2", ["b · needs a"]), ("level 3", ["c · needs a, b"])]
+    assert "<svg" not in page and 'title="c (not_started): t()"' in page
+
+
+def test_a_large_graph_is_summarised_by_level() -> None:
+    n = MAX_NODES + 50
+    steps = "\n".join(f"  - {{id: s{i}, tool: t{', needs: [s' + str(i - 1) + ']' if i else ''}}}" for i in range(n))
+    page = graph_html(Plan.parse(f"steps:\n{steps}"))
+    assert "planbook-graph-summary" in page and "pb-node" not in page
+    assert f"{n} steps in {n} dependency levels" in page
+    assert f"levels 1–{n}: 1 step each ({n} not started): s0, s1 … s{n - 1}" in page
+
+
+def test_no_style_the_untrusted_sanitizer_drops() -> None:
+    """An untrusted notebook's sanitizer drops every CSS value with var() or color-mix(): the
+    static views use none (plain colours that read on light and dark pages), and no SVG."""
+    planner = ScriptedPlanner({None: spec(), "beta": [{"id": "c", "tool": "fetch", "args": {"source": "gamma"}}]})
+    result = planbook.run("Fetch things", planner=planner, tools=tools({"beta"}), clock=clock())
+    diff = PlanDiff(from_revision=1, to_revision=2, removed=["x"], added=["y"], revised=["z"], steps={})
+    for page in (result_html(result), plan_html(result.plan), diff_html(diff)):
+        assert "var(" not in page and "color-mix" not in page and "<svg" not in page and "<style" not in page
+        # text keeps the theme's colour: the only colour set on text is white, on a status fill
+        assert set(re.findall(r"(?<![-\w])color:([^;\"]+)", page)) <= {"#fff"}

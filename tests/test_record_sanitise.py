@@ -231,7 +231,7 @@ def test_a_table_keeps_its_rows_and_loses_only_its_styles() -> None:
     assert kept is not None and kept.left_out == STYLES_LEFT_OUT_NOTE
     assert "<style" not in kept.html and "class=" not in kept.html and "position" not in kept.html
     pane = pane_of(tree(record_of(returning(frame))), "first")
-    (table,) = pane.find_all("table", None)[1:]  # the pane's own table of fields comes first
+    (table,) = pane.find_all("table", None)
     assert [c.text() for c in table.find_all("td")] == ["1"] and table.attrs.get("border") == "1"
     assert STYLES_LEFT_OUT_NOTE in pane.text()
     plain = sanitize_html("<table><tr><td>1</td></tr></table>")
@@ -273,13 +273,13 @@ def test_a_hostile_result_stays_in_its_pane(markup: str) -> None:
     root = tree(page)  # balanced: every element the record (and the result) opens is closed in its place
     assert_inert(root)
     (table,) = root.find_all("table", "planbook-steps")
-    rows = table.find_all("tr", "planbook-step")
+    rows = [r for r in table.find_all("tr") if "data-step" in r.attrs]
     assert [r.attrs["data-step"] for r in rows] == ["first", "second", "third"]
     assert all(r.parent is rows[0].parent and r.parent.tag == "tbody" for r in rows)
     # exactly one verdict, in the header (not in a pane)
     (verdict,) = [n for n in root.walk() if "planbook-verdict" in n.classes]
     assert verdict.text().startswith("Run completed") and not any(a.tag == "details" for a in verdict.ancestors())
-    (graph,) = root.find_all("svg", "planbook-graph")
+    (graph,) = root.find_all("div", "planbook-graph")
     assert not any(a.tag in ("details",) and "planbook-pane" in a.classes for a in graph.ancestors())
     # the result's own markup is inside its pane's box, whatever it tried
     pane = pane_of(root, "first")
@@ -318,7 +318,7 @@ def test_chromium_runs_no_script_from_a_saved_record(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ a bounded record
 def test_the_record_of_a_long_run_is_bounded_and_says_what_it_left_out() -> None:
-    from planbook.views.record import RECORD_PANES, RECORD_ROWS
+    from planbook.views.record import FEW, RECORD_PANES, RECORD_ROWS
 
     tools = planbook.Toolbox()
 
@@ -332,17 +332,23 @@ def test_the_record_of_a_long_run_is_bounded_and_says_what_it_left_out() -> None
     result = planbook.run(f"steps:\n{steps}", tools=tools, max_steps=n)
     assert result.status == "completed"
     page = result_html(result)
-    # 1,000 rows (the widget's cap) at under 1 KB each with their inline theme styles, 100 panes, a
-    # timeline of at most 1,500 bars and a graph of at most 400 nodes: well under 1.5 MB whatever the
-    # plan's length (it was 50 MB for these 20,000 steps)
-    assert len(page.encode("utf-8")) < 1_500_000
+    # 1,000 rows (the widget's cap), lean (no style, no data-step: the id is the row's header cell),
+    # 6 panes, the timeline and the graph summarised: a size people commit (it was 50 MB, then 1.5 MB)
+    assert len(page.encode("utf-8")) < 120_000
     root = tree(page)
-    rows = root.find_all("tr", "planbook-step")
-    assert len(rows) == RECORD_ROWS and rows[-1].attrs["data-step"] == f"s{n - 1}"
-    assert len(root.find_all("details", "planbook-pane")) == RECORD_PANES
+    (table,) = root.find_all("table", "planbook-steps")
+    rows = table.find_all("tbody")[0].find_all("tr")
+    assert len(rows) == RECORD_ROWS and rows[-1].find_all("th")[0].text() == f"s{n - 1}"
+    assert not any("style" in r.attrs or "class" in r.attrs for r in rows if not r.find_all("details"))
+    # panes only for the first and last few (nothing failed): every step's pane is a call away
+    panes = [d.find_all("div", "planbook-pane-body")[0].attrs["data-pane"] for d in root.find_all("details", "planbook-pane")]
+    assert panes == [f"s{i}" for i in (n - 1000, n - 999, n - 998, n - 3, n - 2, n - 1)]
+    assert FEW == 3 and RECORD_PANES >= len(panes)
     (line,) = [node for node in root.walk() if "planbook-rows-left-out" in node.classes]
-    assert "keeps 1,000 of 20,000 steps" in line.text() and "without the panes of 900" in line.text()
-    assert "print(result)" in line.text() and "planbook show RUN_ID" in line.text()
+    assert "keeps 1,000 of 20,000 steps" in line.text() and "not of 994 others" in line.text()
+    assert "result.pane('ID')" in line.text() and "planbook show RUN_ID --step ID" in line.text()
+    assert "print(result)" in line.text()
+    assert "too many to draw one by one" in page and "planbook-graph-summary" in page
 
 
 def test_the_record_keeps_as_many_rows_as_the_widget_does() -> None:
@@ -404,10 +410,10 @@ def test_the_records_rows_panes_and_graph_show_no_secret() -> None:
     for secret in SECRETS:
         assert secret not in page, page[max(0, page.find(secret) - 300):page.find(secret) + 50]
     root = tree(page)
-    calls = {n.attrs["data-pane"]: n.find_all("td")[1].text() for n in root.find_all("div", "planbook-pane-body")}
+    calls = {n.attrs["data-pane"]: n.find_all("code")[0].text() for n in root.find_all("div", "planbook-pane-body")}
     assert calls == {"login": "login(user='ann', password=***)", "fetch": "fetch(token=***)",
                      "echo": "echo(text='***')", "page": "page(text='***')"}
-    titles = [n.text() for n in root.find_all("title")]
+    titles = [n.attrs["title"] for n in root.walk() if "pb-node" in n.classes]
     assert "login (completed): login(user='ann', password=***)" in titles
     assert "fetch (completed): Fetch with ***" in titles
     assert "Plan: Log in as ann with ***" in root.text()

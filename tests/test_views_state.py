@@ -95,7 +95,7 @@ def test_a_10000_step_plan_builds_its_state_and_window_quickly() -> None:
     took = time.perf_counter() - started
     print(f"10,000 steps: state and a 50-row page in {took * 1000:.0f} ms")
     assert len(state.timeline) == 10_000 and state.done == 10_000
-    assert page.count('<tr class="planbook-step ') == 50 and "… 9950 steps above" in page
+    assert page.count('<tr data-step=') == 50 and "… 9950 steps above" in page
 
 
 # ------------------------------------------------------------------ shared layout
@@ -131,7 +131,7 @@ def test_a_run_that_skipped_steps_is_not_green() -> None:
     state = ViewState.of(result)
     assert state.tone == "warn"
     page = result_html(result)
-    assert "planbook-tone-warn" in page and "color:#8a5300" in page and "color:#1b6e20;font-weight:600" not in page
+    assert "planbook-tone-warn" in page and "border-left:4px solid #8a5300" in page and "solid #2e7d32;font-weight" not in page
     assert ViewState.of(planbook.run("steps: [{id: a, tool: ok}]", tools=lab.tools)).tone == "ok"
 
 

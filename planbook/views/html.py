@@ -10,78 +10,71 @@ Everything is escaped and deterministic: the only times shown are step durations
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from functools import lru_cache
+import re
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
 from ..outbound import RunSecrets, html_text
-from ..state import CACHED_NOTE
+from ..state import CACHED_NOTE, INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 from .marks import CACHED_MARK, CacheMark, cached_count_text
 from .state import ViewState, row_window, verdict_line
 
 #: the classes that keep MathJax away from planbook's HTML
 NO_MATH = "mathjax_ignore tex2jax_ignore"
 
-#: the page's text and background, from JupyterLab's theme (light and dark), with fallbacks elsewhere
-TEXT = "var(--jp-content-font-color1,#222)"
-PAGE = "var(--jp-layout-color0,#fff)"
-#: secondary text: the text colour faded towards the page (Lab's own --jp-content-font-color2 is
-#: 4.5:1 on white and falls below it on a tinted row or a grey cell)
-DIM = "color-mix(in srgb,var(--jp-content-font-color1,#222) 72%,var(--jp-layout-color0,#fff))"
+#: a status's fill (bars, badges, the progress bar): white text on each passes WCAG AA (4.5:1),
+#: and each reads on a light and a dark page alike
+FILLS = {"completed": "#2e7d32", "failed": "#b71c1c", "in_progress": "#0b5394", "running": "#0b5394",
+         "not_started": "#616161", "skipped": "#616161", "blocked": "#8a5300", "interrupted": "#8a5300",
+         "cached": "#5b3f99"}
+#: colour of a verdict by its tone (see ViewState.tone)
+TONE_COLORS = {"ok": "#2e7d32", "warn": "#8a5300", "bad": "#b71c1c", "info": "#0b5394"}
+#: colour of "something the run did not do itself" (a cached or resumed step)
+CACHED_COLOR = FILLS["cached"]
+#: how a run that has stopped is drawn: :mod:`.record` registers itself here (it builds on this module)
+STOPPED: dict[str, Callable[..., str]] = {}
+
+# Styles that read in JupyterLab's light and dark themes, in an untrusted notebook and where
+# styles are stripped (GitHub). An untrusted notebook's sanitizer drops every CSS value that
+# uses var() or color-mix(), and no single text colour reads on both a light and a dark page,
+# so: text keeps the theme's colour (nothing sets a text colour but white on a fill), status
+# colours are fills, left rules and faint rgba() tints, and secondary text is dimmed by opacity.
+# No <style> either (it does not survive): inline styles, short, and only where they are needed.
+
+#: secondary text: the theme's own colour, faded
+DIM = "opacity:.75"
 
 
-def tone(color: str) -> str:
-    """``color`` moved towards the theme's text colour: dark on a light theme, light on a dark one
-    (a status colour that stays readable, WCAG AA, on either background)."""
-    return f"color-mix(in srgb,{color} 60%,var(--jp-content-font-color1,#000))"
+def tint(color: str, alpha: float = 0.15) -> str:
+    """A faint ``color`` (a ``#rrggbb``) over whatever the page is: ``background-color:rgba(...)``."""
+    r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"background-color:rgba({r},{g},{b},{alpha:g})"
 
 
-def tint(color: str) -> str:
-    """A faint ``color`` over the theme's background (a row of that status)."""
-    return f"color-mix(in srgb,{color} 12%,var(--jp-layout-color0,#fff))"
+def fill(color: str) -> str:
+    """A status fill with white text on it (WCAG AA for every colour of :data:`FILLS`)."""
+    return f"background-color:{color};color:#fff"
 
 
 def fg(color: str) -> str:
-    """A ``color:`` declaration: ``color`` itself where color-mix is unknown, else its :func:`tone`."""
-    return f"color:{color};color:{tone(color)}"
+    """How text is marked with a status colour: it keeps the theme's colour (a coloured text reads
+    on a light or on a dark page, never both) and a rule of ``color`` stands at its left."""
+    return f"border-left:4px solid {color};padding-left:6px"
 
 
-def bg(color: str, light: str) -> str:
-    """A ``background:`` declaration: ``light`` where color-mix is unknown, else the :func:`tint` of ``color``."""
-    return f"background:{light};background:{tint(color)}"
-
-
-#: (text colour, row background, the light row background where color-mix is unknown) per status
-STATUS_COLORS: dict[Status, tuple[str, str, str]] = {
-    Status.not_started: ("#555555", "", ""),
-    Status.in_progress: ("#0b5394", "#0b5394", "#e3eefb"),
-    Status.completed: ("#1b6e20", "#2e7d32", "#e8f5e9"),
-    Status.failed: ("#b71c1c", "#b71c1c", "#fdecea"),
-    Status.skipped: ("#6d6d6d", "#6d6d6d", "#f1f1f1"),
-    Status.blocked: ("#8a5300", "#c77700", "#fff4e0"),
+#: the row of a step whose status needs a look (completed and not-started rows carry no style):
+#: ``(class, style)`` by the row's kind
+ROW_KINDS: dict[str, tuple[str, str]] = {
+    "failed": ("planbook-failed", tint(FILLS["failed"])),
+    "skipped": ("planbook-skipped", tint(FILLS["skipped"])),
+    "blocked": ("planbook-blocked", tint(FILLS["blocked"])),
+    "in_progress": ("planbook-in_progress", tint(FILLS["in_progress"])),
+    "interrupted": ("planbook-interrupted", tint(FILLS["interrupted"])),
+    "cached": ("planbook-step-cached", tint(FILLS["cached"])),
 }
-#: colour of a verdict by its tone (see ViewState.tone)
-TONE_COLORS = {"ok": "#1b6e20", "warn": "#8a5300", "bad": "#b71c1c", "info": "#0b5394"}
-#: how a run that has stopped is drawn: :mod:`.record` registers itself here (it builds on this module)
-STOPPED: dict[str, Callable[..., str]] = {}
-#: colour of "something the run did not do itself" (a cached or resumed step)
-CACHED_COLOR = "#5b3f99"
-
-
-@lru_cache(maxsize=None)
-def row_style(status: Status) -> str:
-    """The colours of a step's row: status text over a faint status background."""
-    color, base, light = STATUS_COLORS[status]
-    return f"{fg(color)};{bg(base, light)}" if base else fg(color)
-
-
 _BOX = "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;line-height:1.4;max-width:100%"
-# short on purpose: every row repeats them (front ends' own table CSS must be overridden inline)
-_CELL = "padding:1px 6px;text-align:left"
-_MONO = "font-family:monospace"
-_ROW = "vertical-align:top;border-bottom:1px solid var(--jp-border-color2,#e0e0e0)"
-_DIM = f"color:#555;color:{DIM}"
+_LEFT = ' style="text-align:left"'  # front ends right-align table cells (JupyterLab's rendered HTML)
 
 
 #: every HTML view escapes text with the gate's one HTML escape
@@ -97,11 +90,12 @@ def format_duration(seconds: float | None) -> str:
     return f"{seconds:.2f} s"
 
 
-def shown_call(step: Step, gate: RunSecrets | None = None) -> str:
+def shown_call(step: Step, gate: RunSecrets | None = None, hide: Callable[[str | None], str] | None = None) -> str:
     """What a step does, as a view shows it: ``[AGENT] task`` or ``tool(a=1, password=***)``
     (:meth:`~planbook.models.Step.describe`, which shows a secret-named arg as ``***``), through
-    the run's ``gate`` (a secret it repeats is hidden): this HTML is kept in the notebook."""
-    return gate_of(gate).text(step.describe())
+    the run's ``gate`` (a secret it repeats is hidden; ``hide``: the gate's hider of one render):
+    this HTML is kept in the notebook."""
+    return (hide or gate_of(gate).text)(step.describe())
 
 
 def _same(text: str) -> str:
@@ -123,18 +117,19 @@ def cached_text(mark: CacheMark, origin: float | None) -> str:
 
 def box(kind: str, body: str) -> str:
     """The outer element of every planbook HTML output: its class and the MathJax opt-out."""
-    return f'<div class="planbook-{kind} {NO_MATH}" style="{_BOX};color:{TEXT}">{body}</div>'
+    return f'<div class="planbook-{kind} {NO_MATH}" style="{_BOX}">{body}</div>'
 
 
 # ------------------------------------------------------------------ pieces
-def progress_bar_html(done: int, total: int, *, color: str = "#2e7d32") -> str:
-    """A progress bar made of two divs (an HTML element, so it survives nbconvert)."""
+def progress_bar_html(done: int, total: int, *, color: str = FILLS["completed"]) -> str:
+    """A progress bar made of two divs (an HTML element, so it survives nbconvert): a grey track
+    that shows on a light and a dark page, and a fill; the numbers are in its title and beside it."""
     percent = done / total * 100 if total else 0.0
     return (
         f'<div class="planbook-progress" title="{done}/{total} steps completed" '
-        f'style="background:#e0e0e0;background:var(--jp-layout-color3,#e0e0e0);border-radius:4px;height:8px;'
-        f'width:100%;max-width:480px;margin:4px 0">'
-        f'<div style="background:{color};border-radius:4px;height:8px;width:{percent:.1f}%"></div></div>'
+        f'style="background-color:rgba(128,128,128,.3);border-radius:4px;height:8px;width:100%;max-width:480px;'
+        f'margin:4px 0"><div style="background-color:{color};border-radius:4px;height:8px;width:{percent:.1f}%">'
+        f'</div></div>'
     )
 
 
@@ -145,11 +140,9 @@ def counts_html(plan: Plan, marks: dict[str, CacheMark] | None = None) -> str:
     order = (Status.completed, Status.in_progress, Status.failed, Status.skipped, Status.blocked, Status.not_started)
     for status in order:
         if counts[status] or status in (Status.completed, Status.not_started):
-            label = status.value.replace("_", " ")
-            parts.append(f'<span style="{fg(STATUS_COLORS[status][0])}">{esc(STATUS_MARKS[status])} '
-                         f'{counts[status]} {label}</span>')
+            parts.append(f'{esc(STATUS_MARKS[status])} {counts[status]} {status.value.replace("_", " ")}')
     if marks:
-        parts.append(f'<span class="planbook-cached-count" style="{fg(CACHED_COLOR)}" '
+        parts.append(f'<span class="planbook-cached-count" '
                      f'title="steps answered from the step cache or a resumed run: their tools did not run here">'
                      f'{CACHED_MARK} {esc(cached_count_text(marks))}</span>')
     return " · ".join(parts)
@@ -164,7 +157,7 @@ def header_html(plan: Plan, *, extra: str = "", marks: dict[str, CacheMark] | No
     revision = f" · revision {plan.revision}" if plan.revision > 1 else ""
     lines = [
         f'<div style="font-weight:600;font-size:14px">Plan: {esc(hide(plan.display_title))} '
-        f'<span style="font-weight:normal;{_DIM}">(ID: {esc(hide(plan.id))}{revision})</span></div>'
+        f'<span style="font-weight:normal;{DIM}">(ID: {esc(hide(plan.id))}{revision})</span></div>'
     ]
     if plan.goal and plan.goal != plan.display_title:
         lines.append(f'<div><b>Goal:</b> {esc(hide(plan.goal))}</div>')
@@ -175,71 +168,103 @@ def header_html(plan: Plan, *, extra: str = "", marks: dict[str, CacheMark] | No
     return "".join(lines)
 
 
-def step_row_html(step: Step, *, pane: str = "", mark: CacheMark | None = None, opened: bool = False,
-                  gate: RunSecrets | None = None) -> str:
-    """A step's row; ``pane``: the HTML of its pane, opened by a click on the task (a ``<details>``,
-    open from the start when ``opened``); its texts through the run's ``gate``."""
-    gate = gate_of(gate)
-    hide = gate.text
-    task = esc(hide(step.task)) if step.task else f'<span style="{_MONO}">{esc(shown_call(step, gate))}</span>'
-    needs = f'<div style="{_DIM};font-size:11px">needs {esc(", ".join(step.needs))}</div>' if step.needs else ""
-    error = esc(hide(step.error)) if step.error and step.status in (Status.failed, Status.skipped) else ""
-    if not error and step.notes and (step.status is Status.blocked or step.notes.startswith(CACHED_NOTE)):
-        error = esc(hide(step.notes))
-    executor = f"[{esc(step.agent.upper())}]" if step.agent else esc(step.tool or "")
-    status_mark = esc(STATUS_MARKS[step.status])
-    time = esc(format_duration(step.duration))
+def row_kind(step: Step, mark: CacheMark | None = None) -> str:
+    """What a step's row shows it as: its status, ``cached`` (answered without running here) or
+    ``interrupted`` (an interrupt cut its call; it runs again when the run continues)."""
     if mark is not None:
-        status_mark += (f' <span class="planbook-cached" title="{esc(mark.describe())}" '
-                        f'style="{fg(CACHED_COLOR)}">{CACHED_MARK}</span>')
-        time = f'<span style="{fg(CACHED_COLOR)}">{mark.kind}</span>'
+        return "cached"
+    if step.status is Status.not_started and step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE):
+        return "interrupted"
+    return step.status.value
+
+
+def step_row_html(step: Step, *, pane: str = "", mark: CacheMark | None = None, opened: bool = False,
+                  gate: RunSecrets | None = None, lean: bool = False,
+                  hide: Callable[[str | None], str] | None = None) -> str:
+    """A step's row: status mark, id, tool/agent, task, time, error. ``pane``: the HTML of its pane,
+    opened by a click on the task (a ``<details>``, open from the start when ``opened``); its texts
+    through the run's ``gate`` (``hide``: the gate's :meth:`~planbook.outbound.RunSecrets.hider`
+    for a whole table). A completed or waiting row carries no class and no style (its mark says
+    it); ``lean``: no ``data-step``, no ``needs`` line and no alignment of the task (a long plan's
+    rows: the id is the row's header cell)."""
+    if hide is None:
+        hide = gate_of(gate).text
+    status = step.status
+    sid, task, needs = step.id, step.task, step.needs
+    executor = f"[{step.agent.upper()}]" if step.agent else (step.tool or "")
+    task = hide(task) if task else ""
+    error = step.error if (status is _FAILED or status is _SKIPPED) else None
+    if not error and step.notes and (status is _BLOCKED or step.notes.startswith(CACHED_NOTE)):
+        error = step.notes
+    error = hide(error) if error else ""
+    if _SPECIAL(f"{sid}{executor}{task}{error}"):  # most rows have nothing to escape: one search, not four
+        sid, executor, task, error = esc(sid), esc(executor), esc(task), esc(error)
+    if not task:
+        task = f"<code>{esc(shown_call(step, gate, hide))}</code>"
+    if needs and not lean:
+        task += f'<br><small style="{DIM}">needs {esc(", ".join(needs))}</small>'
+    started, finished = step.started_at, step.finished_at
+    time = format_duration(finished - started) if started is not None and finished is not None else ""
+    status_mark = _MARKS[status]
+    if mark is not None:
+        status_mark += f' <span class="planbook-cached" title="{esc(mark.describe())}">{CACHED_MARK}</span>'
+        time = mark.kind
     if pane:
-        task = (f'<details class="planbook-pane"{" open" if opened else ""}><summary style="cursor:pointer">'
-                f'{task}</summary>{pane}</details>')
-    cached = " planbook-step-cached" if mark is not None else ""
-    return (
-        f'<tr class="planbook-step planbook-{step.status.value}{cached}" data-step="{esc(step.id)}" '
-        f'style="{_ROW};{row_style(step.status)}">'
-        f'<td style="{_CELL};{_MONO};white-space:nowrap">{status_mark}</td>'
-        f'<td style="{_CELL};white-space:nowrap"><b>{esc(step.id)}</b></td>'
-        f'<td style="{_CELL};{_MONO}">{executor}</td>'
-        f'<td style="{_CELL};color:{TEXT}">{task}{needs}</td>'
-        f'<td style="{_CELL};white-space:nowrap">{time}</td>'
-        f'<td style="{_CELL}">{error}</td></tr>'
-    )
+        task = f'<details class="planbook-pane"{" open" if opened else ""}><summary>{task}</summary>{pane}</details>'
+    kind = None if status is _COMPLETED and mark is None else ROW_KINDS.get(row_kind(step, mark))
+    attrs = f' class="{kind[0]}" style="{kind[1]}"' if kind else ""
+    head = "<tr" if lean else f'<tr data-step="{sid}"'
+    cells = (f'{head}{attrs}><td>{status_mark}</td><th>{sid}</th><td>{executor}</td>'
+             f'<td{"" if lean and not pane else _LEFT}>{task}</td><td>{time}</td>')
+    return f"{cells}<td{_LEFT}>{error}</td></tr>" if error else f"{cells}</tr>"
 
 
-def steps_table_html(steps: Iterable[Step], *, panes: dict[str, str] | None = None,
+_COMPLETED, _FAILED, _SKIPPED, _BLOCKED = Status.completed, Status.failed, Status.skipped, Status.blocked
+
+
+#: the status marks, escaped once
+_MARKS = {status: esc(mark) for status, mark in STATUS_MARKS.items()}
+_SPECIAL = re.compile(r"[&<>\"']").search
+
+
+#: above this many rows a table's rows are lean (:func:`step_row_html`): the bytes of a long plan's
+#: record are its rows
+LEAN_ROWS = 200
+
+
+def steps_table_html(steps: Sequence[Step], *, panes: dict[str, str] | None = None,
                      marks: dict[str, CacheMark] | None = None, opened: str = "",
                      gate: RunSecrets | None = None) -> str:
-    """One row per step: mark, id, tool/agent, task, duration, error; coloured by status; the
-    texts through the run's ``gate``."""
+    """One row per step (:func:`step_row_html`), the texts through the run's ``gate``; a long table
+    scrolls in its own box."""
     panes, marks, gate = panes or {}, marks or {}, gate_of(gate)
-    head = "".join(f'<th style="{_CELL};color:{TEXT}">{h}</th>' for h in ("", "id", "tool/agent", "task", "time", "error"))
-    head = f'<tr style="{_ROW}">{head}</tr>'
+    lean = len(steps) > LEAN_ROWS
+    hide = gate.hider()
     rows = "".join(step_row_html(s, pane=panes.get(s.id, ""), mark=marks.get(s.id), opened=s.id == opened,
-                                 gate=gate) for s in steps)
-    return (f'<table class="planbook-steps" style="border-collapse:collapse;margin:4px 0;line-height:1.4">'
-            f"<thead>{head}</thead><tbody>{rows}</tbody></table>")
+                                 gate=gate, lean=lean, hide=hide) for s in steps)
+    table = (f'<table class="planbook-steps" style="border-collapse:collapse;margin:4px 0">'
+             f"<thead><tr><th></th><th>id</th><th>tool/agent</th><th{_LEFT}>task</th><th>time</th><th{_LEFT}>error</th>"
+             f"</tr></thead><tbody>{rows}</tbody></table>")
+    return f'<div style="max-height:520px;overflow:auto">{table}</div>' if len(steps) > 30 else table
 
 
 def _diff_items(diff: PlanDiff, gate: RunSecrets | None = None) -> str:
     hide = gate_of(gate).text
     title = f"Revision {diff.from_revision} → {diff.to_revision}"
     if diff.reason:
-        title += f' <span style="{_DIM}">(after: {esc(hide(diff.reason))})</span>'
+        title += f' <span style="{DIM}">(after: {esc(hide(diff.reason))})</span>'
     items = []
     for sid in diff.removed:
-        items.append(f'<li class="planbook-removed" style="{fg("#b71c1c")}">− <del>{esc(sid)}: '
-                     f'{esc(hide(diff.steps.get(sid, "")))}</del> (removed)</li>')
+        items.append(f'<li class="planbook-removed">− <del>{esc(sid)}: {esc(hide(diff.steps.get(sid, "")))}</del> '
+                     f'(removed)</li>')
     for sid in diff.added:
-        items.append(f'<li class="planbook-added" style="{fg("#1b6e20")}">+ <ins style="{bg("#2e7d32", "#e6ffed")};'
-                     f'text-decoration:none">{esc(sid)}: {esc(hide(diff.steps.get(sid, "")))}</ins> (added)</li>')
+        items.append(f'<li class="planbook-added">+ <ins style="{tint(FILLS["completed"], 0.2)};text-decoration:none">'
+                     f'{esc(sid)}: {esc(hide(diff.steps.get(sid, "")))}</ins> (added)</li>')
     for sid in diff.revised:
-        items.append(f'<li class="planbook-revised" style="{fg("#8a5300")}">~ <span style="{bg("#c77700", "#fff4e0")}">'
+        items.append(f'<li class="planbook-revised">~ <span style="{tint(FILLS["blocked"], 0.2)}">'
                      f'{esc(sid)}: {esc(hide(diff.steps.get(sid, "")))}</span> (revised)</li>')
     if diff.empty:
-        items.append(f'<li style="{_DIM}">(no change)</li>')
+        items.append(f'<li style="{DIM}">(no change)</li>')
     if diff.rejected:
         title += ' — <span class="planbook-rejected">rejected, the plan did not change</span>'
         items.append(f'<li class="planbook-rejected" style="white-space:pre-wrap">Refused: {esc(hide(diff.rejected))}</li>')
@@ -261,20 +286,19 @@ def revisions_html(revisions: Iterable[PlanDiff], gate: RunSecrets | None = None
 
 
 def verdict_html(state: ViewState | RunResult) -> str:
-    """``Run completed (goal_met): steps 3/12, replans 0/5`` (+ model calls), coloured by how it went
-    (a completed run that skipped steps is amber, not green)."""
+    """``Run completed (goal_met): steps 3/12, replans 0/5`` (+ model calls), marked with the colour
+    of how it went (a completed run that skipped steps is amber, not green)."""
     view = state if isinstance(state, ViewState) else ViewState.of_result(state)
     hide = view.gate.text if view.why or view.error else _same
     status = view.status or "not run"
-    color = fg(TONE_COLORS[view.tone])
     out = (f'<div class="planbook-verdict planbook-run-{esc(status)} planbook-tone-{view.tone}" '
-           f'style="{color};font-weight:600">{esc(verdict_line(view))}</div>')
+           f'style="{fg(TONE_COLORS[view.tone])};font-weight:600;margin:2px 0">{esc(verdict_line(view))}')
     if view.status == "paused" and view.why:
-        out += f'<div style="{color}">{esc(hide(view.why))}</div>'
+        out += f'<div style="font-weight:normal">{esc(hide(view.why))}</div>'
     if view.error:
         label = "Error" if view.status != "completed" else "Note"
-        out += f'<div style="{color}">{label}: {esc(hide(view.error))}</div>'
-    return out
+        out += f'<div style="font-weight:normal">{label}: {esc(hide(view.error))}</div>'
+    return out + "</div>"
 
 
 # ------------------------------------------------------------------ whole views
@@ -294,10 +318,11 @@ def state_html(state: ViewState, *, max_rows: int | None = None, kind: str | Non
     """A plan, a run going on or a finished run: the plan, and the verdict once it has run.
 
     A run that has stopped (completed, failed, interrupted, paused) is a static record
-    (:func:`planbook.views.record.record_html`): each step's pane opens from its row, the
-    timeline and the graph are inline SVG. ``max_rows`` shows only a window of rows around
-    the running steps (a live view of a long plan then re-sends a page, not the whole
-    table, at every update). ``opened``: the step whose pane the record shows open.
+    (:func:`planbook.views.record.record_html`): the steps worth opening have a pane, the
+    timeline and the graph are HTML that survives an untrusted notebook's sanitizer.
+    ``max_rows`` shows only a window of rows around the running steps (a live view of a
+    long plan then re-sends a page, not the whole table, at every update). ``opened``: the
+    step whose pane the record shows open.
     """
     if state.status not in (None, "running") and "record" in STOPPED:
         return STOPPED["record"](state, max_rows=max_rows, kind=kind or "result", opened=opened)
@@ -316,7 +341,7 @@ def windowed(steps: list[Step], max_rows: int | None, table: Any) -> tuple[str, 
     shown = steps[start:end]
     out = table(shown)
     if start:
-        out = f'<div style="{_DIM}">… {start} steps above</div>{out}'
+        out = f'<div style="{DIM}">… {start} steps above</div>{out}'
     if end < len(steps):
-        out += f'<div style="{_DIM}">… {len(steps) - end} steps below</div>'
+        out += f'<div style="{DIM}">… {len(steps) - end} steps below</div>'
     return out, shown

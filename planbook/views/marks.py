@@ -96,8 +96,10 @@ class MarkBuilder:
 def cache_marks(events: Iterable[Event], plan: Plan) -> dict[str, CacheMark]:
     """The completed steps of ``plan`` that were answered from the cache or a resume, by id."""
     builder = MarkBuilder()
-    for event in events:
-        builder.feed(event)
+    events = events if isinstance(events, Sequence) else list(events)
+    if any(e.kind == "step.cached" or (e.kind == "run.started" and e.data.get("resumed")) for e in events):
+        for event in events:  # only a run the cache or a resume answered has marks from its events
+            builder.feed(event)
     return builder.of(plan)
 
 
