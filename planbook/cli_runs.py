@@ -23,6 +23,8 @@ def add_commands(sub: Any, load_help: dict[str, str]) -> None:
     show = sub.add_parser("show", help="show a stored run: its plan with marks, the verdict, every diff")
     show.add_argument("run_id", nargs="?", help="the run (default: the latest)")
     show.add_argument("--store", metavar="PATH", help=STORE_HELP)
+    show.add_argument("--step", metavar="ID",
+                      help="show step ID's pane: its call, time, result, printed output and error")
 
     resume = sub.add_parser("resume", help="finish a stored run that was interrupted or cut short")
     resume.add_argument("run_id", nargs="?", help="the run (default: the latest)")
@@ -87,6 +89,10 @@ def _started(when: float) -> str:
 
 
 def show_run(args: argparse.Namespace) -> Any:
+    """The stored run (printed as its plan, verdict and diffs), or with ``--step ID`` that step's
+    pane (what a saved notebook's record keeps only for the steps worth opening)."""
     from .resume import load_run
 
-    return load_run(args.run_id, store=store_path(args))
+    result = load_run(args.run_id, store=store_path(args))
+    step = getattr(args, "step", None)
+    return result.pane(step) if step else result
