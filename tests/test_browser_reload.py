@@ -90,7 +90,7 @@ def test_a_run_whose_page_was_reloaded_is_saved_as_its_record(
         (server.root / flag).write_text("go", encoding="utf-8")
         # the run ends; the reloaded page puts the run's record where the widget was
         record = page.locator(".jp-OutputArea-output .planbook-record")
-        record.locator("tr.planbook-step.planbook-completed[data-step='s2']").wait_for(timeout=RUN_TIMEOUT_MS)
+        record.locator("tr[data-step='s2']", has_text="[✓]").wait_for(timeout=RUN_TIMEOUT_MS)
         assert page.locator(".planbook-live").count() == 0
         assert page.get_by_text("Error displaying widget").count() == 0
         _save(page)
@@ -100,7 +100,7 @@ def test_a_run_whose_page_was_reloaded_is_saved_as_its_record(
 
         server.delete_sessions()  # the kernel is gone: nothing holds the run's widget any more
         _open(page, server, front_end, name)
-        page.wait_for_selector(".planbook-record tr.planbook-completed[data-step='s2']", timeout=30_000)
+        page.locator(".planbook-record tr[data-step='s2']", has_text="[✓]").wait_for(timeout=30_000)
         assert page.get_by_text("Error displaying widget").count() == 0
         assert "completed" in page.locator(".planbook-record .planbook-verdict").first.inner_text()
         ARTIFACTS.mkdir(exist_ok=True)

@@ -148,7 +148,7 @@ def test_approve_edit_and_stop_from_the_live_view(request: pytest.FixtureRequest
         record = page.locator(".jp-OutputArea-output", has=page.locator(".planbook-record")).first
         record.locator(".planbook-verdict", has_text="completed").wait_for(timeout=RUN_TIMEOUT_MS)
         assert page.locator(".planbook-live").count() == 0
-        assert record.locator(f"tr.planbook-step.planbook-completed[data-step='{last}']").count() == 1
+        assert record.locator(f"tr[data-step='{last}']", has_text="[✓]").count() == 1
         assert record.locator(".planbook-revisions .planbook-revised", has_text=f"{last}: send(to='dan', times=2)").count() == 1
         assert "edited by you (widget)" in record.locator(".planbook-revisions").inner_text()
         assert record.locator(".planbook-decision", has_text="m1: approved by you (widget)").count() == 1
@@ -204,7 +204,7 @@ def test_approve_edit_and_stop_from_the_live_view(request: pytest.FixtureRequest
         held = page.locator(".jp-OutputArea-output", has=page.locator(".planbook-record")).nth(1)
         held.locator(".planbook-verdict", has_text="aborted").wait_for(timeout=RUN_TIMEOUT_MS)
         assert page.locator(".planbook-live").count() == 0
-        assert held.locator("tr.planbook-step.planbook-completed[data-step='h2']").count() == 1
+        assert held.locator("tr[data-step='h2']", has_text="[✓]").count() == 1
         decisions = held.locator(".planbook-decision").all_inner_texts()
         assert decisions == ["run: paused by you (widget)", "run: continued by you (widget)",
                              "run: stopped by you (widget)"], decisions

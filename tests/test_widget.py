@@ -268,6 +268,25 @@ def test_mimebundle_has_the_widget_and_the_state_as_text_and_html() -> None:
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == view.widget.model_id
 
 
+def test_a_long_plans_live_display_is_one_line_of_text_not_the_whole_plan() -> None:
+    # the first display of a live view costs what the run's record will replace: a window of rows
+    # in HTML and one line of text for a long plan (its whole text and Markdown are the record's)
+    from planbook.views.live import LIVE_NOTE
+    from planbook.views.widget import LIVE_ROWS
+
+    box = Toolbox()
+    box.tool(lambda x: x, name="same")
+    long = Runner("steps:\n" + "".join(f"  - {{id: s{i}, tool: same, args: {{x: {i}}}}}\n" for i in range(LIVE_ROWS + 1)),
+                  tools=box, max_steps=LIVE_ROWS + 1)
+    data, _ = PlanView(long, note=LIVE_NOTE)._repr_mimebundle_()
+    assert data["text/plain"].startswith(f"Plan {long.plan.display_title}: 0/{LIVE_ROWS + 1} steps completed")
+    assert "\n" not in data["text/plain"] and "text/markdown" not in data
+    assert f"{LIVE_ROWS + 1 - LIVE_ROWS} steps below" in data["text/html"]
+    short = Plan.parse(PLAN, id="p")
+    data, _ = PlanView(short, note=LIVE_NOTE)._repr_mimebundle_()
+    assert data["text/plain"] == format_plan(short) and data["text/markdown"].startswith(format_markdown(short))
+
+
 def test_a_view_of_a_run_that_ended_displays_its_static_record_with_the_open_pane_open() -> None:
     runner, view, _ = replanned_run()
     view.open("load")
@@ -276,7 +295,7 @@ def test_a_view_of_a_run_that_ended_displays_its_static_record_with_the_open_pan
     assert data["text/plain"] == str(runner.result())
     assert data["text/markdown"].startswith(format_markdown(runner.plan))
     assert "Run completed (goal_met)" in data["text/html"] and "planbook-record" in data["text/html"]
-    opened = re.findall(r'<tr class="planbook-step [^"]*" data-step="([^"]+)"[^>]*>(?:(?!</tr>).)*?<details '
+    opened = re.findall(r'<tr data-step="([^"]+)"[^>]*>(?:(?!</tr>).)*?<details '
                         r'class="planbook-pane" open>', data["text/html"], re.S)
     assert opened == ["load"]
 
@@ -542,11 +561,11 @@ def test_a_kernel_without_anywidget_gets_the_html_view_updated_in_place(ip: Any,
     assert all(u["update"] and u["id"] == first["id"] for u in updates)
     assert updates[-1]["data"]["text/plain"] == str(runner.result())  # the final state stays in the notebook
     assert "Run completed (goal_met): steps 200/200" in updates[-1]["data"]["text/html"]
-    assert updates[-1]["data"]["text/html"].count('<tr class="planbook-step ') == 200  # the final state: every row
+    assert updates[-1]["data"]["text/html"].count('<tr data-step=') == 200  # the final state (the record): every row
     running = [u["data"] for u in updates if "Run running" in u["data"]["text/html"]]
     assert running, "no update while the run was going"
     for data in running:  # while running: a window of rows around the running step, and a progress line
-        assert data["text/html"].count('<tr class="planbook-step ') == live.LIVE_ROWS
+        assert data["text/html"].count('<tr data-step=') == live.LIVE_ROWS
         assert "steps below" in data["text/html"] or "steps above" in data["text/html"]
         assert data["text/plain"].startswith("Plan count: ") and "\n" not in data["text/plain"]
 

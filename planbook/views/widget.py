@@ -44,7 +44,7 @@ from .marks import CacheMark, MarkBuilder, cached_count_text
 from .panes import PaneBudget, _rel, pane
 from .steer import decision_lines
 from .state import ELAPSED_MEANS, ViewState, budget_line, verdict_line, window_of_codes
-from .text import format_state, state_markdown
+from .text import format_state, progress_line, state_markdown
 
 STATIC = Path(__file__).with_name("static")
 #: rows of a run going on in the static copy of the live view
@@ -197,16 +197,22 @@ class PlanView:
         data, metadata = self.widget._repr_mimebundle_()
         self._shown.shown = True
         data = dict(data)
-        data["text/plain"] = format_state(self.state)
         # a run going on: a window of rows (where widgets do not render, the final update
         # replaces it); a finished one: every row, up to STATIC_ROWS (text/plain has them all)
         going = self.note and self.state.status in (None, "running")
-        rows = LIVE_ROWS if going else (STATIC_ROWS if len(self.state.plan.steps) > STATIC_ROWS else None)
+        n = len(self.state.plan.steps)
+        rows = LIVE_ROWS if going else (STATIC_ROWS if n > STATIC_ROWS else None)
         static = state_html(self.state, max_rows=rows)
         if self.note:
             static = f'<div class="{NO_MATH}" style="color:#666;font-size:11px">{esc(self.note)}</div>{static}'
         data["text/html"] = static
-        data["text/markdown"] = state_markdown(self.state)
+        if going and n > LIVE_ROWS:
+            # a long plan's live display: its text is one line (the whole plan's text and Markdown
+            # were half of what a live view cost; the run's record, which replaces it, has them)
+            data["text/plain"] = f"{progress_line(self.state)} (live view; the run's record replaces it when it ends)"
+        else:
+            data["text/plain"] = format_state(self.state)
+            data["text/markdown"] = state_markdown(self.state)
         return data, metadata
 
     @property
@@ -272,7 +278,7 @@ class PlanView:
         with w.hold_sync():
             if key != self._rows_key:
                 self._rows_key = key
-                hide = state.gate.text
+                hide = state.gate.hider()  # the environment read once for the rows, not per row
                 w.rows = [row_of(s, hide) for s in plan.steps]
             w.statuses = statuses
             w.head = self._head(state, origin, marks, {s: statuses.count(c) for s, c in codes.items()})
@@ -308,7 +314,7 @@ class PlanView:
               counts: dict[Status, int]) -> dict[str, Any]:
         plan = state.plan
         running = state.status in (None, "running")
-        hide = state.gate.text
+        hide = state.gate.hider()
         return {
             "id": hide(plan.id), "title": hide(plan.display_title),
             "goal": hide(plan.goal) if plan.goal != plan.display_title else "",
