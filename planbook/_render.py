@@ -15,7 +15,7 @@ from typing import Any
 _RENDERERS: dict[str, Callable[..., Any]] = {}
 
 #: the names a model may ask for (what planbook.views registers)
-NAMES = ("plan_text", "plan_bundle", "diff_text", "diff_bundle", "result_text", "result_bundle")
+NAMES = ("plan_text", "plan_bundle", "diff_text", "diff_bundle", "result_text", "result_bundle", "step_pane")
 
 
 def register(name: str, renderer: Callable[..., Any]) -> None:
@@ -25,10 +25,10 @@ def register(name: str, renderer: Callable[..., Any]) -> None:
     _RENDERERS[name] = renderer
 
 
-def render(name: str, obj: Any) -> Any:
-    """Render ``obj`` with the renderer registered for ``name``."""
+def render(name: str, obj: Any, *args: Any) -> Any:
+    """Render ``obj`` (with ``args``: which step of a run) with the renderer registered for ``name``."""
     renderer = _RENDERERS.get(name)
     if renderer is None:
         raise LookupError(f"no renderer registered for {name!r}: import planbook.views (import planbook does) "
                           "before showing a plan or a run")
-    return renderer(obj)
+    return renderer(obj, *args)

@@ -605,9 +605,7 @@ class RunResult(BaseModel):
     def pane(self, step_id: str) -> Any:
         """Step ``step_id``'s pane to display (call, time, result, printed output, error), through
         the run's gate: any step's, also one the saved record keeps no pane for."""
-        from .views.record import step_pane  # views sit above the models: imported when asked
-
-        return step_pane(self, step_id)
+        return render("step_pane", self, step_id)
 
     def __str__(self) -> str:
         return render("result_text", self)

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import _render
 from .html import diff_html, plan_html, result_html, state_html
-from .record import record_html  # registers the static record of a stopped run with .html
+from .record import record_html, step_pane  # registers the static record of a stopped run with .html
 from .state import Execution, TimelineBuilder, ViewState, budget_line, frontier, row_window, verdict_line
 from .text import (
     diff_mimebundle,
@@ -37,7 +37,8 @@ from .text import (
 
 
 for _name, _fn in (("plan_text", format_plan), ("plan_bundle", plan_mimebundle), ("diff_text", format_diff),
-                   ("diff_bundle", diff_mimebundle), ("result_text", format_result), ("result_bundle", result_mimebundle)):
+                   ("diff_bundle", diff_mimebundle), ("result_text", format_result), ("result_bundle", result_mimebundle),
+                   ("step_pane", step_pane)):
     _render.register(_name, _fn)
 
 _LAZY = {
