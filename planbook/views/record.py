@@ -219,16 +219,22 @@ def decisions(events: Sequence[Event], gate: RunSecrets) -> list[tuple[str, str,
     return out
 
 
+def decision_lines(events: Sequence[Event], gate: RunSecrets) -> list[tuple[str, str]]:
+    """``[(what, line)]``: each decision in words, ``fetch: approved by you (view)`` (the record
+    and the live view list them so)."""
+    lines = []
+    for what, step, who, reason in decisions(events, gate):
+        by = "the approve timeout" if who == "timeout" else f"you ({who})" if who else "you"
+        lines.append((what, f"{step + ': ' if step else 'run: '}{DONE.get(what, what)} by {by}" + (f" — {reason}" if reason else "")))
+    return lines
+
+
 def decisions_html(events: Sequence[Event], gate: RunSecrets) -> str:
     """The decisions as a list of their own (not among the revisions): ``fetch: approved by you (view)``."""
-    given = decisions(events, gate)
+    given = decision_lines(events, gate)
     if not given:
         return ""
-    items = []
-    for what, step, who, reason in given:
-        by = "the approve timeout" if who == "timeout" else f"you ({who})" if who else "you"
-        text = f"{step + ': ' if step else 'run: '}{DONE.get(what, what)} by {by}" + (f" — {reason}" if reason else "")
-        items.append(f'<li class="planbook-decision planbook-decision-{esc(what)}">{esc(text)}</li>')
+    items = [f'<li class="planbook-decision planbook-decision-{esc(what)}">{esc(text)}</li>' for what, text in given]
     return (f'<div class="planbook-decisions" style="margin-top:6px"><div style="font-weight:600">Decisions</div>'
             f'<ul style="margin:2px 0 6px 0;padding-left:20px">{"".join(items)}</ul></div>')
 

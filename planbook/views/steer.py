@@ -8,7 +8,7 @@ A decision the handle refuses (an edit that does not fit the tool, an edit after
 any decision once the run ended) is shown in the view as one line, beside the step,
 instead of being raised into a cell nobody is running.
 When the run ends, every display of its handle becomes the run's static record
-(:class:`HandleDisplays`), with the decisions people gave.
+(:class:`HandleDisplays`), which lists the decisions people gave.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import threading
 import warnings
 from typing import Any
 
-from ..outbound import RunSecrets, html_text
 from .live import LIVE_NOTE, LiveView
 from .show import choose_view
 
@@ -178,7 +177,10 @@ def _update(display: Any, final: dict[str, str] | None) -> None:
 
 def final_record(runner: Any, bridge: LiveView | None) -> dict[str, str]:
     """How a background run ended, as its displays keep it: the live view's static record (or,
-    without a view, the same from the runner's state) and the decisions people gave."""
+    without a view, the same from the runner's state), which lists the decisions people gave;
+    its text lists them too."""
+    from .record import decision_lines
+
     record = getattr(getattr(bridge, "target", None), "record", None)
     if record is not None:
         data = dict(record())
@@ -192,41 +194,5 @@ def final_record(runner: Any, bridge: LiveView | None) -> dict[str, str]:
                 "text/markdown": state_markdown(state)}
     decisions = decision_lines(runner.state.events, runner.secrets)
     if decisions:
-        data["text/html"] += decisions_html(decisions)
         data["text/plain"] += "\n\nDecisions:\n" + "\n".join(f"  {line}" for _, line in decisions)
     return data
-
-
-DONE = {"approve": "approved", "skip": "skipped", "edit": "edited", "stop": "stopped", "refused": "refused",
-        "pause": "paused", "resume": "continued", "retry": "retried"}
-
-
-def decision_lines(events: list[Any], gate: RunSecrets) -> list[tuple[str, str]]:
-    """``[(what, line)]``: each decision of the run in words, as the live view lists them
-    (through the run's gate: a reason may quote an argument)."""
-    lines = []
-    for event in events:
-        if event.kind == "step.decided":
-            what, step = event.data.get("decision", ""), event.step or ""
-        elif event.kind == "run.steered":
-            what, step = event.data.get("action", ""), ""
-        else:
-            continue
-        who = event.data.get("who", "")
-        if what == "voided":  # the step changed after the decision: it asks again
-            line = f"{step}: the decision by you ({who}) no longer applies"
-        else:
-            line = (f"{step + ': ' if step else 'run: '}{DONE.get(what, what)} by "
-                    f"{'the approve timeout' if who == 'timeout' else f'you ({who})'}")
-        reason = event.data.get("reason", "") if event.kind == "step.decided" else ""
-        lines.append((what, gate.line(line + (f" — {reason}" if reason else ""))))
-    return lines
-
-
-def decisions_html(lines: list[tuple[str, str]]) -> str:
-    from .html import NO_MATH
-
-    items = "".join(f'<li class="planbook-decision planbook-decision-{html_text(what)}">{html_text(line)}</li>'
-                    for what, line in lines)
-    return (f'<div class="planbook-decisions-box {NO_MATH}" style="margin-top:6px"><div style="font-weight:600">'
-            f'Decisions</div><ul class="planbook-decisions">{items}</ul></div>')

@@ -42,7 +42,7 @@ from ..models import Status, Step
 from .html import NO_MATH, cached_text, esc, state_html
 from .marks import CacheMark, MarkBuilder, cached_count_text
 from .panes import PaneBudget, _rel, pane
-from .steer import decision_lines
+from .record import decision_lines
 from .state import ELAPSED_MEANS, ViewState, budget_line, verdict_line, window_of_codes
 from .text import format_state, progress_line, state_markdown
 
@@ -131,7 +131,7 @@ class PlanWidget(anywidget.AnyWidget):
     #: failed or skipped steps (they can be retried)
     editable = t.Dict().tag(sync=True)
     retryable = t.List().tag(sync=True)
-    #: the decisions people gave, in order: ``[what, line]`` (the record's words, shown as "Decisions")
+    #: the decisions people gave, in order: ``[what, line]`` (the record's words: record.decision_lines)
     decisions = t.List().tag(sync=True)
     #: the run's display is its record now (:meth:`PlanView.leave`): a page that still shows the
     #: widget (reloaded during the run, so the record's display update missed it) asks for the record

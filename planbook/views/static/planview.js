@@ -654,7 +654,7 @@ function render({ model, el }) {
   function drawRevisions() {
     const diffs = model.get("revisions") || [];
     const decisions = model.get("decisions") || [];
-    // the same words as the run's record (planbook/views/steer.py, decision_lines)
+    // the same words as the run's record (planbook/views/record.py, decision_lines)
     decisionsBox.replaceChildren(...(decisions.length ? [h("div", { style: "font-weight:600;margin-top:6px", text: "Decisions" }),
       h("ul", { class: "planbook-decisions" }, ...decisions.map(([what, line]) =>
         h("li", { class: `planbook-decision planbook-decision-${what}`, text: line })))] : []));
