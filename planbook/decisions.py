@@ -320,12 +320,23 @@ class Door:
         recorded as refused, too late (the run only waited for its running steps to finish)."""
         runner = self.runner
         if runner._ending is not None:
-            cause = runner.secrets.text(str(runner._ending[2]))
-            runner.emit("run.steered", action="refused", who=who,
-                        reason=f"the stop came too late: the run was already ending ({cause})")
+            self._too_late(who, str(runner._ending[2]))
             return
         runner.emit("run.steered", action="stop", who=who)
         runner._ending = ("failed", "aborted", f"stopped by you ({who}){when}")
+
+    def _too_late(self, who: Who, cause: str) -> None:
+        self.runner.emit("run.steered", action="refused", who=who, reason="the stop came too late: the run was "
+                         f"already ending ({self.runner.secrets.text(cause)})")
+
+    def ending(self, cause: str) -> None:
+        """The run ends now (its status is set): a stop given meanwhile, not applied yet, came too late."""
+        with self._lock:
+            stops = [r for r in self._queue if r.action == "stop"]
+            if stops:
+                self._queue = deque(r for r in self._queue if r.action != "stop")
+        for request in stops:
+            self._too_late(request.who, cause)
 
     def _decided(self, step_id: str, decision: Decision) -> None:
         """A decision about a step: applied if it waits or was approved and has not started, kept

@@ -317,6 +317,8 @@ class Runner:
         if exc is not None:
             self.state.traceback = self.secrets.text(
                 "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__)))
+        if self.door is not None:  # a stop given as it ended is recorded, refused: this is what ended it
+            self.door.ending(self.state.error or f"{status}: {reason}")
         self.emit("run.finished", status=status, reason=reason, error=self.state.error, executions=self.state.executions,
                   replans=self.state.replans)
         if self.recorder is not None:

@@ -627,3 +627,38 @@ def test_a_stop_before_the_failure_is_what_ended_the_run() -> None:
     assert (result.status, result.reason, result.error) == ("failed", "aborted", "stopped by you (api)")
     assert [e.data for e in result.events if e.kind == "run.steered"] == [{"action": "stop", "who": "api"}]
     assert result.plan.step("boom").status.value == "failed"
+
+
+def test_a_stop_given_as_a_failure_ends_the_run_is_recorded_too_late() -> None:
+    """The failed step's abort ends the run at once (nothing else runs), and the stop was given
+    just before, not applied yet: the run's error is the failure, and the stop is on record."""
+    box, holder = Toolbox(), {}
+
+    @box.tool
+    def boom() -> None:
+        raise RuntimeError("the disk is full")
+
+    def stop_on_failure(event: Any) -> None:
+        if event.kind == "step.failed":
+            holder["handle"].stop()  # on the run's thread, before the policy ends the run
+
+    gate = threading.Event()
+    events = Events(then=stop_on_failure)
+
+    @box.tool
+    def wait() -> int:
+        assert gate.wait(30)
+        return 1
+
+    handle = planbook.start("steps:\n  - {id: w, tool: wait}\n  - {id: b, tool: boom, needs: [w]}\n", tools=box,
+                            view=False, on_failure="abort", on_event=events)
+    holder["handle"] = handle
+    gate.set()
+    result = handle.wait(30)
+    assert (result.status, result.reason, result.error) == ("failed", "aborted",
+                                                            "step b failed: RuntimeError: the disk is full")
+    steered = [e for e in result.events if e.kind == "run.steered"]
+    assert [e.data["action"] for e in steered] == ["refused"]
+    assert steered[0].data["reason"] == ("the stop came too late: the run was already ending (step b failed: "
+                                         "RuntimeError: the disk is full)")
+    assert [e.kind for e in result.events][-2:] == ["run.steered", "run.finished"]
