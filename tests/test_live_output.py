@@ -138,3 +138,25 @@ def test_a_timed_out_step_keeps_what_it_printed() -> None:
     step = result.plan.step("t")
     assert step.status.value == "failed" and "TimeoutError" in (step.error or "")
     assert step.output == "started, then stuck\n"
+
+
+def test_steps_running_at_once_each_announce_only_what_they_printed() -> None:
+    box = Toolbox()
+    seen = Seen()
+
+    @box.tool
+    def say(word: str, other: str) -> str:
+        sys.stdout.write(f"{word}\n")
+        assert seen.expect(f"{word}\n").wait(WAIT)
+        assert seen.expect(f"{other}\n").wait(WAIT)  # both run at once: each waits for the other's line
+        return word
+
+    plan = ("steps:\n  - {id: a, tool: say, args: {word: alpha, other: beta}}\n"
+            "  - {id: b, tool: say, args: {word: beta, other: alpha}}\n")
+    runner = Runner(plan, tools=box, on_event=seen, parallel=2, clock=Ticker(tick=0.0))
+    seen.runner = runner
+    result = runner.run()
+    assert result.status == "completed"
+    shown = sorted((e.step, e.data["output"]) for e in seen.events if e.kind == "step.output")
+    assert shown == [("a", "alpha\n"), ("b", "beta\n")]
+    assert [result.plan.step(s).output for s in "ab"] == ["alpha\n", "beta\n"]
