@@ -17,8 +17,8 @@ back with its outcome; threads a tool starts itself print to the real stdout.
 
 These events are announced, not recorded: they are not in the run's events, so neither
 the store, a resume nor a replayed record sees them; the step's final output is kept
-with the step, as it always was (a step printing a line a second for a minute would
-otherwise store the growing text 240 times over).
+with the step, as it always was (a step printing for a minute could otherwise store up to
+240 copies of its growing text).
 """
 
 from __future__ import annotations
