@@ -63,7 +63,7 @@ MAX_LEVEL_LINES = 40
 _WORST = ("failed", "interrupted", "running", "cached", "completed")
 
 _LANE = "white-space:nowrap;overflow:hidden;line-height:16px;font-size:10px;margin:1px 0"
-_BAR = "display:inline-block;overflow:hidden;text-overflow:ellipsis"
+_BAR = "display:inline-block;vertical-align:top;overflow:hidden;text-overflow:ellipsis"
 _CRITICAL = ";border-bottom:3px solid #ff9800"
 
 
