@@ -446,6 +446,18 @@ def test_a_step_timeout_gives_up_on_a_slow_call_and_ctrl_c_stops_a_call(probe_sc
 
 
 @needs_servers
+def test_a_call_past_call_timeout_is_given_up_and_the_session_keeps_working(probe_script: Path) -> None:
+    from planbook.mcp import MCPError, connect
+
+    with connect([sys.executable, str(probe_script)], call_timeout=0.5) as probe:
+        with pytest.raises(MCPError, match=r"MCP tool 'slow' on .* did not answer within 0.5 s"):
+            probe["slow"](seconds=1)
+        # the given-up call was cancelled on the session's loop, and the session still answers
+        # (this server runs a tool inline, so the next answer waits for its sleep: no timeout here)
+        assert probe._connection.call("pick", {"mode": "fast"}, None)["mode"] == "fast"
+
+
+@needs_servers
 def test_a_streamable_http_server_by_url(probe_script: Path) -> None:
     import socket
     import urllib.error
