@@ -111,6 +111,9 @@ class LiveView:
         self.timeline = TimelineBuilder()
         self._read: list[Event] | None = None  # the event list the usage and timeline were read from
         self._note = getattr(target, "note_event", None)
+        #: the display becomes the target's record when the run ends, so the finished run is not
+        #: drawn first (for a long run, that last drawing was a sixth of what the view sent)
+        self._recorded = handle is not None and hasattr(target, "record")
         self._catch_up()
         runner.subscribe(self)
         runner.add_heartbeat(self.beat, heartbeat)
@@ -122,7 +125,10 @@ class LiveView:
         if self._note is not None and threading.get_ident() == self.thread:
             self._note(event, self.state)
         if event.kind in FLUSH_NOW:
-            self.flush()
+            if event.kind == "run.finished" and self._recorded:
+                self.pending = True  # the record replaces the drawing: close() takes the final state
+            else:
+                self.flush()
             return
         throttle = self.throttle
         now = throttle.clock()
@@ -190,13 +196,13 @@ class LiveView:
         if self.closed:
             return
         self._detach()
-        if self.pending:
+        if self.pending and not self._recorded:
             self.flush()
         self.closed = True
         if self.handle is not None:
             record = getattr(self.target, "record", None)  # a widget leaves a static record behind
             try:
-                data = record() if record is not None else None
+                data = record(self.state()) if record is not None else None
                 if data is not None:
                     self.handle.update(data, raw=True)
                 else:

@@ -248,10 +248,13 @@ class PlanView:
         """True once the run shown has ended (completed, failed, interrupted or paused)."""
         return self.state.status not in (None, "running")
 
-    def record(self) -> dict[str, str]:
+    def record(self, state: ViewState | None = None) -> dict[str, str]:
         """The display that replaces the widget when its run ends: the same text, and the static
         record as HTML, without the widget's mime type (a saved notebook then shows the run
-        everywhere, with or without a kernel, widget state or JavaScript)."""
+        everywhere, with or without a kernel, widget state or JavaScript). ``state``: the run's
+        final state, kept as the view's without drawing it (the record replaces the drawing)."""
+        if state is not None:
+            self.state = state
         return {"text/plain": format_state(self.state), "text/html": state_html(self.state, opened=self.selected),
                 "text/markdown": state_markdown(self.state)}
 
