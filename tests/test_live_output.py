@@ -160,3 +160,24 @@ def test_steps_running_at_once_each_announce_only_what_they_printed() -> None:
     shown = sorted((e.step, e.data["output"]) for e in seen.events if e.kind == "step.output")
     assert shown == [("a", "alpha\n"), ("b", "beta\n")]
     assert [result.plan.step(s).output for s in "ab"] == ["alpha\n", "beta\n"]
+
+
+def test_a_call_on_a_given_executor_prints_where_it_runs_and_its_output_comes_with_its_end() -> None:
+    """A concurrent.futures executor (a Dask client's, here the standard one) ships the call:
+    nothing is read while it runs, and what it printed is the step's output when it ends."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    box = Toolbox()
+
+    @box.tool
+    def shipped() -> int:
+        print("printed over there")
+        return 1
+
+    seen = Seen()
+    with ThreadPoolExecutor(1) as pool:
+        runner = Runner("steps: [{id: s, tool: shipped}]", tools=box, on_event=seen, executor=pool)
+        seen.runner = runner
+        result = runner.run()
+    assert result.plan.step("s").output == "printed over there\n"
+    assert "step.output" not in kinds(seen.events)
