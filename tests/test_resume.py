@@ -602,3 +602,18 @@ def test_after_a_crash_the_cut_short_execution_ends_where_the_run_stopped(tmp_pa
     assert again.start >= restarted and again.ok and not again.interrupted
     view = ViewState.of(resumed)
     assert view.elapsed is not None and view.elapsed <= (stopped - events[0].time) + (events[-1].time - restarted)
+
+
+def test_after_ctrl_c_and_a_resume_from_the_store_the_interrupted_execution_ends_where_the_run_stopped(
+        tmp_path: Path) -> None:
+    from planbook.views.state import ViewState
+
+    store, calls = tmp_path / "runs.sqlite", Calls()
+    calls.raise_once["b"] = KeyboardInterrupt()
+    assert planbook.run(chain(), tools=calls.box, store=store).status == "interrupted"
+    resumed = planbook.resume(store=store, tools=calls.box)
+    stopped = next(e.time for e in resumed.events if e.kind == "run.finished")  # the interrupt's
+    restarted = [e.time for e in resumed.events if e.kind == "run.started"][1]
+    cut, again = [ex for ex in ViewState.of(resumed).timeline if ex.step == "b"]
+    assert (cut.end, cut.ok, cut.interrupted) == (stopped, False, True)
+    assert again.start >= restarted and again.ok
