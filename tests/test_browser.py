@@ -226,7 +226,7 @@ def test_notebook_runs_in_jupyterlab(lab: Lab, browser: Any, name: str) -> None:
         assert news == 0, f"{name}: the news prompt is showing: binder/postBuild's overrides.json did not apply"
         if records.count():
             assert page.locator(".planbook-record .planbook-progress").count() > 0, f"{name}: a record has no progress bar"
-            assert page.locator(".planbook-record tr.planbook-step").count() > 0, f"{name}: a record shows no step rows"
+            assert page.locator(f"{RECORD_ROWS}").count() > 0, f"{name}: a record shows no step rows"
         if name.startswith("01-"):
             _check_first_notebook(page)
         if name.startswith("02-"):  # the replans' revision history: removed struck through, added highlighted
@@ -259,7 +259,7 @@ def _check_first_notebook(page: Any) -> None:
     assert widths and all(float(w.rstrip("%")) == 100 for w in widths), f"01: progress bars not full: {widths}"
     rows = page.evaluate(STEP_ROWS_JS)
     assert rows, "01: no step rows found in the run records"
-    unfinished = [r for r in rows if r["mark"] != "[✓]" or "planbook-completed" not in r["cls"]]
+    unfinished = [r for r in rows if r["mark"] != "[✓]" or r["cls"]]  # a completed row has no class: its mark says it
     assert not unfinished, f"01: step rows that did not reach ✓: {unfinished}"
     # the result pane opened from code (view.open("fetch")) is open and shows what the tool printed
     pane = page.locator(".planbook-record details[open] [data-pane='fetch']", has_text="fetched 'Fog': 7 lines")
@@ -267,9 +267,14 @@ def _check_first_notebook(page: Any) -> None:
     assert pane.is_visible()
 
 
-# Step rows of the run records (planbook/views/record.py writes them).
-STEP_ROWS_JS = """() => Array.from(document.querySelectorAll('.planbook-record tr.planbook-step')).map(r => ({
+# Step rows of the run records (planbook/views/record.py writes them: a completed row carries no
+# class, its mark says it; a row that needs a look has its status's class)
+RECORD_ROWS = ".planbook-record table.planbook-steps > tbody > tr"
+STEP_ROWS_JS = """() => Array.from(document.querySelectorAll('.planbook-record table.planbook-steps > tbody > tr')).map(r => ({
   step: r.dataset.step, cls: r.className, mark: r.querySelector('td').textContent.trim()}))"""
+#: the record's rows whose mark is [✓]
+COMPLETED_ROWS_JS = ("() => Array.from(document.querySelectorAll('.planbook-record table.planbook-steps > tbody > tr'))"
+                     ".filter(r => r.cells[0].textContent.startsWith('[✓]'))")
 
 
 # ------------------------------------------------------------------ the live view while a run goes
@@ -361,10 +366,11 @@ def test_a_finished_row_opens_while_the_run_goes(
         assert took < 200, f"{front_end}: the pane took {took:.0f} ms to open"
         page.wait_for_function(DONE_JS, timeout=RUN_TIMEOUT_MS, polling=200)
         # the run ended: its live view is now the static record (rows, panes, timeline without a kernel)
-        page.wait_for_function("() => document.querySelectorAll('.planbook-record tr.planbook-completed').length === 8")
+        page.wait_for_function(f"() => ({COMPLETED_ROWS_JS})().length === 8")
         assert page.locator(".planbook-live").count() == 0
         page.click(".planbook-record .planbook-timeline-box > summary")
-        page.wait_for_selector(".planbook-record svg.planbook-timeline .pb-critical")  # the critical path
+        page.wait_for_selector(".planbook-record .planbook-timeline .pb-bar")
+        assert page.locator(".planbook-record .planbook-timeline .pb-lane").count() == 1  # a serial run: one lane
         page.locator(".planbook-record").first.screenshot(path=str(ARTIFACTS / f"browser-live-{front_end}-final.png"))
         assert page.get_by_text("Error displaying widget").count() == 0
         assert not errors, f"{front_end}: console errors: {errors}"
@@ -450,13 +456,12 @@ def test_a_saved_trusted_notebook_reopens_with_every_run(
                                    timeout=20_000)
             assert page.get_by_text("Error displaying widget").count() == 0, f"{front_end} {target.name}"
             assert page.locator(".planbook-record").count() == expected
-            done = page.locator(".planbook-record tr.planbook-completed")
+            done = page.locator(f"{RECORD_ROWS}:not([class])", has_text="[✓]")
             assert done.count() > 0
             done.first.scroll_into_view_if_needed()  # cells off screen are painted lazily
             done.first.wait_for(state="visible")
             # its mark is painted (a cell scrolled into view is rendered on a later frame)
-            page.wait_for_function("() => document.querySelector('.planbook-record tr.planbook-completed')"
-                                   ".innerText.includes('[✓]')", timeout=10_000)
+            page.wait_for_function(f"() => ({COMPLETED_ROWS_JS})()[0].innerText.includes('[✓]')", timeout=10_000)
             if name.startswith("02-"):  # failed steps and the revision history are there too
                 assert page.locator(".planbook-record tr.planbook-failed").count() > 0
                 assert page.locator(".planbook-record .planbook-added ins").count() > 0
@@ -596,6 +601,31 @@ TIMELINE_JS = """(sel) => {
 }"""
 
 
+# the record's timeline (HTML, planbook/views/charts.py), measured from the page
+RECORD_TIMELINE_JS = """(sel) => {
+  const root = document.querySelector(sel);
+  const bars = Array.from(root.querySelectorAll('.pb-bar'));
+  let overlaps = 0;
+  for (const lane of root.querySelectorAll('.pb-lane')) {
+    const boxes = Array.from(lane.querySelectorAll('.pb-bar')).map(b => b.getBoundingClientRect());
+    for (let i = 1; i < boxes.length; i++) if (boxes[i].left < boxes[i - 1].right - 0.5) overlaps++;
+  }
+  const clipped = bars.filter(b => getComputedStyle(b).overflow !== 'hidden').length;
+  return { ticks: root.querySelectorAll('.pb-tick').length, bars: bars.length, overlaps, clipped,
+           narrowest: Math.min(...bars.map(b => b.getBoundingClientRect().width)),
+           cached: root.querySelectorAll('.pb-bar-cached').length };
+}"""
+
+
+def _check_record_timeline(page: Any, selector: str, where: str) -> None:
+    """Ticks; bars at least the minimum width, clipping their labels, never over each other in a lane."""
+    found = page.evaluate(RECORD_TIMELINE_JS, selector)
+    assert found["ticks"] >= 2, f"{where}: no time axis ticks: {found}"
+    assert found["narrowest"] >= 3.9, f"{where}: a bar narrower than the minimum: {found}"
+    assert found["overlaps"] == 0 and found["clipped"] == 0, f"{where}: labels overflow or bars overlap: {found}"
+    assert found["cached"] == 2, f"{where}: the two cached steps are not drawn: {found}"
+
+
 def _contrast(page: Any, selector: str, where: str) -> int:
     found = page.evaluate(CONTRAST_JS, selector)
     assert not found["failures"], f"{where}: text below WCAG AA 4.5:1: {found['failures'][:8]}"
@@ -663,8 +693,9 @@ def test_cached_steps_timeline_and_contrast_in_light_and_dark(
         assert "2 cached" in page.locator(f"{record} .planbook-cached-count").inner_text()
         page.evaluate("() => document.querySelectorAll('.planbook-record details').forEach(d => d.open = true)")
         assert "cached: the result of step b in run" in page.locator(f"{record} [data-pane='b']").inner_text()
-        _check_timeline(page, f"{record} svg.planbook-timeline", f"{front_end} record timeline")
-        assert page.locator(f"{record} svg.planbook-graph .pb-arrowhead").count() == 3
+        _check_record_timeline(page, f"{record} .planbook-timeline", f"{front_end} record timeline")
+        # the graph's edges are the badges' "needs": b needs a, g needs b, h needs g
+        assert page.locator(f"{record} .planbook-graph .pb-node", has_text="· needs").count() == 3
         verdicts = f"{record}, div.planbook-verdict.mathjax_ignore"  # and the verdict line of the cell's value
         assert page.locator("div.planbook-verdict.mathjax_ignore").count() == 1
         checked["record dark"] = _contrast(page, verdicts, f"{front_end} record, dark")

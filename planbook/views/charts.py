@@ -227,11 +227,12 @@ def _summary(items: list[tuple[float, float, Execution | CacheMark]], span: floa
     worst = [len(_WORST)] * BUCKETS
     first: list[str | None] = [None] * BUCKETS
     last: list[str] = [""] * BUCKETS
-    scale = BUCKETS / span
+    scale, top = BUCKETS / span, BUCKETS - 1
     for start, end, item in items:
         r = rank["cached"] if isinstance(item, CacheMark) else rank[_state(item)]
         step = item.step
-        for k in range(min(BUCKETS - 1, int(start * scale)), min(BUCKETS - 1, int(end * scale)) + 1):
+        k0, k1 = int(start * scale), int(end * scale)
+        for k in range(k0 if k0 < top else top, (k1 if k1 < top else top) + 1):
             count[k] += 1
             if r < worst[k]:
                 worst[k] = r
