@@ -3,8 +3,9 @@
 An MCP session is bound to the event loop and the task that opened it, and a notebook's
 own loop is already running. So each connection owns one private loop thread for the
 server's life: the session is opened and closed in one task there, and a tool call from
-any thread (the runner's, a parallel worker) is ``run_coroutine_threadsafe(...).result()``.
-Ctrl-C and a step's timeout therefore work as for any blocking tool.
+any thread (the runner's, a parallel worker) is a task started there that the calling thread
+waits for (:class:`_Handoff`). Ctrl-C and a step's timeout therefore work as for any blocking
+tool.
 """
 
 from __future__ import annotations
