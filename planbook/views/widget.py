@@ -20,9 +20,10 @@ The kernel sends the view model as JSON in a few traits, and only what changed:
 Updates come from :class:`~planbook.views.live.LiveView` (throttled, on the kernel's main
 thread) and are batched with ``hold_sync``. Displayed, the view also carries the plan as
 ``text/plain`` and the static HTML, which :class:`LiveView` replaces with the final state
-when the run returns, so a saved notebook shows how the run ended; the widget is closed then
-(:meth:`PlanView.close`), and a view nobody holds is garbage (the widget holds it weakly), so
-a finished run leaves nothing in ipywidgets' registry of open widgets.
+when the run returns, so a saved notebook shows how the run ended; the widget is closed when the
+next cell starts (:meth:`PlanView.leave`: a page reloaded during the run, which that update
+missed, asks for the record until then), and a view nobody holds is garbage (the widget holds it
+weakly), so a finished run leaves nothing in ipywidgets' registry of open widgets.
 """
 
 from __future__ import annotations
@@ -531,6 +532,7 @@ def close_left(*_: Any) -> None:
 
 
 def _shell() -> Any:
+    """The running IPython shell with cell events (None outside IPython: not imported for nothing)."""
     if "IPython" not in sys.modules:
         return None
     from IPython import get_ipython
