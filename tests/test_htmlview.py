@@ -287,3 +287,17 @@ def test_no_style_the_untrusted_sanitizer_drops() -> None:
         assert "var(" not in page and "color-mix" not in page and "<svg" not in page and "<style" not in page
         # text keeps the theme's colour: the only colour set on text is white, on a status fill
         assert set(re.findall(r"(?<![-\w])color:([^;\"]+)", page)) <= {"#fff"}
+
+
+def test_with_its_styles_stripped_the_record_reads_as_lists() -> None:
+    """GitHub strips every style: the timeline is then one block per execution that says which step
+    ran and how long, the graph a list of steps with their needs, the rows a plain table."""
+    result = planbook.run(spec(), tools=tools({"beta"}), clock=clock())
+    bare = re.sub(r' style="[^"]*"', "", result_html(result))
+    timeline = re.search(r'<div class="planbook-timeline".*?(?=<div>Bars: )', bare).group(0)
+    bars = re.findall(r'<div class="pb-bar [^"]*" data-step="[^"]*" title="([^"]*)">([^<]*)</div>', timeline)
+    assert [label for _, label in bars] == ["a 250.0 ms", "b 250.0 ms"]  # divs: one line each
+    assert bars[1][0].startswith("#2 step b, attempt 1, revision 1, main: +") and bars[1][0].endswith("failed)")
+    nodes = re.findall(r'<li class="pb-node [^"]*" data-step="[^"]*" title="[^"]*">([^<]*)</li>', bare)
+    assert nodes == ["[✓] a", "[✗] b · needs a"]  # list items: one line each
+    assert "<tr data-step=\"b\" class=\"planbook-failed\"><td>[✗]</td><th>b</th>" in bare
