@@ -170,3 +170,13 @@ def test_decisions_are_listed_as_decisions_not_among_the_revisions() -> None:
     assert "send: edited by you (api)" in page and "Revision history" in page  # the edit made a revision too
     assert page.index("planbook-decisions") < page.index("planbook-revisions")
 
+
+def test_a_refused_run_decision_says_why() -> None:
+    from planbook.models import Event
+    from planbook.outbound import RunSecrets
+    from planbook.views.record import decisions_html
+
+    events = [Event(kind="run.steered", time=1.0, data={"action": "refused", "who": "view",
+                                                        "reason": "the stop came too late: the run was already ending"})]
+    assert "run: refused by you (view) — the stop came too late: the run was already ending" in decisions_html(
+        events, RunSecrets())

@@ -214,8 +214,9 @@ def decisions(events: Sequence[Event], gate: RunSecrets) -> list[tuple[str, str,
         if event.kind == "step.decided":
             out.append((str(event.data.get("decision", "")), event.step or "", str(event.data.get("who", "")),
                         gate.line(str(event.data.get("reason", "") or ""))))
-        elif event.kind == "run.steered":
-            out.append((str(event.data.get("action", "")), "", str(event.data.get("who", "")), ""))
+        elif event.kind == "run.steered":  # a refused one says why (a stop that came too late)
+            out.append((str(event.data.get("action", "")), "", str(event.data.get("who", "")),
+                        gate.line(str(event.data.get("reason", "") or ""))))
     return out
 
 
