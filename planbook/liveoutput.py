@@ -30,8 +30,8 @@ from typing import Any
 
 from .models import Step
 
-#: the longest text a ``step.output`` event carries: the end of what was printed (a step's
-#: pane shows at most this much: planbook.views.panes.PANE_CAP)
+#: the longest text a ``step.output`` event carries: the end of what was printed; a step's pane
+#: shows at most this much (planbook.views.panes.PANE_CAP is this figure)
 OUTPUT_TAIL = 50_000
 #: secrets are hidden in this much more than the tail, so one cut by the tail is still found
 _MARGIN = 4_096

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..liveoutput import OUTPUT_TAIL
 from ..models import Status, Step
 from ..outbound import html_text
 from ..outbound.redact import REDACTED_TEXT
@@ -28,8 +29,9 @@ from ..state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 if TYPE_CHECKING:
     from ..outbound import RunSecrets
 
-#: bytes of one step's pane (result, printed text and traceback together)
-PANE_CAP = 50_000
+#: bytes of one step's pane (result, printed text and traceback together): as much as a running step's
+#: ``step.output`` event carries of what it printed (the engine owns the figure: it imports no view)
+PANE_CAP = OUTPUT_TAIL
 #: bytes of all the panes one view sends
 TOTAL_CAP = 2_000_000
 #: characters of one argument's value in the ``call`` line
