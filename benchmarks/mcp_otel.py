@@ -122,7 +122,7 @@ def mcp_call_ratio(calls: int = 1000, rounds: int = 30, steps: int = 25) -> None
 
 
 # ------------------------------------------------------------------ OpenTelemetry
-def otel_overhead(steps: int = 2000, rounds: int = 7) -> None:
+def otel_overhead(steps: int = 2000, rounds: int = 15) -> None:
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
