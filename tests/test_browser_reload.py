@@ -3,8 +3,9 @@
 When a run ends, the kernel updates its display to the run's static record by the display's id;
 a page reloaded during the run no longer knows that id, and used to keep the widget, which,
 saved and reopened without the kernel, said "Error displaying widget: model not found". The
-widget is the one live channel after a reload: the kernel keeps it open (``ended``) until the
-next cell, and the page asks it for the record and puts it in the widget's place.
+widget is the one live channel after a reload: the kernel keeps it open (``ended``), and the page
+asks it for the record and puts it in the widget's place. Run All queues the cells after the run
+before the reload; they run before the reloaded page can ask, and the widget is still there then.
 
 For a foreground ``%run_plan`` (the kernel is busy, so the reloaded page learns of the widget
 only once the cell ends) and a ``--background`` run (the reloaded page shows the live view again),
@@ -40,6 +41,9 @@ def _cells(flag: str, background: bool) -> list[str]:
         "%%plan waits\ngoal: a run the test reloads the page during\nsteps:\n  - {id: s1, tool: first}\n"
         "  - {id: s2, tool: waits, needs: [s1]}\n",
         run,
+        # Run All queues this cell before the reload: it starts as soon as the run's cell ends, before
+        # the reloaded page could ask for anything
+        "print('the next cell ran')",
     ]
 
 

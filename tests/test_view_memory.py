@@ -38,10 +38,12 @@ p = spec
 
 
 def live_counts():
-    """Live Step, PlanView and PlanWidget objects, and ipywidgets' registry of open widgets."""
+    """Live Step, PlanView and PlanWidget objects and ipywidgets' registry of open widgets, not
+    counting the finished runs' widgets left open for a reloaded page (counted last)."""
     from ipywidgets.widgets import widget as registry
 
     from planbook.models import Step
+    from planbook.views import widget as views_widget
     from planbook.views.widget import PlanView, PlanWidget
 
     while gc.collect():  # a finalizer that closes a widget frees more on the next pass
@@ -52,8 +54,10 @@ def live_counts():
     if open_widgets is None:  # ipywidgets before 8.1
         open_widgets = next(getattr(registry.Widget, name) for name in ("widgets", "_active_widgets")
                             if hasattr(registry.Widget, name))
+    left = views_widget._LEFT
+    held = set(left) | {w._trait_values["layout"].model_id for w in left.values() if "layout" in w._trait_values}
     return (sum(issubclass(k, Step) for k in kinds), sum(issubclass(k, PlanView) for k in kinds),
-            sum(issubclass(k, PlanWidget) for k in kinds), len(open_widgets))
+            sum(issubclass(k, PlanWidget) for k in kinds) - len(left), len(set(open_widgets) - held), len(left))
 '''
 
 
@@ -88,20 +92,21 @@ def test_twenty_view_runs_keep_nothing_beyond_what_the_user_holds(kernel: Kernel
     kinds = [m["msg_type"] for m in first]
     (record,) = [m for m in first if m["msg_type"] == "update_display_data"
                  and m["content"]["transient"]["display_id"] == display_id and WIDGET not in m["content"]["data"]]
-    # the widget says the run ended after its display became the record, and stays open until the
-    # next cell starts (a page reloaded during the run asks it for the record then): it is closed there
+    # the widget says the run ended after its display became the record, and stays open for a page
+    # reloaded during the run to ask for the record (the page that ran the cell says it has it)
     ended = [m for m in first if m["msg_type"] == "comm_msg" and m["content"]["data"].get("state", {}).get("ended")]
     assert ended and first.index(ended[0]) > first.index(record) and "comm_close" not in kinds, kinds
-    nxt = ok(kernel, "pass")
-    assert shown["content"]["data"][WIDGET]["model_id"] in [m["content"]["comm_id"] for m in nxt
-                                                           if m["msg_type"] == "comm_close"]
     before = counts(kernel)
-    assert before[1:] == (0, 0, 0), before  # no view, no widget, nothing in ipywidgets' registry
+    # no view, no other widget, nothing else in ipywidgets' registry; the one widget left open
+    assert before[1:] == (0, 0, 0, 1), before
 
     for _ in range(20):
         ok(kernel, "_ = %run_plan p --tools box")
     after = counts(kernel)
-    assert after == before, f"(steps, views, widgets, registry) before {before}, after 20 view runs {after}"
+    assert after[:4] == before[:4], f"(steps, views, widgets, registry) before {before}, after 20 view runs {after}"
+    from planbook.views.widget import LEFT_OPEN
+
+    assert after[4] == LEFT_OPEN  # the latest runs' widgets, left open for a reloaded page; no more
 
 
 def test_background_runs_and_watch_keep_nothing_either(kernel: Kernel) -> None:
@@ -122,7 +127,10 @@ for t in threading.enumerate():  # a run's thread lets go of its handle just aft
     if t.name.startswith("planbook-run-"):
         t.join(60)
 """, timeout=240)
-    assert counts(kernel) == before
+    after = counts(kernel)
+    from planbook.views.widget import LEFT_OPEN
+
+    assert after[:4] == before[:4] and after[4] <= LEFT_OPEN, (before, after)
 
 
 # ------------------------------------------------------------------ the view alone (no kernel)

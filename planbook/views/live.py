@@ -213,9 +213,9 @@ class LiveView:
                 return  # the display still shows the widget: it stays open
             leave = getattr(self.target, "leave", None) if data is not None else None
             if leave is not None:
-                # the display is the record now: the widget is closed when the next cell starts (a
-                # page reloaded during the run asks for the record until then), else ipywidgets keeps
-                # it (and through it this run's plan) for the kernel's life
+                # the display is the record now: the widget is closed once a page shows the record (a
+                # page reloaded during the run asks for it until then; a few stay open at most), else
+                # ipywidgets keeps it (and through it this run's plan) for the kernel's life
                 leave(data)
 
 

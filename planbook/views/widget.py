@@ -20,10 +20,10 @@ The kernel sends the view model as JSON in a few traits, and only what changed:
 Updates come from :class:`~planbook.views.live.LiveView` (throttled, on the kernel's main
 thread) and are batched with ``hold_sync``. Displayed, the view also carries the plan as
 ``text/plain`` and the static HTML, which :class:`LiveView` replaces with the final state
-when the run returns, so a saved notebook shows how the run ended; the widget is closed when the
-next cell starts (:meth:`PlanView.leave`: a page reloaded during the run, which that update
-missed, asks for the record until then), and a view nobody holds is garbage (the widget holds it
-weakly), so a finished run leaves nothing in ipywidgets' registry of open widgets.
+when the run returns, so a saved notebook shows how the run ended; the widget is closed once a
+page says its notebook shows the record (:meth:`PlanView.leave`: a page reloaded during the run,
+which that update missed, asks for the record until then; at most :data:`LEFT_OPEN` stay open),
+and a view nobody holds is garbage (the widget holds it weakly).
 """
 
 from __future__ import annotations
@@ -233,8 +233,9 @@ class PlanView:
         _close(self.widget)
 
     def leave(self, record: dict[str, str]) -> None:
-        """The run's display was updated to ``record``: say so to the browser (``ended``) and close
-        the widget at the start of the next cell, or once a page put the record in its notebook.
+        """The run's display was updated to ``record``: say so to the browser (``ended``) and keep
+        the widget open until a page says its notebook shows the record (the page that ran the
+        cell says so at once), or a few later runs left theirs (:data:`LEFT_OPEN`).
 
         A page reloaded during the run does not know the display's id, so the update missed it; it
         learns of the widget only when the kernel is free (a ``%run_plan`` cell blocks it), and then
@@ -500,35 +501,29 @@ class _Shown:
     left = False
 
 
-#: widgets whose display became the record, by model id: closed when the next cell starts
+#: finished runs' widgets kept open for a page to ask their record (the latest ones; see
+#: :meth:`PlanView.leave`): a few, holding the JSON they sent and the record's text, never a plan
+LEFT_OPEN = 3
+#: those widgets by model id, oldest first
 _LEFT: dict[str, PlanWidget] = {}
 _LEFT_LOCK = threading.Lock()
-_WATCHED: set[int] = set()  # id() of the shells whose cells close the widgets left
 
 
 def _leave_open(widget: PlanWidget, record: dict[str, str]) -> None:
-    """Keep ``widget`` open, answering a page that asks for ``record``, until the next cell starts
-    (without an IPython shell there is no next cell, and no page: it is closed now)."""
-    shell = _shell()
-    if shell is None or widget.comm is None:
+    """Keep ``widget`` open, answering a page that asks for ``record``, until a page says its
+    notebook shows the record or :data:`LEFT_OPEN` later runs left theirs (without an IPython
+    shell there is no page: it is closed now). Not "until the next cell": Run All queues the next
+    cells before a reload, and they start before the reloaded page can ask."""
+    if _shell() is None or widget.comm is None:
         _close(widget)
         return
     widget.on_msg(_RecordAnswer(record))
     with _LEFT_LOCK:
         _LEFT[widget.model_id] = widget
-        if id(shell) not in _WATCHED:
-            _WATCHED.add(id(shell))
-            shell.events.register("pre_run_cell", close_left)
-
-
-def close_left(*_: Any) -> None:
-    """Close every widget left open for a page to ask its record (a new cell starts: a page
-    reloaded during the run had the kernel free to ask before this cell, see :meth:`PlanView.leave`)."""
-    with _LEFT_LOCK:
-        left = list(_LEFT.values())
-        _LEFT.clear()
-    for widget in left:
-        _close(widget)
+        older = list(_LEFT)[:-LEFT_OPEN]
+        closing = [_LEFT.pop(model_id) for model_id in older]
+    for old in closing:
+        _close(old)
 
 
 def _shell() -> Any:
@@ -543,7 +538,7 @@ def _shell() -> Any:
 
 class _RecordAnswer:
     """A left widget's message callback: a page asks for the run's record (it still shows the
-    widget), or says it put the record in its notebook (the widget is closed then)."""
+    widget), or says its notebook shows the record (the widget is closed then)."""
 
     def __init__(self, record: dict[str, str]) -> None:
         self.record = record

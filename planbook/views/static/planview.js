@@ -106,8 +106,8 @@ function applyBatch(model, store) {
 // When a run ends, the kernel updates its display to the run's static record by the display's id;
 // a page reloaded during the run does not know that id, and keeps the widget (which, saved, says
 // "model not found" without a kernel). The kernel then sets ``ended`` and keeps the widget open
-// until the next cell: a page whose notebook still shows the widget asks for the record and puts
-// it in the widget's place, so the notebook saves the record.
+// until a page says its notebook shows the record: a page whose notebook still shows the widget
+// asks for the record and puts it in the widget's place, so the notebook saves the record.
 const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
 
 // [outputs, index] of every output of this page's notebook that shows the model (null: the page
@@ -132,9 +132,10 @@ function keepRecord(model, store) {
   if (!model.get("ended") || store.recordAsked) return;
   const found = outputsShowing(model);
   if (found === null) { store.noRecord = true; store.listeners.forEach((fn) => fn()); return; }
-  if (!found.length) return; // the display update reached this page: it shows the record already
   store.recordAsked = true;
-  model.send({ type: "record" });
+  // none: the display update reached this page, which shows the record already (the kernel may close
+  // the widget); else ask for the record
+  model.send({ type: found.length ? "record" : "recorded" });
 }
 
 function onRecord(model, msg) {
