@@ -64,3 +64,20 @@ def test_a_running_steps_printed_text_reaches_its_pane_before_it_ends() -> None:
     assert "first line\n" in running_panes and "first line\nsecond line\n" in running_panes, running_panes
     assert rows_sent == []  # the plan's rows were not sent again for an output
     assert view.panes["a"]["output"] == "first line\nsecond line\n"
+
+
+def test_a_running_step_that_printed_more_than_a_pane_holds_shows_its_latest_lines() -> None:
+    """A pane holds at most PANE_CAP of printed text: a running step's pane keeps the end (what it
+    printed last is the news), a finished step's keeps the start; either says it was cut."""
+    from planbook import Step
+    from planbook.models import Status
+    from planbook.views.panes import PANE_CAP, PaneBudget, pane
+
+    printed = "".join(f"line {i}\n" for i in range(20_000))
+    assert len(printed) > PANE_CAP
+    running = Step(id="slow", tool="noop", status=Status.in_progress, output=printed)
+    shown = pane(running, {}, origin=None, budget=PaneBudget())
+    assert shown["output"].endswith("line 19999\n") and "line 0\n" not in shown["output"]
+    assert shown["truncated"]
+    done = Step(id="slow", tool="noop", status=Status.completed, output=printed, result=1)
+    assert pane(done, {}, origin=None, budget=PaneBudget())["output"].startswith("line 0\n")

@@ -287,7 +287,8 @@ def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget
     if step.output:
         room = max(0, cap - used)
         output = show(step.output)
-        data["output"] = output[:room]
+        # a running step's latest lines are the news; a finished step's text reads from its start
+        data["output"] = (output[len(output) - room:] if step.status is Status.in_progress else output[:room])
         cut = cut or len(output) > room
         used += len(data["output"])
     if step.status is Status.completed or step.result is not None:
