@@ -232,13 +232,15 @@ class HtmlView:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """While the run goes: a window of rows and a progress line (each update re-sends it
         all); once it stops: the whole final state."""
+        from .html import state_html
+        from .record import record_bundle
         from .text import progress_line, state_bundle
 
-        if self.state.status != "running":
+        if self.state.status is None:
             return state_bundle(self.state)
-        data = state_bundle(self.state, max_rows=LIVE_ROWS)
-        data["text/plain"] = progress_line(self.state)
-        return data
+        if self.state.status != "running":
+            return record_bundle(self.state)
+        return {"text/plain": progress_line(self.state), "text/html": state_html(self.state, max_rows=LIVE_ROWS)}
 
     def show(self) -> "HtmlView":
         from IPython.display import display

@@ -185,13 +185,10 @@ def final_record(runner: Any, bridge: LiveView | None) -> dict[str, str]:
     if record is not None:
         data = dict(record())
     else:
-        from .html import state_html
+        from .record import record_bundle
         from .state import ViewState
-        from .text import format_state, state_markdown
 
-        state = ViewState.of_runner(runner)
-        data = {"text/plain": format_state(state), "text/html": state_html(state),
-                "text/markdown": state_markdown(state)}
+        data = record_bundle(ViewState.of_runner(runner))
     decisions = decision_lines(runner.state.events, runner.secrets)
     if decisions:
         data["text/plain"] += "\n\nDecisions:\n" + "\n".join(f"  {line}" for _, line in decisions)

@@ -257,8 +257,9 @@ class PlanView:
         final state, kept as the view's without drawing it (the record replaces the drawing)."""
         if state is not None:
             self.state = state
-        return {"text/plain": format_state(self.state), "text/html": state_html(self.state, opened=self.selected),
-                "text/markdown": state_markdown(self.state)}
+        from .record import record_bundle
+
+        return record_bundle(self.state, opened=self.selected)
 
     def __repr__(self) -> str:
         return f"<PlanView {self.state.plan.id!r}: {len(self.state.plan.steps)} steps>"
