@@ -390,7 +390,8 @@ class PlanView:
             ex = executions[i]
             end = ex.end
             bar = [ex.step, ex.attempt, ex.revision, ex.worker, round4(ex.start - origin),
-                   None if end is None else round4(end - origin), ex.ok]
+                   None if end is None else round4(end - origin), ex.ok,
+                   ex.interrupted]  # the bar's fill (charts.py rule 5: interrupted is amber, not failed)
             number = ex.execution
             if bars.get(number) != bar:
                 bars[number] = bar

@@ -12,7 +12,6 @@ const STATUS = {
 const ORDER = ["completed", "in_progress", "failed", "skipped", "blocked", "not_started"];
 const ROW_H = 24;        // px per row (virtual scrolling relies on it)
 const VISIBLE_ROWS = 14; // rows shown at once
-const MAX_BARS = 1500;   // timeline bars drawn (the latest ones)
 const MAX_NODES = 400;   // graph nodes drawn
 
 const MIX = (c) => `color-mix(in srgb,${c} 60%,var(--pb-fg))`;   // a status colour readable on light and dark
@@ -188,17 +187,77 @@ function duration(sec) {
   return sec < 1 ? (sec * 1000).toFixed(1) + " ms" : sec.toFixed(2) + " s";
 }
 
-// bar and node fills: white text on each passes WCAG AA (the same as planbook/views/svg.py)
-const COLORS = { not_started: "#616161", in_progress: "#0b5394", completed: "#2e7d32", failed: "#b71c1c",
-  skipped: "#616161", blocked: "#8a5300" };
-const CACHED_MARK = "⟲";
-const MIN_BAR = 4, CHAR_W = 6.2;
+// The timeline follows the record's rules (planbook/views/charts.py, its module docstring). Each
+// constant here mirrors the Python one named beside it; tests/test_timeline_parity.py checks they match.
+// bar and node fills, white text on each (WCAG AA): planbook.views.html.FILLS
+const FILLS = { completed: "#2e7d32", failed: "#b71c1c", in_progress: "#0b5394", running: "#0b5394",
+  not_started: "#616161", skipped: "#616161", blocked: "#8a5300", interrupted: "#8a5300", cached: "#5b3f99" };
+const MIN_BAR = 0.6;   // charts.MIN_BAR: the narrowest bar, in percent of the timeline's width
+const MAX_BARS = 200;  // charts.MAX_BARS: executions drawn one by one; more are summarised
+const BUCKETS = 100;   // charts.BUCKETS: the slices of time of a summary
+const WORST = ["failed", "interrupted", "running", "cached", "completed"];  // charts._WORST: worst first
+const CRITICAL = "#ff9800";  // charts._CRITICAL: the critical path's underline
+const CACHED_MARK = "⟲";     // marks.CACHED_MARK
+const CHAR_W = 6.2;
 
 // a label cut with an ellipsis to fit a bar `width` px wide ("" when nothing fits)
 function clip(text, width) {
   const room = Math.floor((width - 6) / CHAR_W);
   if (room <= 0) return "";
   return text.length <= room ? text : room > 1 ? text.slice(0, room - 1) + "…" : "";
+}
+
+// charts.fit, for one lane of {x0, w} in percent, in time order: a bar starts at its time or where
+// the bar before it ends, whichever is later; bars that would run past the end are pulled back
+// (from the last) so the lane fits in 100 %
+function fit(bars) {
+  let left = 0;
+  for (const b of bars) { b.x0 = Math.max(b.x0, left); left = b.x0 + b.w; }
+  let limit = 100;
+  for (let i = bars.length - 1; i >= 0; i--) {
+    const b = bars[i];
+    if (b.x0 + b.w <= limit) break;
+    b.w = Math.max(MIN_BAR, Math.min(b.w, limit - b.x0));
+    b.x0 = Math.max(0, limit - b.w);
+    limit = b.x0;
+  }
+}
+
+// charts._summary: BUCKETS equal slices of the run's time, each coloured by the worst status in it;
+// slices alike side by side are one bar (up to a tenth of the run), their counts summed
+function summarise(items, span) {
+  const rank = Object.fromEntries(WORST.map((state, i) => [state, i]));
+  const count = new Array(BUCKETS).fill(0), worst = new Array(BUCKETS).fill(WORST.length);
+  const first = new Array(BUCKETS).fill(null), last = new Array(BUCKETS).fill("");
+  const scale = BUCKETS / span, top = BUCKETS - 1;
+  for (const it of items) {
+    const r = rank[it.state];
+    const k1 = Math.min(Math.floor(it.end * scale), top);
+    for (let k = Math.min(Math.floor(it.start * scale), top); k <= k1; k++) {
+      count[k]++;
+      if (r < worst[k]) worst[k] = r;
+      if (first[k] === null) first[k] = it.step;
+      last[k] = it.step;
+    }
+  }
+  const slices = [];
+  for (let k = 0; k < BUCKETS;) {
+    if (!count[k]) { k++; continue; }
+    let end = k + 1;
+    while (end < BUCKETS && end - k < Math.floor(BUCKETS / 10) && count[end] && worst[end] === worst[k]) end++;
+    let n = 0;
+    for (let j = k; j < end; j++) n += count[j];
+    slices.push({ k, end, n, state: WORST[worst[k]], first: first[k], last: last[end - 1] });
+    k = end;
+  }
+  return slices;
+}
+
+// charts._state: a bar's status
+function barState(b) {
+  if (b.end === null) return "running";
+  if (b.interrupted) return "interrupted";
+  return b.ok ? "completed" : "failed";
 }
 
 function linearTicks(span) {
@@ -489,93 +548,129 @@ function render({ model, el }) {
 
   function drawTimeline() {
     const head = model.get("head") || {};
-    const critical = new Set(head.critical || []);
-    let bars = Object.entries(store.bars).map(([n, b]) => ({ n: +n, step: b[0], attempt: b[1], revision: b[2],
-      worker: b[3], start: b[4], end: b[5], ok: b[6] }));
+    const bars = Object.entries(store.bars).map(([n, b]) => ({ n: +n, step: b[0], attempt: b[1], revision: b[2],
+      worker: b[3], start: b[4], end: b[5], ok: b[6], interrupted: !!b[7] }));
     bars.sort((a, b) => a.start - b.start || a.n - b.n);
     const cached = Object.entries(head.cached || {}).filter(([, c]) => c[2] !== null && c[2] !== undefined)
       .map(([step, c]) => ({ step, kind: c[0], why: c[1], at: c[2] }));
     if (!bars.length && !cached.length) {
       timeline.replaceChildren(h("div", { class: "pb-note", text: "No step has run yet." })); return;
     }
-    const hidden = Math.max(0, bars.length - MAX_BARS);
-    bars = bars.slice(hidden);
-    const now = head.now !== null && head.now !== undefined ? head.now : 0;
-    const endOf = (b) => (b.end === null ? Math.max(now, b.start) : b.end);
-    const span = Math.max(1e-6, now, ...bars.map(endOf), ...cached.map((c) => c.at));
-    const W = 760, left = 8, right = W - 12, laneH = 18, top = 20;
-    // the record's rules (planbook/views/charts.py): one linear scale; lanes by real overlap in time
-    // (an execution goes in the first lane whose last one ended by its start: a serial run is one
-    // lane); a bar at least MIN_BAR wide, and one after a widened bar starts where that one ends
-    const x = (t) => left + Math.max(0, t) / span * (right - left);
-    const items = bars.map((b) => ({ start: b.start, end: endOf(b), bar: b }))
-      .concat(cached.map((c) => ({ start: c.at, end: c.at, cached: c })));
+    const now = head.now !== null && head.now !== undefined ? head.now : null;
+    const endOf = (b) => (b.end === null ? Math.max(now === null ? b.start : now, b.start) : b.end);
+    const items = bars.map((b) => ({ start: Math.max(0, b.start), end: Math.max(0, endOf(b)), step: b.step,
+      state: barState(b), bar: b }))
+      .concat(cached.map((c) => ({ start: Math.max(0, c.at), end: Math.max(0, c.at), step: c.step, state: "cached",
+        cached: c })));
     items.sort((a, b) => a.start - b.start);
-    const lanes = [], drawn = [];
-    for (const it of items) {
-      let lane = lanes.findIndex((end) => end <= it.start);
-      if (lane < 0) { lane = lanes.length; lanes.push(0); drawn.push(0); }
-      lanes[lane] = Math.max(it.end, it.start);
-      it.lane = lane;
-      it.x0 = Math.max(x(it.start), drawn[lane]);
-      it.w = it.cached ? MIN_BAR * 2 : Math.max(MIN_BAR, x(it.end) - x(it.start));
-      drawn[lane] = it.x0 + it.w;
-    }
-    const axisY = top + lanes.length * laneH + 2;
-    // revision markers: a label goes on the first row where it does not overlap another
-    const starts = new Map();
-    for (const b of bars) if (b.revision > 1 && (!starts.has(b.revision) || b.start < starts.get(b.revision)))
-      starts.set(b.revision, b.start);
-    const rowEnds = [], markers = [];
-    for (const revision of [...starts.keys()].sort((a, b) => a - b)) {
-      const mx = x(starts.get(revision)), width = `revision ${revision}`.length * CHAR_W + 6;
-      let row = rowEnds.findIndex((end) => end <= mx);
-      if (row < 0) { row = rowEnds.length; rowEnds.push(0); }
-      rowEnds[row] = mx + width;
-      markers.push([row, mx, revision]);
-    }
-    const markerTop = axisY + 20;
-    const height = markerTop + rowEnds.length * 12 + 6;
-    const svg = s("svg", { class: "pb-gantt planbook-timeline", width: W, height, viewBox: `0 0 ${W} ${height}`,
-      "data-scale": "linear" });
-    let caption = `${plural(bars.length, "execution")} in ${plural(lanes.length, "lane")}, ${duration(span)}`;
-    if (cached.length) caption += `, ${cached.length} answered without running (${CACHED_MARK}: dashed bars)`;
-    if (hidden) caption += ` (the ${hidden} earliest not drawn)`;
-    svg.append(s("text", { x: 2, y: 12, "font-size": 11, style: "fill:var(--pb-fg)" }, caption));
-    for (const it of items) {
-      const y = top + it.lane * laneH;
-      const g = s("g", {});
-      let label;
-      if (it.cached) {
-        const c = it.cached;
-        g.setAttribute("class", "pb-bar-cached");
-        g.setAttribute("data-step", c.step);
-        g.append(s("title", {}, `${c.step} ${CACHED_MARK} ${c.why} (taken at +${duration(c.at)})`));
-        g.append(s("rect", { x: it.x0, y, width: it.w, height: laneH - 4, rx: 2,
-          style: "fill:var(--pb-bg);stroke:#2e7d32;stroke-dasharray:3 2;stroke-width:1.5" }));
-        label = [clip(c.step, it.w), "var(--pb-fg)"];
-      } else {
-        const b = it.bar, isCritical = critical.has(b.n);
-        const state = b.ok === null ? "running" : b.ok ? "completed" : "failed";
-        const color = b.ok === null ? COLORS.in_progress : b.ok ? COLORS.completed : COLORS.failed;
-        g.setAttribute("class", `pb-bar-ex pb-${state}${isCritical ? " pb-critical" : ""}`);
-        g.setAttribute("data-step", b.step);
-        g.setAttribute("data-execution", b.n);
-        g.append(s("title", {}, `#${b.n} step ${b.step}, attempt ${b.attempt}, revision ${b.revision}` +
-          `${b.worker ? ", " + b.worker : ""}: +${duration(b.start)} → ` +
-          `${b.end === null ? "running" : "+" + duration(b.end) + " (" + duration(b.end - b.start) + ")"}` +
-          (isCritical ? " · critical path" : "")));
-        g.append(s("rect", { x: it.x0, y, width: it.w, height: laneH - 4, rx: 2,
-          style: `fill:${color}` + (isCritical ? ";stroke:#ff9800;stroke-width:2.5" : "") }));
-        label = [clip(b.attempt > 1 ? `${b.step} ↻${b.attempt}` : b.step, it.w), "#fff"];
+    const span = Math.max(1e-6, ...items.map((it) => it.end));
+    const W = 760, left = 8, right = W - 12, laneH = 18, top = 20;
+    const px = (pct) => left + pct / 100 * (right - left);
+    const x = (t) => px(Math.max(0, t) / span * 100);
+    const withCached = cached.length ? `, ${cached.length} answered without running (${CACHED_MARK})` : "";
+    const svg = s("svg", { class: "pb-gantt planbook-timeline", width: W });
+    const legend = h("div", { class: "pb-note", text: "Bars: green completed, red failed, blue running, amber " +
+      "interrupted, purple ⟲ answered from the cache or a resume; ↻ a retry; dashed line: a replan; underlined " +
+      "orange: the critical path. One linear time scale; hover a bar for its times, click it to open its step." });
+    let axisY, height;
+    if (items.length > MAX_BARS) {
+      // rule 8 (charts.timeline_html): summarised, in the record's words
+      svg.setAttribute("data-scale", "summary");
+      const caption = `${bars.length.toLocaleString("en-US")} executions${withCached}, ${duration(span)}: too many ` +
+        `to draw one by one, so the run's time is cut in ${BUCKETS} slices, each coloured by the worst status in it ` +
+        "(side by side slices alike are one bar; a bar's title lists its steps)";
+      svg.append(s("text", { x: 2, y: 12, "font-size": 11, style: "fill:var(--pb-fg)" }, caption));
+      for (const slice of summarise(items, span)) {
+        const g = s("g", { class: `pb-bar-ex pb-slice pb-${slice.state}`, "data-step": slice.first });
+        g.append(s("title", {}, `${plural(slice.n, "execution")}, steps ${slice.first}..${slice.last}, ` +
+          `+${duration(slice.k * span / BUCKETS)} → +${duration(slice.end * span / BUCKETS)}` +
+          (slice.state !== "completed" ? `, worst: ${slice.state}` : "")));
+        g.append(s("rect", { x: px(slice.k), y: top, width: px(slice.end) - px(slice.k), height: laneH - 4,
+          style: `fill:${FILLS[slice.state]}` }));
+        g.style.cursor = "pointer";
+        g.addEventListener("click", () => open(slice.first));
+        svg.append(g);
       }
-      if (label[0]) g.append(s("text", { x: it.x0 + 3, y: y + 10, "font-size": 10, class: "pb-on-bar",
-        style: `fill:${label[1]};pointer-events:none` }, label[0]));
-      g.style.cursor = "pointer";
-      const step = it.cached ? it.cached.step : it.bar.step;
-      g.addEventListener("click", () => open(step));
-      svg.append(g);
+      axisY = top + laneH + 2;
+      height = axisY + 20;
+    } else {
+      // rules 1-7: one linear scale; lanes by real overlap in time (an execution goes in the first lane
+      // whose last one ended by its start: a serial run is one lane); bars at least MIN_BAR wide, placed
+      // by charts.fit; the critical path marked unless it is every bar (a serial run)
+      const critical = new Set(head.critical || []);
+      const keep = critical.size < bars.length ? critical : new Set();
+      const ends = [], lanes = [];
+      for (const it of items) {
+        let lane = ends.findIndex((end) => end <= it.start);
+        if (lane < 0) { lane = ends.length; ends.push(0); lanes.push([]); }
+        ends[lane] = Math.max(it.end, it.start);
+        it.lane = lane;
+        it.x0 = it.start / span * 100;
+        it.w = Math.max((it.end - it.start) / span * 100, MIN_BAR);
+        lanes[lane].push(it);
+      }
+      lanes.forEach(fit);
+      axisY = top + lanes.length * laneH + 2;
+      // revision markers (rule 6): a label goes on the first row where it does not overlap another
+      const starts = new Map();
+      for (const b of bars) if (b.revision > 1 && (!starts.has(b.revision) || b.start < starts.get(b.revision)))
+        starts.set(b.revision, b.start);
+      const rowEnds = [], markers = [];
+      for (const revision of [...starts.keys()].sort((a, b) => a - b)) {
+        const mx = x(starts.get(revision)), width = `revision ${revision}`.length * CHAR_W + 6;
+        let row = rowEnds.findIndex((end) => end <= mx);
+        if (row < 0) { row = rowEnds.length; rowEnds.push(0); }
+        rowEnds[row] = mx + width;
+        markers.push([row, mx, revision]);
+      }
+      const markerTop = axisY + 20;
+      height = markerTop + rowEnds.length * 12 + 6;
+      svg.setAttribute("data-scale", "linear");
+      const caption = `${plural(bars.length, "execution")} in ${plural(lanes.length, "lane")}${withCached}, ${duration(span)}`;
+      svg.append(s("text", { x: 2, y: 12, "font-size": 11, style: "fill:var(--pb-fg)" }, caption));
+      for (const it of items) {
+        const y = top + it.lane * laneH, bx = px(it.x0), bw = px(it.x0 + it.w) - bx;
+        const g = s("g", {});
+        let label, onPath = false;
+        if (it.cached) {
+          const c = it.cached;
+          g.setAttribute("class", "pb-bar-cached pb-cached");
+          g.setAttribute("data-step", c.step);
+          g.append(s("title", {}, `${c.step} ${CACHED_MARK} ${c.why} (taken at +${duration(c.at)})`));
+          label = `${CACHED_MARK} ${c.step}`;
+        } else {
+          const b = it.bar;
+          onPath = keep.has(b.n);
+          g.setAttribute("class", `pb-bar-ex pb-${it.state}${onPath ? " pb-critical" : ""}`);
+          g.setAttribute("data-step", b.step);
+          g.setAttribute("data-execution", b.n);
+          g.append(s("title", {}, `#${b.n} step ${b.step}, attempt ${b.attempt}, revision ${b.revision}` +
+            `${b.worker ? ", " + b.worker : ""}: +${duration(it.start)} → +${duration(it.end)} ` +
+            `(${duration(it.end - it.start)}, ${it.state})` + (onPath ? " · critical path" : "")));
+          label = `${b.attempt > 1 ? `${b.step} ↻${b.attempt}` : b.step} ${duration(it.end - it.start)}`;
+        }
+        g.append(s("rect", { x: bx, y, width: bw, height: laneH - 4, rx: 2, style: `fill:${FILLS[it.state]}` }));
+        const text = clip(label, bw);
+        if (text) g.append(s("text", { x: bx + 3, y: y + 10, "font-size": 10, class: "pb-on-bar",
+          style: "fill:#fff;pointer-events:none" }, text));
+        if (onPath) g.append(s("line", { class: "pb-critical-mark", x1: bx, x2: bx + bw, y1: y + laneH - 2.5,
+          y2: y + laneH - 2.5, style: `stroke:${CRITICAL};stroke-width:3` }));
+        g.style.cursor = "pointer";
+        g.addEventListener("click", () => open(it.step));
+        svg.append(g);
+      }
+      for (const [row, mx, revision] of markers) {
+        const g = s("g", { class: "pb-replan" });
+        g.append(s("title", {}, `revision ${revision} starts here (a replan)`));
+        g.append(s("line", { x1: mx, x2: mx, y1: top - 4, y2: markerTop + row * 12 + 2,
+          style: `stroke:${MIX("#b26a00")};stroke-dasharray:4 3` }));
+        g.append(s("text", { x: mx + 2, y: markerTop + row * 12 + 9, "font-size": 10, style: `fill:${MIX("#b26a00")}` },
+          `revision ${revision}`));
+        svg.append(g);
+      }
     }
+    svg.setAttribute("height", height);
+    svg.setAttribute("viewBox", `0 0 ${W} ${height}`);
     svg.append(s("line", { x1: left, x2: right, y1: axisY, y2: axisY, style: "stroke:var(--pb-fg)" }));
     let lastLabel = -1e9;
     for (const t of linearTicks(span)) {
@@ -587,18 +682,6 @@ function render({ model, el }) {
         lastLabel = tx;
       }
     }
-    for (const [row, mx, revision] of markers) {
-      const g = s("g", { class: "pb-replan" });
-      g.append(s("title", {}, `revision ${revision} starts here (a replan)`));
-      g.append(s("line", { x1: mx, x2: mx, y1: top - 4, y2: markerTop + row * 12 + 2,
-        style: `stroke:${MIX("#b26a00")};stroke-dasharray:4 3` }));
-      g.append(s("text", { x: mx + 2, y: markerTop + row * 12 + 9, "font-size": 10, style: `fill:${MIX("#b26a00")}` },
-        `revision ${revision}`));
-      svg.append(g);
-    }
-    const legend = h("div", { class: "pb-note", text: "Bars: green completed, red failed, blue running, dashed: " +
-      "answered from the cache or a resume; ↻ a retry; dashed line: a replan; orange outline: the critical path. " +
-      "Hover a bar for its times, click it to open its step." });
     timeline.replaceChildren(svg, legend);
   }
 
@@ -639,7 +722,7 @@ function render({ model, el }) {
       const [x, y] = at(i);
       const g = s("g", { class: `pb-node planbook-${status}`, "data-step": id, cursor: "pointer" });
       const cached = ((model.get("head") || {}).cached || {})[id];
-      g.append(s("rect", { x, y, width: nodeW, height: nodeH, rx: 5, style: `fill:${COLORS[status]}` +
+      g.append(s("rect", { x, y, width: nodeW, height: nodeH, rx: 5, style: `fill:${FILLS[status]}` +
         (id === selected ? ";stroke:var(--pb-fg);stroke-width:2" : cached ? ";stroke:#fff;stroke-dasharray:3 2;stroke-width:1.5" : "") }));
       g.append(s("text", { x: x + 6, y: y + 17, "font-size": 11, class: "pb-on-bar", style: "fill:#fff" },
         clip(cached ? `${id} ${CACHED_MARK}` : id, nodeW)));
