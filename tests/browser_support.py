@@ -195,3 +195,30 @@ def execute_notebook(path: Path, target: Path, *, store_widget_state: bool) -> A
                    record_timing=False, timeout=120).execute()
     nbformat.write(nb, str(target))
     return nb
+
+
+#: colour helpers the browser tests' page scripts share (WCAG contrast from computed styles):
+#: ``parse`` a CSS colour, lay one ``over`` another, the colour ``behind`` an element, ``ratio`` of two
+COLOUR_JS = r"""
+  function parse(c) {
+    let m = c && c.match(/^rgba?\(([^)]+)\)/);
+    if (m) { const p = m[1].split(/[\s,\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; }
+    m = c && c.match(/^color\(srgb ([^)]+)\)/);
+    if (m) { const p = m[1].split(/[\s\/]+/).filter(Boolean).map(Number); return [p[0] * 255, p[1] * 255, p[2] * 255, p.length > 3 ? p[3] : 1]; }
+    return null;
+  }
+  const over = (top, bottom) => { const a = top[3]; return [0, 1, 2].map(i => top[i] * a + bottom[i] * (1 - a)).concat([1]); };
+  function behind(el) {
+    const chain = [];
+    for (let e = el; e && e.nodeType === 1; e = e.parentElement) chain.push(e);
+    let color = [255, 255, 255, 1];
+    for (const e of chain.reverse()) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c && c[3] > 0) color = over(c, color);
+    }
+    return color;
+  }
+  const lin = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+  const lum = c => 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
+  const ratio = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
+"""

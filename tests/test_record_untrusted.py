@@ -30,7 +30,8 @@ from typing import Any
 
 import pytest
 
-from browser_support import CHROMIUM_ARGS, Lab, chromium_path, execute_notebook, start_lab, write_notebook
+from browser_support import (CHROMIUM_ARGS, COLOUR_JS, Lab, chromium_path, execute_notebook, start_lab,
+                             write_notebook)
 
 pytestmark = pytest.mark.browser
 
@@ -140,32 +141,12 @@ READ_JS = r"""() => {
     out.trusted = cells.some(c => c.model.trusted);
   }
   out.light = document.body.dataset.jpThemeLight;
-  function parse(c) {
-    let m = c && c.match(/^rgba?\(([^)]+)\)/);
-    if (m) { const p = m[1].split(/[\s,\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; }
-    m = c && c.match(/^color\(srgb ([^)]+)\)/);
-    if (m) { const p = m[1].split(/[\s\/]+/).filter(Boolean).map(Number); return [p[0] * 255, p[1] * 255, p[2] * 255, p.length > 3 ? p[3] : 1]; }
-    return null;
-  }
-  const over = (top, bottom) => { const a = top[3]; return [0, 1, 2].map(i => top[i] * a + bottom[i] * (1 - a)).concat([1]); };
-  function behind(el) {
-    const chain = [];
-    for (let e = el; e && e.nodeType === 1; e = e.parentElement) chain.push(e);
-    let color = [255, 255, 255, 1];
-    for (const e of chain.reverse()) {
-      const c = parse(getComputedStyle(e).backgroundColor);
-      if (c && c[3] > 0) color = over(c, color);
-    }
-    return color;
-  }
+""" + COLOUR_JS + r"""
   function opacity(el) {
     let o = 1;
     for (let e = el; e && e.nodeType === 1; e = e.parentElement) o *= parseFloat(getComputedStyle(e).opacity);
     return o;
   }
-  const lin = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
-  const lum = c => 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
-  const ratio = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
   const box = e => { const r = e.getBoundingClientRect(); return [r.width, r.height]; };
   for (const root of document.querySelectorAll('.planbook-record')) {
     root.querySelectorAll('details').forEach(d => d.open = true);
