@@ -196,6 +196,8 @@ const MIN_BAR = 0.6;   // charts.MIN_BAR: the narrowest bar, in percent of the t
 const MAX_BARS = 200;  // charts.MAX_BARS: executions drawn one by one; more are summarised
 const BUCKETS = 100;   // charts.BUCKETS: the slices of time of a summary
 const WORST = ["failed", "interrupted", "running", "cached", "completed"];  // charts._WORST: worst first
+// charts.timeline_html: what a summarised timeline's caption says after "N executions, 1.23 s: "
+const SUMMARY_WORDS = `too many to draw one by one, so the run's time is cut in ${BUCKETS} slices, each coloured by the worst status in it (side by side slices alike are one bar; a bar's title lists its steps)`;
 const CRITICAL = "#ff9800";  // charts._CRITICAL: the critical path's underline
 const CACHED_MARK = "⟲";     // marks.CACHED_MARK
 const CHAR_W = 6.2;
@@ -576,9 +578,7 @@ function render({ model, el }) {
     if (items.length > MAX_BARS) {
       // rule 8 (charts.timeline_html): summarised, in the record's words
       svg.setAttribute("data-scale", "summary");
-      const caption = `${bars.length.toLocaleString("en-US")} executions${withCached}, ${duration(span)}: too many ` +
-        `to draw one by one, so the run's time is cut in ${BUCKETS} slices, each coloured by the worst status in it ` +
-        "(side by side slices alike are one bar; a bar's title lists its steps)";
+      const caption = `${bars.length.toLocaleString("en-US")} executions${withCached}, ${duration(span)}: ${SUMMARY_WORDS}`;
       svg.append(s("text", { x: 2, y: 12, "font-size": 11, style: "fill:var(--pb-fg)" }, caption));
       for (const slice of summarise(items, span)) {
         const g = s("g", { class: `pb-bar-ex pb-slice pb-${slice.state}`, "data-step": slice.first });
