@@ -496,3 +496,20 @@ def test_a_render_hider_hides_what_text_hides_and_each_render_reads_the_environm
     later = Plan(id="p", steps=[step])
     assert "key-set-between-renders-0042" not in format_plan(later, gate)
     assert "key-set-between-renders-0042" not in format_markdown(later, gate)
+
+
+def test_the_gate_sees_every_change_of_the_model_key_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate tells a change of OPENAI_API_KEY / OPENAI_BASE_URL from os.environ's own mapping
+    (cheaper than os.environ.get): set, changed and removed, each is seen at the next text."""
+    gate = RunSecrets()
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert gate.text("uses qqqq-1234567890-zz") == "uses qqqq-1234567890-zz"
+    monkeypatch.setenv("OPENAI_API_KEY", "qqqq-1234567890-zz")
+    assert gate.text("uses qqqq-1234567890-zz") == "uses ***"
+    monkeypatch.setenv("OPENAI_API_KEY", "rrrr-0987654321-yy")
+    assert gate.text("uses rrrr-0987654321-yy") == "uses ***"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://user:pa55word-xyz@127.0.0.1:9/v1")
+    assert "pa55word-xyz" not in gate.text("at pa55word-xyz")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert gate.text("uses rrrr-0987654321-yy") == "uses rrrr-0987654321-yy"
