@@ -4,6 +4,9 @@ Lanes by real overlap in time: a serial run of many instant steps is one lane, h
 its bars are drawn (the view used to place bars by drawn extent, so a serial run of fast steps
 looked parallel), and two steps that really ran at once take two. One linear scale: no log scale
 switched on by itself. Checked while the run goes (the live view), on its timeline's caption.
+Past ``charts.MAX_BARS`` executions the live timeline is summarised in the record's words, and an
+interrupted execution is amber (the record's fill), not red. (The constants the JavaScript mirrors
+are checked against charts.py without a browser: tests/test_timeline_parity.py.)
 
 Run it alone with ``pytest -m browser tests/test_browser_live_timeline.py -p no:cacheprovider``.
 """
@@ -15,6 +18,7 @@ from typing import Any
 import pytest
 
 from browser_support import Lab, write_notebook
+from planbook.views import charts, html
 from test_browser import KERNEL_IDLE_JS, RUN_TIMEOUT_MS, _command, browser, lab  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -63,6 +67,73 @@ def test_lanes_are_real_overlap_in_time(browser: Any, lab: Lab) -> None:  # noqa
         assert caption.startswith("2 executions in 2 lanes,"), caption  # they really ran at once
         (lab.root / "release-two").write_text("go", encoding="utf-8")
         page.wait_for_function("() => document.querySelectorAll('.planbook-record').length === 2",
+                               timeout=RUN_TIMEOUT_MS)
+    finally:
+        context.close()
+        lab.delete_sessions()
+
+
+def _summary_cells() -> list[str]:
+    """201 executions (one over the record's MAX_BARS) then a run interrupted at its first step."""
+    steps = "".join(f"  - {{id: q{i}, tool: fast, args: {{i: {i}}}}}\n" for i in range(charts.MAX_BARS))
+    return [
+        "%load_ext planbook\n%plan_store off\nimport pathlib, time, planbook\n\n@planbook.tool\ndef fast(i: int) -> int:\n"
+        "    return i\n\n@planbook.tool\ndef waits(gate: str) -> str:\n"
+        "    while not pathlib.Path('release-' + gate).exists():  # the test creates it once it has looked\n"
+        "        time.sleep(0.05)\n    return gate\n\n@planbook.tool\ndef cut(label: str) -> str:\n"
+        "    if not pathlib.Path('cut-once').exists():  # the user's Ctrl-C, at its first call\n"
+        "        pathlib.Path('cut-once').write_text('x')\n        raise KeyboardInterrupt\n    return label",
+        f"%%plan many\nsteps:\n{steps}  - {{id: w, tool: waits, args: {{gate: many}}}}\n",
+        "%%plan cutplan\nsteps:\n  - {id: c, tool: cut, args: {label: c}}\n"
+        "  - {id: w2, tool: waits, args: {gate: cut}, needs: [c]}\n",
+        f"r1 = %run_plan many --max-steps {charts.MAX_BARS + 5}",
+        "try:\n    %run_plan cutplan\nexcept KeyboardInterrupt as stopped:\n    print(type(stopped).__name__)",
+        "r2 = %run_plan cutplan",
+    ]
+
+
+def _rgb(color: str) -> str:
+    return "rgb({}, {}, {})".format(*(int(color[i:i + 2], 16) for i in (1, 3, 5)))
+
+
+def test_a_long_run_is_summarised_and_an_interrupted_bar_is_amber(browser: Any, lab: Lab) -> None:  # noqa: F811
+    for leftover in ("release-many", "release-cut", "cut-once"):
+        (lab.root / leftover).unlink(missing_ok=True)
+    write_notebook(lab.root / "live-summary.ipynb", _summary_cells())
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    try:
+        page.goto(lab.url(f"/lab/tree/live-summary.ipynb?token={lab.token}&reset"))
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
+        page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
+        _command(page, "notebook:run-all-cells")
+        page.wait_for_selector(".planbook-live .pb-row.planbook-in_progress[data-step='w']", timeout=RUN_TIMEOUT_MS)
+        # the record's words (charts.timeline_html), past MAX_BARS executions
+        words = (f"{charts.MAX_BARS + 1} executions, ", f": too many to draw one by one, so the run's time is cut in "
+                 f"{charts.BUCKETS} slices, each coloured by the worst status in it (side by side slices alike are "
+                 f"one bar; a bar's title lists its steps)")
+        caption = _caption(page, 0)
+        assert caption.startswith(words[0]) and caption.endswith(words[1]), caption
+        live = page.locator(".planbook-live").first
+        assert live.locator("svg.pb-gantt[data-scale='summary']").count() == 1
+        slices = live.locator("svg.pb-gantt .pb-slice")
+        assert 1 <= slices.count() <= charts.BUCKETS
+        # w runs from its start to now: the slices it spans are running (a bar is at most a tenth of the run)
+        fills = live.locator("svg.pb-gantt .pb-slice.pb-running rect").evaluate_all(
+            "rects => rects.map(r => getComputedStyle(r).fill)")
+        assert fills and set(fills) == {_rgb(html.FILLS["running"])}, fills
+        (lab.root / "release-many").write_text("go", encoding="utf-8")
+        # the continued run shows the interrupted execution of c (amber) and its second one (green)
+        page.wait_for_selector(".planbook-live .pb-row.planbook-in_progress[data-step='w2']", timeout=RUN_TIMEOUT_MS)
+        caption = _caption(page, 0)
+        assert caption.startswith("3 executions in 1 lane,"), caption
+        live = page.locator(".planbook-live").first
+        cut = live.locator("svg.pb-gantt .pb-bar-ex.pb-interrupted[data-step='c'] rect")
+        assert cut.count() == 1
+        assert cut.evaluate("r => getComputedStyle(r).fill") == _rgb(html.FILLS["interrupted"])
+        assert live.locator("svg.pb-gantt .pb-bar-ex.pb-completed[data-step='c']").count() == 1
+        (lab.root / "release-cut").write_text("go", encoding="utf-8")
+        page.wait_for_function("() => document.querySelectorAll('.planbook-record').length === 3",
                                timeout=RUN_TIMEOUT_MS)
     finally:
         context.close()

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import planbook
-from planbook import Toolbox
+from planbook import Plan, Runner, Toolbox
 from planbook.views import charts, html, marks
 from planbook.views.state import Execution
 
@@ -53,8 +52,10 @@ def test_a_summary_says_what_the_record_says() -> None:
     assert re.search(r"executions\$\{withCached\}, \$\{duration\(span\)\}: \$\{SUMMARY_WORDS\}`", JS)
 
 
-def test_the_widget_tells_an_interrupted_bar_from_a_failed_one() -> None:
-    """The live view colours a bar by the record's rule 5, so its bars say which were interrupted."""
+def test_the_widget_sends_an_interrupted_bar_and_the_run_again() -> None:
+    """The live view colours a bar by the record's rule 5, so its bars say which were interrupted; and
+    the call an interrupt cut runs again under the same execution number, so the live view keeps both
+    bars, as the record does (it kept only the second one: the interrupted bar vanished)."""
     pytest.importorskip("anywidget")
     from planbook.views.widget import PlanView
 
@@ -69,7 +70,10 @@ def test_the_widget_tells_an_interrupted_bar_from_a_failed_one() -> None:
             raise KeyboardInterrupt
         return label
 
-    result = planbook.run("steps:\n  - {id: a, tool: tick, args: {label: a}}\n", tools=tools)
-    assert result.status == "interrupted"
-    bars = list(PlanView(result).batch["bars"].values())
-    assert len(bars) == 1 and bars[0][6] is False and bars[0][7] is True, bars
+    runner = Runner(Plan.parse("steps:\n  - {id: a, tool: tick, args: {label: a}}\n"), tools=tools)
+    assert runner.run().status == "interrupted"
+    bars = list(PlanView(runner).batch["bars"].values())
+    assert [(b[0], b[6], b[7]) for b in bars] == [("a", False, True)], bars
+    assert runner.run().status == "completed"
+    bars = sorted(PlanView(runner).batch["bars"].values(), key=lambda b: b[4])
+    assert [(b[0], b[6], b[7], b[8]) for b in bars] == [("a", False, True, 1), ("a", True, False, 1)], bars

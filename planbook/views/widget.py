@@ -391,8 +391,10 @@ class PlanView:
             end = ex.end
             bar = [ex.step, ex.attempt, ex.revision, ex.worker, round4(ex.start - origin),
                    None if end is None else round4(end - origin), ex.ok,
-                   ex.interrupted]  # the bar's fill (charts.py rule 5: interrupted is amber, not failed)
-            number = ex.execution
+                   ex.interrupted,  # the bar's fill (charts.py rule 5: interrupted is amber, not failed)
+                   ex.execution]
+            # keyed by place in the timeline: a call an interrupt cut runs again under its execution number
+            number = i
             if bars.get(number) != bar:
                 bars[number] = bar
                 changed[str(number)] = bar

@@ -550,7 +550,8 @@ function render({ model, el }) {
 
   function drawTimeline() {
     const head = model.get("head") || {};
-    const bars = Object.entries(store.bars).map(([n, b]) => ({ n: +n, step: b[0], attempt: b[1], revision: b[2],
+    // [step, attempt, revision, worker, start, end, ok, interrupted, execution], keyed by place in the timeline
+    const bars = Object.values(store.bars).map((b) => ({ n: b[8], step: b[0], attempt: b[1], revision: b[2],
       worker: b[3], start: b[4], end: b[5], ok: b[6], interrupted: !!b[7] }));
     bars.sort((a, b) => a.start - b.start || a.n - b.n);
     const cached = Object.entries(head.cached || {}).filter(([, c]) => c[2] !== null && c[2] !== undefined)
