@@ -13,12 +13,16 @@ Run it alone with ``pytest -m browser tests/test_browser_live_timeline.py -p no:
 
 from __future__ import annotations
 
+import random
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from browser_support import Lab, write_notebook
 from planbook.views import charts, html
+from planbook.views.state import Execution
 from test_browser import KERNEL_IDLE_JS, RUN_TIMEOUT_MS, _command, browser, lab  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -138,3 +142,58 @@ def test_a_long_run_is_summarised_and_an_interrupted_bar_is_amber(browser: Any, 
     finally:
         context.close()
         lab.delete_sessions()
+
+
+# planview.js as a module of its own, with its timeline's helpers exported (no Lab: the functions alone)
+HELPERS_JS = """async ([source, lanes, items, span]) => {
+  const blob = new Blob([source + '\\nexport { fit, summarise };'], { type: 'text/javascript' });
+  const js = await import(URL.createObjectURL(blob));
+  const fitted = lanes.map((lane) => { const bars = lane.map(([x0, w]) => ({ x0, w })); js.fit(bars);
+    return bars.map((b) => [b.x0, b.w]); });
+  const slices = js.summarise(items.map(([start, end, state, step]) => ({ start, end, state, step })), span)
+    .map((s) => [s.k, s.end, s.n, s.state, s.first, s.last]);
+  return { fitted, slices };
+}"""
+
+_STATES = {"completed": dict(ok=True), "failed": dict(ok=False), "interrupted": dict(ok=False, interrupted=True),
+           "running": dict()}
+
+
+def _record_slices(items: list[tuple[float, float, Execution]], span: float) -> list[list[Any]]:
+    """charts._summary's bars as [first slice, end slice, executions, state, first step, last step]."""
+    out, k = [], 0
+    for state, n, first, last, gap, width in re.findall(
+            r'class="pb-bar pb-(\w+)" title="(\d+) executions?, steps (\S+)\.\.(\S+), [^"]*" '
+            r'style="display:inline-block;(?:margin-left:(\d+)%;)?width:(\d+)%', charts._summary(items, span)):
+        k += int(gap or 0)
+        out.append([k, k + int(width), int(n), state, first, last])
+        k += int(width)
+    return out
+
+
+def test_the_live_placement_and_summary_are_the_records(browser: Any) -> None:
+    """planview.js's fit and summarise give what charts.fit and charts._summary give, on the same input."""
+    rng = random.Random(27)
+    lanes = [[(rng.uniform(0, 100), max(charts.MIN_BAR, rng.expovariate(1 / 8))) for _ in range(rng.randint(1, 12))]
+             for _ in range(40)]
+    for lane in lanes:
+        lane.sort()
+    lanes.append([(99.9, 0.1), (99.95, 0.05)])  # bars at the very end: pulled back from the last
+    items: list[tuple[float, float, Execution]] = []
+    for i in range(500):
+        start, state = rng.uniform(0, 60), rng.choices(list(_STATES), weights=(94, 2, 2, 2))[0]
+        end = start + rng.expovariate(1 / 0.4)
+        ex = Execution(i + 1, f"s{i}", 1, 1, None, start, None if state == "running" else end, **_STATES[state])
+        items.append((start, end, ex))
+    items.sort(key=lambda item: item[0])
+    span = max(end for _, end, _ in items)
+    record = [[list(bar[:2]) for bar in charts.fit([(x0, w, None, None, None) for x0, w in lane])] for lane in lanes]
+    source = (Path(charts.__file__).parent / "static" / "planview.js").read_text(encoding="utf-8")
+    page = browser.new_context().new_page()
+    try:
+        live = page.evaluate(HELPERS_JS, [source, lanes, [[s, e, charts._state(ex), ex.step] for s, e, ex in items], span])
+    finally:
+        page.context.close()
+    flat = [[x for bar in lane for x in bar] for lane in live["fitted"]]
+    assert flat == [pytest.approx([x for bar in lane for x in bar]) for lane in record]
+    assert live["slices"] == _record_slices(items, span)
