@@ -566,7 +566,7 @@ function render({ model, el }) {
       .concat(cached.map((c) => ({ start: Math.max(0, c.at), end: Math.max(0, c.at), step: c.step, state: "cached",
         cached: c })));
     items.sort((a, b) => a.start - b.start);
-    const span = Math.max(1e-6, ...items.map((it) => it.end));
+    const span = items.reduce((most, it) => Math.max(most, it.end), 1e-6);  // (no spread: a long run has 100k)
     const W = 760, left = 8, right = W - 12, laneH = 18, top = 20;
     const px = (pct) => left + pct / 100 * (right - left);
     const x = (t) => px(Math.max(0, t) / span * 100);
