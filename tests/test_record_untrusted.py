@@ -245,3 +245,58 @@ def _artifacts() -> Path:
     path = Path(__file__).resolve().parent.parent / "test-artifacts"
     path.mkdir(exist_ok=True)
     return path
+
+
+#: the committed tutorials whose records hold a timeline and a graph people read: the lesson of
+#: chapter 2 (failures and replans) and of chapter 3 (one at a time against parallel lanes)
+COMMITTED = ("02-failure-and-replanning.ipynb", "03-dependencies.ipynb")
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_the_committed_tutorials_records_read_untrusted_in_light_and_dark(
+        server: tuple[Lab, list[str]], browser: Any, front_end: str) -> None:
+    """What a student opens first: the committed notebooks as a clone gives them (untrusted,
+    never executed here). Every record's timeline and graph are drawn boxes, not run-on text,
+    every text reads at 4.5:1 in both themes, and no record lost an element to the sanitizer."""
+    lab, _ = server
+    notebooks = Path(__file__).resolve().parent.parent / "notebooks"
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    try:
+        for name in COMMITTED:
+            source = notebooks / name
+            target = lab.root / f"clone-{front_end}-{name}"
+            target.write_bytes(source.read_bytes())  # as cloned: no signature in this server's database
+            nb = json.loads(source.read_text(encoding="utf-8"))
+            stored = [Shape("".join(o["data"]["text/html"])) for c in nb["cells"] if c["cell_type"] == "code"
+                      for o in c.get("outputs", []) if "planbook-record" in "".join(o.get("data", {}).get("text/html", ""))]
+            assert stored, f"{name} holds no run record"
+            path = (f"/lab/tree/{target.name}?token={lab.token}&reset" if front_end == "lab"
+                    else f"/notebooks/{target.name}?token={lab.token}")
+            for theme in THEMES:
+                _set_theme(lab, theme)
+                page = context.new_page()
+                page.goto(lab.url(path))
+                page.wait_for_function(f"() => document.querySelectorAll('.planbook-record').length === {len(stored)}",
+                                       timeout=30_000)
+                light = "true" if "Light" in theme else "false"
+                page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'", timeout=30_000)
+                found = page.evaluate(READ_JS)
+                where = f"{name}, {front_end}, {theme}"
+                if found["trusted"] is not None:
+                    assert found["trusted"] is False, f"{where}: the clone opened as trusted"
+                assert page.get_by_text("Error displaying widget").count() == 0, where
+                with_timeline = 0
+                for i, (got, shape) in enumerate(zip(found["records"], stored)):
+                    at = f"{where}, record {i + 1}"
+                    assert got["svg"] == 0 and got["tags"] == dict(shape.tags), f"{at}: elements changed"
+                    assert got["styled"] == shape.styles, f"{at}: style declarations were dropped"
+                    for item in got["bars"] + got["nodes"]:
+                        assert item["size"][0] > 0 and item["size"][1] > 0 and item["display"] == "inline-block", (at, item)
+                    assert not got["failures"], f"{at}: text below WCAG AA 4.5:1: {got['failures'][:6]}"
+                    with_timeline += bool(got["bars"]) and bool(got["nodes"])
+                assert with_timeline, f"{where}: no record drew a timeline and a graph"
+                page.close()
+                lab.delete_sessions()
+    finally:
+        _set_theme(lab, THEMES[0])
+        context.close()
