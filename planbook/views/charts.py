@@ -46,6 +46,7 @@ from typing import Any
 
 from ..models import STATUS_MARKS, Plan
 from ..outbound import RunSecrets
+from ..wording import plural
 from .html import DIM, FILLS, cached_text, esc, fill, format_duration, gate_of, shown_call
 from .marks import CACHED_MARK, CacheMark
 from .state import Execution
@@ -158,7 +159,7 @@ def timeline_html(executions: Sequence[Execution], *, origin: float | None, now:
                 left = x0 + width
             rows.append(f'<div class="pb-lane" style="{_LANE}">{"".join(parts)}</div>')
         body = _markers(items, span) + "".join(rows) + _axis(span)
-        caption = f"{len(executions)} executions in {count} lane{'s' if count > 1 else ''}{cached}, {format_duration(span)}"
+        caption = f"{plural(len(executions), 'execution')} in {plural(count, 'lane')}{cached}, {format_duration(span)}"
         scale = "linear"
     return (f'<div class="planbook-timeline" data-scale="{scale}" style="max-width:760px">'
             f'<div style="{DIM};font-size:11px">{esc(caption)}</div>{body}</div>')
