@@ -20,6 +20,7 @@ from .execute import describe_exception
 from .interrupts import call_user
 from .models import Status, Step, _clone
 from .planners import PlanningContext, make_plan, planner_steps, tell_planner
+from .state import failure_line
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -51,7 +52,11 @@ def replan(run: Runner, failed: Step) -> Change:
     """The planner's new plan after ``failed`` (a replan is counted once the planner was asked)."""
     s = run.state
     assert run.planner is not None
-    refused = run.budget.replan_refused(s.executions, s.replans, s.last_error)
+    # why this replan: the failure of the step whose policy called for it. Another lane's call that
+    # failed while the replan waited for the calls in flight is handled by its own policy, and
+    # s.last_error may already name it.
+    why = failure_line(failed.id, failed.error) if failed.error else s.last_error
+    refused = run.budget.replan_refused(s.executions, s.replans, why)
     if refused is not None:
         return End("failed", refused[0], refused[1])  # type: ignore[arg-type]
     kept = [st for st in run.plan.steps if st.status in (Status.completed, Status.skipped)]
@@ -67,7 +72,7 @@ def replan(run: Runner, failed: Step) -> Change:
     try:
         run.bus.beat()  # views draw the failure before a (possibly slow) planner runs
         history = [copy_step(st) for st in s.history]  # the planner must not rewrite the run's records
-        proposed = planner_steps(call_user(run.planner, run.plan.goal, history, s.last_error))
+        proposed = planner_steps(call_user(run.planner, run.plan.goal, history, why))
     except KeyboardInterrupt:
         raise  # the replan did not happen; the runner handles the failure again on continue
     except (PlanningError, PlanError) as exc:
@@ -76,11 +81,11 @@ def replan(run: Runner, failed: Step) -> Change:
         return End("failed", "no_plan", f"the planner raised {describe_exception(exc)}", exc, replans=1)
     candidate, new_steps, problems = accept_steps(run.plan, kept, proposed, run.tools, run.agents)
     if not proposed or (not new_steps and not problems):
-        return End("failed", "no_plan", f"the planner had no new plan after: {s.last_error}", replans=1)
+        return End("failed", "no_plan", f"the planner had no new plan after: {why}", replans=1)
     if problems:  # refused: the plan did not change, so no replan is counted
         error = str(PlanError(problems)).replace("invalid plan", "the planner's new plan is invalid", 1)
-        return Reject(candidate, reason=s.last_error, rejected=error)
-    return Revise(candidate, new_steps, reason=s.last_error)
+        return Reject(candidate, reason=why, rejected=error)
+    return Revise(candidate, new_steps, reason=why)
 
 
 def review(run: Runner, step: Step) -> Change:

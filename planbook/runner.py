@@ -40,7 +40,7 @@ from .scheduler import Scheduler
 from .spec import is_plan_spec, slug
 from .steering import Steering, build as build_steering
 from .wording import plural
-from .state import CACHED_NOTE, INTERRUPTED_NOTE, KEPT_NOTE, STILL_RUNNING_NOTE, RunState
+from .state import CACHED_NOTE, INTERRUPTED_NOTE, KEPT_NOTE, STILL_RUNNING_NOTE, RunState, failure_line
 from .tools import ToolsLike, as_toolbox
 from .validate import checked_positions
 
@@ -759,7 +759,7 @@ class Runner:
             elif self.after_step is not None:
                 decisions.review(self, step)
             return
-        s.last_error = f"step {step.id} failed: {outcome.error}"
+        s.last_error = failure_line(step.id, outcome.error)
         s.pending_failures.append(step.id)  # until its policy is applied (Ctrl-C may come first)
         failed = {"duration": step.duration, "error": outcome.error, "execution": flight.execution}
         if kept:

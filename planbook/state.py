@@ -35,6 +35,7 @@ class RunState(BaseModel):
     executions: int = 0
     replans: int = 0
     retries_used: dict[str, int] = Field(default_factory=dict)
+    #: the latest failure (:func:`failure_line`): what a planner reads, unless a replan names its own
     last_error: str | None = None
     #: a snapshot of the step after each execution, in the order they finished
     history: list[Step] = Field(default_factory=list)
@@ -48,3 +49,8 @@ class RunState(BaseModel):
     pending_failures: list[str] = Field(default_factory=list)
     #: traceback of the exception that ended the run (a planner that raised), for debugging
     traceback: str | None = None
+
+
+def failure_line(step_id: str, error: str | None) -> str:
+    """How a step's failure is told to a planner and shown as a revision's reason."""
+    return f"step {step_id} failed: {error}"

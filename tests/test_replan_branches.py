@@ -87,3 +87,36 @@ def test_only_pending_steps_are_owed(status: str, owed: list[str]) -> None:
     assert pending_needed(plan, candidate) == owed
     assert any("must keep" in p.message for p in problems) is bool(owed)
     assert bool(problems) is (status != "completed")
+
+
+def test_a_replan_is_asked_about_the_step_that_called_for_it_not_a_later_failure_in_another_lane() -> None:
+    """Step ``broken`` fails and its policy replans; the replan waits for the calls in flight, and
+    ``slow`` (another lane, a retry policy) fails meanwhile. The planner is told why the replan
+    happens — ``broken``'s failure — not the later one (which its own retry policy handles)."""
+    import threading
+
+    from planbook import Runner, ScriptedPlanner
+
+    released = threading.Event()
+    tools = planbook.Toolbox()
+
+    @tools.tool(cache=False)
+    def broken() -> str:
+        raise ValueError("broken step: replan")
+
+    @tools.tool(cache=False)
+    def slow() -> str:
+        assert released.wait(60), "the runner never handled broken's failure"
+        raise ConnectionError("slow step: try again")
+
+    @tools.tool
+    def fine() -> str:
+        return "fine"
+
+    planner = ScriptedPlanner({None: [], "broken step": [Step(id="fix", tool="fine")]})
+    runner = Runner("steps:\n  - {id: slow, tool: slow, on_failure: retry}\n  - {id: broken, tool: broken, on_failure: replan}",
+                    tools=tools, planner=planner, parallel=2)
+    runner.subscribe(lambda event: released.set() if (event.kind, event.step) == ("step.failed", "broken") else None)
+    result = runner.run()
+    assert [why for _, _, why in planner.calls] == ["step broken failed: ValueError: broken step: replan"]
+    assert result.revisions and result.revisions[0].reason == "step broken failed: ValueError: broken step: replan"
