@@ -11,8 +11,8 @@ Two kinds of run at 10, 100 and 1,000 steps:
 - ``mixed``: four parallel chains (lanes), every 25th step failing once and retried, and
   one failure that is replanned (a new revision).
 
-Prints, per run: the bytes of the record's HTML, of the whole display (text/plain,
-text/html, text/markdown) and the build time (best of N).
+Prints, per run: the bytes of the record's HTML, of the whole display that replaces the live
+view (``record_bundle``: text/plain and text/html) and the build time (best of N).
 
     python benchmarks/record_size.py          # 10, 100, 1000 steps, best of 5
     python benchmarks/record_size.py --quick  # 10 and 100 steps, one build (checks it still works)
@@ -28,7 +28,7 @@ import planbook
 from planbook import ScriptedPlanner
 from planbook.views.html import result_html, state_html
 from planbook.views.state import ViewState
-from planbook.views.text import format_state, state_markdown
+from planbook.views.record import record_bundle
 
 
 def _tools() -> planbook.Toolbox:
@@ -103,7 +103,7 @@ def measure(result: planbook.RunResult, repeat: int) -> tuple[int, int, float, f
     state = ViewState.of_result(result)
     html = state_html(state)
     assert html == result_html(result)
-    bundle = len(html.encode()) + len(format_state(state).encode()) + len(state_markdown(state).encode())
+    bundle = sum(len(part.encode()) for part in record_bundle(state).values())  # what replaces the live view
     return (len(html.encode()), bundle, best_ms(lambda: state_html(state), repeat),
             best_ms(lambda: result_html(result), repeat))
 
