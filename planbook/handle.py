@@ -303,7 +303,7 @@ class RunHandle:
         """The live view (its widget where widgets run). The other forms show the plan as the run
         started, whatever it did since: they do not depend on how far the run got by the time
         the cell's output was made (notebooks compare them)."""
-        from .views.html import NO_MATH, esc, state_html
+        from .views.html import DIM, NO_MATH, esc, state_html
         from .views.state import ViewState
         from .views.text import state_markdown
 
@@ -312,7 +312,7 @@ class RunHandle:
         start = ViewState.of(self._initial)
         data: dict[str, Any] = {
             "text/plain": line,
-            "text/html": f'<div class="{NO_MATH}" style="color:#666;font-size:11px">{esc(line)}; as it started:'
+            "text/html": f'<div class="{NO_MATH}" style="{DIM};font-size:11px">{esc(line)}; as it started:'
                          f"</div>{state_html(start)}",
             "text/markdown": state_markdown(start),
         }

@@ -40,7 +40,7 @@ import anywidget
 import traitlets as t
 
 from ..models import Status, Step
-from .html import NO_MATH, cached_text, esc, state_html
+from .html import DIM, NO_MATH, cached_text, esc, state_html
 from .marks import CacheMark, MarkBuilder, cached_count_text
 from .panes import PaneBudget, _rel, pane
 from .record import decision_lines
@@ -205,7 +205,7 @@ class PlanView:
         rows = LIVE_ROWS if going else (STATIC_ROWS if n > STATIC_ROWS else None)
         static = state_html(self.state, max_rows=rows)
         if self.note:
-            static = f'<div class="{NO_MATH}" style="color:#666;font-size:11px">{esc(self.note)}</div>{static}'
+            static = f'<div class="{NO_MATH}" style="{DIM};font-size:11px">{esc(self.note)}</div>{static}'
         data["text/html"] = static
         if going and n > LIVE_ROWS:
             # a long plan's live display: its text is one line (the whole plan's text and Markdown
