@@ -195,20 +195,12 @@ def test_an_untrusted_record_survives_the_sanitizer_in_light_and_dark(
         server: tuple[Lab, list[str]], browser: Any, front_end: str) -> None:
     lab, records = server
     shapes = [Shape(html) for html in records]
-    path = f"/lab/tree/{NAME}?token={lab.token}&reset" if front_end == "lab" else f"/notebooks/{NAME}?token={lab.token}"
     context = browser.new_context(viewport={"width": 1280, "height": 1000})
     try:
         for theme in THEMES:
-            _set_theme(lab, theme)
-            page = context.new_page()
-            page.goto(lab.url(path))
-            page.wait_for_function("() => document.querySelectorAll('.planbook-record').length === 2", timeout=30_000)
-            light = "true" if "Light" in theme else "false"
-            page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'", timeout=30_000)
-            found = page.evaluate(READ_JS)
             where = f"{front_end}, {theme}"
-            if found["trusted"] is not None:
-                assert found["trusted"] is False, f"{where}: the notebook opened as trusted"
+            page, found = _open_untrusted(context, lab, front_end, NAME, theme, records=2, where=where)
+            light = "true" if "Light" in theme else "false"
             serial, wide = found["records"]
             for got, shape, name in ((serial, shapes[0], "serial"), (wide, shapes[1], "parallel")):
                 at = f"{where}, {name} run"
@@ -270,20 +262,10 @@ def test_the_committed_tutorials_records_read_untrusted_in_light_and_dark(
             stored = [Shape("".join(o["data"]["text/html"])) for c in nb["cells"] if c["cell_type"] == "code"
                       for o in c.get("outputs", []) if "planbook-record" in "".join(o.get("data", {}).get("text/html", ""))]
             assert stored, f"{name} holds no run record"
-            path = (f"/lab/tree/{target.name}?token={lab.token}&reset" if front_end == "lab"
-                    else f"/notebooks/{target.name}?token={lab.token}")
             for theme in THEMES:
-                _set_theme(lab, theme)
-                page = context.new_page()
-                page.goto(lab.url(path))
-                page.wait_for_function(f"() => document.querySelectorAll('.planbook-record').length === {len(stored)}",
-                                       timeout=30_000)
-                light = "true" if "Light" in theme else "false"
-                page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'", timeout=30_000)
-                found = page.evaluate(READ_JS)
                 where = f"{name}, {front_end}, {theme}"
-                if found["trusted"] is not None:
-                    assert found["trusted"] is False, f"{where}: the clone opened as trusted"
+                page, found = _open_untrusted(context, lab, front_end, target.name, theme, records=len(stored),
+                                              where=where)
                 assert page.get_by_text("Error displaying widget").count() == 0, where
                 with_timeline = 0
                 for i, (got, shape) in enumerate(zip(found["records"], stored)):
@@ -300,3 +282,20 @@ def test_the_committed_tutorials_records_read_untrusted_in_light_and_dark(
     finally:
         _set_theme(lab, THEMES[0])
         context.close()
+
+
+def _open_untrusted(context: Any, lab: Lab, front_end: str, name: str, theme: str, *, records: int,
+                    where: str) -> tuple[Any, dict[str, Any]]:
+    """Open notebook ``name`` in ``front_end`` with ``theme`` set, wait for its ``records`` records
+    and the theme, and read what the page shows (READ_JS); it must have opened untrusted."""
+    _set_theme(lab, theme)
+    path = f"/lab/tree/{name}?token={lab.token}&reset" if front_end == "lab" else f"/notebooks/{name}?token={lab.token}"
+    page = context.new_page()
+    page.goto(lab.url(path))
+    page.wait_for_function(f"() => document.querySelectorAll('.planbook-record').length === {records}", timeout=30_000)
+    light = "true" if "Light" in theme else "false"
+    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'", timeout=30_000)
+    found = page.evaluate(READ_JS)
+    if found["trusted"] is not None:
+        assert found["trusted"] is False, f"{where}: the notebook opened as trusted"
+    return page, found
