@@ -27,7 +27,7 @@ import tracemalloc
 from collections.abc import Callable
 
 import planbook
-from planbook.models import Plan, Step
+from planbook.data.models import Plan, Step
 
 
 def noop(x: int) -> int:

@@ -65,7 +65,7 @@ def rss_mib():
 
 def alive():
     "Step objects alive after a full collection, and that collection's time."
-    from planbook.models import Step
+    from planbook.data.models import Step
     gc.collect()
     start = time.perf_counter()
     gc.collect()

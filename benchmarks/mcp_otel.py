@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import planbook
-from planbook.models import Plan, Step
+from planbook.data.models import Plan, Step
 
 ARGS = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
 
@@ -129,7 +129,7 @@ def otel_overhead(steps: int = 2000, rounds: int = 15) -> None:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from planbook import otel
-    from planbook.eventbus import RUN_HOOKS
+    from planbook.engine.eventbus import RUN_HOOKS
 
     class Drop(SpanExporter):
         def export(self, spans: Sequence[object]) -> SpanExportResult:

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from planbook import Plan
-from planbook.specwriter import plan_spec
+from planbook.spec.write import plan_spec
 
 QUICK = "--quick" in sys.argv[1:]
 REPEATS = 1 if QUICK else 5

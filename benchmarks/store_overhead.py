@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import planbook
-from planbook.models import Plan, Status, Step
-from planbook.runner import RunState
+from planbook.data.models import Plan, Status, Step
+from planbook.engine.runner import RunState
 from planbook.outbound import redact
 from planbook.store import values
 from planbook.store.sqlite import SQLiteStore

@@ -8,20 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from .approvals import ApprovalContext, Decision
-from .agents import Agent, AgentContext, AgentReply, FunctionAgent, ScriptedAgent
-from .decisions import RunEnded
-from .diff import diff_plans
-from .errors import PlanbookError, PlanError, PlanningError, Problem, RunFailed
-from .models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
-from .planners import Planner, PlanningContext, ScriptedPlanner
-from .planners import make_plan
-from .resume import ResumeError, load_run, resume, runs
-from .runner import Runner, RunState, run
-from .handle import RunHandle, start
+from .engine.approvals import ApprovalContext, Decision
+from .workers.agents import Agent, AgentContext, AgentReply, FunctionAgent, ScriptedAgent
+from .engine.decisions import RunEnded
+from .data.diff import diff_plans
+from .data.errors import PlanbookError, PlanError, PlanningError, Problem, RunFailed
+from .data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
+from .workers.planners import Planner, PlanningContext, ScriptedPlanner
+from .workers.planners import make_plan
+from .engine.resume import ResumeError, load_run, resume, runs
+from .engine.runner import Runner, RunState, run
+from .notebook.handle import RunHandle, start
 from .views.text import format_diff, format_plan, format_result
-from .tools import Tool, Toolbox, default_toolbox, tool
-from .validate import validate_plan
+from .workers.tools import Tool, Toolbox, default_toolbox, tool
+from .spec.validate import validate_plan
 from . import compat as _compat  # the seed designs register their plan formats and strategy= with the layers below
 
 
@@ -73,7 +73,7 @@ def __dir__() -> list[str]:
 
 def _otel_from_environment(runner: Any) -> None:
     """``PLANBOOK_OTEL=1``: trace runs; OpenTelemetry is imported at the first run, not here."""
-    from .eventbus import RUN_HOOKS
+    from .engine.eventbus import RUN_HOOKS
     from .otel import instrument_from_environment
 
     RUN_HOOKS.pop("otel-environment", None)
@@ -86,7 +86,7 @@ def _watch_environment() -> None:
     import os
 
     if os.environ.get("PLANBOOK_OTEL", "").strip().lower() not in ("", "0", "false", "no", "off"):
-        from .eventbus import RUN_HOOKS
+        from .engine.eventbus import RUN_HOOKS
 
         RUN_HOOKS["otel-environment"] = _otel_from_environment
 
@@ -96,12 +96,12 @@ _watch_environment()
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext planbook``: register the ``%%plan`` and ``%run_plan`` magics."""
-    from .magics import register
+    from .notebook.magics import register
 
     register(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .magics import unregister
+    from .notebook.magics import unregister
 
     unregister(ipython)

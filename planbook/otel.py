@@ -4,7 +4,7 @@
 each run's events into spans: one ``invoke_workflow`` span per run, a ``plan`` span per
 planning or replanning call, ``execute_tool`` spans for tool steps, ``invoke_agent``
 spans for agent steps and ``chat`` spans for model calls. The engine knows nothing of
-this: a hook registered in :data:`planbook.eventbus.RUN_HOOKS` subscribes to each new
+this: a hook registered in :data:`planbook.engine.eventbus.RUN_HOOKS` subscribes to each new
 run's events. Spans carry the events' own timestamps (parallel steps overlap), and a
 stored run's trace id is derived from its run id, so the same run is the same trace.
 
@@ -24,9 +24,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .errors import PlanbookError
-from .eventbus import RUN_HOOKS
-from .models import Event
+from .data.errors import PlanbookError
+from .engine.eventbus import RUN_HOOKS
+from .data.models import Event
 from .outbound import RunSecrets
 
 #: the instrumentation scope's name (what a trace viewer shows as the library)
@@ -219,7 +219,7 @@ class RunSpans:
                                       "planbook.plan.steps": len(plan.steps), "planbook.planning": what}
         for field in ("removed", "added", "revised"):
             if field in event.data:
-                attributes[f"planbook.diff.{field}"] = [str(x) for x in event.data[field]]
+                attributes[f"planbook.data.diff.{field}"] = [str(x) for x in event.data[field]]
         span = self.tracer.start_span(f"plan {self._text(plan.id)}", context=self._in(root), attributes=attributes,
                                       start_time=_ns(min(start, event.time)))
         self._flush_planner_calls(span)

@@ -324,8 +324,8 @@ def test_the_runner_learns_a_batch_s_end_at_once() -> None:
 def batch_ending_while_read(executor: Any) -> tuple[Any, list[Any]]:
     """A dispatcher with three calls of one batch in flight, the batch ending just after it
     is first read (as when it ends while the runner scans its calls one by one)."""
-    from planbook.dispatch import Flight
-    from planbook.executors import Batch, BatchedCall
+    from planbook.engine.dispatch import Flight
+    from planbook.engine.executors import Batch, BatchedCall
 
     class EndsWhileRead(Batch):
         """Not ended when first read, ended from then on."""
@@ -364,7 +364,7 @@ def test_a_batch_that_ends_as_its_cluster_is_given_up_fails_whole(threads_execut
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A cluster with no worker left fails the calls still waiting on it: all of a batch or none."""
     from planbook import dispatch as dispatch_module
-    from planbook.executors import BatchedCall
+    from planbook.engine.executors import BatchedCall
 
     monkeypatch.setattr(dispatch_module, "NO_WORKER_GRACE", 0.0)
     dispatch, flights = batch_ending_while_read(threads_executor)
@@ -381,7 +381,7 @@ def test_a_failure_in_one_lane_stops_the_other_lane_s_batch_between_calls(
     """With ``parallel=2`` each lane takes a batch ([f, a, b] and [c, d, e]). When f fails and
     its policy ends (or replans) the run, the other lane's batch starts no further call: a
     plain run would not have started one either."""
-    from planbook.dispatch import Dispatcher
+    from planbook.engine.dispatch import Dispatcher
 
     halted = threading.Event()
     original = Dispatcher.halt

@@ -508,7 +508,7 @@ def test_nbconvert_html_shows_every_run_with_javascript_off(browser: Any, saved:
 #: a first run stores a and b; the second answers them from the cache, fails f, and waits in
 #: gate until the test creates the file "release" (an event, not a sleep) so the live view can be read
 CACHE_CELLS = [
-    "import os, time, planbook\nfrom planbook.runner import Runner\nfrom planbook.views import watch\n"
+    "import os, time, planbook\nfrom planbook.engine.runner import Runner\nfrom planbook.views import watch\n"
     "tools = planbook.Toolbox()\n\n@tools.tool\ndef quick(x: int) -> int:\n    'A fast step.'\n    return x + 1\n\n"
     "@tools.tool(cache=False)\ndef broken(x: int) -> int:\n    'Fails.'\n    raise ValueError('broken on purpose')\n\n"
     "@tools.tool(cache=False)\ndef gate(x: int) -> int:\n    'Waits for the test.'\n"

@@ -22,7 +22,7 @@ import pytest
 
 import planbook
 from planbook import Plan, RunResult, Step, Toolbox
-from planbook.persistence import UNCACHED_NOTE
+from planbook.engine.persistence import UNCACHED_NOTE
 from planbook.store.cachekey import code_fingerprint, fingerprint_problem
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ import pytest
 from IPython.core.error import UsageError
 
 import planbook
-from planbook.magics import magics_of
+from planbook.notebook.magics import magics_of
 
 #: what the tool really did, and the world it reads (module globals: a closure over them would
 #: make the tool uncacheable)

@@ -9,7 +9,7 @@ from unittest import mock
 import pytest
 
 from planbook import Plan, PlanError, Runner, Step, Toolbox
-from planbook import validate
+from planbook.spec import validate
 
 
 def noop(x: Any = None) -> Any:

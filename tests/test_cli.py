@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from planbook.cli import final_outputs, main
+from planbook.cli.main import final_outputs, main
 
 TOOLS_MODULE = '''
 import planbook
@@ -136,7 +136,7 @@ def test_check_validates_without_running(project: Path, capsys: pytest.CaptureFi
 
 def test_demo_shows_the_diff_and_ends_completed() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "planbook.cli", "demo"], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-m", "planbook.cli.main", "demo"], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
@@ -235,7 +235,7 @@ def run_cli(*argv: str, encoding: str, cwd: Path | None = None) -> subprocess.Co
     env = {**__import__("os").environ, "PYTHONIOENCODING": encoding}
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return subprocess.run([sys.executable, "-m", "planbook.cli", *argv], capture_output=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "planbook.cli.main", *argv], capture_output=True, timeout=120,
                           check=False, env=env, cwd=cwd)
 
 
@@ -290,7 +290,7 @@ def test_deep_nesting_is_a_usage_error_not_a_traceback(project: Path, capsys: py
 def test_schema_prints_the_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from planbook.schema import plan_schema
+    from planbook.spec.schema import plan_schema
 
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out) == plan_schema()

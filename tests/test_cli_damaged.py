@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import planbook
-from planbook.cli import main
+from planbook.cli.main import main
 from planbook.store import SQLiteStore, StoreError, StoreFormatError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,7 +196,7 @@ def test_a_run_with_no_log_rows_is_not_called_damaged_by_the_listing(store: Path
 
 
 def test_mcp_list_and_show_of_a_damaged_run(store: Path) -> None:
-    from planbook.mcp.server import PlanbookServer
+    from planbook.cli.mcpserve import PlanbookServer
 
     first, middle, last = run_ids(store)
     damage_log_row(store, middle, 3)
@@ -285,7 +285,7 @@ def test_mcp_serve_with_bad_tools_is_one_line_exit_2(tools_dir: Path, capsys: py
 
 def test_mcp_serve_with_an_object_that_is_not_tools_exits_2_before_serving(tools_dir: Path) -> None:
     """As a process: the server must not start (it would wait on standard input) with tools it cannot use."""
-    done = subprocess.run([sys.executable, "-m", "planbook.cli", "mcp", "serve", "--tools", "damaged_cli_not_tools:answer"],
+    done = subprocess.run([sys.executable, "-m", "planbook.cli.main", "mcp", "serve", "--tools", "damaged_cli_not_tools:answer"],
                           cwd=tools_dir, env={"PYTHONPATH": f"{ROOT}:{tools_dir}", "PATH": ""},
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
@@ -296,7 +296,7 @@ def test_mcp_serve_with_an_object_that_is_not_tools_exits_2_before_serving(tools
 
 def test_mcp_error_answers_are_inert_text() -> None:
     """What a client's model reads may be shown on a terminal: an error echoing its input is escaped."""
-    from planbook.mcp.server import PlanbookServer
+    from planbook.cli.mcpserve import PlanbookServer
 
     text, _, is_error = PlanbookServer().call("planning", {"command": "get", "plan_id": "x\x1b]52;c;aGk=\x07y"})
     assert is_error and "\x1b" not in text and "\x07" not in text and "x\\x1b]52;c;aGk=\\x07y" in text

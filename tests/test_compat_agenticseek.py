@@ -11,7 +11,7 @@ from planbook.compat.agenticseek import (
     need_prompt, need_report, parse_answer, planner_prompt, review_update, update_prompt, work_result,
 )
 from planbook.compat.model import OpenAIChatModel, ScriptedModel
-from planbook.spec import is_plan_spec
+from planbook.spec.formats import is_plan_spec
 from planbook.testing import FakeOpenAIServer, Reply
 
 #: The example answer of the seed (002), as it prints it: two headlines, four tasks.

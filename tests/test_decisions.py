@@ -18,7 +18,7 @@ import pytest
 
 import planbook
 from planbook import Decision, Toolbox
-from planbook.models import Step
+from planbook.data.models import Step
 
 
 class Events:
@@ -146,7 +146,7 @@ def test_decisions_given_in_advance_the_later_replaces_the_earlier() -> None:
 
 
 def test_a_step_reference_covers_the_same_work_in_any_revision_and_hides_secrets() -> None:
-    from planbook.approvals import StepRef
+    from planbook.engine.approvals import StepRef
 
     step = Step(id="d", tool="deploy", args={"env": "staging", "token": "s3cret"})
     ref = StepRef.of(step, 1)
@@ -357,8 +357,8 @@ steps:
 
 # ------------------------------------------------------------------ 6. the terminal prompt
 def test_the_terminal_prompt_shows_step_text_escaped_and_secret_args_hidden() -> None:
-    from planbook.cli_prompt import TerminalPrompt
-    from planbook.approvals import ApprovalContext
+    from planbook.cli.prompt import TerminalPrompt
+    from planbook.engine.approvals import ApprovalContext
 
     out = io.StringIO()
     prompt = TerminalPrompt({}, stdin=io.StringIO("a\na\n"), stdout=out)
@@ -374,8 +374,8 @@ def test_the_terminal_prompt_shows_step_text_escaped_and_secret_args_hidden() ->
 
 
 def test_the_prompts_edit_keeps_a_secret_given_as_stars() -> None:
-    from planbook.cli_prompt import TerminalPrompt
-    from planbook.approvals import ApprovalContext
+    from planbook.cli.prompt import TerminalPrompt
+    from planbook.engine.approvals import ApprovalContext
 
     box = Toolbox()
 
@@ -393,7 +393,7 @@ def test_the_prompts_edit_keeps_a_secret_given_as_stars() -> None:
 
 # ------------------------------------------------------------------ after the end; no deadline outlives a run
 def test_a_decision_after_the_run_ended_is_one_line_and_a_deadline_does_not_outlive_the_run() -> None:
-    from planbook.decisions import RunEnded
+    from planbook.engine.decisions import RunEnded
 
     sent: list[tuple[str, str]] = []
     before = set(threading.enumerate())
@@ -477,7 +477,7 @@ def test_an_approval_after_an_edit_a_replan_voided_is_kept() -> None:
 
 
 def test_a_decision_names_the_execution_it_is_for() -> None:
-    from planbook.approvals import StepRef
+    from planbook.engine.approvals import StepRef
 
     step = Step(id="s", tool="send", args={"to": "bob"})
     ref = StepRef.of(step, 1)
@@ -536,7 +536,7 @@ def test_a_background_run_whose_callable_answers_a_bad_edit_ends_aborted() -> No
 
 
 def test_the_terminal_prompt_keeps_approve_timeout() -> None:
-    from planbook.cli_prompt import TerminalPrompt
+    from planbook.cli.prompt import TerminalPrompt
 
     class Silent(io.StringIO):
         """A terminal where nobody types."""
@@ -559,7 +559,7 @@ def test_the_terminal_prompt_keeps_approve_timeout() -> None:
 
 
 def test_every_decision_after_the_run_ended_is_one_line() -> None:
-    from planbook.decisions import RunEnded
+    from planbook.engine.decisions import RunEnded
 
     handle = planbook.start("steps:\n  - {id: a, tool: noop_tool, args: {}}\n", tools=_noop_box(), view=False)
     handle.wait(30)

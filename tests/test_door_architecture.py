@@ -1,4 +1,4 @@
-"""The door, enforced: only the runner (and its decision-applier, planbook.decisions) changes a run.
+"""The door, enforced: only the runner (and its decision-applier, planbook.engine.decisions) changes a run.
 
 Every module of the package is parsed with ``ast`` (nothing is imported or run). A *runner
 expression* is a name the module calls a runner by — ``runner`` or ``_runner``, a parameter
@@ -172,7 +172,7 @@ def package_modules() -> list[Path]:
 def test_nothing_outside_the_door_changes_a_run() -> None:
     found = [v for path in package_modules()
              for v in violations(path.read_text(encoding="utf-8"), path.relative_to(PACKAGE.parent).as_posix())]
-    assert found == [], "decisions go through planbook.decisions; only the runner applies them:\n" + "\n".join(found)
+    assert found == [], "decisions go through planbook.engine.decisions; only the runner applies them:\n" + "\n".join(found)
 
 
 def test_the_check_reads_the_whole_package() -> None:

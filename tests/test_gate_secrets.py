@@ -18,7 +18,7 @@ import planbook
 from planbook import Plan, Step, Toolbox
 from planbook.outbound import RunSecrets
 from planbook.outbound.redact import echo_forms
-from planbook.resume import load_run
+from planbook.engine.resume import load_run
 
 TOKEN = "Tok-Zq81-secret-abc"
 PASSWORD = "hunter2-Qx9-staging"
@@ -234,7 +234,7 @@ def test_the_command_line_prints_answers_through_the_gate(tmp_path: Path, monkey
     (tmp_path / "echo_tools.py").write_text(ECHO_TOOLS)
     (tmp_path / "plan.yaml").write_text(ECHO_PLAN)
     monkeypatch.syspath_prepend(str(tmp_path))
-    from planbook.cli import main
+    from planbook.cli.main import main
 
     code = main(["run", str(tmp_path / "plan.yaml"), "--tools", "echo_tools:box", "--plain",
                  "--store", str(tmp_path / "runs.sqlite")])
@@ -246,7 +246,7 @@ def test_the_command_line_prints_answers_through_the_gate(tmp_path: Path, monkey
 
 def test_the_mcp_server_answers_through_the_gate(tmp_path: Path) -> None:
     pytest.importorskip("mcp")
-    from planbook.mcp.server import PlanbookServer
+    from planbook.cli.mcpserve import PlanbookServer
 
     server = PlanbookServer(tools=_box(), store=str(tmp_path / "runs.sqlite"))
     spec = ECHO_PLAN.replace("echo, args: {text: hunter2-Qx9-staging, password: hunter2-Qx9-staging}",
@@ -432,7 +432,7 @@ def test_a_result_s_html_or_picture_that_shows_a_secret_is_shown_as_text_with_it
 
 
 def test_a_mistyped_secret_argument_is_not_echoed_by_the_plan_check() -> None:
-    from planbook.errors import PlanError
+    from planbook.data.errors import PlanError
 
     with pytest.raises(PlanError) as info:
         planbook.run(Plan(steps=[Step(id="d", tool="deploy", args={"env": "x", "password": [PASSWORD]})]),
@@ -445,7 +445,7 @@ def test_an_edit_from_the_live_view_keeps_a_password_the_editor_showed_as_stars(
     import json
 
     from planbook import Runner
-    from planbook.handle import RunHandle
+    from planbook.notebook.handle import RunHandle
     from planbook.views.live import LiveView
     from planbook.views.steer import connect
     from planbook.views.widget import PlanView

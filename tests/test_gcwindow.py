@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from planbook import Plan, Runner, Step, Toolbox
-from planbook.gcwindow import collector_paused
+from planbook.data.gcwindow import collector_paused
 
 
 class Node:

@@ -98,7 +98,7 @@ def test_a_review_needs_steps_one_at_a_time() -> None:
 
 
 def test_policies_are_one_class_each_looked_up_by_name() -> None:
-    from planbook.policies import REGISTRY, Policy
+    from planbook.engine.policies import REGISTRY, Policy
 
     assert set(REGISTRY) == {"abort", "skip", "retry", "replan", "continue"}
     assert all(isinstance(p, Policy) for p in REGISTRY.values())

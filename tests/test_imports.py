@@ -70,7 +70,7 @@ def test_nothing_below_compat_imports_the_seed_designs() -> None:
 def test_the_seed_formats_and_strategies_are_registered_by_import_planbook() -> None:
     code = (
         "import sys, planbook\n"
-        "from planbook.spec import PLAN_FORMATS\n"
+        "from planbook.spec.formats import PLAN_FORMATS\n"
         "print(sorted(PLAN_FORMATS), 'planbook.compat.strategies' in sys.modules)\n"
         "r = planbook.run('1. [WRITER] hi', agents={'writer': planbook.ScriptedAgent('writer')}, strategy='openmanus')\n"
         "print(r.status, 'planbook.compat.strategies' in sys.modules)\n"
@@ -129,7 +129,7 @@ def test_the_view_modules_import_each_other_without_a_circle() -> None:
 
 def test_plan_parse_and_print_work_from_any_first_import() -> None:
     """The registries are filled by ``import planbook`` (which any planbook import runs first)."""
-    code = ("from planbook.models import Plan\n"
+    code = ("from planbook.data.models import Plan\n"
             "p = Plan.parse('steps: [{id: a, tool: t}]', id='p')\n"
             "print(p.steps[0].id, 'a. [ ] t()' in str(p))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

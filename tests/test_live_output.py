@@ -1,5 +1,5 @@
 """What a running step prints reaches its views while it runs: ``step.output`` events
-(planbook.liveoutput), throttled on the run's clock, gated, and never stored.
+(planbook.engine.liveoutput), throttled on the run's clock, gated, and never stored.
 
 Every wait here is on an event the run announces; the run's clock is a Ticker that moves
 only when a test moves it, so the throttle decides the same way on any machine.
@@ -14,7 +14,7 @@ from typing import Any
 from helpers import Ticker, kinds
 
 from planbook import Event, Runner, Toolbox
-from planbook.liveoutput import EVERY
+from planbook.engine.liveoutput import EVERY
 from planbook.store import open_store
 
 WAIT = 30  # seconds an event may take on a very busy machine: a guard, never a measure

@@ -16,8 +16,8 @@ from IPython.core.error import UsageError
 
 import planbook
 from planbook import Plan, PlanError, RunFailed, RunResult, ScriptedPlanner, Status, Toolbox
-from planbook.magics import CellPlanError, RunInterrupted, magics_of
-from planbook.specwriter import plan_spec
+from planbook.notebook.magics import CellPlanError, RunInterrupted, magics_of
+from planbook.spec.write import plan_spec
 from planbook.views.text import format_markdown, format_plan, summary_line
 
 SPEC = """\

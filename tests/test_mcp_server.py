@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import planbook
-import planbook.demo
+import planbook.cli.demo
 from planbook.compat.openmanus import PlanningTool
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mcp") is None,
@@ -33,7 +33,7 @@ def serve_and(tmp_path: Path, work: Any) -> Any:
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "planbook.cli", "mcp", "serve", "--tools", "planbook.demo:demo_tools",
+        args=["-m", "planbook.cli.main", "mcp", "serve", "--tools", "planbook.cli.demo:demo_tools",
               "--store", str(tmp_path / "runs.sqlite")],
         env={"PYTHONPATH": str(Path(planbook.__file__).parent.parent), "PLANBOOK_HOME": str(tmp_path)},
         cwd=str(tmp_path),
@@ -111,8 +111,8 @@ def test_run_plan_reports_progress_and_returns_outputs_then_the_store_shows_the_
     ran, bad, listed, shown = serve_and(tmp_path, work)
     assert not ran.is_error, text(ran)
     assert ran.structured_content["status"] == "completed"
-    assert ran.structured_content["outputs"] == {"clothes": planbook.demo.demo_tools["pick_clothes"](
-        planbook.demo.demo_tools["get_forecast"]("Lisbon", source="backup"))}
+    assert ran.structured_content["outputs"] == {"clothes": planbook.cli.demo.demo_tools["pick_clothes"](
+        planbook.cli.demo.demo_tools["get_forecast"]("Lisbon", source="backup"))}
     assert "Run completed (goal_met)" in text(ran)
     assert progress == [(1.0, 2.0, "step forecast: finished"), (2.0, 2.0, "step clothes: finished")]
     assert bad.is_error and "unknown tool 'nope'" in text(bad) and "get_forecast" in text(bad)

@@ -136,7 +136,7 @@ def test_plan_agent_and_chat_spans_follow_the_genai_conventions(spans: Any) -> N
     plans = [s for s in finished if s.attributes["gen_ai.operation.name"] == "plan"]
     assert [p.attributes["planbook.planning"] for p in plans] == ["plan", "replan"]
     assert all(p.parent.span_id == root.context.span_id for p in plans)
-    assert plans[1].attributes["planbook.diff.added"] == ("y",) and plans[1].attributes["planbook.plan.revision"] == 2
+    assert plans[1].attributes["planbook.data.diff.added"] == ("y",) and plans[1].attributes["planbook.plan.revision"] == 2
     agents = [s for s in finished if s.name == "invoke_agent writer"]
     assert len(agents) == 2 and all(s.attributes["gen_ai.agent.name"] == "writer" for s in agents)
     chats = [s for s in finished if s.name == "chat gpt-test"]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from planbook import Plan, Runner, Step, Toolbox, format_plan, format_result, run
-from planbook.cli import main
+from planbook.cli.main import main
 from planbook.outbound.text import indent_lines, md_code, md_text, neutralise, one_line
 from planbook.views import ViewState
 from planbook.views.text import format_markdown, state_bundle
@@ -247,7 +247,7 @@ def test_the_command_line_prints_stored_text_with_control_characters_neutralised
 def test_the_rich_terminal_view_neutralises_stored_text() -> None:
     from rich.console import Console
 
-    from planbook.spec import plan_from_dict
+    from planbook.spec.formats import plan_from_dict
     from planbook.views.terminal import TerminalView
 
     tools = Toolbox()
@@ -287,7 +287,7 @@ def test_a_line_break_in_a_result_forges_no_history_line_in_a_replan_prompt() ->
 
 
 def test_a_models_text_forges_no_planning_attempt_and_a_refusal_no_diff_line() -> None:
-    from planbook.models import PlanDiff
+    from planbook.data.models import PlanDiff
     from planbook.views.text import format_diff, format_planning
 
     calls = [{"attempt": 1, "problems": ["step 2: unknown tool 'x'\n  attempt 2: accepted" + TITLE]},

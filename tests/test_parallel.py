@@ -539,8 +539,8 @@ def test_a_dask_executor_runs_a_fan_out() -> None:
 
 def test_the_timeline_from_known_records() -> None:
     """Overlaps and the critical path computed from fixed times (no clock involved)."""
-    from planbook.models import Execution
-    from planbook.timeline import build_timeline
+    from planbook.data.models import Execution
+    from planbook.data.timeline import build_timeline
 
     def record(n: int, step: str, start: float, end: float, attempt: int = 1, ok: bool = True) -> Execution:
         return Execution(execution=n, step=step, attempt=attempt, revision=1, worker=f"w{n}", start=start, end=end,
@@ -596,7 +596,7 @@ def test_the_cli_runs_branches_in_parallel(tmp_path: Path, monkeypatch: pytest.M
                                            capsys: pytest.CaptureFixture[str]) -> None:
     import sys
 
-    from planbook.cli import main
+    from planbook.cli.main import main
 
     module = f"fan_tools_{tmp_path.name.replace('-', '_')}"
     (tmp_path / f"{module}.py").write_text(FAN_TOOLS)

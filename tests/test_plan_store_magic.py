@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planbook.magics import magics_of
+from planbook.notebook.magics import magics_of
 
 
 def test_plan_store_without_arguments_only_says_where_runs_go(ip: Any, capsys: Any) -> None:
@@ -31,7 +31,7 @@ def test_resume_asks_before_calling_a_non_idempotent_tool_again(ip: Any, tmp_pat
     from IPython.core.error import UsageError
 
     import planbook
-    from planbook.models import Status
+    from planbook.data.models import Status
     from planbook.store import SQLiteStore
 
     paid: list[int] = []

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planbook import Plan, Step, Toolbox, diff_plans, run
-from planbook.refs import find_refs, resolve
-from planbook.validate import find_cycle, plan_problems
+from planbook.data.refs import find_refs, resolve
+from planbook.spec.validate import find_cycle, plan_problems
 
 SETTINGS = settings(max_examples=100, deadline=None)
 TOOLS = Lab().tools

@@ -425,7 +425,7 @@ def test_the_records_rows_panes_and_graph_show_no_secret() -> None:
 
 
 def test_a_plans_html_and_a_diff_show_no_secret() -> None:
-    from planbook.models import PlanDiff
+    from planbook.data.models import PlanDiff
     from planbook.views.html import plan_html, revisions_html
     from planbook.views.record import record_html
     from planbook.views.state import ViewState

@@ -8,7 +8,7 @@ import pytest
 from helpers import Lab
 
 from planbook import AgentReply, Plan, Runner, ScriptedAgent, run
-from planbook.refs import args_with_refs, find_refs, resolve
+from planbook.data.refs import args_with_refs, find_refs, resolve
 
 
 def test_find_refs_whole_inline_nested_and_escaped() -> None:

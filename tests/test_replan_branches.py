@@ -7,7 +7,7 @@ import pytest
 
 import planbook
 from planbook import Step
-from planbook.acceptance import accept_steps, pending_needed
+from planbook.spec.acceptance import accept_steps, pending_needed
 
 SPEC = """
 steps:

@@ -22,7 +22,7 @@ import pytest
 import planbook
 from helpers import store_files
 from planbook import Plan, ResumeError, RunResult, Step, Toolbox
-from planbook.models import Status
+from planbook.data.models import Status
 from planbook.store import RunNotFound, StoreFormatError, Unrestorable
 from planbook.store.sqlite import SQLiteStore
 

@@ -8,7 +8,7 @@ import pytest
 from helpers import Lab
 
 from planbook import Plan, PlanError, Runner, ScriptedAgent, ScriptedPlanner, run
-from planbook.spec import is_plan_spec
+from planbook.spec.formats import is_plan_spec
 from planbook.views.text import format_plan, summary_line
 
 

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planbook import Plan, Runner, Status, Step, Toolbox, run
-from planbook.scheduler import Scheduler
-from planbook.validate import find_cycle, plan_problems
+from planbook.engine.scheduler import Scheduler
+from planbook.spec.validate import find_cycle, plan_problems
 
 SETTINGS = settings(max_examples=80, deadline=None)
 

@@ -12,9 +12,9 @@ import jsonschema
 import pytest
 import yaml
 
-from planbook.models import StepSpec
-from planbook.schema import plan_schema
-from planbook.spec import ALIASES, STEP_FIELDS, is_plan_spec
+from planbook.data.models import StepSpec
+from planbook.spec.schema import plan_schema
+from planbook.spec.formats import ALIASES, STEP_FIELDS, is_plan_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from planbook import Plan, PlanError, Step, Toolbox
-from planbook import specload
-from planbook.ids import id_problem, is_step_id
-from planbook.spec import steps_from_dicts
-from planbook.validate import plan_problems
+from planbook.spec import load as specload
+from planbook.data.ids import id_problem, is_step_id
+from planbook.spec.formats import steps_from_dicts
+from planbook.spec.validate import plan_problems
 
 
 def problem(spec: str) -> Any:
@@ -303,7 +303,7 @@ def test_editor_schema_lines_are_accepted() -> None:
 
 
 def test_telling_a_spec_from_a_goal_survives_hostile_input() -> None:
-    from planbook.spec import is_plan_spec
+    from planbook.spec.formats import is_plan_spec
 
     assert is_plan_spec("steps:\n  - id: a\n    args: {x: " + nested(600) + "}\n")
     assert is_plan_spec("steps:\n  - id: a\n    args: {x: " + "9" * 5001 + "}\n")

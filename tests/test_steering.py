@@ -325,7 +325,7 @@ def test_a_waiting_run_is_listed_as_waiting_and_a_resumed_one_asks_again(tmp_pat
     events.wait_for("step.waiting", "send")
     [listed] = planbook.runs(str(path))
     assert (listed.status, listed.reason) == ("running", "waiting")
-    from planbook.cli_runs import list_runs
+    from planbook.cli.runs import list_runs
 
     class Args:
         store, limit = str(path), 20
@@ -349,7 +349,7 @@ def test_a_waiting_run_is_listed_as_waiting_and_a_resumed_one_asks_again(tmp_pat
 
 # ------------------------------------------------------------------ the live view's controls
 def _view_of(runner: Any) -> Any:
-    from planbook.handle import RunHandle
+    from planbook.notebook.handle import RunHandle
     from planbook.views.live import LiveView
     from planbook.views.widget import PlanView
 

@@ -13,7 +13,7 @@ import pytest
 
 import planbook
 from planbook import Plan, RunResult, Step, Toolbox
-from planbook.persistence import UNCACHED_NOTE, uses_cache
+from planbook.engine.persistence import UNCACHED_NOTE, uses_cache
 from planbook.store import MemoryStore, step_cache_key
 from planbook.store.cachekey import code_fingerprint
 
@@ -340,7 +340,7 @@ def test_a_value_the_store_knows_as_secret_is_not_cached(tmp_path: Path) -> None
 
 
 def test_planbook_run_help_says_the_rule(capsys: Any) -> None:
-    from planbook.cli import main
+    from planbook.cli.main import main
 
     with pytest.raises(SystemExit):
         main(["run", "--help"])

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from planbook.refs import resolve
+from planbook.data.refs import resolve
 from planbook.store import Unrestorable, step_cache_key
 from planbook.store.cachekey import code_fingerprint, fingerprint_problem, why_uncacheable
 from planbook.outbound.redact import Redactor

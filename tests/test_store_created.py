@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from planbook.models import Plan, Status, Step
-from planbook.runner import RunState
+from planbook.data.models import Plan, Status, Step
+from planbook.engine.runner import RunState
 from planbook.store.schema import SCHEMA_VERSION
 from planbook.store.sqlite import SQLiteStore
 

@@ -7,8 +7,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from planbook.models import Event, Plan, PlanDiff, Status, Step
-from planbook.runner import RunState
+from planbook.data.models import Event, Plan, PlanDiff, Status, Step
+from planbook.engine.runner import RunState
 from planbook.store import (
     CacheHit, MemoryStore, RunNotFound, RunStore, StoreError, Unrestorable, default_store_path, open_store,
     step_cache_key,

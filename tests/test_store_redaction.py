@@ -8,8 +8,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from planbook.models import Event, Plan, Status, Step
-from planbook.runner import RunState
+from planbook.data.models import Event, Plan, Status, Step
+from planbook.engine.runner import RunState
 from planbook.store import MemoryStore, Redacted, Unrestorable
 from planbook.outbound.redact import Redactor, is_secret_name
 from planbook.store.sqlite import SQLiteStore

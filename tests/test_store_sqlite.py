@@ -10,8 +10,8 @@ import threading
 from pathlib import Path
 import pytest
 
-from planbook.models import Event, Plan, Status, Step
-from planbook.runner import RunState
+from planbook.data.models import Event, Plan, Status, Step
+from planbook.engine.runner import RunState
 from planbook.store import StoreError, StoreFormatError, open_store
 from planbook.store.sqlite import SCHEMA_VERSION, SQLiteStore
 
@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 WRITER = r"""
 import sys
-from planbook.models import Event, Plan, Status, Step
-from planbook.runner import RunState
+from planbook.data.models import Event, Plan, Status, Step
+from planbook.engine.runner import RunState
 from planbook.store import step_cache_key
 from planbook.store.sqlite import SQLiteStore
 
@@ -300,8 +300,8 @@ def test_a_forked_child_uses_its_own_connection(tmp_path: Path) -> None:
 
 KILLED = r"""
 import sys
-from planbook.models import Event, Plan, Status, Step
-from planbook.runner import RunState
+from planbook.data.models import Event, Plan, Status, Step
+from planbook.engine.runner import RunState
 from planbook.store.sqlite import SQLiteStore
 
 store = SQLiteStore(sys.argv[1])

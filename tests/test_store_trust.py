@@ -16,7 +16,7 @@ import pytest
 import planbook
 from helpers import note_tools, store_files
 from planbook import Plan, Step, Toolbox
-from planbook.runner import Runner
+from planbook.engine.runner import Runner
 from planbook.store import MemoryStore, StoreError, Unrestorable, open_store
 from planbook.store.sqlite import SCHEMA_VERSION, SQLiteStore
 
@@ -169,8 +169,8 @@ def test_a_store_on_a_read_only_disk_is_read_not_called_damaged(tmp_path: Path) 
     assert not (folder / "runs.sqlite-wal").exists()  # closed cleanly: all in the file
     root = Path(__file__).resolve().parents[1]
     script = (f"mount --bind {folder} {disk} && mount -o remount,bind,ro {disk} && "
-              f"{sys.executable} -m planbook.cli runs --store {disk}/runs.sqlite && "
-              f"{sys.executable} -m planbook.cli show --store {disk}/runs.sqlite")
+              f"{sys.executable} -m planbook.cli.main runs --store {disk}/runs.sqlite && "
+              f"{sys.executable} -m planbook.cli.main show --store {disk}/runs.sqlite")
     shown = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120,
                            env={**os.environ, "PYTHONPATH": str(root)})
     assert shown.returncode == 0, shown.stderr
@@ -192,7 +192,7 @@ def test_a_tilde_in_a_store_path_is_the_home_folder(tmp_path: Path, monkeypatch:
 
 
 def test_plan_store_expands_a_tilde(ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    from planbook.magics import magics_of
+    from planbook.notebook.magics import magics_of
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
@@ -304,8 +304,8 @@ def test_run_plan_resume_finds_the_latest_run_of_its_plan_with_one_query(
 
 
 def test_an_event_holding_values_json_cannot_write_is_stored_as_text(tmp_path: Path) -> None:
-    from planbook.models import Event
-    from planbook.runner import RunState
+    from planbook.data.models import Event
+    from planbook.engine.runner import RunState
 
     store = SQLiteStore(tmp_path / "runs.sqlite")
     plan = _two_step_plan()
@@ -320,8 +320,8 @@ def test_an_event_holding_values_json_cannot_write_is_stored_as_text(tmp_path: P
 
 
 def test_args_changed_in_place_to_an_equal_value_of_another_type_are_written_again(tmp_path: Path) -> None:
-    from planbook.models import Status
-    from planbook.runner import RunState
+    from planbook.data.models import Status
+    from planbook.engine.runner import RunState
 
     store = SQLiteStore(tmp_path / "runs.sqlite")
     plan = _two_step_plan()

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from planbook.models import Plan, Status, Step
-from planbook.runner import RunState
+from planbook.data.models import Plan, Status, Step
+from planbook.engine.runner import RunState
 from planbook.store import MemoryStore, Redacted, Unrestorable
 from planbook.outbound.redact import Redactor
 from planbook.store.sqlite import SQLiteStore

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from planbook.models import Plan, Status, Step
-from planbook.runner import RunState
+from planbook.data.models import Plan, Status, Step
+from planbook.engine.runner import RunState
 from planbook.store.sqlite import SQLiteStore
 
 

@@ -150,7 +150,7 @@ def test_summary_line_counts_model_usage() -> None:
 
 def test_summary_line_of_a_run_with_no_reason_yet() -> None:
     """A stored run whose process died mid-run is still "running", with no reason: no "(None)"."""
-    from planbook.models import RunResult, Usage
+    from planbook.data.models import RunResult, Usage
 
     result = RunResult.model_construct(status="running", reason=None, plan=Plan(id="p"), history=[], revisions=[],
                                        events=[], outputs={}, executions=2, replans=0, max_steps=12, max_replans=5,

@@ -12,8 +12,8 @@ from helpers import Lab
 
 import planbook
 from planbook import AgentContext, AgentReply, FunctionAgent, ScriptedAgent, Step, Tool, Toolbox, run
-from planbook.agents import as_agents
-from planbook.tools import as_toolbox
+from planbook.workers.agents import as_agents
+from planbook.workers.tools import as_toolbox
 
 
 def search(query: str, limit: int = 5, *, exact: bool = False) -> list[str]:

@@ -6,8 +6,8 @@ import pytest
 from helpers import Lab
 
 from planbook import Plan, PlanError, Problem, Runner, Step, validate_plan
-from planbook.errors import closest
-from planbook.validate import check_replacement, find_cycle, plan_problems
+from planbook.data.errors import closest
+from planbook.spec.validate import check_replacement, find_cycle, plan_problems
 
 TOOLS = Lab().tools
 AGENTS = ["writer", "analyst"]

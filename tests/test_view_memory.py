@@ -42,7 +42,7 @@ def live_counts():
     counting the finished runs' widgets left open for a reloaded page (counted last)."""
     from ipywidgets.widgets import widget as registry
 
-    from planbook.models import Step
+    from planbook.data.models import Step
     from planbook.views import widget as views_widget
     from planbook.views.widget import PlanView, PlanWidget
 

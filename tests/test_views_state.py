@@ -13,7 +13,7 @@ from helpers import Lab, fake_clock
 
 import planbook
 from planbook import Event, Plan, RunResult, Runner, ScriptedPlanner, Status, Step
-from planbook.spec import plan_from_dict
+from planbook.spec.formats import plan_from_dict
 from planbook.views import TimelineBuilder, ViewState, budget_line, row_window, verdict_line
 from planbook.views.html import result_html, state_html
 from planbook.views.state import critical_path, frontier, with_overlaps

@@ -16,7 +16,7 @@ from planbook import Runner, Toolbox
 from planbook.views.live import LiveView
 from planbook.views.panes import INTERRUPTED_STATUS, PaneBudget, pane
 from planbook.views.state import ELAPSED_MEANS, ViewState
-from planbook.wording import plural, slug
+from planbook.data.wording import plural, slug
 
 
 class Clock:

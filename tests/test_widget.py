@@ -17,7 +17,7 @@ from planbook import Plan, Runner, ScriptedPlanner, Status, Toolbox
 from planbook.views.live import HtmlView, LiveView, Throttle
 from planbook.views.show import show_live, watch, widgets_available
 from planbook.views.state import ViewState
-from planbook.spec import plan_from_dict
+from planbook.spec.formats import plan_from_dict
 from planbook.views.text import format_markdown, format_plan
 
 widgets = pytest.importorskip("ipywidgets")

@@ -1,5 +1,5 @@
 """What a slow step prints reaches its pane in the live view while it runs (``step.output``
-events, planbook.liveoutput), within the view's rate limit, without sending the plan again.
+events, planbook.engine.liveoutput), within the view's rate limit, without sending the plan again.
 
 Every wait is on the widget's own traits (what the browser receives), with a generous guard
 for a busy machine; nothing is timed.
@@ -70,7 +70,7 @@ def test_a_running_step_that_printed_more_than_a_pane_holds_shows_its_latest_lin
     """A pane holds at most PANE_CAP of printed text: a running step's pane keeps the end (what it
     printed last is the news), a finished step's keeps the start; either says it was cut."""
     from planbook import Step
-    from planbook.models import Status
+    from planbook.data.models import Status
     from planbook.views.panes import PANE_CAP, PaneBudget, pane
 
     printed = "".join(f"line {i}\n" for i in range(20_000))

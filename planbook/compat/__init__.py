@@ -8,7 +8,7 @@ listed in one table: ``planbook/compat/README.md``.
 Import the submodules (``planbook.compat.openmanus``, ``planbook.compat.agenticseek``);
 nothing here imports ``openai``: a model is reached through :mod:`planbook.llm`, lazily.
 Importing this package registers, with the layers below, the plan formats the seeds write
-(:func:`planbook.spec.register_format`) and ``strategy=`` (:func:`planbook.runner.register_strategies`);
+(:func:`planbook.spec.formats.register_format`) and ``strategy=`` (:func:`planbook.engine.runner.register_strategies`);
 the modules behind them load on first use.
 """
 
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models import Plan
-from ..runner import register_strategies
-from ..spec import register_format
+from ..data.models import Plan
+from ..engine.runner import register_strategies
+from ..spec.formats import register_format
 
 
 def _looks_like_answer(text: str) -> bool:

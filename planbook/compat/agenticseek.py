@@ -33,15 +33,15 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import PlanError, PlanningError, Problem
-from ..models import Plan, RunResult, Status, Step
+from ..data.errors import PlanError, PlanningError, Problem
+from ..data.models import Plan, RunResult, Status, Step
 from .agenticseek_answers import (  # the reader, re-exported: this module's API is unchanged
     AGENTS, FENCE, ParsedAnswer, SeedTask, json_blocks, looks_like_answer, need_report, parse_answer,
     plan_from_answer, seed_task, task_names,
 )
 
 if TYPE_CHECKING:  # Plan.parse reads answers through this module: it stays free of the model layer
-    from ..planners import PlanningContext
+    from ..workers.planners import PlanningContext
 
 __all__ = [
     "AGENTS", "NO_UPDATE", "RETRY_PROMPT", "AgenticSeekPlanner", "ParsedAnswer", "all_answers", "last_answer",
@@ -326,7 +326,7 @@ class AgenticSeekPlanner:
         """Steps read with ``faithful``, each with a planbook id no other step of the plan has (the
         id as written when it can be one: ``"3"`` then ``"3_2"`` for a repeat, ``t5`` for an id
         such as ``" 1 "``), and its id and need as written kept in :attr:`seeds`."""
-        from ..ids import id_problem
+        from ..data.ids import id_problem
 
         used = set(taken)
         adopted = []

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import PlanError, Problem
-from ..models import Plan, Step
+from ..data.errors import PlanError, Problem
+from ..data.models import Plan, Step
 
 __all__ = [
     "AGENTS", "FENCE", "ParsedAnswer", "SeedTask", "json_blocks", "looks_like_answer", "need_report", "parse_answer",

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..agents import AgentContext, AgentReply
-from ..models import Plan, RunResult, Status
+from ..workers.agents import AgentContext, AgentReply
+from ..data.models import Plan, RunResult, Status
 from ..outbound import html_text
 from .scenarios import Scenario, trip
 from .strategies import strategy_named
@@ -126,7 +126,7 @@ def compare(
     entries = [_label(entry) for entry in strategies] if not isinstance(strategies, str) else [_label(strategies)]
     if not entries:
         raise ValueError(f"nothing to compare: name at least one strategy ({', '.join(DEFAULT_STRATEGIES)})")
-    from ..runner import run
+    from ..engine.runner import run
 
     rows, results = [], {}
     for name, faithful in entries:

@@ -38,8 +38,8 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from typing import Any, Literal
 
-from ..errors import PlanError, Problem
-from ..models import STATUS_MARKS, Plan, Status, Step
+from ..data.errors import PlanError, Problem
+from ..data.models import STATUS_MARKS, Plan, Status, Step
 
 __all__ = [
     "COMMANDS", "DESCRIPTION", "PARAMETERS", "PlanningFlow", "PlanningTool", "STEP_STATUSES", "TAG", "ToolError",

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..agents import AgentContext, AgentReply
+from ..workers.agents import AgentContext, AgentReply
 
 __all__ = ["SEED_AGENT_MAX_STEPS", "ScriptedReActAgent"]
 

@@ -21,13 +21,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agents import AgentContext, AgentReply, as_agents
-from ..errors import PlanError, PlanningError, Problem
+from ..workers.agents import AgentContext, AgentReply, as_agents
+from ..data.errors import PlanError, PlanningError, Problem
 from ..llm.text import shorten
-from ..models import Event, Plan, RunResult, Status, Step
-from ..planners import PlanningContext
-from ..runner import Runner
-from ..spec import is_plan_spec
+from ..data.models import Event, Plan, RunResult, Status, Step
+from ..workers.planners import PlanningContext
+from ..engine.runner import Runner
+from ..spec.formats import is_plan_spec
 from .model import as_chat_model
 from .openmanus import TAG, PlanningTool, ToolError, step_text
 from .openmanus_agents import SEED_AGENT_MAX_STEPS, ScriptedReActAgent

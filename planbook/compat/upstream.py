@@ -10,7 +10,7 @@ that point, once, with "upstream raises here: ...", instead of asking the model 
 
 from __future__ import annotations
 
-from ..errors import PlanbookError
+from ..data.errors import PlanbookError
 
 __all__ = ["UpstreamCrash"]
 

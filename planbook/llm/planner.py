@@ -16,12 +16,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import PlanningError, Problem
-from ..models import Plan, Step, StepWork, Usage
-from ..planners import PlanningContext
-from ..spec import steps_from_dicts
-from ..tools import default_toolbox
-from ..validate import check_replacement, plan_problems
+from ..data.errors import PlanningError, Problem
+from ..data.models import Plan, Step, StepWork, Usage
+from ..workers.planners import PlanningContext
+from ..spec.formats import steps_from_dicts
+from ..workers.tools import default_toolbox
+from ..spec.validate import check_replacement, plan_problems
 from . import prompts
 from .cassette import Cassette
 from .client import ChatAnswer, ModelClient, UsesModel

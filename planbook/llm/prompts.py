@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..models import Plan, Step
+from ..data.models import Plan, Step
 from ..outbound.text import one_line
 from .text import shorten
 

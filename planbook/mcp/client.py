@@ -1,4 +1,4 @@
-"""An MCP server's tools as a planbook :class:`~planbook.tools.Toolbox`.
+"""An MCP server's tools as a planbook :class:`~planbook.workers.tools.Toolbox`.
 
 An MCP session is bound to the event loop and the task that opened it, and a notebook's
 own loop is already running. So each connection owns one private loop thread for the
@@ -28,8 +28,8 @@ from concurrent.futures import TimeoutError as FutureTimeout  # the builtin Time
 from concurrent.futures import wait as wait_futures
 from typing import Any
 
-from ..errors import PlanbookError
-from ..tools import Tool, Toolbox, _plain_fields
+from ..data.errors import PlanbookError
+from ..workers.tools import Tool, Toolbox, _plain_fields
 from .schema import Argument, args_model, arguments, python_signature
 
 #: seconds to wait for a server to start and list its tools
@@ -688,7 +688,7 @@ def with_servers(tools: Any, commands: Sequence[str], *, cache: bool = False) ->
     Returns the combined toolbox and the servers to close when the run ends; a server that
     fails to start closes the ones already started.
     """
-    from ..tools import as_toolbox
+    from ..workers.tools import as_toolbox
 
     servers: list[MCPToolbox] = []
     try:

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..refs import WHOLE_REF, find_refs
+from ..data.refs import WHOLE_REF, find_refs
 from .redact import (MIN_SECRET_LENGTH, REDACTED_TEXT, Redactor, is_secret_name, masked_names, named_secrets,
                      secret_texts, shown_arg, suspicious)
 from .text import html_text, indent_lines, md_code, md_text, neutralise, one_line

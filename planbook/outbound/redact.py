@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urluns
 from functools import lru_cache
 from typing import Any
 
-from ..refs import WHOLE_REF
+from ..data.refs import WHOLE_REF
 
 #: What a redacted value is written as (and shown as).
 REDACTED_TEXT = "***"
@@ -326,7 +326,7 @@ def echo_forms(secret: str) -> set[str]:
     return {f for f in forms if f}
 
 
-#: the words of an id made from text (:func:`planbook.wording.slug`)
+#: the words of an id made from text (:func:`planbook.data.wording.slug`)
 _SLUG_WORDS = re.compile(r"[a-z0-9]+")
 
 

@@ -36,8 +36,8 @@ from operator import itemgetter
 from types import UnionType
 from typing import Any, Literal, Protocol, Union, get_args, get_origin, runtime_checkable
 
-from ..errors import PlanbookError
-from ..models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
+from ..data.errors import PlanbookError
+from ..data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
 from .values import Redacted, Unrestorable, has_marker
 
 #: the RunState fields that are not lists (saved as one record, read back as is)

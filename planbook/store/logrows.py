@@ -40,7 +40,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..models import Event, Step
+from ..data.models import Event, Step
 from .base import RunSummary, StoreFormatError
 from .records import event_from_record, redacted_paths, step_from_record
 from .values import UNRESTORABLE_ARGS, Encoded, clone, decode, place_markers

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
-from ..models import Event, Plan, PlanDiff, Status, Step
+from ..data.models import Event, Plan, PlanDiff, Status, Step
 from .base import StoreError
 from ..outbound.redact import DeferredChecks, Redactor
 from .values import shown

@@ -39,7 +39,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..models import Event, Plan, Status, Step
+from ..data.models import Event, Plan, Status, Step
 from .base import (
     CacheHit, RunSummary, StoredRun, StoreError, StoreFormatError, counters_key, counters_of, new_run_id,
     not_found,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal, NamedTuple
 
-from ..refs import WHOLE_REF
+from ..data.refs import WHOLE_REF
 from ..outbound.redact import REDACTED_TEXT, Redactor, dump_json
 
 ValueKind = Literal["json", "pickle", "repr"]

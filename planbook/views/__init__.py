@@ -10,14 +10,14 @@
 - :mod:`.show` — the one place that chooses which live view to show (:func:`choose_view`).
 
 Importing this package is light (no IPython, anywidget or rich): the models reach the
-text and HTML renderers through :mod:`planbook._render`, which this module fills in.
+text and HTML renderers through :mod:`planbook.data.render`, which this module fills in.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .. import _render
+from ..data import render as _render
 from .html import diff_html, plan_html, result_html, state_html
 from .record import record_html, step_pane  # registers the static record of a stopped run with .html
 from .state import Execution, TimelineBuilder, ViewState, budget_line, frontier, row_window, verdict_line

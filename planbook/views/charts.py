@@ -44,9 +44,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ..models import STATUS_MARKS, Plan
+from ..data.models import STATUS_MARKS, Plan
 from ..outbound import RunSecrets
-from ..wording import plural
+from ..data.wording import plural
 from .html import DIM, FILLS, cached_text, esc, fill, format_duration, gate_of, shown_call
 from .marks import CACHED_MARK, CacheMark
 from .state import Execution

@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
+from ..data.models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
 from ..outbound import RunSecrets, html_text
-from ..state import CACHED_NOTE, INTERRUPTED_NOTE, STILL_RUNNING_NOTE
+from ..engine.state import CACHED_NOTE, INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 from .marks import CACHED_MARK, CacheMark, cached_count_text
 from .state import ViewState, row_window, verdict_line
 
@@ -92,7 +92,7 @@ def format_duration(seconds: float | None) -> str:
 
 def shown_call(step: Step, gate: RunSecrets | None = None, hide: Callable[[str | None], str] | None = None) -> str:
     """What a step does, as a view shows it: ``[AGENT] task`` or ``tool(a=1, password=***)``
-    (:meth:`~planbook.models.Step.describe`, which shows a secret-named arg as ``***``), through
+    (:meth:`~planbook.data.models.Step.describe`, which shows a secret-named arg as ``***``), through
     the run's ``gate`` (a secret it repeats is hidden; ``hide``: the gate's hider of one render):
     this HTML is kept in the notebook."""
     return (hide or gate_of(gate).text)(step.describe())

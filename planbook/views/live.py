@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..models import Event, RunResult, Usage
+from ..data.models import Event, RunResult, Usage
 from .html import NO_MATH
 from .state import TimelineBuilder, ViewState, verdict_line
 

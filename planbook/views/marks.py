@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..models import Event, Plan, Status
-from ..state import CACHED_NOTE
+from ..data.models import Event, Plan, Status
+from ..engine.state import CACHED_NOTE
 
 #: the mark a cached or resumed step shows after its status mark
 CACHED_MARK = "⟲"

@@ -20,11 +20,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..liveoutput import OUTPUT_TAIL
-from ..models import Status, Step
+from ..engine.liveoutput import OUTPUT_TAIL
+from ..data.models import Status, Step
 from ..outbound import html_text
 from ..outbound.redact import REDACTED_TEXT
-from ..state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
+from ..engine.state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 
 if TYPE_CHECKING:
     from ..outbound import RunSecrets
@@ -91,7 +91,7 @@ def call_line(step: Step, results: Mapping[str, Any], hide: Callable[[str], str]
     if step.agent:
         line = f"[{step.agent.upper()}] {step.task}".rstrip()
         return hide(line) if hide is not None else line
-    from ..refs import find_refs, resolve
+    from ..data.refs import find_refs, resolve
     from ..outbound.redact import shown_arg
 
     parts = []

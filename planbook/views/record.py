@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import PlanbookError
-from ..models import Event, RunResult, Status, Step
+from ..data.errors import PlanbookError
+from ..data.models import Event, RunResult, Status, Step
 from ..outbound import RunSecrets
-from ..state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
+from ..engine.state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 from .charts import graph_html, timeline_html
 from .html import (
     DIM,

@@ -1,8 +1,8 @@
 """The view model: one :class:`ViewState` that every view (text, HTML, widget, terminal) renders.
 
-A state is built from a :class:`~planbook.models.Plan` (not run), a
-:class:`~planbook.models.RunResult` (a finished or paused run) or a live
-:class:`~planbook.runner.Runner` (while it runs). It holds the plan (with each step's
+A state is built from a :class:`~planbook.data.models.Plan` (not run), a
+:class:`~planbook.data.models.RunResult` (a finished or paused run) or a live
+:class:`~planbook.engine.runner.Runner` (while it runs). It holds the plan (with each step's
 status, timings, results), the run's counters and budgets, the revisions with their
 diffs, the model usage and the timeline of executions, which it builds from the run's
 events itself (``step.started`` / ``step.finished`` / ``step.failed``), so it works for
@@ -21,9 +21,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
+from ..data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
 from ..outbound import RunSecrets
-from ..timeline import critical_chain, overlaps_of
+from ..data.timeline import critical_chain, overlaps_of
 
 #: how a run's verdict looks: ``ok`` (green), ``warn`` (amber), ``bad`` (red), ``info`` (blue)
 RUN_TONES = {"completed": "ok", "failed": "bad", "interrupted": "warn", "paused": "info", "running": "info"}
@@ -183,7 +183,7 @@ def with_overlaps(executions: Sequence[Execution], now: float | None = None) -> 
 
 def critical_path(executions: Sequence[Execution], plan: Plan) -> list[int]:
     """The chain of executions that had to run one after another — the same definition as
-    ``RunResult.timeline`` (:mod:`planbook.timeline`), with the plan's needs."""
+    ``RunResult.timeline`` (:mod:`planbook.data.timeline`), with the plan's needs."""
     needs = {s.id: s.needs for s in plan.steps}
     found = needs.get
     return critical_chain(executions, lambda i, ex: found(ex.step, ()))[0]

@@ -3,7 +3,7 @@
 A background run's view draws on the run's thread (the kernel's main thread is free for
 other cells and for clicks), and its buttons — Pause / Continue / Stop, and Approve /
 Skip / Edit on a step that waits — arrive on the kernel's main thread as comm messages,
-where they become decisions of the :class:`~planbook.handle.RunHandle` (``who="widget"``).
+where they become decisions of the :class:`~planbook.notebook.handle.RunHandle` (``who="widget"``).
 A decision the handle refuses (an edit that does not fit the tool, an edit after Continue,
 any decision once the run ended) is shown in the view as one line, beside the step,
 instead of being raised into a cell nobody is running.

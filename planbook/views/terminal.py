@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..models import STATUS_MARKS, Event, Status, Step
+from ..data.models import STATUS_MARKS, Event, Status, Step
 from ..outbound.text import neutralise, one_line
 from .live import LiveView
 from .state import ViewState, budget_line, row_window

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
+from ..data.models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
 from ..outbound import RunSecrets, indent_lines, md_code, md_text, one_line, shown_arg
-from ..state import CACHED_NOTE
-from ..wording import plural
+from ..engine.state import CACHED_NOTE
+from ..data.wording import plural
 from .state import ViewState, budget_line, verdict_line
 
 #: the indent of a continuation line: deeper than every line the plan text starts itself

@@ -39,7 +39,7 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from ..models import Status, Step
+from ..data.models import Status, Step
 from .html import DIM, NO_MATH, cached_text, esc, state_html
 from .marks import CacheMark, MarkBuilder, cached_count_text
 from .panes import PaneBudget, _rel, pane

@@ -1,0 +1,194 @@
+"""``planbook mcp serve``: planbook as an MCP server over stdio.
+
+Any MCP client (an IDE, a desktop assistant, another agent) can then plan with planbook:
+
+- ``planning``: OpenManus's planning tool (its seven commands and the exact schema its
+  ``to_param()`` gives), over planbook plans;
+- ``run_plan``: a plan spec in; the run's result text, its status and outputs back (a
+  progress notification per finished step when the client asks for progress);
+- ``list_runs`` / ``show_run``: the run store.
+
+Tool errors (a bad command, an invalid plan, a failed run) come back as results with
+``is_error`` set and the message, so the client's model can read them and try again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from collections.abc import Mapping
+
+from .main import UsageProblem, final_outputs, load_object, printable
+from ..compat.openmanus import PlanningTool, ToolError
+from ..data.errors import PlanbookError
+from ..outbound import RunSecrets, neutralise
+from ..engine.runner import Runner
+from ..workers.tools import Toolbox, as_toolbox
+from ..views.text import format_result
+
+RUN_PLAN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {"type": "string", "description": "the plan: a YAML/JSON mapping with `steps`, or a numbered "
+                                                  "Markdown list; each step names a tool of this server's toolbox"},
+        "on_failure": {"type": "string", "description": "abort (default), skip or retry", "enum": ["abort", "skip", "retry"]},
+        "parallel": {"type": "integer", "minimum": 1, "description": "steps run at once (default 1)"},
+        "max_steps": {"type": "integer", "minimum": 1, "description": "step budget (default 12)"},
+        "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "seconds a step may take"},
+    },
+    "required": ["spec"],
+}
+LIST_RUNS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"limit": {"type": "integer", "minimum": 0, "description": "at most this many runs (default 20; 0: all)"}},
+}
+SHOW_RUN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"run_id": {"type": "string", "description": "the run (default: the latest)"}},
+}
+
+
+class PlanbookServer:
+    """The tools a client sees, and what each call does (no MCP types: testable alone)."""
+
+    def __init__(self, *, tools: Any = None, store: Any = None) -> None:
+        self.tools = tools
+        self.store = store
+        self.planning = PlanningTool()
+
+    def tool_specs(self) -> list[dict[str, Any]]:
+        param = self.planning.to_param()["function"]
+        return [
+            {"name": param["name"], "description": param["description"], "input_schema": param["parameters"]},
+            {"name": "run_plan", "description": "Run a plan spec with planbook and return the result: each step's "
+                                                "status and the outputs.", "input_schema": RUN_PLAN_SCHEMA},
+            {"name": "list_runs", "description": "List the runs in planbook's run store, newest first.",
+             "input_schema": LIST_RUNS_SCHEMA},
+            {"name": "show_run", "description": "Show a stored run: its plan with marks, the verdict, every diff.",
+             "input_schema": SHOW_RUN_SCHEMA},
+        ]
+
+    def call(self, name: str, args: dict[str, Any], progress: Any = None) -> tuple[str, dict[str, Any] | None, bool]:
+        """``(text, structured, is_error)`` for one call; ``progress(done, total, message)`` per finished step."""
+        try:
+            if name == "planning":
+                return self.planning.execute(**args), None, False
+            if name == "run_plan":
+                return self._run_plan(args, progress)
+            if name == "list_runs":
+                return self._list_runs(int(args.get("limit", 20))), None, False
+            if name == "show_run":
+                from ..engine.resume import load_run
+
+                return printable(load_run(args.get("run_id"), store=self._store_path())), None, False
+        except (ToolError, PlanbookError, ValueError, TypeError) as exc:
+            return neutralise(f"{type(exc).__name__}: {exc}"), None, True
+        known = ", ".join(spec["name"] for spec in self.tool_specs())
+        return f"unknown tool {name!r}; this server has {known}", None, True
+
+    def _store_path(self) -> Any:
+        from ..store import default_store_path
+
+        return self.store or default_store_path()
+
+    def _run_plan(self, args: dict[str, Any], progress: Any) -> tuple[str, dict[str, Any], bool]:
+        spec = args.get("spec")
+        if not isinstance(spec, str) or not spec.strip():
+            raise ValueError("run_plan needs `spec`: the plan as YAML/JSON text or a numbered list")
+        runner = Runner(spec, tools=self.tools, on_failure=args.get("on_failure"), parallel=int(args.get("parallel", 1)),
+                        max_steps=int(args.get("max_steps", 12)), step_timeout=args.get("timeout"),
+                        store=self._store_path())
+        total = len(runner.state.plan.steps)
+        if progress is not None:
+            def report(event: Any) -> None:
+                if event.kind in ("step.finished", "step.failed", "step.skipped", "step.cached"):
+                    done = sum(1 for st in runner.state.plan.steps if st.status.value != "not_started"
+                               and st.status.value != "in_progress")
+                    progress(done, total, f"step {event.step}: {event.kind.split('.')[1]}")
+
+            runner.subscribe(report)
+        result = runner.run()
+        outputs = {k: _jsonable(v, result.secrets) for k, v in final_outputs(result).items()}
+        run_id = getattr(runner.recorder, "run_id", None)
+        structured = {"status": result.status, "reason": result.reason, "run_id": run_id, "outputs": outputs}
+        return format_result(result), structured, result.status != "completed"
+
+    def _list_runs(self, limit: int) -> str:
+        import argparse
+
+        from .runs import list_runs
+
+        return neutralise(list_runs(argparse.Namespace(store=self._store_path(), limit=limit)))
+
+
+def _jsonable(value: Any, gate: RunSecrets) -> Any:
+    """An answer as JSON, through the run's gate (``final_outputs`` redacted the plain data)."""
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return gate.text(repr(value))
+
+
+def build_server(app: PlanbookServer) -> Any:
+    """The MCP SDK's low-level server over ``app`` (the schemas are given, not derived)."""
+    import anyio
+    import mcp.types as types
+    from mcp.server.lowlevel import Server
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=[types.Tool(**spec) for spec in app.tool_specs()])
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        def progress(done: int, total: int, message: str) -> None:
+            anyio.from_thread.run(ctx.session.report_progress, float(done), float(total), message)
+
+        # a run blocks: off the server's loop, so progress and other requests still flow
+        text, structured, is_error = await anyio.to_thread.run_sync(
+            lambda: app.call(params.name, dict(params.arguments or {}), progress))
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                    structured_content=structured, is_error=is_error)
+
+    from .. import __version__
+
+    return Server("planbook", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def load_tools(ref: str) -> Toolbox:
+    """``--tools MODULE:OBJECT`` as the toolbox ``run_plan`` uses: checked before the server
+    starts, so a bad ref is one :class:`~planbook.cli.main.UsageProblem` naming it (exit code 2),
+    not a server that fails at the first call."""
+    label = f"--tools {ref}"
+    obj = load_object(ref, "tools", label=label)
+    try:
+        return as_toolbox(obj)
+    except (TypeError, ValueError, PlanbookError) as exc:
+        if not isinstance(obj, (Mapping, list, tuple, set)):
+            exc = f"is {_a(type(obj).__name__)}, not tools"
+        raise UsageProblem(f"{label}: {exc}: give a Toolbox, a {{name: function}} mapping or a list of functions") \
+            from None
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
+
+
+def serve(tools: str | None = None, store: str | None = None) -> int:
+    """Serve over stdio until the client closes the connection. A bad ``tools`` ref raises
+    :class:`~planbook.cli.main.UsageProblem` before anything is served."""
+    app = PlanbookServer(tools=load_tools(tools) if tools else None, store=store)
+    try:
+        import anyio
+        from mcp.server.stdio import stdio_server
+
+        server = build_server(app)
+    except ImportError as exc:  # the optional extra is not installed
+        raise UsageProblem(f"mcp serve needs the MCP SDK ({exc}): pip install 'planbook[mcp]'") from None
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
+    return 0

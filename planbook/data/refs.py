@@ -1,0 +1,89 @@
+"""``$id`` references from a step's args to earlier results.
+
+``"$load"`` as a whole value is the result object itself; ``"${load}"`` inside a string
+is its text. Bare ``$id`` inside a longer string is *not* a reference, so ``$1`` can
+never match inside ``$10`` (the ReWOO ``str.replace`` pitfall) and ``"costs $5"`` stays
+literal. ``$$`` escapes a dollar sign.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .ids import is_step_id
+
+# What a reference may name is exactly what an id may be (planbook.data.ids): ``$données`` names
+# the step ``données``. A regex cannot say it (ids may hold combining marks, which ``\w``
+# refuses), so these find candidates and is_step_id decides.
+WHOLE_REF = re.compile(r"^\$([^$].*)$", re.DOTALL)
+INLINE_REF = re.compile(r"\$\$|\$\{([^}]*)\}")
+
+
+def find_refs(value: Any) -> list[str]:
+    """Every step id referenced in ``value`` (nested lists and dicts included), in order."""
+    found: list[str] = []
+    _walk(value, found)
+    return list(dict.fromkeys(found)) if found else found
+
+
+def _walk(v: Any, found: list[str]) -> None:
+    # checked for every arg of every step before a run: the common cases go first and cheap
+    if isinstance(v, str):
+        if "$" not in v:
+            return
+        whole = WHOLE_REF.match(v)
+        if whole and is_step_id(whole.group(1)):
+            found.append(whole.group(1))
+            return
+        found.extend(m.group(1) for m in INLINE_REF.finditer(v) if m.group(1) and is_step_id(m.group(1)))
+    elif isinstance(v, (int, float, bool)) or v is None:
+        return
+    elif isinstance(v, (list, tuple)):
+        for item in v:
+            _walk(item, found)
+    elif isinstance(v, Mapping):
+        for item in v.values():
+            _walk(item, found)
+
+
+def args_with_refs(args: Mapping[str, Any]) -> set[str]:
+    """Names of the args whose value holds a reference (their type is known only at run time)."""
+    return {name for name, value in args.items() if find_refs(value)}
+
+
+#: value types resolve returns as they are
+_AS_IS = frozenset({int, float, bool, type(None)})
+
+
+def resolve(value: Any, results: Mapping[str, Any]) -> Any:
+    """Replace references with results. A missing id raises KeyError naming it."""
+    if isinstance(value, str):
+        if "$" not in value:
+            return value
+        whole = WHOLE_REF.match(value)
+        if whole and is_step_id(whole.group(1)):
+            return results[whole.group(1)]
+
+        def sub(m: re.Match[str]) -> str:
+            if m.group(0) == "$$":
+                return "$"
+            return str(results[m.group(1)]) if is_step_id(m.group(1)) else m.group(0)
+
+        return INLINE_REF.sub(sub, value)
+    if isinstance(value, (int, float, bool)) or value is None:
+        return value
+    if type(value) is dict:  # a step's args: its plain values are taken as they are, without a call each
+        out = {}
+        for k, v in value.items():
+            kind = type(v)
+            out[k] = v if kind in _AS_IS or (kind is str and "$" not in v) else resolve(v, results)
+        return out
+    if isinstance(value, Mapping):
+        return {k: resolve(v, results) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, results) for v in value]
+    if isinstance(value, tuple):
+        return tuple(resolve(v, results) for v in value)
+    return value

@@ -1,0 +1,619 @@
+"""The door: every decision about a run arrives in one inbox, and is applied here, on the run's thread.
+
+Approve, skip, edit and stop (about a step); pause, resume, stop and retry (about the run)
+come from the live view's buttons, a :class:`~planbook.notebook.handle.RunHandle`, the terminal
+prompt and ``approve=`` callables. Those who decide only *give* a decision (checked where
+it is given, so a bad one is an error there and then); the runner's thread takes them in
+the order given and applies them here — with the changes that replanning and steering
+*return* (:mod:`planbook.engine.replanning`, :mod:`planbook.engine.steering`), like a failure policy
+only decides and the runner carries it out (:mod:`planbook.engine.policies`). This module and the
+runner are the only code that writes a run's state (``tests/test_door_architecture.py``).
+
+The rules a decision follows:
+
+- it names the step as it was when decided (:class:`~planbook.engine.approvals.StepRef`: id,
+  revision, tool and arguments or agent and task): a replan or an edit that changes that
+  work voids it (a ``step.decided`` event says ``voided`` and why), and the step asks again;
+- a later decision about a step that has not started replaces the earlier one (given in
+  advance, or applied and not yet started) — except after a skip, which is final: a later
+  decision is refused with an error (retry the step in a paused run); and an approval after
+  an edit keeps the edit (the edit already says "run it, with these arguments");
+- a decision about a step that started meanwhile, or left the plan, is refused as an event;
+- after the run ended, a decision is refused with a one-line :class:`RunEnded`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from .approvals import ApprovalContext, Decision, StepRef, Who, check_edit
+from ..data.diff import diff_plans
+from ..data.errors import PlanbookError
+from ..workers.interrupts import waiting as interruptible
+from ..data.models import Plan, PlanDiff, RunReason, RunStatus, Status, Step
+from .steering import WAITING_NOTE, Steering
+
+if TYPE_CHECKING:
+    from .runner import Runner
+
+Action = Literal["decide", "pause", "resume", "stop", "edit", "retry", "deadline"]
+
+
+class RunEnded(PlanbookError, RuntimeError):
+    """A decision given after the run ended: said in one line (a notebook shows no traceback)."""
+
+
+# ------------------------------------------------------------------ what the deciders return
+@dataclass(frozen=True)
+class End:
+    """End the run (``replans``: a replan that happened before it ended, counted)."""
+
+    status: RunStatus
+    reason: RunReason
+    error: str | None = None
+    exc: BaseException | None = None
+    replans: int = 0
+
+
+@dataclass(frozen=True)
+class Revise:
+    """A new revision of the plan (``new_steps``: the steps proposed anew, with fresh retries)."""
+
+    candidate: Plan
+    new_steps: list[Step]
+    reason: str | None
+    replans: int = 1
+
+
+@dataclass(frozen=True)
+class Reject:
+    """A refused replacement: kept in the revision history, then the run ends (``no_plan``)."""
+
+    candidate: Plan
+    reason: str | None
+    rejected: str
+
+
+@dataclass(frozen=True)
+class FirstPlan:
+    plan: Plan
+
+
+#: what :mod:`planbook.engine.replanning` returns (None: nothing changes)
+Change = End | Revise | Reject | FirstPlan | None
+
+
+# ------------------------------------------------------------------ the inbox
+@dataclass
+class Request:
+    """One decision on its way to the run."""
+
+    action: Action
+    who: Who
+    step: str | None = None
+    decision: Decision | None = None
+    args: dict[str, Any] | None = None
+    since: float = 0.0
+    #: answered once applied (an edit or a retry of a paused run returns when it took effect)
+    done: concurrent.futures.Future[None] | None = field(default=None, compare=False)
+
+
+class Door:
+    """The run's one inbox (any thread gives) and its applier (only the run's thread applies)."""
+
+    def __init__(self, runner: Runner, steering: Steering) -> None:
+        self.runner, self.steering = runner, steering
+        self._lock = threading.Lock()
+        self._queue: deque[Request] = deque()
+        self.arrived = threading.Event()
+        #: decisions given before their step asked, by step id (the later replaces the earlier)
+        self._kept: dict[str, Decision] = {}
+        #: steps a skip was given for, as they were: a later decision about that step is refused
+        self._final: dict[str, tuple[Who, StepRef | None]] = {}
+        #: the thread that applies decisions (the run's): a decision given on it cannot wait for itself
+        self._applier: int | None = None
+        #: "resuming" from a resume given until the run pauses again (a second one adds nothing)
+        self._phase: Literal["", "resuming"] = ""
+        self._ended = False
+        self._timers: dict[str, threading.Timer] = {}
+        self._wake = runner.dispatch.nudge
+
+    # ============================================================ from any thread
+    def _put(self, request: Request) -> None:
+        self._queue.append(request)
+        self.arrived.set()
+        self._wake()
+
+    def _open_or_raise(self, what: str) -> None:
+        runner = self.runner
+        if self._ended or runner.finished:
+            raise RunEnded(f"the run of plan {runner.plan.id!r} has ended ({runner.state.status}): nothing to {what}")
+
+    def _paused_or_raise(self, what: str) -> None:
+        runner = self.runner
+        if runner.state.status != "paused" or self._phase == "resuming" or self._stop_given():
+            going = ("is going on (a resume is on its way)" if self._phase == "resuming" else
+                     "is stopping" if self._stop_given() else f"is {runner.state.status}")
+            raise RuntimeError(f"the run of plan {runner.plan.id!r} {going}: pause it first to {what}")
+
+    def _stop_given(self) -> bool:
+        return any(r.action == "stop" for r in self._queue)
+
+    def decide(self, step: Step, decision: Decision) -> None:
+        """Give ``decision`` about ``step`` (checked by the caller against the rule and the tool)."""
+        runner = self.runner
+        if decision.about is None:
+            decision = decision.naming(step, runner.plan.revision)
+        with self._lock:
+            self._open_or_raise(decision.action)
+            skipped = self._final.get(step.id)
+            if skipped is not None and (skipped[1] is None or skipped[1].covers(step)):
+                raise ValueError(f"step {step.id!r} was skipped by you ({skipped[0]}): a skip is final, so this "
+                                 f"{decision.action} was not taken (retry it in a paused run)")
+            earlier = [r.decision for r in self._queue if r.action == "decide" and r.step == step.id]
+            pending = earlier[-1] if earlier else self._kept.get(step.id)
+            if decision.action == "approve" and pending is not None and pending.action == "edit" \
+                    and (pending.about is None or pending.about.covers(step)):
+                return  # an edit on its way already says "run it, with these arguments": approving keeps it
+            self._queue = deque(r for r in self._queue if not (r.action == "decide" and r.step == step.id))
+            self._kept.pop(step.id, None)  # the later decision replaces the earlier
+            if decision.action == "skip":
+                self._final[step.id] = (decision.who, decision.about)
+            self._put(Request("decide", decision.who, step.id, decision))
+
+    def pause(self, who: Who) -> None:
+        """Finish the running steps, start nothing new (right after a resume: pause again)."""
+        with self._lock:
+            self._open_or_raise("pause")
+            self._put(Request("pause", who))
+
+    def resume(self, who: Who) -> None:
+        with self._lock:
+            self._open_or_raise("resume")
+            if self.runner.state.status != "paused":
+                raise RuntimeError(f"the run of plan {self.runner.plan.id!r} is {self.runner.state.status}, not "
+                                   "paused: nothing to resume")
+            if self._phase == "resuming":
+                return  # one is on its way: a second must not be kept for the next pause
+            self._phase = "resuming"
+            self._put(Request("resume", who))
+
+    def stop(self, who: Who) -> None:
+        with self._lock:
+            if not self._ended and not self.runner.finished:
+                self._put(Request("stop", who))
+
+    def change_paused(self, action: Literal["edit", "retry"], step: Step, who: Who,
+                      args: dict[str, Any] | None = None) -> None:
+        """An edit or a retry of a paused run: applied by the run before this returns (or refused).
+
+        Refused at once (RuntimeError) unless the run is paused with no resume or stop on its way:
+        then the run's thread is idle and takes it next, so this never waits for the run to go on."""
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if threading.get_ident() == self._applier:
+            raise RuntimeError(f"the {action} of step {step.id!r} was given on the run's own thread (an on_event "
+                               "handler or a callable the run calls): it would wait for itself. Give it from "
+                               "another thread, or once the run's call returns")
+        with self._lock:
+            self._open_or_raise(action)
+            self._paused_or_raise(f"{action} step {step.id!r}" + (
+                " (it does not wait for approval: only a paused run changes it)" if action == "edit" else ""))
+            if action == "edit" and step.id in self._final:
+                raise ValueError(f"step {step.id!r} was skipped by you ({self._final[step.id][0]}): retry it first")
+            self._put(Request(action, who, step.id, args=args, done=done))
+        done.result()
+
+    def pop_kept(self, step_id: str) -> Decision | None:
+        with self._lock:
+            return self._kept.pop(step_id, None)
+
+    # ============================================================ on the run's thread
+    def _take(self) -> Request | None:
+        with self._lock:
+            if not self._queue:
+                self.arrived.clear()
+                return None
+            return self._queue.popleft()
+
+    def apply_inbox(self) -> None:
+        """Apply, in the order given, every decision that arrived (at the top of a tick)."""
+        self._applier = threading.get_ident()
+        while (request := self._take()) is not None:
+            self._apply(request)
+
+    def paused(self) -> None:
+        """The run pauses: its status and the door's phase change together, so a resume given
+        at any moment is either for this pause or refused as too early, never lost."""
+        with self._lock:
+            self.runner.state.status, self.runner.state.reason = "paused", "paused"
+            self._phase = ""
+
+    def idle(self) -> bool:
+        """A paused run waits here: decisions apply as they come; True when a resume came (the run
+        goes on), False when it ended (a stop, a missed deadline)."""
+        runner = self.runner
+        self._applier = threading.get_ident()
+        while True:
+            request = self._take()
+            if request is None:
+                self.arrived.wait()
+                continue
+            if request.action == "resume":
+                runner.emit("run.steered", action="resume", who=request.who)
+                return True
+            if request.action != "pause":  # a pause of a paused run adds nothing
+                if request.action == "stop":
+                    self._stop(request.who, " while paused")
+                else:
+                    self._apply(request)
+                if runner._ending is not None:
+                    runner._finish(*runner._ending)
+            if runner.finished:
+                return False
+
+    def wait(self) -> None:
+        """Nothing runs and steps wait: wait for a decision (views redraw meanwhile)."""
+        bus = self.runner.bus
+        while not self.arrived.is_set():
+            with interruptible():
+                self.arrived.wait(bus.interval if bus.heartbeats else 0.25)
+            bus.beat()
+        self.apply_inbox()
+
+    def close(self) -> None:
+        """The run ended: stop the deadlines' timers and refuse what still waits for an answer."""
+        with self._lock:
+            self._ended = True
+            pending, self._queue = list(self._queue), deque()
+            timers, self._timers = list(self._timers.values()), {}
+        for timer in timers:
+            timer.cancel()
+        runner = self.runner
+        for request in pending:
+            if request.done is not None and not request.done.done():
+                request.done.set_exception(RuntimeError(
+                    f"the run of plan {runner.plan.id!r} is no longer paused ({runner.state.status}): "
+                    f"the {request.action} of step {request.step!r} was not applied"))
+
+    # ------------------------------------------------------------ applying
+    def _apply(self, request: Request) -> None:
+        runner = self.runner
+        try:
+            if request.action == "decide":
+                assert request.step is not None and request.decision is not None
+                self._decided(request.step, request.decision)
+            elif request.action == "pause" and not runner.finished:
+                runner.emit("run.steered", action="pause", who=request.who)
+                runner._pause_why = f"paused by you ({request.who})"
+            elif request.action == "stop" and not runner.finished:
+                self._stop(request.who)
+            elif request.action == "deadline":
+                assert request.step is not None
+                self._deadline(request.step, request.since)
+            elif request.action == "edit":
+                assert request.step is not None and request.args is not None
+                step = runner.plan.step(request.step)
+                if step.status is not Status.not_started:
+                    raise ValueError(f"step {step.id!r} is {step.status.value}: only a step that has not started "
+                                     "can be edited")
+                runner.emit("step.decided", step=step.id, **Decision.edit(request.args, who=request.who).as_data())
+                edit_step(runner, step, check_edit(step, request.args, runner.tools), request.who)
+            elif request.action == "retry":
+                assert request.step is not None
+                self._retry(request.step, request.who)
+        except (KeyError, ValueError, TypeError) as exc:
+            if request.done is None:
+                raise
+            request.done.set_exception(exc)
+            return
+        if request.done is not None:
+            request.done.set_result(None)
+
+    def _stop(self, who: Who, when: str = "") -> None:
+        """End the run, unless something ended it first (a failed step's abort, a budget, an
+        agent's stop, a missed deadline): the first cause stays what ended it, and the stop is
+        recorded as refused, too late (the run only waited for its running steps to finish)."""
+        runner = self.runner
+        if runner._ending is not None:
+            self._too_late(who, str(runner._ending[2]))
+            return
+        runner.emit("run.steered", action="stop", who=who)
+        runner._ending = ("failed", "aborted", f"stopped by you ({who}){when}")
+
+    def _too_late(self, who: Who, cause: str) -> None:
+        self.runner.emit("run.steered", action="refused", who=who, reason="the stop came too late: the run was "
+                         f"already ending ({self.runner.secrets.text(cause)})")
+
+    def ending(self, cause: str) -> None:
+        """The run ends now (its status is set): a stop given meanwhile, not applied yet, came too late."""
+        with self._lock:
+            stops = [r for r in self._queue if r.action == "stop"]
+            if stops:
+                self._queue = deque(r for r in self._queue if r.action != "stop")
+        for request in stops:
+            self._too_late(request.who, cause)
+
+    def _decided(self, step_id: str, decision: Decision) -> None:
+        """A decision about a step: applied if it waits or was approved and has not started, kept
+        if it has not asked yet, refused (as an event) if it started or left the plan."""
+        runner, steering = self.runner, self.steering
+        step = runner.scheduler.by_id.get(step_id)
+        if step is None or step.status is not Status.not_started:
+            why = "is no longer in the plan" if step is None else f"is {step.status.value}"
+            runner.emit("step.decided", step=step_id, decision="refused", who=decision.who,
+                        reason=f"the {decision.action} came too late: step {step_id!r} {why}")
+            if decision.action == "skip" and (step is None or step.status is not Status.skipped):
+                with self._lock:  # a skip that was not taken makes nothing final
+                    self._final.pop(step_id, None)
+            return
+        if step_id in steering.waiting:
+            if self._voided(step, decision):
+                return  # it goes on waiting: someone decides about the step as it is now
+            del steering.waiting[step_id]
+            self._cancel_timer(step_id)
+            self.settle(step, decision)
+            self.note_waiting()
+        elif step_id in steering.approved:  # approved and not started: the later decision replaces it
+            if decision.action == "approve":
+                return  # approved already (as it is now, an edit included): a second approval changes nothing
+            del steering.approved[step_id]
+            if not self._voided(step, decision):
+                self.settle(step, decision)
+        else:
+            with self._lock:
+                self._kept[step_id] = decision
+
+    def _voided(self, step: Step, decision: Decision) -> bool:
+        about = decision.about
+        if about is None or about.covers(step):
+            return False
+        self.runner.emit("step.decided", step=step.id, decision="voided", who=decision.who, reason=about.changed(step))
+        if decision.action == "skip":
+            with self._lock:
+                self._final.pop(step.id, None)
+        return True
+
+    def _deadline(self, step_id: str, since: float) -> None:
+        steering = self.steering
+        if steering.waiting.get(step_id) != since:
+            return  # decided in time
+        step = self.runner.scheduler.by_id.get(step_id)
+        del steering.waiting[step_id]
+        if step is not None:
+            self.settle(step, Decision.stop(f"no decision within approve_timeout={steering.timeout:g} s",
+                                            who="timeout"))
+
+    def _retry(self, step_id: str, who: Who) -> None:
+        runner = self.runner
+        step = runner.plan.step(step_id)
+        if step.status not in (Status.failed, Status.skipped):
+            raise ValueError(f"step {step_id!r} is {step.status.value}: only a failed or skipped step can be retried")
+        step.set_state(status=Status.not_started, error=None, traceback=None, notes=f"retried by you ({who})")
+        runner.state.retries_used.pop(step_id, None)
+        with self._lock:
+            self._final.pop(step_id, None)
+        for other in runner.plan.steps:  # what it blocked may run now (the run re-blocks what still cannot)
+            if other.status is Status.blocked:
+                other.set_state(status=Status.not_started, notes="")
+        runner.emit("step.decided", step=step_id, decision="retry", who=who)
+        runner._changed(step)
+
+    # ------------------------------------------------------------ may a step start?
+    def clear(self, step: Step) -> bool | None:
+        """May ``step`` (the first ready one) start now? True: yes. False: it was taken out of the
+        ready set (it waits, or a decision was applied): look again. None: a run of one step at
+        a time keeps plan order, so nothing after a waiting step starts."""
+        runner, steering = self.runner, self.steering
+        if steering.waiting and runner.parallel == 1 and step.id not in steering.waiting:
+            return None
+        verdict = steering.verdict(step, kept=lambda: self.pop_kept(step.id), context=lambda: ApprovalContext(
+            runner.plan.goal, runner.plan.copy_plan, {n: runner.scheduler.by_id[n].result for n in step.needs}))
+        if verdict.kind == "start":
+            return True
+        decision = verdict.decision
+        if verdict.kind == "apply" and verdict.asked and verdict.voided is None and decision is not None \
+                and decision.action == "approve":
+            # approved just now, as the step is (a callable's or the prompt's answer): it starts at
+            # once, as settle() then a second look would have it start, without the round trip
+            runner.emit("step.decided", step=step.id, **decision.as_data())
+            if step.notes == WAITING_NOTE:
+                step.notes = ""
+            return True
+        runner.scheduler.take()
+        if verdict.voided is not None:
+            who, why, action = verdict.voided
+            runner.emit("step.decided", step=step.id, decision="voided", who=who, reason=why)
+            if action == "skip":  # a skip that no longer applies is no longer final
+                with self._lock:
+                    self._final.pop(step.id, None)
+        if verdict.kind == "apply":
+            assert verdict.decision is not None
+            self.settle(step, verdict.decision, asked=verdict.asked)
+        elif verdict.kind == "end":
+            runner.scheduler.again(step)
+            runner._ending = ("failed", "aborted", verdict.error, verdict.exc)
+        elif verdict.kind == "wait":
+            since = time.monotonic()
+            steering.waiting[step.id] = since
+            step.notes = WAITING_NOTE
+            self.note_waiting()  # in the store before anyone hears of it
+            runner.emit("step.waiting", step=step.id, tool=step.tool, args=dict(step.args))
+            if steering.timeout is not None:
+                self._start_timer(step.id, since, steering.timeout)
+        return False
+
+    def _start_timer(self, step_id: str, since: float, timeout: float) -> None:
+        """At the deadline a request enters the inbox and wakes the run, whatever its lanes are doing."""
+        timer = threading.Timer(timeout, lambda: self._late(step_id, since))
+        timer.daemon = True
+        with self._lock:
+            if self._ended:
+                return
+            earlier, self._timers[step_id] = self._timers.get(step_id), timer
+        if earlier is not None:
+            earlier.cancel()  # the step waits afresh (a refused edit): the deadline counts from now
+        timer.start()
+
+    def _late(self, step_id: str, since: float) -> None:
+        with self._lock:
+            if not self._ended:
+                self._put(Request("deadline", "timeout", step_id, since=since))
+
+    def _cancel_timer(self, step_id: str) -> None:
+        with self._lock:
+            timer = self._timers.pop(step_id, None)
+        if timer is not None:
+            timer.cancel()
+
+    def settle(self, step: Step, decision: Decision, *, asked: bool = False) -> None:
+        """Apply a decision about a step taken out of the ready set. ``asked``: the ``approve=``
+        callable's or the prompt's answer (an edit of theirs that does not fit ends the run: it
+        is a bug, not a choice; a person's is refused and the step waits for them again)."""
+        runner = self.runner
+        if decision.action == "edit":
+            try:
+                args = check_edit(step, decision.args or {}, runner.tools)
+            except (TypeError, ValueError) as exc:  # checked when given; the plan may have changed since
+                runner.emit("step.decided", step=step.id, decision="refused", who=decision.who, reason=str(exc))
+                if not asked and self.steering.remote:
+                    since = self.steering.waiting[step.id] = time.monotonic()  # someone can decide again
+                    if self.steering.timeout is not None:
+                        self._start_timer(step.id, since, self.steering.timeout)
+                else:  # a callable's (or prompt's) edit that does not fit: its answer is a bug, not a choice
+                    runner.scheduler.again(step)
+                    runner._ending = ("failed", "aborted", f"the edit of step {step.id} was refused: {exc}")
+                return
+            runner.emit("step.decided", step=step.id, **decision.as_data())
+            edit_step(runner, step, args, decision.who)
+        else:
+            runner.emit("step.decided", step=step.id, **decision.as_data())
+        if step.notes == WAITING_NOTE:
+            step.notes = ""
+        if decision.action in ("approve", "edit"):
+            self.steering.approved[step.id] = (StepRef.of(step, runner.plan.revision), decision.who)
+            runner.scheduler.again(step)
+        elif decision.action == "skip":
+            step.status = Status.skipped
+            step.notes = f"skipped by you ({decision.who})" + (f": {decision.reason}" if decision.reason else "")
+            with self._lock:
+                self._final.setdefault(step.id, (decision.who, decision.about))
+            runner.emit("step.skipped", step=step.id, reason=decision.reason or "skipped by you", by=decision.who)
+            runner._changed(step)
+            runner.scheduler.ended_without_result(step)
+        else:  # stop
+            by = "" if decision.who == "timeout" else f" by you ({decision.who})"
+            why = f"stopped{by} at step {step.id}" + (f": {decision.reason}" if decision.reason else "")
+            runner.scheduler.again(step)
+            runner._ending = ("failed", "aborted", why)
+
+    def note_waiting(self) -> None:
+        """The run's reason says it waits (``planbook runs`` shows it), written to the store now."""
+        s = self.runner.state
+        if self.steering.waiting and s.status == "running":
+            s.reason = "waiting"
+        elif s.reason == "waiting":
+            s.reason = None
+        if self.runner.recorder is not None:
+            self.runner.recorder.flush(s)
+
+
+# ------------------------------------------------------------------ plan changes
+def edit_step(runner: Runner, step: Step, args: dict[str, Any], who: str) -> None:
+    """Give a step that has not started new arguments: a new revision with a ``revised`` diff,
+    like a replan by a person (it costs no replan budget). Changed in place, so calls in flight
+    keep their steps."""
+    s = runner.state
+    before = runner.plan.copy_plan()
+    step.args = args
+    runner.plan.revision += 1
+    diff = diff_plans(before, runner.plan, reason=f"edited by you ({who})")
+    s.revisions.append(diff)
+    _emit_diff(runner, diff)
+    if runner.recorder is not None:
+        runner.recorder.save(s)
+
+
+def apply(runner: Runner, change: Change) -> bool:
+    """Carry out what a replan, a review or the first planning returned; False when the run ended."""
+    s = runner.state
+    if change is None:
+        return True
+    if isinstance(change, FirstPlan):
+        s.plan = change.plan
+        return True
+    if isinstance(change, Revise):
+        s.replans += change.replans
+        diff = diff_plans(runner.plan, change.candidate, reason=change.reason)
+        s.plan = change.candidate
+        for new in change.new_steps:  # a step the planner (re)proposed is new work with its own retries
+            s.retries_used.pop(new.id, None)
+        s.revisions.append(diff)
+        runner.scheduler.rebuild(change.candidate)
+        _emit_diff(runner, diff)
+        runner.emit("plan.created", steps=[st.id for st in change.candidate.steps])
+        if runner.recorder is not None:
+            runner.recorder.save(s)
+        return True
+    if isinstance(change, Reject):
+        # kept in the history (its plan.diff marked rejected), so the user sees what was proposed and why not
+        diff = diff_plans(runner.plan, change.candidate, reason=change.reason).model_copy(
+            update={"rejected": change.rejected})
+        s.revisions.append(diff)
+        _emit_diff(runner, diff)
+        runner._finish("failed", "no_plan", change.rejected)
+        return False
+    s.replans += change.replans
+    runner._finish(change.status, change.reason, change.error, change.exc)
+    return False
+
+
+def replan(runner: Runner, failed: Step) -> None:
+    """Ask the planner for a new plan after ``failed``, and apply what it returned."""
+    from . import replanning
+
+    try:
+        change = replanning.replan(runner, failed)
+    except KeyboardInterrupt:
+        runner.state.pending_failures.append(failed.id)  # the failure is handled again on continue
+        raise
+    apply(runner, change)
+
+
+def review(runner: Runner, step: Step) -> None:
+    """Ask ``after_step`` whether the rest of the plan changes, and apply its answer."""
+    from . import replanning
+
+    apply(runner, replanning.review(runner, step))
+
+
+def first_plan(runner: Runner) -> bool:
+    from . import replanning
+
+    return apply(runner, replanning.first_plan(runner))
+
+
+def stop_after(runner: Runner, step: Step, why: str) -> None:
+    """An agent said the goal is reached: skip what has not started and end the run."""
+    for other in runner.plan.steps:
+        if other.status is Status.not_started:
+            other.status = Status.skipped
+            other.notes = f"not run: step {step.id} ended the run ({why})"
+            runner.emit("step.skipped", step=other.id, reason=why, by=step.id)
+            runner._changed(other)
+    runner._ending = ("completed", "stopped", f"step {step.id} ended the run: {why}")
+    if not runner.dispatch.inflight:
+        runner._finish(*runner._ending)
+
+
+def _emit_diff(runner: Runner, diff: PlanDiff) -> None:
+    data: dict[str, Any] = {"removed": diff.removed, "added": diff.added, "revised": diff.revised,
+                            "from_revision": diff.from_revision, "to_revision": diff.to_revision,
+                            "reason": diff.reason}
+    if diff.rejected is not None:
+        data["rejected"] = diff.rejected
+    runner.emit("plan.diff", **data)

@@ -1,0 +1,141 @@
+"""Failure policies: what a failed step does next, one class each.
+
+``abort`` ends the run, ``skip`` marks the step skipped and goes on (its dependents
+become blocked), ``retry`` runs it again (``retries`` times), ``replan`` asks the
+planner for a new plan from the failed step on, ``continue`` leaves the step failed and
+lets its dependents run anyway (they see its error in their context — AgenticSeek's
+soft ``need``; planbook's other policies never let a step use what did not complete). A chain such as ``["retry", "replan"]``
+tries them in order; only a policy that can decline (``retry``, once its retries are
+used) hands the failure on.
+
+A policy only *decides*; the runner carries the decision out through the small
+:class:`FailureHandling` interface, so a new policy is one class here and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar, Protocol
+
+from ..data.models import Step
+
+
+class FailureHandling(Protocol):
+    """What a policy may ask of the run (the runner implements it)."""
+
+    retries: int
+
+    def retries_used(self, step: Step) -> int: ...
+    def retry(self, step: Step) -> None: ...
+    def skip(self, step: Step) -> None: ...
+    def replan(self, step: Step) -> None: ...
+    def abort(self, step: Step) -> None: ...
+    def keep_going(self, step: Step) -> None: ...
+
+
+class Policy:
+    """Base class: ``handle`` returns True when it dealt with the failure."""
+
+    name: ClassVar[str]
+    #: True when the policy may decline and hand the failure to the next one in a chain
+    can_decline: ClassVar[bool] = False
+    #: True when the policy needs a planner
+    needs_planner: ClassVar[bool] = False
+
+    def handle(self, step: Step, run: FailureHandling) -> bool:
+        raise NotImplementedError
+
+
+class Abort(Policy):
+    name = "abort"
+
+    def handle(self, step: Step, run: FailureHandling) -> bool:
+        run.abort(step)
+        return True
+
+
+class Skip(Policy):
+    name = "skip"
+
+    def handle(self, step: Step, run: FailureHandling) -> bool:
+        run.skip(step)
+        return True
+
+
+class Retry(Policy):
+    name = "retry"
+    can_decline = True
+
+    def handle(self, step: Step, run: FailureHandling) -> bool:
+        if run.retries_used(step) >= run.retries:
+            return False
+        run.retry(step)
+        return True
+
+
+class Replan(Policy):
+    name = "replan"
+    needs_planner = True
+
+    def handle(self, step: Step, run: FailureHandling) -> bool:
+        run.replan(step)
+        return True
+
+
+class Continue(Policy):
+    name = "continue"
+
+    def handle(self, step: Step, run: FailureHandling) -> bool:
+        run.keep_going(step)
+        return True
+
+
+#: every policy by name; a new one registers itself here
+REGISTRY: dict[str, Policy] = {p.name: p for p in (Abort(), Skip(), Retry(), Replan(), Continue())}
+POLICIES: tuple[str, ...] = tuple(REGISTRY)
+
+
+def policy_named(name: str) -> Policy:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown failure policy {name!r}; choose from {', '.join(REGISTRY)}") from None
+
+
+def normalise_policy(on_failure: str | Sequence[str] | None, *, has_planner: bool) -> tuple[str, ...]:
+    """``"retry"`` or ``["retry", "replan"]`` → a chain tried in order; default replan/abort."""
+    if on_failure is None:
+        return ("replan",) if has_planner else ("abort",)
+    chain = (on_failure,) if isinstance(on_failure, str) else tuple(on_failure)
+    policies = [policy_named(name) for name in chain]
+    if not chain:
+        raise ValueError(f"on_failure is empty; choose from {', '.join(REGISTRY)}")
+    if any(p.needs_planner for p in policies) and not has_planner:
+        raise ValueError("on_failure='replan' needs a planner: pass planner=... (or choose abort, skip or retry)")
+    for position, policy in enumerate(policies[:-1]):
+        if not policy.can_decline:
+            raise ValueError(
+                f"on_failure {list(chain)}: {policy.name!r} ends the handling of a failure, so "
+                f"{list(chain[position + 1:])} after it would never run; only 'retry' can be followed by another policy"
+            )
+    return chain
+
+
+def chain_for(step: Step, default: tuple[str, ...]) -> tuple[str, ...]:
+    """The chain that handles ``step``'s failure: its own ``on_failure`` or the run's.
+
+    A step's ``retry`` keeps the run's fallback after its retries are used.
+    """
+    if step.on_failure is None:
+        return default
+    if REGISTRY[step.on_failure].can_decline:
+        return (step.on_failure, *(p for p in default if p != step.on_failure))
+    return (step.on_failure,)
+
+
+def handle_failure(step: Step, chain: tuple[str, ...], run: FailureHandling) -> None:
+    """Apply ``chain`` to a failed ``step``; when every policy declines, abort."""
+    for name in chain:
+        if REGISTRY[name].handle(step, run):
+            return
+    run.abort(step)

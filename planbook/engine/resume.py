@@ -1,0 +1,201 @@
+"""Finish a run after a crash, a kernel restart or Ctrl-C; list and load stored runs.
+
+A resumed run continues where its store says it was: completed steps are not executed
+again (their stored results flow to later steps), revisions, budgets and events go on.
+A step that was in progress when the process died is treated as interrupted and runs
+again — unless its tool is declared ``idempotent=False``: then the call may already
+have taken effect, and the resume stops and asks (``rerun=[step]`` continues).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..workers.agents import AgentsLike
+from ..data.errors import PlanbookError
+from ..data.models import Execution, Plan, RunResult, Status, Step
+from ..workers.planners import Planner
+from .runner import Runner
+from .state import INTERRUPTED_NOTE, RunState
+from ..workers.tools import ToolsLike, as_toolbox
+
+
+class ResumeError(PlanbookError, RuntimeError):
+    """A stored run cannot continue as it is; the message says what to do."""
+
+
+class RunEnded(ResumeError):
+    """The stored run already completed or failed: there is nothing to continue (callers
+    that show the run instead catch this, not every :class:`ResumeError`)."""
+
+
+def _open(store: Any, *, readonly: bool = False) -> Any:
+    if store is None:
+        raise ResumeError("resume needs the store the run was saved in: pass store=PATH (the magics and the CLI "
+                          "use .planbook/runs.sqlite under the current directory, or $PLANBOOK_HOME/runs.sqlite)")
+    from ..store import open_store
+
+    if not readonly and isinstance(store, (str, os.PathLike)) and os.fspath(store) != ":memory:":
+        open_store(store, readonly=True).close()  # a path with no store: say so, create nothing
+    return open_store(store, readonly=readonly)
+
+
+def runs(store: Any = None, *, limit: int | None = None) -> list[Any]:
+    """The runs in a store, newest first (id, goal, status, reason, started, steps done/total, model calls).
+    Reading never writes: a path with no store is an error, and nothing is created."""
+    from ..store import default_store_path
+
+    where = store if store is not None else default_store_path()
+    opened = _open(where, readonly=True)
+    try:
+        return opened.list_runs(limit=limit)
+    finally:
+        _close_if_opened_here(where, opened)
+
+
+def load_run(run_id: str | None = None, *, store: Any = None) -> RunResult:
+    """A stored run as a :class:`RunResult` (the latest run by default); reads only."""
+    from ..store import default_store_path
+
+    where = store if store is not None else default_store_path()
+    opened = _open(where, readonly=True)
+    try:
+        return opened.load_run(run_id or _latest(opened)).result()
+    finally:
+        _close_if_opened_here(where, opened)
+
+
+def _close_if_opened_here(store: Any, opened: Any) -> None:
+    """A store opened here from a path is closed here, not whenever the collector reaches it
+    (an open connection keeps the write-ahead log and its index beside the file)."""
+    if isinstance(store, (str, os.PathLike)):
+        opened.close()
+
+
+def _latest(store: Any) -> str:
+    run_id = store.latest_run_id()
+    if run_id is None:
+        raise ResumeError(f"the run store {store.location} holds no runs yet")
+    return str(run_id)
+
+
+def resume(
+    run_id: str | None = None,
+    *,
+    store: Any,
+    tools: ToolsLike = None,
+    agents: AgentsLike = None,
+    planner: Planner | None = None,
+    plan: Plan | None = None,
+    rerun: Iterable[str] = (),
+    on_event: Any = None,
+    executor: Any = None,
+    run: bool = True,
+    approve: Any = None,
+    force: bool = False,
+) -> RunResult | Runner:
+    """Continue a stored run (the latest by default) and return its result.
+
+    ``plan``: the plan the run was made from, to take again the args a store does not
+    keep (secrets). ``rerun``: steps that were in progress at the crash and whose tool is
+    not idempotent, to run again anyway. ``run=False`` returns the ready :class:`Runner`
+    (the magics attach a view first). The run is claimed before anything runs: while
+    another live process writes it, :class:`ResumeError` says which; ``force=True`` takes
+    it over anyway (when that process is gone, e.g. on another host). ``approve``: as for
+    :func:`planbook.run`; a step that was waiting for a decision when the run stopped asks again.
+    """
+    opened = _open(store)
+    stored = opened.load_run(run_id or _latest(opened))
+    if stored.status in ("completed", "failed"):
+        result = stored.result()
+        if run:
+            return result
+        raise RunEnded(f"run {stored.run_id} already {stored.status} ({stored.reason}): nothing to resume")
+    config = stored.config
+    state = RunState(**stored.state_fields())
+    toolbox = as_toolbox(tools)
+    again = set(rerun)
+    unknown = again - {st.id for st in state.plan.steps}
+    if unknown:
+        raise ResumeError(f"rerun names no step of run {stored.run_id}: {', '.join(sorted(unknown))}")
+    for step_id in stored.interrupted_steps():
+        step = state.plan.step(step_id)
+        tool = toolbox.get(step.tool) if step.tool else None
+        if tool is not None and not tool.idempotent and step_id not in again:
+            raise ResumeError(
+                f"step {step_id!r} was running when run {stored.run_id} stopped, and its tool {step.tool!r} is "
+                f"declared idempotent=False: its call may already have taken effect. Check, then resume with "
+                f"rerun=[{step_id!r}] (planbook resume --rerun {step_id}; %run_plan NAME --resume --rerun {step_id}) "
+                "to run it again"
+            )
+        step.set_state(status=Status.not_started, attempts=max(step.attempts - 1, 0), notes=INTERRUPTED_NOTE)
+    for step_id in stored.steps_to_rerun():  # a result the store could not keep, and a later step needs it
+        step = state.plan.step(step_id)
+        step.set_state(status=Status.not_started, result=None,
+                       notes="runs again: its result could not be stored, and a later step needs it")
+    missing = stored.missing_args()
+    if missing:
+        _restore_args(state.plan, missing, plan, stored.run_id)
+    _claim(opened, stored, force)  # last, so a resume refused above leaves no claim behind
+    # an execution that never finished never happened: the count is what the history holds
+    # (derived, not decremented: a resume that is itself cut short must not count twice)
+    state.executions = len(state.history)
+    state.records = [_record_from(i, st) for i, st in enumerate(state.history, start=1)]
+    if state.status == "running":  # the process died mid-run
+        state.status, state.reason = "interrupted", "interrupted"
+    policy = config.get("policy")
+    retrying = "retry" in (policy or ()) or any(st.on_failure == "retry" for st in state.plan.steps)
+    runner = Runner(
+        state.plan, tools=tools, agents=agents, planner=planner,
+        on_failure=policy, retries=config.get("retries") if retrying else None,
+        max_steps=config.get("max_steps", 12), max_replans=config.get("max_replans", 5),
+        step_timeout=config.get("step_timeout"), parallel=config.get("parallel", 1), executor=executor,
+        store=opened, on_event=on_event, cache=config.get("cache"), approve=approve if approve is not None else config.get("approve"),
+    )
+    runner.adopt(state, stored.run_id)
+    if not run:
+        return runner
+    try:
+        return runner.run()
+    finally:
+        _close_if_opened_here(store, opened)
+
+
+def _claim(store: Any, stored: Any, force: bool) -> None:
+    """Claim the run for this process before anything of it runs (stores that can be written
+    by several processes implement ``claim_run``); the claim also checks that the run was
+    not written since it was loaded."""
+    from ..store import RunClaimed
+
+    claim = getattr(store, "claim_run", None)
+    if claim is None:
+        return
+    try:
+        claim(stored.run_id, force=force, updated=stored.updated)
+    except RunClaimed as exc:
+        raise ResumeError(str(exc)) from None
+
+
+def _restore_args(plan: Plan, missing: dict[str, list[str]], given: Plan | None, run_id: str) -> None:
+    by_id = {st.id: st for st in given.steps} if given is not None else {}
+    lacking = {sid: names for sid, names in missing.items() if sid not in by_id}
+    if lacking:
+        listed = "; ".join(f"{sid}: {', '.join(names)}" for sid, names in lacking.items())
+        raise ResumeError(f"run {run_id} did not store some args (secrets, or values it could not keep) — {listed}. "
+                          "Pass the plan the run was made from (resume(..., plan=PLAN); planbook resume --plan "
+                          "FILE; in a notebook %run_plan NAME --resume does this) so they can be taken from it")
+    for sid, names in missing.items():
+        step = plan.step(sid)
+        step.args = {**step.args, **{n: by_id[sid].args[n] for n in names if n in by_id[sid].args}}
+
+
+def _record_from(number: int, step: Step) -> Execution:
+    """A timing record for an execution from before the resume (the store keeps its history)."""
+    start = step.started_at or 0.0
+    return Execution(execution=number, step=step.id, attempt=step.attempts, revision=0, worker="before resume",
+                     start=start, end=step.finished_at or start, ok=step.status is Status.completed)
+
+
+__all__: Sequence[str] = ("ResumeError", "RunEnded", "load_run", "resume", "runs")
