@@ -10,13 +10,16 @@ from typing import Any
 
 from .engine.approvals import ApprovalContext, Decision
 from .workers.agents import Agent, AgentContext, AgentReply, FunctionAgent, ScriptedAgent
-from .engine.decisions import RunEnded
 from .data.diff import diff_plans
-from .data.errors import PlanbookError, PlanError, PlanningError, Problem, RunFailed
+from .data.errors import (
+    CassetteError, CassetteMismatch, LLMConfigError, MCPError, MCPServerNotFound, ModelCallError, NothingToResume,
+    OTelMissing, PlanbookError, PlanError, PlanningError, Problem, ResumeError, RunClaimed, RunEnded, RunFailed,
+    RunNotFound, StoreError, StoreFormatError, UpstreamCrash,
+)
 from .data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
 from .workers.planners import Planner, PlanningContext, ScriptedPlanner
 from .workers.planners import make_plan
-from .engine.resume import ResumeError, load_run, resume, runs
+from .engine.resume import load_run, resume, runs
 from .engine.runner import Runner, RunState, run
 from .notebook.handle import RunHandle, start
 from .views.text import format_diff, format_plan, format_result
@@ -45,6 +48,9 @@ __all__ = [
     "ScriptedAgent", "ScriptedPlanner", "Status", "Step", "Tool", "Toolbox", "Usage", "default_toolbox",
     "diff_plans", "format_diff", "format_plan", "format_result", "make_plan", "run", "tool", "validate_plan",
     "LLMPlanner", "LLMAgent", "compare", "load_ipython_extension",
+    # every error planbook raises on purpose (planbook.data.errors)
+    "CassetteError", "CassetteMismatch", "LLMConfigError", "MCPError", "MCPServerNotFound", "ModelCallError",
+    "NothingToResume", "OTelMissing", "RunClaimed", "RunNotFound", "StoreError", "StoreFormatError", "UpstreamCrash",
 ]
 # PlanView and watch are importable by name but not star-imported: they load ipywidgets
 

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .data.errors import PlanbookError
+from .data.errors import OTelMissing, PlanbookError
 from .engine.eventbus import RUN_HOOKS
 from .data.models import Event
 from .outbound import RunSecrets
@@ -34,10 +34,6 @@ SCOPE = "planbook"
 #: longest captured argument or result text (the rest is cut, with "…")
 CONTENT_LIMIT = 4000
 _ERROR_TYPE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*):")
-
-
-class OTelMissing(PlanbookError, ImportError):
-    """The OpenTelemetry API/SDK is not installed."""
 
 
 def instrument(tracer_provider: Any = None, *, capture_content: bool = False) -> None:

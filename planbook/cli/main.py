@@ -407,7 +407,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from ..engine.resume import RunEnded, resume
+    from ..engine.resume import NothingToResume, resume
 
     try:
         runner = resume(
@@ -420,7 +420,7 @@ def _resume(args: argparse.Namespace) -> int:
         from .prompt import attach_prompt
 
         attach_prompt(runner)  # a step that was waiting asks again, on the terminal
-    except RunEnded:  # a finished run: say so, show it
+    except NothingToResume:  # a finished run: say so, show it
         result = cli_runs.show_run(args)
         print(f"run {args.run_id or 'latest'} already ended; nothing to resume\n{printable(result)}")
         return EXIT_OK if result.ok else EXIT_FAILED

@@ -10,24 +10,7 @@ that point, once, with "upstream raises here: ...", instead of asking the model 
 
 from __future__ import annotations
 
-from ..data.errors import PlanbookError
+from ..data.errors import PlanbookError, UpstreamCrash
 
 __all__ = ["UpstreamCrash"]
 
-
-class UpstreamCrash(PlanbookError, RuntimeError):
-    """The seed's code raises here; ``upstream`` is the exception it raises (same type and message).
-
-    Not a :class:`~planbook.PlanError`: nothing retries it, because upstream does not.
-    """
-
-    def __init__(self, upstream: BaseException, where: str = "") -> None:
-        self.upstream = upstream
-        self.where = where
-        super().__init__(f"upstream raises here: {self.described}" + (f" ({where})" if where else ""))
-
-    @property
-    def described(self) -> str:
-        """The upstream exception as ``"Type: message"``."""
-        text = str(self.upstream)
-        return f"{type(self.upstream).__name__}: {text}" if text else type(self.upstream).__name__

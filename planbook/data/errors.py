@@ -8,14 +8,24 @@ the built-in class a caller would expect, so ``except ValueError`` keeps working
     │   └── CellPlanError                 the same, pointing into a %%plan cell (planbook.notebook.magics)
     ├── PlanningError (RuntimeError)      a planner could not make a plan; carries the attempts
     ├── RunFailed (RuntimeError)          a run ended failed and the caller asked for an exception
+    ├── RunEnded (RuntimeError)           a decision given after the run ended
     ├── ResumeError (RuntimeError)        a stored run cannot continue as it is (planbook.resume)
+    │   └── NothingToResume               the stored run already completed or failed
     ├── StoreError (RuntimeError)         a run store cannot do what was asked (planbook.store)
     │   ├── StoreFormatError              the file is damaged, not a run store, or newer
-    │   └── RunNotFound (LookupError)     no run with that id
+    │   ├── RunNotFound (LookupError)     no run with that id
+    │   └── RunClaimed                    another live process is writing the run
     ├── LLMConfigError (RuntimeError)     the model settings are missing or wrong (planbook.llm)
     │   └── CassetteError                 a cassette file is damaged or refused
     │       └── CassetteMismatch          a replayed request differs from the recording
-    └── ModelCallError (RuntimeError)     the model server failed or answered something else
+    ├── ModelCallError (RuntimeError)     the model server failed or answered something else
+    ├── MCPError (RuntimeError)           an MCP server cannot be reached, started or used (planbook.mcp)
+    │   └── MCPServerNotFound (FileNotFoundError)  its command is not installed here
+    ├── OTelMissing (ImportError)         OpenTelemetry is not installed (planbook.otel)
+    └── UpstreamCrash (RuntimeError)      a seed design's own code raises here (planbook.compat)
+
+Every one is defined here and exported from ``planbook``, so ``except planbook.StoreError`` works
+without knowing which layer raised it (httpx's ``_exceptions.py`` is the model).
 
 ``RunInterrupted`` (planbook.notebook.magics) is a ``KeyboardInterrupt``, so "Run all" stops there.
 """
@@ -23,6 +33,10 @@ the built-in class a caller would expect, so ``except ValueError`` keeps working
 from __future__ import annotations
 
 import difflib
+import os
+import socket
+import time
+from functools import lru_cache
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -102,3 +116,122 @@ def closest(name: str, known: Iterable[str]) -> str:
     by_folded = {k.casefold(): k for k in known}
     match = difflib.get_close_matches(name.casefold(), list(by_folded), n=1, cutoff=0.6)
     return f"; did you mean {by_folded[match[0]]!r}?" if match else ""
+
+
+class RunEnded(PlanbookError, RuntimeError):
+    """A decision given after the run ended: said in one line (a notebook shows no traceback)."""
+
+
+class ResumeError(PlanbookError, RuntimeError):
+    """A stored run cannot continue as it is; the message says what to do."""
+
+
+class NothingToResume(ResumeError):
+    """The stored run already completed or failed: there is nothing to continue (callers
+    that show the run instead catch this, not every :class:`ResumeError`)."""
+
+
+class StoreError(PlanbookError, RuntimeError):
+    """A run store cannot do what was asked; the message says which store and what to do."""
+
+
+class StoreFormatError(StoreError):
+    """The file is not a planbook run store, is damaged, or was written by a newer planbook.
+    The file is left exactly as it was."""
+
+
+class RunNotFound(StoreError, LookupError):
+    """No run with that id in the store."""
+
+
+@lru_cache(maxsize=1)
+def this_host() -> str:
+    """This machine's name, as a store's claims record it."""
+    return socket.gethostname() or "localhost"
+
+
+class RunClaimed(StoreError):
+    """Another live process is writing the run: nothing was run."""
+
+    def __init__(self, run_id: str, pid: int | None, host: str | None, since: float | None,
+                 changed: str | None = None) -> None:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since)) if since else "an unknown time"
+        where = f"process {pid} on host {host or this_host()}"
+        if changed is None:
+            text = (f"run {run_id} is being written by {where} since {when}; wait for it, or pass --force if that "
+                    "process is gone (force=True in Python)")
+        elif changed in ("completed", "failed"):
+            text = f"run {run_id} was {changed} meanwhile by {where}: nothing to continue (planbook show {run_id})"
+        else:
+            text = (f"run {run_id} was written by {where} meanwhile (it is {changed} now), so what this process "
+                    "holds of it is out of date: resume it again to continue from where it is")
+        super().__init__(text)
+        self.run_id, self.pid, self.host, self.since = run_id, pid, host, since
+
+
+class LLMConfigError(PlanbookError, RuntimeError):
+    """The model layer is not set up (no key, no server, no cassette); the message says how."""
+
+
+class CassetteError(LLMConfigError):
+    """A cassette that cannot be used as it is: damaged, or asked for something it cannot do."""
+
+
+class CassetteMismatch(CassetteError):
+    """A request the cassette has no recording for (the prompt, tools or model changed)."""
+
+
+class ModelCallError(PlanbookError, RuntimeError):
+    """A call to the model server failed (HTTP error, timeout, connection); secrets are redacted."""
+
+    def __init__(self, message: str, *, status: int | None = None, kind: str = "error") -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+
+
+class MCPError(PlanbookError, RuntimeError):
+    """An MCP server cannot be reached, started or used; the message says which and why.
+    One line in a notebook and on the command line (:class:`PlanbookError`'s short traceback)."""
+
+
+class MCPServerNotFound(MCPError, FileNotFoundError):
+    """A stdio server's command is not installed here: the message says how to install it."""
+
+    #: servers whose package on the index has the command's name
+    KNOWN = {"mcp-server-time": "mcp-server-time", "mcp-server-git": "mcp-server-git",
+             "mcp-server-fetch": "mcp-server-fetch"}
+    #: the servers the tutorials use (``planbook[tutorials]`` installs them)
+    TUTORIALS = frozenset({"mcp-server-time"})
+
+    def __init__(self, label: str, program: str) -> None:
+        name = os.path.basename(program)
+        package = self.KNOWN.get(name)
+        also = ' (or pip install "planbook[tutorials]", which has it)' if name in self.TUTORIALS else ""
+        how = (f"pip install {package}{also}" if package
+               else "install that server (its own instructions say how: pip, uv tool or npm), or give the full path "
+                    "of its command")
+        super().__init__(f"the MCP server {label} is not installed here (no command {program!r} on PATH): {how}")
+        self.program = program
+
+
+class OTelMissing(PlanbookError, ImportError):
+    """The OpenTelemetry API/SDK is not installed."""
+
+
+class UpstreamCrash(PlanbookError, RuntimeError):
+    """The seed's code raises here; ``upstream`` is the exception it raises (same type and message).
+
+    Not a :class:`~planbook.PlanError`: nothing retries it, because upstream does not.
+    """
+
+    def __init__(self, upstream: BaseException, where: str = "") -> None:
+        self.upstream = upstream
+        self.where = where
+        super().__init__(f"upstream raises here: {self.described}" + (f" ({where})" if where else ""))
+
+    @property
+    def described(self) -> str:
+        """The upstream exception as ``"Type: message"``."""
+        text = str(self.upstream)
+        return f"{type(self.upstream).__name__}: {text}" if text else type(self.upstream).__name__

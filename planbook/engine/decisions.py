@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .approvals import ApprovalContext, Decision, StepRef, Who, check_edit
 from ..data.diff import diff_plans
-from ..data.errors import PlanbookError
+from ..data.errors import PlanbookError, RunEnded
 from ..workers.interrupts import waiting as interruptible
 from ..data.models import Plan, PlanDiff, RunReason, RunStatus, Status, Step
 from .steering import WAITING_NOTE, Steering
@@ -42,10 +42,6 @@ if TYPE_CHECKING:
     from .runner import Runner
 
 Action = Literal["decide", "pause", "resume", "stop", "edit", "retry", "deadline"]
-
-
-class RunEnded(PlanbookError, RuntimeError):
-    """A decision given after the run ended: said in one line (a notebook shows no traceback)."""
 
 
 # ------------------------------------------------------------------ what the deciders return

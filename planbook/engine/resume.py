@@ -14,21 +14,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..workers.agents import AgentsLike
-from ..data.errors import PlanbookError
+from ..data.errors import NothingToResume, PlanbookError, ResumeError
 from ..data.models import Execution, Plan, RunResult, Status, Step
 from ..workers.planners import Planner
 from .runner import Runner
 from .state import INTERRUPTED_NOTE, RunState
 from ..workers.tools import ToolsLike, as_toolbox
-
-
-class ResumeError(PlanbookError, RuntimeError):
-    """A stored run cannot continue as it is; the message says what to do."""
-
-
-class RunEnded(ResumeError):
-    """The stored run already completed or failed: there is nothing to continue (callers
-    that show the run instead catch this, not every :class:`ResumeError`)."""
 
 
 def _open(store: Any, *, readonly: bool = False) -> Any:
@@ -112,7 +103,7 @@ def resume(
         result = stored.result()
         if run:
             return result
-        raise RunEnded(f"run {stored.run_id} already {stored.status} ({stored.reason}): nothing to resume")
+        raise NothingToResume(f"run {stored.run_id} already {stored.status} ({stored.reason}): nothing to resume")
     config = stored.config
     state = RunState(**stored.state_fields())
     toolbox = as_toolbox(tools)
@@ -198,4 +189,4 @@ def _record_from(number: int, step: Step) -> Execution:
                      start=start, end=step.finished_at or start, ok=step.status is Status.completed)
 
 
-__all__: Sequence[str] = ("ResumeError", "RunEnded", "load_run", "resume", "runs")
+__all__: Sequence[str] = ("NothingToResume", "ResumeError", "load_run", "resume", "runs")

@@ -29,7 +29,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from .cassette_file import FORMAT_VERSION, MODE_ENV, CassetteError, read_cassette
+from ..data.errors import CassetteError, CassetteMismatch
+from .cassette_file import FORMAT_VERSION, MODE_ENV, read_cassette
 from .config import LLMConfigError, SETUP_HELP
 from .sdk import http_module
 from .text import redact_data, shorten
@@ -95,10 +96,6 @@ def cassette_for(path: str | os.PathLike[str]) -> "Cassette":
     cassette = Cassette(path)
     cassette._by_path = True
     return cassette
-
-
-class CassetteMismatch(CassetteError):
-    """A request the cassette has no recording for (the prompt, tools or model changed)."""
 
 
 class Cassette:

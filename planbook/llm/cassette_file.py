@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .config import LLMConfigError
+from ..data.errors import CassetteError
 from .text import json_cut_off, json_kind, shorten
 
 __all__ = ["FORMAT_VERSION", "CassetteError", "read_cassette"]
@@ -22,10 +22,6 @@ FORMAT_VERSION = 1
 MODE_ENV = "PLANBOOK_CASSETTE_MODE"
 RERECORD = f"re-record it (Cassette(..., mode='record') or {MODE_ENV}=record, with OPENAI_API_KEY or OPENAI_BASE_URL set)"
 _CONFLICT = re.compile(r"^(<{7}|={7}|>{7})( |$)")
-
-
-class CassetteError(LLMConfigError):
-    """A cassette that cannot be used as it is: damaged, or asked for something it cannot do."""
 
 
 class _Damaged(Exception):

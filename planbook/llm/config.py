@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..data.errors import PlanbookError
+from ..data.errors import LLMConfigError, ModelCallError, PlanbookError
 from ..outbound.redact import PLACEHOLDER_KEY, model_secrets, redact, redact_url
 
 __all__ = ["DEFAULT_MODEL", "LLMConfig", "LLMConfigError", "ModelCallError", "redact", "redact_url", "resolve_config"]
@@ -23,19 +23,6 @@ DEFAULT_MODEL = "gpt-4o-mini"
 
 #: Sent to servers that need no key (a local OpenAI-compatible server, a cassette replay).
 #: It is a placeholder, not a secret, and it is never written anywhere.
-
-
-class LLMConfigError(PlanbookError, RuntimeError):
-    """The model layer is not set up (no key, no server, no cassette); the message says how."""
-
-
-class ModelCallError(PlanbookError, RuntimeError):
-    """A call to the model server failed (HTTP error, timeout, connection); secrets are redacted."""
-
-    def __init__(self, message: str, *, status: int | None = None, kind: str = "error") -> None:
-        super().__init__(message)
-        self.status = status
-        self.kind = kind
 
 
 SETUP_HELP = (

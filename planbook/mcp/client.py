@@ -28,37 +28,12 @@ from concurrent.futures import TimeoutError as FutureTimeout  # the builtin Time
 from concurrent.futures import wait as wait_futures
 from typing import Any
 
-from ..data.errors import PlanbookError
+from ..data.errors import MCPError, MCPServerNotFound, PlanbookError
 from ..workers.tools import Tool, Toolbox, _plain_fields
 from .schema import Argument, args_model, arguments, python_signature
 
 #: seconds to wait for a server to start and list its tools
 START_TIMEOUT = 60.0
-
-
-class MCPError(PlanbookError, RuntimeError):
-    """An MCP server cannot be reached, started or used; the message says which and why.
-    One line in a notebook and on the command line (:class:`PlanbookError`'s short traceback)."""
-
-
-class MCPServerNotFound(MCPError, FileNotFoundError):
-    """A stdio server's command is not installed here: the message says how to install it."""
-
-    #: servers whose package on the index has the command's name
-    KNOWN = {"mcp-server-time": "mcp-server-time", "mcp-server-git": "mcp-server-git",
-             "mcp-server-fetch": "mcp-server-fetch"}
-    #: the servers the tutorials use (``planbook[tutorials]`` installs them)
-    TUTORIALS = frozenset({"mcp-server-time"})
-
-    def __init__(self, label: str, program: str) -> None:
-        name = os.path.basename(program)
-        package = self.KNOWN.get(name)
-        also = ' (or pip install "planbook[tutorials]", which has it)' if name in self.TUTORIALS else ""
-        how = (f"pip install {package}{also}" if package
-               else "install that server (its own instructions say how: pip, uv tool or npm), or give the full path "
-                    "of its command")
-        super().__init__(f"the MCP server {label} is not installed here (no command {program!r} on PATH): {how}")
-        self.program = program
 
 
 def _require_sdk() -> None:

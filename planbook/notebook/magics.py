@@ -371,7 +371,7 @@ class PlanMagics(Magics):
     def _resumed(self, name: str, plan: Any, tools: Any, agents: Any, planner: Any, rerun: list[str],
                  executor: Any, force: bool = False) -> Any:
         """The latest stored run of plan NAME, ready to continue (or its result, if it ended)."""
-        from ..engine.resume import ResumeError, RunEnded, resume
+        from ..engine.resume import NothingToResume, ResumeError, resume
 
         store = self.store()
         if store is None:
@@ -383,7 +383,7 @@ class PlanMagics(Magics):
             return resume(run_id, store=store, tools=tools, agents=agents, planner=planner,
                           plan=plan if isinstance(plan, Plan) else None, rerun=rerun, executor=executor, run=False,
                           force=force)
-        except RunEnded:
+        except NothingToResume:
             return store.load_run(run_id).result()
         except ResumeError as exc:
             raise UsageError(magic_words(str(exc))) from None

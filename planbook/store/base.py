@@ -36,7 +36,7 @@ from operator import itemgetter
 from types import UnionType
 from typing import Any, Literal, Protocol, Union, get_args, get_origin, runtime_checkable
 
-from ..data.errors import PlanbookError
+from ..data.errors import PlanbookError, RunNotFound, StoreError, StoreFormatError
 from ..data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
 from .values import Redacted, Unrestorable, has_marker
 
@@ -50,19 +50,6 @@ LIST_FIELDS = ("plan", "history", "revisions", "events")
 #: RunState fields a store does not keep: the timing records (a resumed run's timeline
 #: rebuilds them from the history's start and end times)
 UNSTORED_FIELDS = ("records",)
-
-
-class StoreError(PlanbookError, RuntimeError):
-    """A run store cannot do what was asked; the message says which store and what to do."""
-
-
-class StoreFormatError(StoreError):
-    """The file is not a planbook run store, is damaged, or was written by a newer planbook.
-    The file is left exactly as it was."""
-
-
-class RunNotFound(StoreError, LookupError):
-    """No run with that id in the store."""
 
 
 @dataclass(frozen=True)

@@ -11,17 +11,8 @@ checked from here, so only ``force`` takes its run over.
 from __future__ import annotations
 
 import os
-import socket
-import time
-from functools import lru_cache
 
-from .base import StoreError
-
-
-@lru_cache(maxsize=1)
-def this_host() -> str:
-    """This machine's name, as claims record it."""
-    return socket.gethostname() or "localhost"
+from ..data.errors import RunClaimed, this_host
 
 
 def process_alive(pid: int | None) -> bool:
@@ -47,25 +38,6 @@ def writer_gone(status: str, pid: int | None, host: str | None) -> bool:
 
 def is_me(pid: int | None, host: str | None) -> bool:
     return pid == os.getpid() and (host is None or host == this_host())
-
-
-class RunClaimed(StoreError):
-    """Another live process is writing the run: nothing was run."""
-
-    def __init__(self, run_id: str, pid: int | None, host: str | None, since: float | None,
-                 changed: str | None = None) -> None:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since)) if since else "an unknown time"
-        where = f"process {pid} on host {host or this_host()}"
-        if changed is None:
-            text = (f"run {run_id} is being written by {where} since {when}; wait for it, or pass --force if that "
-                    "process is gone (force=True in Python)")
-        elif changed in ("completed", "failed"):
-            text = f"run {run_id} was {changed} meanwhile by {where}: nothing to continue (planbook show {run_id})"
-        else:
-            text = (f"run {run_id} was written by {where} meanwhile (it is {changed} now), so what this process "
-                    "holds of it is out of date: resume it again to continue from where it is")
-        super().__init__(text)
-        self.run_id, self.pid, self.host, self.since = run_id, pid, host, since
 
 
 def refuse_claim(run_id: str, status: str, pid: int | None, host: str | None, since: float | None,
