@@ -363,7 +363,7 @@ def test_a_batch_that_ends_during_a_scan_is_seen_whole(threads_executor: Any) ->
 def test_a_batch_that_ends_as_its_cluster_is_given_up_fails_whole(threads_executor: Any,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A cluster with no worker left fails the calls still waiting on it: all of a batch or none."""
-    from planbook import dispatch as dispatch_module
+    from planbook.engine import dispatch as dispatch_module
     from planbook.engine.executors import BatchedCall
 
     monkeypatch.setattr(dispatch_module, "NO_WORKER_GRACE", 0.0)

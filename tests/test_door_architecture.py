@@ -26,7 +26,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "planbook"
 #: the runner and the module it applies decisions with
-DOOR = {"runner.py", "decisions.py"}
+DOOR = {"engine/runner.py", "engine/decisions.py"}
 RUNNER_NAMES = {"runner", "_runner"}
 #: what a run is made of besides its runner: its door (the inbox) and its steering (who waits)
 RUN_PARTS = {"door", "_door", "steering", "_steering"}
@@ -177,7 +177,7 @@ def test_nothing_outside_the_door_changes_a_run() -> None:
 
 def test_the_check_reads_the_whole_package() -> None:
     names = {p.relative_to(PACKAGE).as_posix() for p in package_modules()}
-    assert {"handle.py", "steering.py", "replanning.py", "approvals.py", "cli_prompt.py", "views/steer.py"} <= names
+    assert {"notebook/handle.py", "engine/steering.py", "engine/replanning.py", "engine/approvals.py", "cli/prompt.py", "views/steer.py"} <= names
     assert not names & DOOR
 
 

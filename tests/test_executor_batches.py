@@ -159,7 +159,7 @@ def test_batched_results_flow_to_dependents_whatever_order_lanes_finish_in() -> 
 
 
 def test_a_slow_tool_is_sent_one_call_per_task(monkeypatch: pytest.MonkeyPatch) -> None:
-    from planbook import dispatch
+    from planbook.engine import dispatch
 
     calls: list[str] = []
     monkeypatch.setattr(dispatch, "SLOW_CALL", 0.0, raising=False)  # every call counts as slow
@@ -187,7 +187,7 @@ def leave_the_cluster(label: str) -> str:
 
 def test_a_worker_that_dies_mid_step_is_a_failed_step_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
     distributed = pytest.importorskip("distributed")
-    from planbook import dispatch
+    from planbook.engine import dispatch
 
     monkeypatch.setattr(dispatch, "NO_WORKER_GRACE", 0.0, raising=False)
     GONE.clear()

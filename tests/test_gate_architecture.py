@@ -21,7 +21,7 @@ GATE = PACKAGE / "outbound"
 #: modules that output, yet nothing of a run's text but through a gated module, with the reason
 OWN_TEXT_ONLY = {
     "planbook/store/schema.py": "creates and migrates tables: no text from a run",
-    "planbook/demo.py": "the demo's tool prints its own line (it is a tool, not a surface)",
+    "planbook/cli/demo.py": "the demo's tool prints its own line (it is a tool, not a surface)",
     "planbook/views/live.py": "displays the bundles views.text and views.html make (they take the gate)",
     "planbook/views/show.py": "displays a view object, whose data views.text, views.html or the widget make",
 }
@@ -113,9 +113,9 @@ def test_every_module_that_outputs_goes_through_the_gate() -> None:
         if not takes_the_gate(tree, path):
             bypass.append(f"{_rel(path)} ({', '.join(sorted(out))})")
     # the finder must find the surfaces we know, or this test proves nothing
-    for known in ("planbook/cli.py", "planbook/otel.py", "planbook/views/widget.py", "planbook/views/terminal.py",
-                  "planbook/store/sqlite.py", "planbook/views/text.py", "planbook/mcp/server.py", "planbook/magics.py",
-                  "planbook/cli_prompt.py", "planbook/models.py"):
+    for known in ("planbook/cli/main.py", "planbook/otel.py", "planbook/views/widget.py", "planbook/views/terminal.py",
+                  "planbook/store/sqlite.py", "planbook/views/text.py", "planbook/cli/mcpserve.py", "planbook/notebook/magics.py",
+                  "planbook/cli/prompt.py", "planbook/data/models.py"):
         assert known in outputting, f"{known} outputs, yet the finder did not see it"
     assert not bypass, "these modules output text without going through planbook.outbound:\n" + "\n".join(bypass)
     stale = set(OWN_TEXT_ONLY) - set(outputting)

@@ -1,5 +1,5 @@
 """The collector around checking a plan: paused, and what a run keeps joins the oldest
-generation at once (see planbook/gcwindow.py), without holding back anyone's garbage."""
+generation at once (see planbook/data/gcwindow.py), without holding back anyone's garbage."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def noop(x: int = 0) -> int:
 
 @pytest.mark.usefixtures("no_automatic_collections")
 def test_a_long_runs_copy_of_its_plan_is_in_the_oldest_generation(monkeypatch: pytest.MonkeyPatch) -> None:
-    from planbook import gcwindow
+    from planbook.data import gcwindow
 
     monkeypatch.setattr(gcwindow, "KEEP_FROM", 20)
     gc.collect()
@@ -122,7 +122,7 @@ def test_creating_a_long_run_in_a_store_keeps_what_it_makes(monkeypatch: pytest.
                                                             stored: bool) -> None:
     """From KEEP_STORED_FROM steps, creating the run in a store promotes what was made so far
     (the store's rows and the run's copy of its plan); a run without a store leaves it young."""
-    from planbook import gcwindow
+    from planbook.data import gcwindow
     from planbook.store.sqlite import SQLiteStore
 
     monkeypatch.setattr(gcwindow, "KEEP_STORED_FROM", 20)

@@ -108,10 +108,10 @@ def test_policies_are_one_class_each_looked_up_by_name() -> None:
 
 def test_a_long_run_hands_every_object_back_to_the_collector(monkeypatch: pytest.MonkeyPatch) -> None:
     """The run freezes its records out of the collector's full scans while it goes (see
-    planbook/gcwindow.py) and unfreezes them when it returns, however it ends."""
+    planbook/data/gcwindow.py) and unfreezes them when it returns, however it ends."""
     import gc
 
-    from planbook import gcwindow
+    from planbook.data import gcwindow
 
     monkeypatch.setattr(gcwindow, "EVERY", 3)
     frozen: list[int] = []

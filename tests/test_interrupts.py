@@ -515,7 +515,7 @@ def test_ids_and_references_agree_on_what_an_id_may_contain(step_id: str) -> Non
 
 # ------------------------------------------------------------------ plan text only for agents that read it
 def test_agents_that_do_not_read_the_plan_text_never_format_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
-    from planbook import _render
+    from planbook.data import render as _render
 
     _render.render("plan_text", Plan(steps=[]))  # the views are registered
     formatted: list[int] = []
