@@ -29,7 +29,8 @@ from .executors import NotReached
 from ..data.gcwindow import FreezeWindow, collector_paused, freeze_window, worth_keeping
 from ..workers.interrupts import checkpoint, interrupt_gate
 from .liveoutput import OutputRelay
-from ..data.models import (Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step, Usage,
+from ..data import results
+from ..data.models import (Event, EventKind, Execution, Plan, RunReason, RunResult, RunStatus, Status, Step,
                      finished_data, started_data)
 from ..outbound import RunSecrets
 from .persistence import UNCACHED_NOTE, RunRecorder, uses_cache
@@ -330,26 +331,16 @@ class Runner:
         # a finished run's plan and record no longer change: share them (no second list of a
         # long run's events); a paused one goes on, so copy them
         done = self.finished
-        plan = s.plan if done else s.plan.copy_plan()
-        # model_construct: this data was validated on the way in; re-validating thousands
-        # of steps and events on every snapshot would dominate the cost of long runs
-        return RunResult.model_construct(
-            status=s.status,
-            reason=s.reason,
-            plan=plan,
+        return results.run_result(
+            plan=s.plan if done else s.plan.copy_plan(),
             history=s.history if done else list(s.history),
             revisions=s.revisions if done else list(s.revisions),
             events=s.events if done else list(s.events),
-            outputs={st.id: st.result for st in plan.steps if st.status is Status.completed},
-            error=s.error,
-            traceback=s.traceback,
-            executions=s.executions,
-            replans=s.replans,
-            max_steps=self.max_steps,
-            max_replans=self.max_replans,
-            usage=Usage.from_events(s.events),
+            status=s.status, reason=s.reason, error=s.error, traceback=s.traceback,
+            executions=s.executions, replans=s.replans, max_steps=self.max_steps, max_replans=self.max_replans,
             records=s.records if done else list(s.records),
-        ).gated(self.secrets)
+            secrets=self.secrets,
+        )
 
     # ------------------------------------------------------------- running
     def run(self, *, until: str | None = None, max_executions: int | None = None) -> RunResult:

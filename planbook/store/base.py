@@ -37,7 +37,8 @@ from types import UnionType
 from typing import Any, Literal, Protocol, Union, get_args, get_origin, runtime_checkable
 
 from ..data.errors import PlanbookError, RunNotFound, StoreError, StoreFormatError
-from ..data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
+from ..data import results
+from ..data.models import Event, Plan, PlanDiff, RunResult, Status, Step
 from .values import Redacted, Unrestorable, has_marker
 
 #: the RunState fields that are not lists (saved as one record, read back as is)
@@ -159,16 +160,16 @@ class StoredRun:
         return [st.id for st in self.plan.steps if st.id in needed]
 
     def result(self) -> RunResult:
-        """The run as a :class:`RunResult` (``planbook.load_run`` / ``planbook show``)."""
+        """The run as a :class:`RunResult` (``planbook.load_run`` / ``planbook show``), built as the
+        live run builds its own (:mod:`planbook.data.results`); its timing records are rebuilt
+        from the history and the events (a store does not keep them)."""
         c = self.counters
-        plan = self.plan
-        return RunResult.model_construct(
-            status=c.get("status", "running"), reason=c.get("reason"), plan=plan, history=list(self.history),
-            revisions=list(self.revisions), events=list(self.events),
-            outputs={st.id: st.result for st in plan.steps if st.status is Status.completed},
-            error=c.get("error"), traceback=c.get("traceback"), executions=c.get("executions", 0),
-            replans=c.get("replans", 0), max_steps=self.config.get("max_steps", 12),
-            max_replans=self.config.get("max_replans", 5), usage=Usage.from_events(self.events),
+        return results.run_result(
+            plan=self.plan, history=list(self.history), revisions=list(self.revisions), events=list(self.events),
+            status=c.get("status", "running"), reason=c.get("reason"), error=c.get("error"),
+            traceback=c.get("traceback"), executions=c.get("executions", 0), replans=c.get("replans", 0),
+            max_steps=self.config.get("max_steps", 12), max_replans=self.config.get("max_replans", 5),
+            records=None,
         )
 
 
