@@ -25,8 +25,9 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "planbook"
-#: the runner and the module it applies decisions with
-DOOR = {"engine/runner.py", "engine/decisions.py"}
+#: the runner (its tick loop, its recording of outcomes, its stopping), the door that applies
+#: decisions, and the module that applies plan changes
+DOOR = {"engine/runner.py", "engine/decisions.py", "engine/planchanges.py"}
 RUNNER_NAMES = {"runner", "_runner"}
 #: what a run is made of besides its runner: its door (the inbox) and its steering (who waits)
 RUN_PARTS = {"door", "_door", "steering", "_steering"}

@@ -32,56 +32,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .approvals import ApprovalContext, Decision, StepRef, Who, check_edit
-from ..data.diff import diff_plans
-from ..data.errors import PlanbookError, RunEnded
+from ..data.errors import RunEnded
 from ..workers.interrupts import waiting as interruptible
-from ..data.models import Plan, PlanDiff, RunReason, RunStatus, Status, Step
+from ..data.models import Status, Step
+from .planchanges import edit_step
 from .steering import WAITING_NOTE, Steering
 
 if TYPE_CHECKING:
     from .runner import Runner
 
 Action = Literal["decide", "pause", "resume", "stop", "edit", "retry", "deadline"]
-
-
-# ------------------------------------------------------------------ what the deciders return
-@dataclass(frozen=True)
-class End:
-    """End the run (``replans``: a replan that happened before it ended, counted)."""
-
-    status: RunStatus
-    reason: RunReason
-    error: str | None = None
-    exc: BaseException | None = None
-    replans: int = 0
-
-
-@dataclass(frozen=True)
-class Revise:
-    """A new revision of the plan (``new_steps``: the steps proposed anew, with fresh retries)."""
-
-    candidate: Plan
-    new_steps: list[Step]
-    reason: str | None
-    replans: int = 1
-
-
-@dataclass(frozen=True)
-class Reject:
-    """A refused replacement: kept in the revision history, then the run ends (``no_plan``)."""
-
-    candidate: Plan
-    reason: str | None
-    rejected: str
-
-
-@dataclass(frozen=True)
-class FirstPlan:
-    plan: Plan
-
-
-#: what :mod:`planbook.engine.replanning` returns (None: nothing changes)
-Change = End | Revise | Reject | FirstPlan | None
 
 
 # ------------------------------------------------------------------ the inbox
@@ -516,100 +476,3 @@ class Door:
             s.reason = None
         if self.runner.recorder is not None:
             self.runner.recorder.flush(s)
-
-
-# ------------------------------------------------------------------ plan changes
-def edit_step(runner: Runner, step: Step, args: dict[str, Any], who: str) -> None:
-    """Give a step that has not started new arguments: a new revision with a ``revised`` diff,
-    like a replan by a person (it costs no replan budget). Changed in place, so calls in flight
-    keep their steps."""
-    s = runner.state
-    before = runner.plan.copy_plan()
-    step.args = args
-    runner.plan.revision += 1
-    diff = diff_plans(before, runner.plan, reason=f"edited by you ({who})")
-    s.revisions.append(diff)
-    _emit_diff(runner, diff)
-    if runner.recorder is not None:
-        runner.recorder.save(s)
-
-
-def apply(runner: Runner, change: Change) -> bool:
-    """Carry out what a replan, a review or the first planning returned; False when the run ended."""
-    s = runner.state
-    if change is None:
-        return True
-    if isinstance(change, FirstPlan):
-        s.plan = change.plan
-        return True
-    if isinstance(change, Revise):
-        s.replans += change.replans
-        diff = diff_plans(runner.plan, change.candidate, reason=change.reason)
-        s.plan = change.candidate
-        for new in change.new_steps:  # a step the planner (re)proposed is new work with its own retries
-            s.retries_used.pop(new.id, None)
-        s.revisions.append(diff)
-        runner.scheduler.rebuild(change.candidate)
-        _emit_diff(runner, diff)
-        runner.emit("plan.created", steps=[st.id for st in change.candidate.steps])
-        if runner.recorder is not None:
-            runner.recorder.save(s)
-        return True
-    if isinstance(change, Reject):
-        # kept in the history (its plan.diff marked rejected), so the user sees what was proposed and why not
-        diff = diff_plans(runner.plan, change.candidate, reason=change.reason).model_copy(
-            update={"rejected": change.rejected})
-        s.revisions.append(diff)
-        _emit_diff(runner, diff)
-        runner._finish("failed", "no_plan", change.rejected)
-        return False
-    s.replans += change.replans
-    runner._finish(change.status, change.reason, change.error, change.exc)
-    return False
-
-
-def replan(runner: Runner, failed: Step) -> None:
-    """Ask the planner for a new plan after ``failed``, and apply what it returned."""
-    from . import replanning
-
-    try:
-        change = replanning.replan(runner, failed)
-    except KeyboardInterrupt:
-        runner.state.pending_failures.append(failed.id)  # the failure is handled again on continue
-        raise
-    apply(runner, change)
-
-
-def review(runner: Runner, step: Step) -> None:
-    """Ask ``after_step`` whether the rest of the plan changes, and apply its answer."""
-    from . import replanning
-
-    apply(runner, replanning.review(runner, step))
-
-
-def first_plan(runner: Runner) -> bool:
-    from . import replanning
-
-    return apply(runner, replanning.first_plan(runner))
-
-
-def stop_after(runner: Runner, step: Step, why: str) -> None:
-    """An agent said the goal is reached: skip what has not started and end the run."""
-    for other in runner.plan.steps:
-        if other.status is Status.not_started:
-            other.status = Status.skipped
-            other.notes = f"not run: step {step.id} ended the run ({why})"
-            runner.emit("step.skipped", step=other.id, reason=why, by=step.id)
-            runner._changed(other)
-    runner._ending = ("completed", "stopped", f"step {step.id} ended the run: {why}")
-    if not runner.dispatch.inflight:
-        runner._finish(*runner._ending)
-
-
-def _emit_diff(runner: Runner, diff: PlanDiff) -> None:
-    data: dict[str, Any] = {"removed": diff.removed, "added": diff.added, "revised": diff.revised,
-                            "from_revision": diff.from_revision, "to_revision": diff.to_revision,
-                            "reason": diff.reason}
-    if diff.rejected is not None:
-        data["rejected"] = diff.rejected
-    runner.emit("plan.diff", **data)

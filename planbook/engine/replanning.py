@@ -4,8 +4,8 @@ review after a step (AgenticSeek), and an agent ending the run (OpenManus's FINI
 Every change passes the one acceptance check (:mod:`planbook.spec.acceptance`), is checked
 against the replan budget before it happens, and becomes a revision with a diff. This
 module only *decides*: it asks the planner (or the review) and returns what the run
-should do — a :class:`~planbook.engine.decisions.Revise`, a :class:`~planbook.engine.decisions.Reject`,
-an :class:`~planbook.engine.decisions.End` — and the runner applies it (:func:`planbook.engine.decisions.apply`);
+should do — a :class:`~planbook.engine.changes.Revise`, a :class:`~planbook.engine.changes.Reject`,
+an :class:`~planbook.engine.changes.End` — and the runner applies it (:func:`planbook.engine.planchanges.apply`);
 nothing here writes the run's state.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..spec.acceptance import accept_steps
-from .decisions import Change, End, FirstPlan, Reject, Revise
+from .changes import Change, End, FirstPlan, Reject, Revise
 from ..data.errors import PlanError, PlanningError
 from .execute import describe_exception
 from ..workers.interrupts import call_user

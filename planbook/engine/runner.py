@@ -19,8 +19,8 @@ from typing import Any
 from ..workers.agents import AgentsLike, as_agents
 from .approvals import ApproveLike
 from .budget import Budget
-from .config import RunConfig
-from . import decisions
+from .config import DEFAULTS, RunConfig
+from . import decisions, planchanges
 from .dispatch import Dispatcher, Flight
 from ..data.errors import PlanError, Problem
 from .eventbus import RUN_HOOKS, EventBus, EventHandler
@@ -83,22 +83,22 @@ class Runner:
         planner: Planner | None = None,
         tools: ToolsLike = None,
         agents: AgentsLike = None,
-        on_failure: str | Sequence[str] | None = None,
-        retries: int | None = None,
-        max_steps: int = 12,
-        max_replans: int = 5,
-        step_timeout: float | None = None,
-        parallel: int = 1,
-        executor: Any = None,
+        on_failure: str | Sequence[str] | None = DEFAULTS.on_failure,
+        retries: int | None = DEFAULTS.retries,
+        max_steps: int = DEFAULTS.max_steps,
+        max_replans: int = DEFAULTS.max_replans,
+        step_timeout: float | None = DEFAULTS.step_timeout,
+        parallel: int = DEFAULTS.parallel,
+        executor: Any = DEFAULTS.executor,
         after_step: AfterStep | None = None,
-        store: Any = None,
-        cache: bool | None = None,
+        store: Any = DEFAULTS.store,
+        cache: bool | None = DEFAULTS.cache,
         on_event: EventHandler | Iterable[EventHandler] | None = None,
         clock: Callable[[], float] = time.time,
-        strategy: str | None = None,
-        faithful: bool = False,
-        approve: ApproveLike = None,
-        approve_timeout: float | None = None,
+        strategy: str | None = DEFAULTS.strategy,
+        faithful: bool = DEFAULTS.faithful,
+        approve: ApproveLike = DEFAULTS.approve,
+        approve_timeout: float | None = DEFAULTS.approve_timeout,
     ) -> None:
         attach: list[Callable[[Runner], None]] = []
         if strategy is not None or faithful:  # a seed design's bundle of options, from the layer that knows them
@@ -117,6 +117,7 @@ class Runner:
         self.config = RunConfig.build(
             on_failure=on_failure, has_planner=planner is not None, retries=retries, max_steps=max_steps,
             max_replans=max_replans, step_timeout=step_timeout, parallel=parallel, executor=executor, cache=cache,
+            store=store, strategy=strategy, faithful=faithful, approve=approve, approve_timeout=approve_timeout,
         )
         self.planner = planner
         self.tools = as_toolbox(tools)
@@ -467,7 +468,7 @@ class Runner:
         # finds them (and asks again about idempotent=False tools)
         self._adopted = False
         if self.goal_only is not None and s.plan.revision == 0:  # no first plan yet (or it was interrupted)
-            if not decisions.first_plan(self):
+            if not planchanges.first_plan(self):
                 return False
             self._stale = True
             self.emit("plan.created", steps=[st.id for st in s.plan.steps])
@@ -495,7 +496,7 @@ class Runner:
             return None
         if self._replan_for is not None and not self.dispatch.inflight:
             failed, self._replan_for = self._replan_for, None
-            decisions.replan(self, failed)
+            planchanges.replan(self, failed)
             return None
         if self._ending is not None and not self.dispatch.inflight:
             self._finish(*self._ending)
@@ -746,9 +747,9 @@ class Runner:
             if kept or self._ending is not None:
                 return
             if outcome.stop is not None:
-                decisions.stop_after(self, step, outcome.stop)
+                planchanges.stop_after(self, step, outcome.stop)
             elif self.after_step is not None:
-                decisions.review(self, step)
+                planchanges.review(self, step)
             return
         s.last_error = failure_line(step.id, outcome.error)
         s.pending_failures.append(step.id)  # until its policy is applied (Ctrl-C may come first)
@@ -764,7 +765,7 @@ class Runner:
         self._apply_policy(step)
         if self.after_step is not None and not self.finished and self._ending is None \
                 and step.status in (Status.failed, Status.skipped) and self._replan_for is None:
-            decisions.review(self, step)
+            planchanges.review(self, step)
 
     def _uncount(self, flight: Flight, note: str) -> None:
         """An execution that did not complete did not happen: it runs again."""
@@ -808,7 +809,7 @@ class Runner:
             self._replan_for = step  # after the running steps finish; they are part of what happened
         if not self.dispatch.inflight:
             failed, self._replan_for = self._replan_for, None
-            decisions.replan(self, failed)
+            planchanges.replan(self, failed)
 
     def keep_going(self, step: Step) -> None:
         self._unshare(step)
@@ -921,22 +922,22 @@ def run(
     planner: Planner | None = None,
     tools: ToolsLike = None,
     agents: AgentsLike = None,
-    on_failure: str | Sequence[str] | None = None,
-    retries: int | None = None,
-    max_steps: int = 12,
-    max_replans: int = 5,
-    step_timeout: float | None = None,
-    parallel: int = 1,
-    executor: Any = None,
+    on_failure: str | Sequence[str] | None = DEFAULTS.on_failure,
+    retries: int | None = DEFAULTS.retries,
+    max_steps: int = DEFAULTS.max_steps,
+    max_replans: int = DEFAULTS.max_replans,
+    step_timeout: float | None = DEFAULTS.step_timeout,
+    parallel: int = DEFAULTS.parallel,
+    executor: Any = DEFAULTS.executor,
     after_step: AfterStep | None = None,
-    store: Any = None,
-    cache: bool | None = None,
+    store: Any = DEFAULTS.store,
+    cache: bool | None = DEFAULTS.cache,
     on_event: EventHandler | Iterable[EventHandler] | None = None,
     clock: Callable[[], float] = time.time,
-    strategy: str | None = None,
-    faithful: bool = False,
-    approve: ApproveLike = None,
-    approve_timeout: float | None = None,
+    strategy: str | None = DEFAULTS.strategy,
+    faithful: bool = DEFAULTS.faithful,
+    approve: ApproveLike = DEFAULTS.approve,
+    approve_timeout: float | None = DEFAULTS.approve_timeout,
 ) -> RunResult:
     """Run a plan (or a goal, with a planner) to the end and return the :class:`RunResult`.
 

@@ -1,0 +1,112 @@
+"""Changes to a run's plan, applied on the run's thread: a replan, a review's answer, the first
+plan, an edit by a person, an agent ending the run.
+
+:mod:`planbook.engine.replanning` decides and returns a :mod:`~planbook.engine.changes` value;
+this module asks it and carries the value out — with the runner and the door
+(:mod:`planbook.engine.decisions`), the only code that writes a run's state
+(``tests/test_door_architecture.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import replanning
+from .changes import Change, FirstPlan, Reject, Revise
+from ..data.diff import diff_plans
+from ..data.models import PlanDiff, Status, Step
+
+if TYPE_CHECKING:
+    from .runner import Runner
+
+__all__ = ["apply", "edit_step", "first_plan", "replan", "review", "stop_after"]
+
+
+def edit_step(runner: Runner, step: Step, args: dict[str, Any], who: str) -> None:
+    """Give a step that has not started new arguments: a new revision with a ``revised`` diff,
+    like a replan by a person (it costs no replan budget). Changed in place, so calls in flight
+    keep their steps."""
+    s = runner.state
+    before = runner.plan.copy_plan()
+    step.args = args
+    runner.plan.revision += 1
+    diff = diff_plans(before, runner.plan, reason=f"edited by you ({who})")
+    s.revisions.append(diff)
+    _emit_diff(runner, diff)
+    if runner.recorder is not None:
+        runner.recorder.save(s)
+
+
+def apply(runner: Runner, change: Change) -> bool:
+    """Carry out what a replan, a review or the first planning returned; False when the run ended."""
+    s = runner.state
+    if change is None:
+        return True
+    if isinstance(change, FirstPlan):
+        s.plan = change.plan
+        return True
+    if isinstance(change, Revise):
+        s.replans += change.replans
+        diff = diff_plans(runner.plan, change.candidate, reason=change.reason)
+        s.plan = change.candidate
+        for new in change.new_steps:  # a step the planner (re)proposed is new work with its own retries
+            s.retries_used.pop(new.id, None)
+        s.revisions.append(diff)
+        runner.scheduler.rebuild(change.candidate)
+        _emit_diff(runner, diff)
+        runner.emit("plan.created", steps=[st.id for st in change.candidate.steps])
+        if runner.recorder is not None:
+            runner.recorder.save(s)
+        return True
+    if isinstance(change, Reject):
+        # kept in the history (its plan.diff marked rejected), so the user sees what was proposed and why not
+        diff = diff_plans(runner.plan, change.candidate, reason=change.reason).model_copy(
+            update={"rejected": change.rejected})
+        s.revisions.append(diff)
+        _emit_diff(runner, diff)
+        runner._finish("failed", "no_plan", change.rejected)
+        return False
+    s.replans += change.replans
+    runner._finish(change.status, change.reason, change.error, change.exc)
+    return False
+
+
+def replan(runner: Runner, failed: Step) -> None:
+    """Ask the planner for a new plan after ``failed``, and apply what it returned."""
+    try:
+        change = replanning.replan(runner, failed)
+    except KeyboardInterrupt:
+        runner.state.pending_failures.append(failed.id)  # the failure is handled again on continue
+        raise
+    apply(runner, change)
+
+
+def review(runner: Runner, step: Step) -> None:
+    """Ask ``after_step`` whether the rest of the plan changes, and apply its answer."""
+    apply(runner, replanning.review(runner, step))
+
+
+def first_plan(runner: Runner) -> bool:
+    return apply(runner, replanning.first_plan(runner))
+
+
+def stop_after(runner: Runner, step: Step, why: str) -> None:
+    """An agent said the goal is reached: skip what has not started and end the run."""
+    for other in runner.plan.steps:
+        if other.status is Status.not_started:
+            other.status = Status.skipped
+            other.notes = f"not run: step {step.id} ended the run ({why})"
+            runner.emit("step.skipped", step=other.id, reason=why, by=step.id)
+            runner._changed(other)
+    runner._ending = ("completed", "stopped", f"step {step.id} ended the run: {why}")
+    if not runner.dispatch.inflight:
+        runner._finish(*runner._ending)
+
+
+def _emit_diff(runner: Runner, diff: PlanDiff) -> None:
+    data: dict[str, Any] = {"removed": diff.removed, "added": diff.added, "revised": diff.revised,
+                            "from_revision": diff.from_revision, "to_revision": diff.to_revision,
+                            "reason": diff.reason}
+    if diff.rejected is not None:
+        data["rejected"] = diff.rejected
+    runner.emit("plan.diff", **data)
