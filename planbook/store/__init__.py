@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .base import CacheHit, RunNotFound, RunStore, RunSummary, StoredRun, StoreError, StoreFormatError
+from ..data.errors import RunNotFound, StoreError, StoreFormatError
+from .base import CacheHit, RunStore, RunSummary, StoredRun
 from .cachekey import step_cache_key
 from .claims import RunClaimed
 from .memory import MemoryStore

@@ -36,9 +36,11 @@ from operator import itemgetter
 from types import UnionType
 from typing import Any, Literal, Protocol, Union, get_args, get_origin, runtime_checkable
 
-from ..data.errors import PlanbookError, RunNotFound, StoreError, StoreFormatError
+# StoreError and StoreFormatError are defined with every planbook error; importable from here as before
+from ..data.errors import RunNotFound, StoreError, StoreFormatError
 from ..data import results
 from ..data.models import Event, Plan, PlanDiff, RunResult, Status, Step
+from . import claims
 from .values import Redacted, Unrestorable, has_marker
 
 #: the RunState fields that are not lists (saved as one record, read back as is)
@@ -82,9 +84,7 @@ class RunSummary:
     def writer_gone(self) -> bool:
         """True for a ``running`` run whose writing process died on this host: it was cut
         short (``planbook runs`` shows it as ``stopped (writer gone)``; a resume takes it over)."""
-        from .claims import writer_gone
-
-        return writer_gone(self.status, self.writer_pid, self.writer_host)
+        return claims.writer_gone(self.status, self.writer_pid, self.writer_host)
 
 
 @dataclass(frozen=True)

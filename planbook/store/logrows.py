@@ -41,7 +41,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..data.models import Event, Step
-from .base import RunSummary, StoreFormatError
+from ..data.errors import StoreFormatError
+from .base import RunSummary
 from .records import event_from_record, redacted_paths, step_from_record
 from .values import UNRESTORABLE_ARGS, Encoded, clone, decode, place_markers
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..data.models import Event, Plan, Step
-from .base import CacheHit, RunSummary, StoredRun, StoreError, counters_of, new_run_id, not_found
+from ..data.errors import StoreError
+from .base import CacheHit, RunSummary, StoredRun, counters_of, new_run_id, not_found
 from .records import (
     config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json, plan_from_record,
     plan_json, step_from_record, step_json,

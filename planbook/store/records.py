@@ -12,7 +12,7 @@ from operator import itemgetter
 from typing import Any
 
 from ..data.models import Event, Plan, PlanDiff, Status, Step
-from .base import StoreError
+from ..data.errors import StoreError
 from ..outbound.redact import DeferredChecks, Redactor
 from .values import shown
 

@@ -28,7 +28,7 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-from .base import StoreError, StoreFormatError
+from ..data.errors import StoreError, StoreFormatError
 from .logrows import INSERT_LOG, LOG_TABLE, document, entry_json, log_id, value_json
 
 #: the schema this planbook writes; a file with a higher number was written by a newer one

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..outbound.redact import Redactor
-from .base import StoreError, StoreFormatError
+from ..data.errors import StoreError, StoreFormatError
 from .runcache import RunCache
 from .schema import DAMAGED, connect_readonly, is_busy
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..outbound.redact import Redactor
-from .base import StoreError
+from ..data.errors import StoreError
 from .schema import SCHEMA_VERSION, check_file, create_schema
 from .sqlcache import SQLiteStepCache
 from .sqlread import SQLiteReads

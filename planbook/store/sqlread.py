@@ -11,8 +11,7 @@ import sqlite3
 from typing import Any
 
 from ..data.models import Step
-from .base import RunSummary, StoredRun
-from .base import not_found
+from .base import RunSummary, StoredRun, not_found
 from .logrows import (
     LAST_LOG_ROW, RUN_FIRST, RUN_LAST, SUMMARY_JSON, Damage, Reading, Replay, json_check, number, parsed, run_range,
     shown, step_of, summary_of, value_of,

@@ -19,9 +19,9 @@ from typing import Any
 
 from ..data.models import Event, Plan, Status, Step
 from ..outbound.redact import DeferredChecks
-from .base import StoreError, counters_key, counters_of, new_run_id
+from ..data.errors import StoreError
+from .base import counters_key, counters_of, new_run_id, not_found
 from .claims import RunClaimed, is_me, refuse_claim, this_host
-from .base import not_found
 from .logrows import (
     INSERT_LOG, RUN_FIRST, RUN_LAST, document, entry_json, log_id, meta_json, run_range, statuses_after, value_json,
 )
