@@ -28,18 +28,7 @@ from .spec.validate import validate_plan
 from . import compat as _compat  # the seed designs register their plan formats and strategy= with the layers below
 
 
-def _version() -> str:
-    """The installed distribution's version (pyproject.toml is the one place it is written);
-    a checkout used without installing (``PYTHONPATH=.``) says so instead of guessing."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("planbook")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
-__version__ = _version()
+from .data.version import __version__, _version  # noqa: F401 - one home for the version, below the surfaces
 
 __all__ = [
     "Agent", "AgentContext", "AgentReply", "Event", "FunctionAgent", "Plan", "PlanDiff", "PlanError", "PlanbookError",

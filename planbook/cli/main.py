@@ -11,7 +11,6 @@ import argparse
 import codecs
 import contextlib
 import functools
-import importlib
 import math
 import os
 import sys
@@ -20,10 +19,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from . import runs as cli_runs
-from ..data.errors import PlanbookError, PlanError, closest
+from .common import UsageProblem, final_outputs, load_object, printable
+from .options import add_run_options, run_options
+from ..data.errors import PlanbookError, PlanError
 from ..data.models import Plan, RunResult
-from ..outbound import RunSecrets, neutralise, one_line, plain_gate
-from ..engine.policies import POLICIES
+from ..outbound import neutralise, one_line
 from ..engine.runner import Runner
 from ..views.text import format_result, summary_line
 from ..workers.tools import Toolbox
@@ -32,66 +32,28 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MAX_OUTPUT_LINES = 20  # what a step printed is shown after the run, this much of it
 
 
-class UsageProblem(Exception):
-    """A command-line mistake: printed with the usage hint, exit code 2."""
-
-
-def load_object(ref: str, what: str, *, label: str | None = None) -> Any:
-    """``module:object`` (module importable from the current directory) → the object.
-    ``label`` starts each error instead of ``--WHAT`` (``mcp serve`` names the ref too)."""
-    label = label or f"--{what}"
-    module_name, sep, attr = ref.partition(":")
-    if not sep or not module_name or not attr:
-        raise UsageProblem(f"{label}: not module:object (e.g. mytools:toolbox)" if label != f"--{what}" else
-                           f"{label} takes module:object (e.g. mytools:toolbox), got {ref!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        hint = closest(module_name, _local_modules()) if getattr(exc, "name", None) == module_name else ""
-        raise UsageProblem(f"{label}: cannot import module {module_name!r}: {exc}{hint}") from None
-    except Exception as exc:  # a SyntaxError or a crash while the module runs: still a usage problem
-        raise UsageProblem(f"{label}: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
-    obj, where, parts = module, f"module {module_name!r}", attr.split(".")
-    for i, part in enumerate(parts):
-        if not hasattr(obj, part):
-            public = [name for name in dir(obj) if not name.startswith("_")]
-            raise UsageProblem(f"{label}: {where} has no {part!r}{closest(part, public)}")
-        obj, where = getattr(obj, part), f"{module_name}:{'.'.join(parts[: i + 1])}"
-    return obj
-
-
-def _local_modules() -> list[str]:
-    """Modules importable from the current directory (for "did you mean" on a module name)."""
-    try:
-        names = os.listdir(os.getcwd())
-    except OSError:
-        return []
-    return [n[:-3] if n.endswith(".py") else n for n in names
-            if n.endswith(".py") or os.path.isfile(os.path.join(n, "__init__.py"))]
-
-
-def _seconds(text: str, *, zero_ok: bool = False, option: str = "--timeout") -> float:
-    """A finite number of seconds, positive (``--timeout``) or at least 0 (``--pace``):
-    ``nan`` and ``inf`` would silently mean "no limit"."""
+def _pace(text: str) -> float:
+    """``--pace``: a finite number of seconds >= 0 (``nan`` and ``inf`` are no pace)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (math.isfinite(value) and (value >= 0 if zero_ok else value > 0)):
-        wanted = "a number of seconds >= 0" if zero_ok else f"a positive number of seconds (leave {option} out for no limit)"
-        raise argparse.ArgumentTypeError(f"{text!r}: {option} takes {wanted}")
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: --pace takes a number of seconds >= 0")
     return value
 
 
-def _policy_chain(text: str) -> list[str]:
-    """``retry,replan`` → ["retry", "replan"]; each name checked (argparse reports the error)."""
-    chain = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [p for p in chain if p not in POLICIES]
-    if not chain or unknown:
-        raise argparse.ArgumentTypeError(f"unknown policy {', '.join(unknown) or text!r}; choose from {', '.join(POLICIES)}")
-    return chain
+#: the run options ``planbook run`` takes as flags (generated from planbook.engine.config.OPTIONS);
+#: ``store`` is the command line's own ``--store``/``--no-store`` (its default is the store file,
+#: not nowhere), ``executor`` is an object no flag can name
+RUN_FLAGS = ("on_failure", "retries", "max_steps", "max_replans", "step_timeout", "parallel", "strategy",
+             "faithful", "approve", "approve_timeout", "cache")
+#: what the command line says about an option beyond its one line of help
+_MORE_HELP = {
+    "approve": "The prompt is [a]pprove [s]kip [e]dit [q]uit on the terminal (quit stops the run: failed, "
+               "aborted); with standard input not a terminal it is an error. The live table pauses while the "
+               "prompt asks",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -103,37 +65,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--tools", metavar="MODULE:OBJECT", help="a Toolbox, {name: function} mapping or list of functions")
     run.add_argument("--agents", metavar="MODULE:OBJECT", help="a {name: agent} mapping or list of agents")
     run.add_argument("--planner", metavar="MODULE:OBJECT", help="a planner function, used to replan after failures")
-    run.add_argument("--on-failure", type=_policy_chain, metavar="POLICY",
-                     help=f"{', '.join(POLICIES)}, or a chain such as retry,replan "
-                          "(default: replan with a planner, else abort)")
-    run.add_argument("--retries", type=int, default=None, help="extra attempts for --on-failure retry (default 1)")
-    run.add_argument("--max-steps", type=int, default=12, help="cap on step executions (default 12)")
-    run.add_argument("--max-replans", type=int, default=5, help="cap on replans (default 5)")
-    run.add_argument("--timeout", type=_seconds, default=None, help="seconds a step may take")
-    run.add_argument("--parallel", type=int, default=1, metavar="N",
-                     help="run up to N steps whose needs are done at once (default 1: one at a time, in plan order)")
-    run.add_argument("--strategy", metavar="NAME", default=None,
-                     help="run as a seed design: planbook (default), lesson, openmanus or agenticseek")
-    run.add_argument("--faithful", action="store_true",
-                     help="with --strategy openmanus or agenticseek: reproduce that design's pitfalls")
+    add_run_options(run, RUN_FLAGS, extra_help=_MORE_HELP)
     run.add_argument("--plain", action="store_true", help="no live view; print the final result only")
-    run.add_argument("--approve", nargs="?", const=True, default=None, metavar="IDS|TOOLS",
-                     help="ask before steps start: every step, or the step ids / tool names given (comma-separated); "
-                          "tools registered with approve=True always ask. The prompt is [a]pprove [s]kip [e]dit "
-                          "[q]uit on the terminal (quit stops the run: failed, aborted); with standard input not a "
-                          "terminal it is an error. The live table pauses while the prompt asks")
-    run.add_argument("--approve-timeout", type=functools.partial(_seconds, option="--approve-timeout"), default=None, metavar="SECONDS",
-                     help="seconds a step may wait for a decision; then the run stops (failed, aborted)")
     run.add_argument("--store", metavar="PATH", help=cli_runs.STORE_HELP)
     run.add_argument("--no-store", action="store_true", help="keep no record of the run (it cannot be resumed)")
-    cache = run.add_mutually_exclusive_group()
-    cache.add_argument("--cache", dest="cache", action="store_const", const=True, default=None,
-                       help="answer a tool call made in an earlier stored run with the same arguments and code "
-                            "from that run's result (off by default: a tool that reads a clock, a price or a file "
-                            "would give yesterday's answer; tools registered with cache=True are cached anyway)")
-    cache.add_argument("--no-cache", dest="cache", action="store_const", const=False,
-                       help="reuse no earlier results, not even for tools registered with cache=True "
-                            "(without either flag, only those are)")
     run.add_argument("--mcp", action="append", default=[], metavar='"CMD ARGS"',
                      help="also use the tools of this MCP server (a stdio command line, or an http(s) URL); repeatable")
 
@@ -145,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="run the bundled offline demo (a failure, a replan, a diff)")
     demo.add_argument("--plain", action="store_true", help="no live view; print the final result only")
-    demo.add_argument("--pace", type=functools.partial(_seconds, zero_ok=True, option="--pace"), default=0.0, metavar="SECONDS",
+    demo.add_argument("--pace", type=_pace, default=0.0, metavar="SECONDS",
                       help="make each step take SECONDS longer, so the live view can be followed (for presenting)")
 
     sub.add_parser("schema", help="print the JSON Schema of plan files (for editors: see the README)")
@@ -225,21 +160,6 @@ def _pause_view_to_ask(runner: Runner, view: Any) -> None:
     steering.ask_with(asking)
 
 
-def printable(value: Any, gate: RunSecrets | None = None) -> str:
-    """``str(value)`` through the gate (``gate``: the run's secrets) with its control characters
-    shown as escapes; a result whose ``__str__`` raises is described instead (the run is done:
-    printing its answers must not turn it into a crash)."""
-    hide = (gate or plain_gate()).text
-    try:
-        return neutralise(hide(str(value)))
-    except Exception as exc:
-        try:
-            text = repr(value)
-        except Exception:
-            text = f"a {type(value).__name__} object"
-        return neutralise(hide(f"{text} (printing it failed: {type(exc).__name__}: {exc})"))
-
-
 #: the marks and signs planbook prints, as ASCII, for a stream whose encoding lacks them
 ASCII_MARKS = {"✓": "v", "✗": "x", "→": "->", "…": "...", "—": "--", "–": "-", "≥": ">=", "≤": "<="}
 _ASCII_HANDLER = "planbook-ascii"
@@ -296,16 +216,6 @@ def _slowed(fn: Any, seconds: float) -> Any:
             time.sleep(seconds)
 
     return slowed
-
-
-def final_outputs(result: RunResult) -> dict[str, Any]:
-    """Results of the completed steps no other step needs: the run's answers.
-
-    (AgenticSeek returns only the last agent's answer; a plan can have several leaves.)
-    """
-    needed = {n for step in result.plan.steps for n in step.needs}
-    gate = result.secrets  # a step that feeds a secret-named argument answers ***
-    return {sid: gate.value(sid, value) for sid, value in result.outputs.items() if sid not in needed}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -377,14 +287,8 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.cache and args.no_store:
             raise UsageProblem("--cache reuses results stored by earlier runs, and --no-store keeps no store: "
                                "drop one of them")
-        runner = Runner(
-            plan, planner=planner, tools=tools, agents=agents, on_failure=args.on_failure, retries=args.retries,
-            max_steps=args.max_steps, max_replans=args.max_replans, step_timeout=args.timeout,
-            parallel=args.parallel, strategy=args.strategy, faithful=args.faithful,
-            store=None if args.no_store else cli_runs.store_path(args), cache=args.cache,
-            approve=args.approve.split(",") if isinstance(args.approve, str) else args.approve,
-            approve_timeout=args.approve_timeout,
-        )
+        runner = Runner(plan, planner=planner, tools=tools, agents=agents,
+                        store=None if args.no_store else cli_runs.store_path(args), **run_options(args, RUN_FLAGS))
         from .prompt import attach_prompt
 
         attach_prompt(runner)

@@ -19,7 +19,8 @@ from typing import Any
 
 from collections.abc import Mapping
 
-from .main import UsageProblem, final_outputs, load_object, printable
+from .common import UsageProblem, final_outputs, load_object, printable
+from .options import from_json, json_properties
 from ..compat.openmanus import PlanningTool, ToolError
 from ..data.errors import PlanbookError
 from ..outbound import RunSecrets, neutralise
@@ -27,15 +28,15 @@ from ..engine.runner import Runner
 from ..workers.tools import Toolbox, as_toolbox
 from ..views.text import format_result
 
+#: the run options a client may give ``run_plan`` (the schema is generated from
+#: planbook.engine.config.OPTIONS); the server's tools and store are its own, objects no JSON names
+RUN_OPTIONS = ("on_failure", "retries", "max_steps", "step_timeout", "parallel")
 RUN_PLAN_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "spec": {"type": "string", "description": "the plan: a YAML/JSON mapping with `steps`, or a numbered "
                                                   "Markdown list; each step names a tool of this server's toolbox"},
-        "on_failure": {"type": "string", "description": "abort (default), skip or retry", "enum": ["abort", "skip", "retry"]},
-        "parallel": {"type": "integer", "minimum": 1, "description": "steps run at once (default 1)"},
-        "max_steps": {"type": "integer", "minimum": 1, "description": "step budget (default 12)"},
-        "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "seconds a step may take"},
+        **json_properties(RUN_OPTIONS),
     },
     "required": ["spec"],
 }
@@ -96,9 +97,7 @@ class PlanbookServer:
         spec = args.get("spec")
         if not isinstance(spec, str) or not spec.strip():
             raise ValueError("run_plan needs `spec`: the plan as YAML/JSON text or a numbered list")
-        runner = Runner(spec, tools=self.tools, on_failure=args.get("on_failure"), parallel=int(args.get("parallel", 1)),
-                        max_steps=int(args.get("max_steps", 12)), step_timeout=args.get("timeout"),
-                        store=self._store_path())
+        runner = Runner(spec, tools=self.tools, store=self._store_path(), **from_json(args, RUN_OPTIONS))
         total = len(runner.state.plan.steps)
         if progress is not None:
             def report(event: Any) -> None:
@@ -150,14 +149,14 @@ def build_server(app: PlanbookServer) -> Any:
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=structured, is_error=is_error)
 
-    from .. import __version__
+    from ..data.version import __version__
 
     return Server("planbook", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 def load_tools(ref: str) -> Toolbox:
     """``--tools MODULE:OBJECT`` as the toolbox ``run_plan`` uses: checked before the server
-    starts, so a bad ref is one :class:`~planbook.cli.main.UsageProblem` naming it (exit code 2),
+    starts, so a bad ref is one :class:`~planbook.cli.common.UsageProblem` naming it (exit code 2),
     not a server that fails at the first call."""
     label = f"--tools {ref}"
     obj = load_object(ref, "tools", label=label)
@@ -176,7 +175,7 @@ def _a(noun: str) -> str:
 
 def serve(tools: str | None = None, store: str | None = None) -> int:
     """Serve over stdio until the client closes the connection. A bad ``tools`` ref raises
-    :class:`~planbook.cli.main.UsageProblem` before anything is served."""
+    :class:`~planbook.cli.common.UsageProblem` before anything is served."""
     app = PlanbookServer(tools=load_tools(tools) if tools else None, store=store)
     try:
         import anyio

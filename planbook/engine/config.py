@@ -1,20 +1,138 @@
-"""A run's settings, as one checked value.
+"""A run's options, each with one default, one check and one line of help.
 
-:class:`RunConfig` is everything a caller chooses about a run (policy, budgets,
-retries, timeouts, parallelism, where steps execute). Together with the
-:class:`~planbook.engine.state.RunState` it is enough to continue a run later, so it is plain
-data: the executor object itself is kept out of what is serialised.
+:data:`OPTIONS` is the one place a run option is described: its keyword, its default, how
+it is checked and what it means. Everything else is built from it: :class:`RunConfig`
+(the checked settings of one run, see :meth:`RunConfig.build`), the default of every
+keyword in the signatures of :func:`planbook.run`, :class:`~planbook.engine.runner.Runner`,
+:func:`planbook.start` and :func:`planbook.resume` (``DEFAULTS.max_steps``), the command
+line's flags, the MCP server's JSON schema and the ``%run_plan`` magic's options
+(:mod:`planbook.cli.options`). A test (``tests/test_run_options.py``) holds them together.
+
+What a run is given but is not an option of it (a *collaborator*, an object that does part of
+the work) is kept out: ``plan`` (what runs), ``planner``, ``tools``, ``agents`` (who does the
+work), ``after_step`` (a review after each step), ``on_event`` (who listens) and ``clock``
+(the time source, replaced in tests). Options are values a user chooses at a surface; the
+object-valued ones (``executor``, ``store``, an ``approve`` callable) are options too, and a
+surface that cannot name an object (the MCP schema) leaves them out.
+
+Together with the :class:`~planbook.engine.state.RunState` a :class:`RunConfig` is enough
+to continue a run later, so it is plain data: the executor and store objects and an
+``approve`` callable are kept out of what is serialised.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .policies import normalise_policy
+from ..data.errors import closest
+from .policies import POLICIES, normalise_policy
+
+
+class OptionTextError(ValueError):
+    """Text given for an option (a flag's value) that is not a value of its kind."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One run option. ``kind`` says how text becomes a value and how a value is checked:
+    ``whole`` (an int >= ``minimum``), ``seconds`` (a positive number, None: no limit),
+    ``policy`` (a failure policy or a chain), ``flag`` (True/False), ``tri`` (True, False or
+    None), ``name`` (a string or None), ``steps`` (True, step ids or tool names, or a callable:
+    checked against the plan by :mod:`planbook.engine.approvals`), ``object`` (only Python can
+    give it; checked by what uses it)."""
+
+    name: str
+    default: Any
+    kind: str
+    help: str
+    minimum: int | None = None
+    #: the word the surfaces use when it differs from the keyword (``--timeout``, not ``--step-timeout``)
+    word: str | None = None
+    metavar: str | None = None
+    #: the default in words, when the value alone does not say it (``retries``: None means 1)
+    default_text: str | None = None
+
+    def describe(self) -> str:
+        """The help line with the default, written from the default (never a copy of it)."""
+        default = self.default_text if self.default_text is not None else self.default
+        if default is None or default is False:
+            return self.help
+        return f"{self.help} (default {default})"
+
+    @property
+    def flag(self) -> str:
+        """The command-line / magic flag: ``--max-steps``."""
+        return "--" + (self.word or self.name).replace("_", "-")
+
+    @property
+    def key(self) -> str:
+        """The name a JSON client gives (``timeout`` for ``step_timeout``)."""
+        return self.word or self.name
+
+    def check(self, value: Any, label: str | None = None) -> Any:
+        """``value`` as the run uses it, or an error naming the option (as ``label``, when given)."""
+        label = label or self.name
+        if self.kind == "whole":
+            return _whole(label, value, minimum=self.minimum or 0)
+        if self.kind == "seconds":
+            return _seconds(label, value)
+        if self.kind in ("flag", "tri"):
+            if value is None and self.kind == "tri":
+                return None
+            if not isinstance(value, bool):
+                raise TypeError(f"{label} must be True or False{' or None' if self.kind == 'tri' else ''}, got {value!r}")
+            return value
+        if self.kind == "name":
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{label} must be a name (a string), got {type(value).__name__}")
+            return value
+        if self.kind == "policy":
+            if value is not None:
+                chain = (value,) if isinstance(value, str) else tuple(value)
+                for name in chain:
+                    if name not in POLICIES:
+                        raise ValueError(_unknown_policy(name))
+            return value
+        return value  # objects, steps: checked by what uses them (the executor's .submit, the store's opening)
+
+    def parse(self, text: str, label: str | None = None) -> Any:
+        """A flag's text as a value of this option. Whole numbers are range-checked by :meth:`check`
+        when the run is built; seconds here (``nan`` and ``inf`` would silently mean "no limit")."""
+        label = label or self.flag
+        if self.kind == "whole":
+            try:
+                return int(text)
+            except ValueError:
+                raise OptionTextError(f"{label} takes a whole number, got {text!r}") from None
+        if self.kind == "seconds":
+            try:
+                value = float(text)
+            except ValueError:
+                raise OptionTextError(f"{label} takes a number of seconds, got {text!r}") from None
+            if not math.isfinite(value) or value <= 0:  # text says a limit: nan, inf, 0 are none
+                raise OptionTextError(_seconds_message(label, text))
+            return value
+        if self.kind == "policy":
+            chain = [part.strip() for part in text.split(",") if part.strip()]
+            if not chain:
+                raise OptionTextError(f"{label} needs a policy: {', '.join(POLICIES)}")
+            for name in chain:
+                if name not in POLICIES:
+                    raise OptionTextError(_unknown_policy(name))
+            return chain[0] if len(chain) == 1 else chain
+        if self.kind == "steps":  # step ids or tool names, comma-separated
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return text
+
+
+def _unknown_policy(name: str) -> str:
+    return f"unknown policy {name!r}{closest(name, POLICIES)}; choose from {', '.join(POLICIES)}"
 
 
 def _whole(name: str, value: Any, *, minimum: int) -> int:
@@ -24,12 +142,73 @@ def _whole(name: str, value: Any, *, minimum: int) -> int:
     return value
 
 
+def _seconds_message(name: str, value: Any) -> str:
+    return f"{name} must be a positive number of seconds (leave it out for no limit), got {value!s}"
+
+
 def _seconds(name: str, value: Any) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive number of seconds (or None for no limit), got {value!r}")
+        raise ValueError(_seconds_message(name, repr(value)))
     return None if math.isinf(value) else float(value)
+
+
+DEFAULT_PARALLEL = 1
+
+#: every option of a run, in the order the signatures list them
+OPTIONS: tuple[Option, ...] = (
+    Option("on_failure", None, "policy",
+           f"what a failure does: {', '.join(POLICIES)}, or a chain such as retry,replan; "
+           "a step's own on_failure overrides it", metavar="POLICY",
+           default_text="replan with a planner, else abort"),
+    Option("retries", None, "whole", "extra attempts per step for the retry policy",
+           minimum=0, metavar="N", default_text="1"),
+    Option("max_steps", 12, "whole", "step budget: executions, including after replans",
+           minimum=0, metavar="N"),
+    Option("max_replans", 5, "whole", "replan budget", minimum=0, metavar="N"),
+    Option("step_timeout", None, "seconds", "seconds a step may take",
+           word="timeout", metavar="SECONDS", default_text="no limit"),
+    Option("parallel", DEFAULT_PARALLEL, "whole",
+           "run up to N steps whose needs are done at once",
+           minimum=1, metavar="N", default_text=f"{DEFAULT_PARALLEL}: one at a time, in plan order"),
+    Option("executor", None, "object",
+           "a concurrent.futures.Executor that runs tool calls (e.g. a Dask client's get_executor(pure=False))",
+           metavar="VAR"),
+    Option("store", None, "object",
+           "where the run persists, so it can be resumed: a path, ':memory:' or a store",
+           metavar="PATH", default_text="nowhere"),
+    Option("cache", None, "tri",
+           "answer a tool call from an earlier stored run's result of the same call (same tool code, same "
+           "arguments): off by default, since a tool that reads a clock, a price or a file would give "
+           "yesterday's answer; tools registered with cache=True are cached anyway, cache=False and "
+           "idempotent=False never", default_text="None: only tools registered with cache=True"),
+    Option("strategy", None, "name",
+           "run as a seed design: planbook, lesson, openmanus or agenticseek", metavar="NAME",
+           default_text="planbook"),
+    Option("faithful", False, "flag",
+           "with strategy openmanus or agenticseek: reproduce that design's pitfalls, for teaching"),
+    Option("approve", None, "steps",
+           "steps that wait for a decision before they start: every step (True), the step ids or tool names "
+           "given, or a callable (step, context) -> Decision; tools registered with approve=True always ask",
+           metavar="IDS|TOOLS"),
+    Option("approve_timeout", None, "seconds",
+           "seconds a step may wait for a decision; then the run stops (failed, aborted)", metavar="SECONDS"),
+)
+
+#: the options by keyword
+OPTION: dict[str, Option] = {o.name: o for o in OPTIONS}
+
+#: each option's default, by attribute: ``max_steps: int = DEFAULTS.max_steps`` in a signature
+DEFAULTS: Any = SimpleNamespace(**{o.name: o.default for o in OPTIONS})
+
+#: what a run takes that is not an option of it (see the module's docstring)
+COLLABORATORS: tuple[str, ...] = ("plan", "planner", "tools", "agents", "after_step", "on_event", "clock")
+
+
+def check_option(name: str, value: Any, label: str | None = None) -> Any:
+    """Check one option's value (``label``: the option as the caller named it)."""
+    return OPTION[name].check(value, label)
 
 
 class RunConfig(BaseModel):
@@ -41,41 +220,56 @@ class RunConfig(BaseModel):
     policy: tuple[str, ...] = ("abort",)
     #: extra attempts per step for the retry policy
     retries: int = 1
-    max_steps: int = 12
-    max_replans: int = 5
-    step_timeout: float | None = None
+    max_steps: int = DEFAULTS.max_steps
+    max_replans: int = DEFAULTS.max_replans
+    step_timeout: float | None = DEFAULTS.step_timeout
     #: how many ready steps may run at once (1: one at a time, in plan order)
-    parallel: int = 1
+    parallel: int = DEFAULTS.parallel
     #: where steps run: None (planbook's own), or any ``concurrent.futures.Executor``
-    executor: Any = Field(default=None, exclude=True)
+    executor: Any = Field(default=DEFAULTS.executor, exclude=True)
     #: a description of the executor for stores and views (``"threads"``, ``"ClientExecutor"``)
     executor_name: str = "inline"
     #: the cross-run step cache (with a store): None answers only tools registered with
     #: ``cache=True`` from earlier runs, True every tool that does not say ``cache=False``,
     #: False none. Off by default: a tool that reads the world would give a stale answer.
-    cache: bool | None = None
+    cache: bool | None = DEFAULTS.cache
+    #: where the run persists (a path or a store object; the runner opens it)
+    store: Any = Field(default=DEFAULTS.store, exclude=True)
+    #: the seed design the run follows, and whether its pitfalls are on
+    strategy: str | None = DEFAULTS.strategy
+    faithful: bool = DEFAULTS.faithful
+    #: the steps that ask (a callable is not data: the runner stores the rule's own form)
+    approve: Any = Field(default=DEFAULTS.approve, exclude=True)
+    approve_timeout: float | None = DEFAULTS.approve_timeout
 
     @classmethod
     def build(
         cls,
         *,
-        on_failure: str | Sequence[str] | None = None,
         has_planner: bool = False,
-        retries: int | None = None,
-        max_steps: int = 12,
-        max_replans: int = 5,
-        step_timeout: float | None = None,
-        parallel: int = 1,
-        executor: Any = None,
-        cache: bool | None = None,
+        on_failure: str | Sequence[str] | None = DEFAULTS.on_failure,
+        retries: int | None = DEFAULTS.retries,
+        max_steps: int = DEFAULTS.max_steps,
+        max_replans: int = DEFAULTS.max_replans,
+        step_timeout: float | None = DEFAULTS.step_timeout,
+        parallel: int = DEFAULTS.parallel,
+        executor: Any = DEFAULTS.executor,
+        store: Any = DEFAULTS.store,
+        cache: bool | None = DEFAULTS.cache,
+        strategy: str | None = DEFAULTS.strategy,
+        faithful: bool = DEFAULTS.faithful,
+        approve: Any = DEFAULTS.approve,
+        approve_timeout: float | None = DEFAULTS.approve_timeout,
     ) -> "RunConfig":
         """Check and combine the options a caller passed (``run()``, ``Runner``, magics, CLI)."""
-        _whole("max_steps", max_steps, minimum=0)
-        _whole("max_replans", max_replans, minimum=0)
-        _whole("parallel", parallel, minimum=1)
+        for name, value in (("max_steps", max_steps), ("max_replans", max_replans), ("parallel", parallel)):
+            check_option(name, value)
         if retries is not None:
-            _whole("retries", retries, minimum=0)
-        timeout = _seconds("step_timeout", step_timeout)
+            check_option("retries", retries)
+        timeout = check_option("step_timeout", step_timeout)
+        wait = check_option("approve_timeout", approve_timeout)
+        check_option("strategy", strategy)
+        check_option("faithful", faithful)
         policy = normalise_policy(on_failure, has_planner=has_planner)
         if retries == 0 and "retry" in policy:
             raise ValueError("on_failure includes 'retry' but retries=0, so nothing would be retried: "
@@ -94,4 +288,23 @@ class RunConfig(BaseModel):
             name = "inline"
         return cls(policy=policy, retries=1 if retries is None else retries, max_steps=max_steps,
                    max_replans=max_replans, step_timeout=timeout, parallel=parallel, executor=executor,
-                   executor_name=name, cache=cache)
+                   executor_name=name, cache=cache, store=store, strategy=strategy, faithful=faithful,
+                   approve=approve, approve_timeout=wait)
+
+
+def text_parser(option: Option, label: str | None = None) -> Callable[[str], Any]:
+    """``option.parse`` as argparse wants it (an ``ArgumentTypeError`` on bad text)."""
+    import argparse
+
+    def parse(text: str) -> Any:
+        try:
+            return option.parse(text, label)
+        except OptionTextError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = option.name  # argparse names the type in its messages
+    return parse
+
+
+__all__ = ["COLLABORATORS", "DEFAULTS", "OPTION", "OPTIONS", "Option", "OptionTextError", "RunConfig",
+           "check_option", "text_parser"]

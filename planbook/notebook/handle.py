@@ -15,13 +15,19 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import threading
-from collections.abc import Generator, Mapping
+import time
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..engine.approvals import Decision, Who, check_edit
+from ..engine.approvals import ApproveLike, Decision, Who, check_edit
+from ..engine.config import DEFAULTS
 from ..engine.decisions import Door, RunEnded
+from ..engine.eventbus import EventHandler
 from ..data.models import Plan, RunResult, Status
-from ..engine.runner import Runner
+from ..engine.runner import AfterStep, Runner
+from ..workers.agents import AgentsLike
+from ..workers.planners import Planner
+from ..workers.tools import ToolsLike
 
 __all__ = ["RunHandle", "start", "start_runner"]
 
@@ -324,7 +330,30 @@ class RunHandle:
         return {**widget, **data}, metadata
 
 
-def start(plan: Plan | str, *, view: bool | None = None, **options: Any) -> RunHandle:
+def start(
+    plan: Plan | str,
+    *,
+    view: bool | None = None,
+    planner: Planner | None = None,
+    tools: ToolsLike = None,
+    agents: AgentsLike = None,
+    on_failure: str | Sequence[str] | None = DEFAULTS.on_failure,
+    retries: int | None = DEFAULTS.retries,
+    max_steps: int = DEFAULTS.max_steps,
+    max_replans: int = DEFAULTS.max_replans,
+    step_timeout: float | None = DEFAULTS.step_timeout,
+    parallel: int = DEFAULTS.parallel,
+    executor: Any = DEFAULTS.executor,
+    after_step: AfterStep | None = None,
+    store: Any = DEFAULTS.store,
+    cache: bool | None = DEFAULTS.cache,
+    on_event: EventHandler | Iterable[EventHandler] | None = None,
+    clock: Callable[[], float] = time.time,
+    strategy: str | None = DEFAULTS.strategy,
+    faithful: bool = DEFAULTS.faithful,
+    approve: ApproveLike = DEFAULTS.approve,
+    approve_timeout: float | None = DEFAULTS.approve_timeout,
+) -> RunHandle:
     """Start a run in the background and return its :class:`RunHandle` at once.
 
     Takes the options of :func:`planbook.run` (``approve=``, ``approve_timeout=``, ``parallel=``,
@@ -332,7 +361,13 @@ def start(plan: Plan | str, *, view: bool | None = None, **options: Any) -> RunH
     notebook kernel). Steps that ask for approval wait for ``handle.approve(id)`` (or the view's
     buttons) instead of needing a callable.
     """
-    return start_runner(Runner(plan, **options), view=view)
+    runner = Runner(
+        plan, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=retries,
+        max_steps=max_steps, max_replans=max_replans, step_timeout=step_timeout, parallel=parallel,
+        executor=executor, after_step=after_step, store=store, cache=cache, on_event=on_event, clock=clock,
+        strategy=strategy, faithful=faithful, approve=approve, approve_timeout=approve_timeout,
+    )
+    return start_runner(runner, view=view)
 
 
 def start_runner(runner: Runner, *, view: bool | None = None) -> RunHandle:
