@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..data.errors import RunNotFound, StoreError, StoreFormatError
-from .base import CacheHit, RunStore, RunSummary, StoredRun
+from .base import CacheHit, RunStateLike, RunStore, RunSummary, StoredRun
 from .cachekey import step_cache_key
 from .claims import RunClaimed
 from .memory import MemoryStore
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from .sqlite import SQLiteStore
 
 __all__ = [
-    "CacheHit", "MemoryStore", "REDACTED", "Redacted", "RunClaimed", "RunNotFound", "RunStore", "RunSummary",
+    "CacheHit", "MemoryStore", "REDACTED", "Redacted", "RunClaimed", "RunNotFound", "RunStateLike", "RunStore",
+    "RunSummary",
     "SQLiteStore",
     "StoreError", "StoreFormatError", "StoredRun", "Unrestorable", "default_store_path", "open_store",
     "step_cache_key", "STORE_FILE", "HOME_ENV",

@@ -173,6 +173,37 @@ class StoredRun:
         )
 
 
+class RunStateLike(Protocol):
+    """What a store reads of a run's state: the engine's ``RunState`` is one (the store sits
+    below the engine, so it names what it reads instead of importing the class), as
+    pydantic-graph's persistence is typed by the state it keeps.
+
+    ``history`` and ``events`` only grow (a write stores what was added since the last);
+    :func:`counters_of` also reads every field that is not one of :data:`LIST_FIELDS`.
+    Read-only here: a store never changes the state it is given."""
+
+    @property
+    def plan(self) -> Plan: ...
+
+    @property
+    def history(self) -> Sequence[Step]: ...
+
+    @property
+    def events(self) -> Sequence[Event]: ...
+
+    @property
+    def revisions(self) -> Sequence[PlanDiff]: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def reason(self) -> str | None: ...
+
+    @property
+    def executions(self) -> int: ...
+
+
 @runtime_checkable
 class RunStore(Protocol):
     """What the runner needs from a store (see the module docstring for the call sequence).
@@ -187,12 +218,12 @@ class RunStore(Protocol):
         """A new run with its config (JSON-able) and first plan; returns its id."""
         ...
 
-    def save_state(self, run_id: str, state: Any) -> None:
+    def save_state(self, run_id: str, state: RunStateLike) -> None:
         """The whole state: counters, the plan (every step; steps no longer in it are dropped),
         the revisions, and the history entries and events added since the last save."""
         ...
 
-    def record_step(self, run_id: str, step: Step | Sequence[Step], state: Any) -> None:
+    def record_step(self, run_id: str, step: Step | Sequence[Step], state: RunStateLike) -> None:
         """A step's status change and result (or several steps', in one transaction: a
         parallel batch, or a completion with the next step's start), the counters, and the
         history entries and events added since the last save — in the store when this returns."""
@@ -243,7 +274,7 @@ def new_run_id(now: float | None = None) -> str:
 _COUNTER_NAMES: dict[type, tuple[str, ...]] = {}
 
 
-def counters_of(state: Any) -> dict[str, Any]:
+def counters_of(state: RunStateLike) -> dict[str, Any]:
     """The non-list fields of a ``RunState`` (every field of a pydantic state but the lists),
     containers copied (a later change to the state must not change what was taken)."""
     names = _COUNTER_NAMES.get(type(state))
@@ -263,7 +294,7 @@ def counters_of(state: Any) -> dict[str, Any]:
 _COUNTER_KEYS: dict[type, tuple[Callable[[dict[str, Any]], Any], Callable[[tuple[Any, ...]], Any]]] = {}
 
 
-def counters_key(state: Any) -> tuple[Any, ...]:
+def counters_key(state: RunStateLike) -> tuple[Any, ...]:
     """What :func:`counters_of` would give, but ``executions``, as one tuple to compare with
     the last one written: a step changes only ``executions`` as a rule, and telling that
     this way costs a tenth of building the dict. Containers are compared by a snapshot of

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..data.models import Event, Plan, Step
 from ..data.errors import StoreError
-from .base import CacheHit, RunSummary, StoredRun, counters_of, new_run_id, not_found
+from .base import CacheHit, RunStateLike, RunSummary, StoredRun, counters_of, new_run_id, not_found
 from .records import (
     config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json, plan_from_record,
     plan_json, step_from_record, step_json,
@@ -98,7 +98,7 @@ class MemoryStore:
             self._runs[run_id] = run
         return run_id
 
-    def save_state(self, run_id: str, state: Any) -> None:
+    def save_state(self, run_id: str, state: RunStateLike) -> None:
         self.redactor.refresh()
         with self._lock:
             run = self._run(run_id)
@@ -112,7 +112,7 @@ class MemoryStore:
             run.revisions = diffs_json(list(state.revisions), self.redactor)
             run.counters, run.updated = counters, time.time()
 
-    def record_step(self, run_id: str, step: Step | Sequence[Step], state: Any) -> None:
+    def record_step(self, run_id: str, step: Step | Sequence[Step], state: RunStateLike) -> None:
         steps = [step] if isinstance(step, Step) else list(step)
         with self._lock:
             run = self._run(run_id)
@@ -134,7 +134,7 @@ class MemoryStore:
             run.model_calls += sum(1 for e in events if e.kind == "llm.call")
             run.updated = time.time()
 
-    def _sync_lists(self, run: _Run, state: Any) -> None:
+    def _sync_lists(self, run: _Run, state: RunStateLike) -> None:
         """Keep the history entries and events ``state`` gained since the last save."""
         history, events = state.history, state.events
         if len(history) < len(run.history) or len(events) < len(run.events):
@@ -165,7 +165,7 @@ class MemoryStore:
                                 "it held a secret, which is never written")
         return value
 
-    def _counters(self, state: Any) -> dict[str, Any]:
+    def _counters(self, state: RunStateLike) -> dict[str, Any]:
         return json.loads(counters_json(counters_of(state), self.redactor))
 
     def _run(self, run_id: str) -> _Run:

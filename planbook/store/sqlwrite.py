@@ -20,7 +20,7 @@ from typing import Any
 from ..data.models import Event, Plan, Status, Step
 from ..outbound.redact import DeferredChecks
 from ..data.errors import StoreError
-from .base import counters_key, counters_of, new_run_id, not_found
+from .base import RunStateLike, counters_key, counters_of, new_run_id, not_found
 from .claims import RunClaimed, is_me, refuse_claim, this_host
 from .logrows import (
     INSERT_LOG, RUN_FIRST, RUN_LAST, document, entry_json, log_id, meta_json, run_range, statuses_after, value_json,
@@ -103,7 +103,7 @@ class SQLiteWrites(SQLiteConnection):
             return None
         return doc if self.redactor.unchanged(doc) else None
 
-    def save_state(self, run_id: str, state: Any) -> None:
+    def save_state(self, run_id: str, state: RunStateLike) -> None:
         """Everything: the steps table and the run's row brought up to date, and a log row for
         the history entries and events gained. A step row is written only when what it is
         made of changed since this process last wrote it (a replan or a pause on a long plan
@@ -144,7 +144,7 @@ class SQLiteWrites(SQLiteConnection):
         if state.status in ("completed", "failed"):
             self._caches.pop(run_id, None)  # a finished run is written no more: drop what made it fast
 
-    def record_step(self, run_id: str, step: Step | Sequence[Step], state: Any) -> None:
+    def record_step(self, run_id: str, step: Step | Sequence[Step], state: RunStateLike) -> None:
         """One log row: the history entries and events gained, the steps' new state (a step
         that just ended points at its history entry), the counters. The run's row is written
         too only when its status or reason changed (a pause, the end, waiting for approval)."""
@@ -250,7 +250,7 @@ class SQLiteWrites(SQLiteConnection):
         return RunCache(self.redactor, log_key, history, events, i - first + 1, max(calls, model_calls), statuses,
                          (status, reason))
 
-    def _gained(self, cache: RunCache, state: Any) -> tuple[list[str], list[str], int]:
+    def _gained(self, cache: RunCache, state: RunStateLike) -> tuple[list[str], list[str], int]:
         """The history entries and events ``state`` gained since the last write, as JSON, and
         the model calls among those events."""
         history, events = state.history, state.events
@@ -339,13 +339,13 @@ class SQLiteWrites(SQLiteConnection):
         return '{"p":' + (cache.checks or self.redactor).json_record(
             patch, [v for v in patch.values() if isinstance(v, str)]) + "}"
 
-    def _append_log(self, con: sqlite3.Connection, cache: RunCache, run_id: str, state: Any, now: float,
-                    history: list[str], events: list[str], deltas: list[str], calls: int, *,
+    def _append_log(self, con: sqlite3.Connection, cache: RunCache, run_id: str, state: RunStateLike | None,
+                    now: float, history: list[str], events: list[str], deltas: list[str], calls: int, *,
                     counters: bool = True) -> None:
         self._insert_log(con, cache, run_id,
                          self._log_row(cache, state, now, history, events, deltas, calls, counters=counters))
 
-    def _log_row(self, cache: RunCache, state: Any, now: float, history: list[str], events: list[str],
+    def _log_row(self, cache: RunCache, state: RunStateLike | None, now: float, history: list[str], events: list[str],
                  deltas: list[str], calls: int, *, counters: bool = True) -> tuple[Any, ...]:
         """The values of the write's log row, its texts checked for secrets (:class:`_Recheck`
         when redaction would change one); the model calls it counts are added to the run's."""
@@ -369,8 +369,8 @@ class SQLiteWrites(SQLiteConnection):
             raise _two_writers(run_id, self.location) from None
         cache.next_seq += 1
 
-    def _update_run(self, con: sqlite3.Connection, cache: RunCache, run_id: str, state: Any, now: float,
-                    extra: str = "", values: tuple[Any, ...] = ()) -> None:
+    def _update_run(self, con: sqlite3.Connection, cache: RunCache, run_id: str,
+                    state: RunStateLike, now: float, extra: str = "", values: tuple[Any, ...] = ()) -> None:
         """The run's row: status, reason, counters and totals (and ``extra`` columns)."""
         cur = con.execute(
             f"UPDATE runs SET status = ?, reason = ?, counters = ?, executions = ?, updated = ?,"
