@@ -17,6 +17,7 @@ from typing import Any, Protocol, Union, runtime_checkable
 
 from ..llm.client import ChatAnswer, ModelClient, ToolCall
 from ..llm.text import estimate_tokens
+from .openmanus_text import parse_plan_text
 
 __all__ = ["ChatAnswer", "ChatModel", "ModelScriptExhausted", "OpenAIChatModel", "ScriptedModel", "ToolCall", "as_chat_model"]
 
@@ -180,8 +181,6 @@ def summary(messages: list[dict[str, Any]]) -> str:
 
     It counts the marks of the step lines, so it is true to the plan it was shown.
     """
-    from .openmanus import parse_plan_text  # the plan text format lives there
-
     text = next((str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "user"), "")
     start = text.find("\nPlan: ") + 1 if "\nPlan: " in text else text.find("Plan: ")
     end = text.find("\n\nPlease provide", start)

@@ -29,8 +29,9 @@ from ..workers.planners import PlanningContext
 from ..engine.runner import Runner
 from ..spec.formats import is_plan_spec
 from .model import as_chat_model
-from .openmanus import TAG, PlanningTool, ToolError, step_text
+from .openmanus import PlanningTool, ToolError
 from .openmanus_agents import SEED_AGENT_MAX_STEPS, ScriptedReActAgent
+from .openmanus_text import TAG, step_text
 
 __all__ = [
     "AGENTS_NOTE", "DEFAULT_STEPS", "FlowResult", "OpenManusPlanner", "PLANNING_REQUEST", "PLANNING_SYSTEM",
