@@ -1,0 +1,215 @@
+"""Recording a step's outcome, and carrying out what its failure policy decided.
+
+A call ended: its times, its result or error, its history entry and timing record, its
+event, the store's copy; then a failure's policy (:mod:`planbook.engine.policies` decides,
+the methods here apply: retry, skip, replan, keep going, abort), an agent's stop or a
+review (:mod:`planbook.engine.planchanges`). Part of :class:`~planbook.engine.runner.Runner`
+(a mixin: the runner's state is its own, written only here, in the loop and the door).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import _algo, planchanges
+from ..data.models import Status, Step, finished_data
+from .dispatch import Dispatcher, Flight
+from .execute import summarize
+from .executors import NotReached
+from .policies import chain_for, handle_failure
+from .state import INTERRUPTED_NOTE, KEPT_NOTE, RunState, failure_line
+
+if TYPE_CHECKING:
+    from ..data.gcwindow import FreezeWindow
+    from ..outbound import RunSecrets
+    from .eventbus import EventBus
+    from .persistence import RunRecorder
+    from .scheduler import Scheduler
+
+
+class Recording:
+    """The runner's recording of outcomes and its failure policies' actions."""
+
+    if TYPE_CHECKING:  # the runner's parts this uses (set in Runner.__init__)
+        state: RunState
+        dispatch: Dispatcher
+        scheduler: Scheduler
+        bus: EventBus
+        secrets: RunSecrets
+        recorder: RunRecorder | None
+        after_step: Any
+        policy: tuple[str, ...]
+        retries: int
+        finished: bool
+        clock: Any
+        _gc: FreezeWindow
+        _shared: dict[int, int]
+        _ending: tuple[Any, ...] | None
+        _replan_for: Step | None
+
+        def emit(self, kind: Any, step: str | None = None, **data: Any) -> Any: ...
+        def _finish(self, status: Any, reason: Any, error: str | None = None,
+                    exc: BaseException | None = None) -> None: ...
+
+    def _record(self, flight: Flight, *, kept: bool = False) -> None:
+        """Record a finished call and apply the policy to a failure.
+
+        ``kept``: a call that completed around an interrupt; what it decides (its failure's
+        policy, a review, an agent's stop) waits until the run continues.
+        """
+        s, step = self.state, flight.step
+        self.dispatch.ended(flight)
+        outcome = self.dispatch.outcome_of(flight)
+        if outcome is None:
+            # a batch's call after a failure never started: it is simply ready again
+            self._uncount(flight, "" if isinstance(flight.future.exception(), NotReached) else INTERRUPTED_NOTE)
+            if isinstance(flight.future.exception(), KeyboardInterrupt):
+                # the call itself was interrupted (a tool raised it, on any thread or executor): so is the run
+                raise KeyboardInterrupt(f"the call of step {step.id!r} raised KeyboardInterrupt")
+            return
+        # an inline call (no worker) ended just now: its end, read where it ran, is the time
+        now = outcome.finished if flight.timed and not outcome.worker and outcome.finished is not None \
+            else self.clock()
+        if not outcome.ok or outcome.output:  # an echoed secret (a secret arg, a token, the model key) leaves no trace
+            self.secrets.scrub(outcome)
+        if flight.live is not None:  # what it printed since the last step.output, before its end is told
+            self.dispatch.relay.finish(flight.live, outcome.output)  # type: ignore[union-attr]
+        began, ended = _algo.step_times(step.started_at, outcome, flight.timed, kept, now)
+        if not outcome.ok:
+            hinted = _algo.thread_hint(outcome.error, outcome.worker)
+            if hinted is not None:
+                outcome.error = hinted
+        step.set_state(
+            status=Status.completed if outcome.ok else Status.failed,
+            result=outcome.result,
+            error=outcome.error,
+            traceback=outcome.traceback,
+            output=outcome.output,
+            started_at=began,
+            finished_at=ended,
+            **({"notes": outcome.notes} if outcome.notes else {"notes": KEPT_NOTE} if kept else {}),
+        )
+        if step.id in self.secrets.holders:  # it feeds a secret-named argument: its result is a secret
+            self.secrets.learn_result(step)
+        self._gc.tick()
+        if self._gc is _algo.NO_WINDOW:  # a tick outside run() (advance): the caller may edit the plan next
+            s.history.append(step.snapshot())
+        else:
+            # during run() the history holds the step itself until the run changes it again
+            # (_unshare): a finished run keeps one object per execution, not two
+            self._unshare(step)
+            self._shared[id(step)] = len(s.history)
+            s.history.append(step)
+        if self.recorder is not None:
+            self.recorder.changed(step)
+            if outcome.ok and flight.cache_key is not None:
+                self.recorder.remember(flight.cache_key, step.result, tool=step.tool or "", step_id=step.id)
+        if outcome.ok:
+            self.scheduler.completed(step)
+            finished = finished_data(step.duration, flight.execution,
+                                     outcome.summary if outcome.summary is not None else summarize(outcome.result))
+            if kept:
+                finished["kept"] = True
+            if outcome.worker:  # the thread it ran on (step.started named the executor): the record's worker
+                finished["worker"] = outcome.worker
+            self.bus.publish("step.finished", step.id, finished, now)
+            if kept or self._ending is not None:
+                return
+            if outcome.stop is not None:
+                planchanges.stop_after(self, step, outcome.stop)
+            elif self.after_step is not None:
+                planchanges.review(self, step)
+            return
+        s.last_error = failure_line(step.id, outcome.error)
+        s.pending_failures.append(step.id)  # until its policy is applied (Ctrl-C may come first)
+        failed = {"duration": step.duration, "error": outcome.error, "execution": flight.execution}
+        if kept:
+            failed["kept"] = True
+        if outcome.worker:
+            failed["worker"] = outcome.worker
+        self.bus.publish("step.failed", step.id, failed, now)
+        if kept:
+            return  # its policy is applied when the run continues
+        s.pending_failures.remove(step.id)
+        if self._ending is not None:
+            return  # the run is ending: running steps only finish
+        self._apply_policy(step)
+        if self.after_step is not None and not self.finished and self._ending is None \
+                and step.status in (Status.failed, Status.skipped) and self._replan_for is None:
+            planchanges.review(self, step)
+
+    def _uncount(self, flight: Flight, note: str) -> None:
+        """An execution that did not complete did not happen: it runs again."""
+        step = flight.step
+        if flight.token is not None:
+            self.bus.live.discard(flight.token)
+        if flight.live is not None:
+            self.dispatch.relay.drop(flight.live)  # type: ignore[union-attr]
+        self._unshare(step)
+        self.state.executions -= 1
+        step.set_state(attempts=max(step.attempts - 1, 0), status=Status.not_started, notes=note)
+        self.scheduler.again(step)
+        self._changed(step)
+
+    def _unshare(self, step: Step) -> None:
+        """``step`` is about to change: if the history holds it, the history gets a copy."""
+        if self._shared:
+            index = self._shared.pop(id(step), None)
+            if index is not None:
+                self.state.history[index] = step.snapshot()
+
+    def _unshare_history(self) -> None:
+        history = self.state.history
+        for index in self._shared.values():
+            history[index] = history[index].snapshot()
+        self._shared = {}
+
+    # --------------------------------------------------------------- policies
+    def _apply_policy(self, step: Step) -> None:
+        handle_failure(step, chain_for(step, self.policy), self)
+
+    def retries_used(self, step: Step) -> int:
+        return self.state.retries_used.get(step.id, 0)
+
+    def retry(self, step: Step) -> None:
+        used = self.state.retries_used[step.id] = self.retries_used(step) + 1
+        self._unshare(step)
+        step.status = Status.not_started
+        step.notes = f"retry {used}/{self.retries} after: {step.error}"
+        self.scheduler.again(step)
+        self.emit("step.retry", step=step.id, retry=used, of=self.retries, error=step.error)
+        self._changed(step)
+
+    def skip(self, step: Step) -> None:
+        self._unshare(step)
+        step.status = Status.skipped
+        step.notes = f"skipped after: {step.error}"
+        self.emit("step.skipped", step=step.id, error=step.error)
+        self._changed(step)
+        self.scheduler.ended_without_result(step)
+
+    def replan(self, step: Step) -> None:
+        if self._replan_for is None:
+            self._replan_for = step  # after the running steps finish; they are part of what happened
+        if not self.dispatch.inflight:
+            failed, self._replan_for = self._replan_for, None
+            planchanges.replan(self, failed)
+
+    def keep_going(self, step: Step) -> None:
+        self._unshare(step)
+        step.notes = f"failed; its dependents run anyway (on_failure continue): {step.error}"
+        self.scheduler.release(step)
+        self._changed(step)
+
+    def abort(self, step: Step) -> None:
+        self._ending = ("failed", "aborted", f"step {step.id} failed: {step.error}")
+        if not self.dispatch.inflight:
+            self._finish(*self._ending)
+
+    def _blocked(self, step: Step, dead: list[str]) -> None:
+        self.emit("step.blocked", step=step.id, because=dead)
+        self._changed(step)
+
+    def _changed(self, step: Step) -> None:
+        if self.recorder is not None:
+            self.recorder.changed(step)
