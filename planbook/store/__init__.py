@@ -65,7 +65,7 @@ def open_store(store: "str | os.PathLike[str] | RunStore | None", *, secrets: It
         if not str(text).strip():
             raise ValueError("store='' is not a path: pass a file path (e.g. '.planbook/runs.sqlite'), "
                              "':memory:', a store object, or None for no store")
-        from .sqlite import SQLiteStore
+        from .sqlite import SQLiteStore  # lazily: sqlite3 is imported only when a path is opened
 
         return SQLiteStore(text, secrets=secrets, readonly=readonly)
     if isinstance(store, RunStore):
