@@ -86,7 +86,7 @@ def test_the_live_timeline_and_usage_are_those_of_all_the_events() -> None:
     runner.run()
     bridge.close()
     state = bridge.state()
-    whole = TimelineBuilder().feed_all(runner.state.events)
+    whole = TimelineBuilder(runner.state.history).feed_all(runner.state.events)
     assert [ex.as_dict() for ex in state.timeline] == [ex.as_dict() for ex in whole.executions]
     assert len(state.timeline) == 60 and state.origin == whole.origin
     assert state.elapsed == whole.working_time(state.now)

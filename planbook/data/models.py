@@ -8,7 +8,6 @@ executes anything.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from functools import cached_property
 from enum import Enum
 from typing import Any, Literal
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, 
 from .render import render
 from ..outbound import RunSecrets, shown_arg
 from .refs import find_refs
+from .timeline import Execution, Timeline, build_timeline
 
 
 class Status(str, Enum):
@@ -444,63 +444,6 @@ def finished_data(duration: float | None, execution: int, result: str) -> dict[s
     return data.__dict__
 
 
-@dataclass(slots=True)
-class Execution:
-    """One call of one step, as the runner recorded it (kept per execution; small on purpose)."""
-
-    execution: int
-    step: str
-    attempt: int
-    revision: int
-    worker: str
-    start: float
-    end: float
-    ok: bool
-
-
-class TimelineEntry(BaseModel):
-    """An execution on the timeline, with the executions that ran at the same time."""
-
-    execution: int
-    step: str
-    attempt: int
-    revision: int
-    worker: str
-    start: float
-    end: float
-    ok: bool
-    overlaps: list[int] = Field(default_factory=list)
-
-    @property
-    def duration(self) -> float:
-        return self.end - self.start
-
-
-class Timeline(BaseModel):
-    """When each execution ran, on which worker, and the run's critical path.
-
-    ``critical_path`` lists execution numbers along the longest chain of work that had to
-    happen one after another (a step after the steps it needs, a retry after its
-    attempt); ``critical`` is its length in seconds and ``wall`` the run's span, so
-    ``wall / critical`` near 1 means the run was as fast as its dependencies allow.
-    """
-
-    executions: list[TimelineEntry] = Field(default_factory=list)
-    critical_path: list[int] = Field(default_factory=list)
-    wall: float = 0.0
-    critical: float = 0.0
-
-    def __str__(self) -> str:
-        lines = [f"wall {self.wall:.3f} s, critical path {self.critical:.3f} s "
-                 f"({' → '.join(str(e) for e in self.critical_path) or 'empty'})"]
-        origin = min((e.start for e in self.executions), default=0.0)
-        for e in self.executions:
-            mark = "✓" if e.ok else "✗"
-            lines.append(f"#{e.execution:<4} {e.step:<16} {mark} {e.start - origin:8.3f} → {e.end - origin:8.3f}"
-                         f"  {e.worker}" + (f"  overlaps {e.overlaps}" if e.overlaps else ""))
-        return "\n".join(lines)
-
-
 RunStatus = Literal["running", "paused", "completed", "failed", "interrupted"]
 RunReason = Literal[
     "goal_met",
@@ -568,15 +511,14 @@ class RunResult(BaseModel):
     max_steps: int = 12
     max_replans: int = 5
     usage: Usage = Field(default_factory=Usage)
-    #: when and where each execution ran (``records[i]`` goes with ``history[i]``)
+    #: when and where each execution that ended ran, in the order they started (the one record
+    #: of an execution: :class:`~planbook.data.timeline.Execution`)
     records: list[Execution] = Field(default_factory=list)
 
     @computed_field  # type: ignore[prop-decorator]
     @cached_property
     def timeline(self) -> Timeline:
         """Overlaps between executions and the critical path, built when first asked for."""
-        from .timeline import build_timeline
-
         return build_timeline(self.records, self.history)
 
     #: the run's gate (its secrets); a result read back from a store gets one from its plan

@@ -9,10 +9,10 @@ back later. It sits in the data layer: the store, below the engine, uses it too.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ..outbound import RunSecrets
 from .models import Event, Execution, Plan, PlanDiff, RunReason, RunResult, RunStatus, Status, Step, Usage
+from .timeline import records_of
 
 __all__ = ["records_from", "run_result"]
 
@@ -61,30 +61,6 @@ def run_result(
 
 
 def records_from(history: Sequence[Step], events: Sequence[Event]) -> list[Execution]:
-    """The timing records of a run that did not keep them, from its history and its events.
-
-    The runner appends a history entry, then tells ``step.finished`` or ``step.failed``, for
-    every execution it records: the n-th such event goes with ``history[n]`` and gives its
-    execution number and the plan's revision; its ``step.started`` gives where it ran (the
-    executor's name: ``main`` for a call on the runner's thread, as the live record says;
-    a pool's threads are not kept by name). Times are the history's (the call's own).
-    """
-    started: dict[int, str] = {}
-    ended: list[Event] = []
-    for event in events:
-        kind = event.kind
-        if kind == "step.started":
-            number = event.data.get("execution")
-            if isinstance(number, int):
-                started[number] = str(event.data.get("worker") or "main")
-        elif kind == "step.finished" or kind == "step.failed":
-            ended.append(event)
-    records: list[Execution] = []
-    for step, event in zip(history, ended):
-        number = event.data.get("execution")
-        number = number if isinstance(number, int) else len(records) + 1
-        start = step.started_at or 0.0
-        records.append(Execution(number, step.id, step.attempts, event.revision, started.get(number, "main"),
-                                 start, step.finished_at if step.finished_at is not None else start,
-                                 step.status is Status.completed))
-    return records
+    """The timing records of a run, from its history and its events: the one builder of them
+    (:func:`planbook.data.timeline.records_of`), which the views use too."""
+    return records_of(history, events)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..workers.agents import AgentsLike
 from ..data.errors import NothingToResume, PlanbookError, ResumeError
-from ..data.models import Execution, Plan, RunResult, Status, Step
+from ..data.models import Plan, RunResult, Status
 from ..workers.planners import Planner
 from .runner import Runner
 from .state import INTERRUPTED_NOTE, RunState
@@ -133,7 +133,6 @@ def resume(
     # an execution that never finished never happened: the count is what the history holds
     # (derived, not decremented: a resume that is itself cut short must not count twice)
     state.executions = len(state.history)
-    state.records = [_record_from(i, st) for i, st in enumerate(state.history, start=1)]
     if state.status == "running":  # the process died mid-run
         state.status, state.reason = "interrupted", "interrupted"
     policy = config.get("policy")
@@ -180,13 +179,6 @@ def _restore_args(plan: Plan, missing: dict[str, list[str]], given: Plan | None,
     for sid, names in missing.items():
         step = plan.step(sid)
         step.args = {**step.args, **{n: by_id[sid].args[n] for n in names if n in by_id[sid].args}}
-
-
-def _record_from(number: int, step: Step) -> Execution:
-    """A timing record for an execution from before the resume (the store keeps its history)."""
-    start = step.started_at or 0.0
-    return Execution(execution=number, step=step.id, attempt=step.attempts, revision=0, worker="before resume",
-                     start=start, end=step.finished_at or start, ok=step.status is Status.completed)
 
 
 __all__: Sequence[str] = ("NothingToResume", "ResumeError", "load_run", "resume", "runs")

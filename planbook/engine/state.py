@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..data.models import Event, Execution, Plan, PlanDiff, RunReason, RunStatus, Step
+from ..data.models import Event, Plan, PlanDiff, RunReason, RunStatus, Step
 
 #: the note on a step whose call was interrupted before it completed
 INTERRUPTED_NOTE = "interrupted; it runs again when the run continues"
@@ -39,8 +39,6 @@ class RunState(BaseModel):
     last_error: str | None = None
     #: a snapshot of the step after each execution, in the order they finished
     history: list[Step] = Field(default_factory=list)
-    #: when and where each execution ran (``history[i]`` and ``records[i]`` are the same one)
-    records: list[Execution] = Field(default_factory=list)
     revisions: list[PlanDiff] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
     started: bool = False

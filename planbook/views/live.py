@@ -154,7 +154,7 @@ class LiveView:
         events = self.runner.state.events
         if events is not self._read:
             self._read = events
-            self.usage, self.timeline = Usage(), TimelineBuilder()
+            self.usage, self.timeline = Usage(), TimelineBuilder(self.runner.state.history)
         start = self.timeline.seen
         end = len(events)
         if start == end:

@@ -17,13 +17,14 @@ Nothing here imports IPython, ipywidgets or rich: the text view and ``print(plan
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
 from ..outbound import RunSecrets
-from ..data.timeline import critical_chain, overlaps_of
+# the one record of an execution and its builder live in the data layer; here for the views' callers
+from ..data.timeline import Execution, TimelineBuilder, critical_chain, with_overlaps
 
 #: how a run's verdict looks: ``ok`` (green), ``warn`` (amber), ``bad`` (red), ``info`` (blue)
 RUN_TONES = {"completed": "ok", "failed": "bad", "interrupted": "warn", "paused": "info", "running": "info"}
@@ -31,154 +32,6 @@ RUN_TONES = {"completed": "ok", "failed": "bad", "interrupted": "warn", "paused"
 WARN_REASONS = frozenset({"steps_skipped"})
 #: what ``elapsed`` means, wherever it is shown (the widget's tooltip says it)
 ELAPSED_MEANS = "the run's working time: time paused at a breakpoint or after an interrupt is not counted"
-
-
-@dataclass(slots=True)  # a live view makes one a step: slots make that half the work
-class Execution:
-    """One execution of a step (a bar of the timeline). Field names follow ``RunResult.timeline``."""
-
-    execution: int
-    step: str
-    attempt: int
-    revision: int
-    worker: str | None
-    start: float
-    end: float | None = None
-    ok: bool | None = None
-    error: str | None = None
-    overlaps: list[int] = field(default_factory=list)
-    #: closed by an interrupt while its call ran; a call kept when the run continues ends it
-    interrupted: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"execution": self.execution, "step": self.step, "attempt": self.attempt, "revision": self.revision,
-                "worker": self.worker, "start": self.start, "end": self.end, "ok": self.ok,
-                "overlaps": list(self.overlaps)}
-
-
-class TimelineBuilder:
-    """Builds the executions from events, one event at a time (a live view feeds it as they come).
-
-    The execution number comes from the event's data when the engine gives it, else from
-    the order of ``step.started`` events. Events of different steps may interleave
-    (parallel runs): each step has at most one open execution.
-    """
-
-    def __init__(self) -> None:
-        self.executions: list[Execution] = []
-        self._open: dict[str, Execution] = {}
-        self._interrupted: dict[str, Execution] = {}  # step -> its execution an interrupt closed
-        self._count = 0
-        self.origin: float | None = None  # the time of the first event: timeline times are relative to it
-        self._worked = 0.0  # the run's working time before its current stretch
-        self._since: float | None = None  # when the current stretch of work began (None: not working)
-        self._ran = False
-        self.seen = 0  # events fed so far
-        self._last: float | None = None  # the time of the event before this one
-
-    def feed(self, event: Event) -> Execution | None:
-        """Account for one event; returns the execution it started or ended, if any."""
-        self.seen += 1
-        kind = event.kind
-        last, self._last = self._last, event.time
-        if self.origin is None and kind != "llm.call":  # the calls that planned a run come before it
-            self.origin = event.time
-        # the kinds in the order a run makes them most (two step events a step)
-        if kind == "step.started":
-            step = event.step
-            if step is None:
-                return None
-            if self._interrupted:
-                self._interrupted.pop(step, None)  # it runs again: the interrupted bar stays as it was
-            data = event.data
-            count = self._count + 1
-            number = data.get("execution") or count
-            if type(number) is not int:
-                number = int(number)
-            self._count = number if number > count else count
-            attempt = data.get("attempt") or 1
-            worker = data.get("worker")
-            ex = Execution(number, step, attempt if type(attempt) is int else int(attempt), event.revision,
-                           worker if worker is None or type(worker) is str else str(worker), event.time)
-            self._open[step] = ex
-            self.executions.append(ex)
-            return ex
-        if kind == "step.finished" or kind == "step.failed":
-            step = event.step
-            if step is None:
-                return None
-            data = event.data
-            ex = self._open.pop(step, None)
-            if ex is None:  # a call that completed while the run was interrupted, kept when it continued
-                ex = self._interrupted.pop(step, None)
-                if ex is None or data.get("execution") not in (None, ex.execution):
-                    return None
-                ex.interrupted, ex.error = False, None
-            duration = data.get("duration")
-            if type(duration) is float:
-                ex.end = ex.start + duration
-            else:
-                ex.end = ex.start + float(duration) if isinstance(duration, (int, float)) else event.time
-            ex.ok = kind == "step.finished"
-            if not ex.ok:
-                ex.error = str(data.get("error") or "")
-            return ex
-        if kind == "run.started":
-            self._ran = True
-            if self._open or self._since is not None:
-                # a run that never said it ended (its process died: a kernel restart) goes on from
-                # its store: it stopped at its last event, not here (the gap is no one's time)
-                self._close_open(last if last is not None else event.time)
-            if self._since is None:
-                self._since = event.time
-        elif kind == "run.paused" or kind == "run.finished":
-            if self._since is not None:
-                self._worked += max(0.0, event.time - self._since)
-                self._since = None
-            if kind == "run.finished":  # an interrupted step never finishes: close its bar where the run stopped
-                self._close_open(event.time)
-        return None
-
-    def _close_open(self, at: float) -> None:
-        """The run stopped at ``at`` with calls running: their bars end there, interrupted."""
-        if self._since is not None:
-            self._worked += max(0.0, at - self._since)
-            self._since = None
-        for ex in self._open.values():
-            ex.end, ex.ok, ex.interrupted = max(at, ex.start), False, True
-            ex.error = "interrupted"
-            self._interrupted[ex.step] = ex
-        self._open.clear()
-
-    def feed_new(self, events: Sequence[Event], end: int | None = None) -> "TimelineBuilder":
-        """Feed the events after the ones already fed (up to ``end``): a live view reads a run's
-        record, which only grows, when it draws."""
-        feed = self.feed
-        for event in events[self.seen:end]:
-            feed(event)
-        return self
-
-    def working_time(self, now: float | None = None) -> float | None:
-        """The run's working time: every stretch from ``run.started`` to the ``run.paused`` or
-        ``run.finished`` that ends it, summed, plus the current stretch up to ``now``. Time
-        paused at a breakpoint or after an interrupt is not counted. None before the run starts."""
-        if not self._ran:
-            return None
-        going = max(0.0, now - self._since) if self._since is not None and now is not None else 0.0
-        return self._worked + going
-
-    def feed_all(self, events: Iterable[Event]) -> "TimelineBuilder":
-        for event in events:
-            self.feed(event)
-        return self
-
-
-def with_overlaps(executions: Sequence[Execution], now: float | None = None) -> list[Execution]:
-    """Fill each execution's ``overlaps`` (the executions that ran at the same time)."""
-    found = overlaps_of(executions, now)
-    for ex in executions:
-        ex.overlaps = found[ex.execution]
-    return list(executions)
 
 
 def critical_path(executions: Sequence[Execution], plan: Plan) -> list[int]:
@@ -238,7 +91,7 @@ class ViewState:
 
     @classmethod
     def of_result(cls, result: RunResult) -> "ViewState":
-        builder = TimelineBuilder().feed_all(result.events)
+        builder = TimelineBuilder(result.history).feed_all(result.events)
         return cls(
             plan=result.plan, status=result.status, reason=result.reason, error=result.error,
             executions=result.executions, replans=result.replans, max_steps=result.max_steps,
@@ -256,7 +109,7 @@ class ViewState:
         from the events as they come (else rebuilt from all the events)."""
         s = runner.state
         if timeline is None:
-            timeline = TimelineBuilder().feed_all(s.events)
+            timeline = TimelineBuilder(s.history).feed_all(s.events)
         now = runner.clock()
         elapsed = timeline.working_time(now)
         return cls(

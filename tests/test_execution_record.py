@@ -1,0 +1,125 @@
+"""One record of an execution: the engine, the store and the views read the same one.
+
+``planbook.data.timeline.Execution`` is built by one builder from a run's events and history;
+a run's ``RunResult.records``, the records of the run read back from a store and the bars of
+every view are that type, and equal. A second type for what one execution was (the package had
+three) is caught by the scan at the end.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import planbook
+from planbook import Plan, Runner, Step, Toolbox
+from planbook.data.timeline import Execution, TimelineBuilder, build_timeline, records_of
+from planbook.store import MemoryStore
+from planbook.store.sqlite import SQLiteStore
+from planbook.views.state import ViewState
+
+WAIT = 10.0  # seconds a branch waits for the others at most (they meet at once when all is well)
+
+
+def _parallel_plan_with_a_retry() -> tuple[Plan, Toolbox]:
+    """A root, three branches that run at once (one fails its first call and is retried), a join."""
+    meet = threading.Barrier(3, timeout=WAIT)
+    tries: dict[str, int] = {}
+    box = Toolbox()
+
+    @box.tool
+    def work(label: str, parts: list | None = None) -> str:
+        """Branches meet at the barrier; ``flaky`` fails its first call."""
+        tries[label] = tries.get(label, 0) + 1
+        if label.startswith("b") or label == "flaky":
+            if tries[label] == 1:
+                meet.wait()
+            if label == "flaky" and tries[label] == 1:
+                raise RuntimeError("first call fails")
+        return label
+
+    plan = Plan(steps=[
+        Step(id="root", tool="work", args={"label": "root"}),
+        Step(id="b0", tool="work", args={"label": "b0"}, needs=["root"]),
+        Step(id="b1", tool="work", args={"label": "b1"}, needs=["root"]),
+        Step(id="flaky", tool="work", args={"label": "flaky"}, needs=["root"], on_failure="retry"),
+        Step(id="join", tool="work", args={"label": "join", "parts": ["$b0", "$b1", "$flaky"]}),
+    ])
+    return plan, box
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: Any, tmp_path: Path) -> Any:
+    s = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "runs.sqlite")
+    yield s
+    s.close()
+
+
+def test_the_engine_the_store_and_the_views_hold_one_record_of_each_execution(store: Any) -> None:
+    plan, box = _parallel_plan_with_a_retry()
+    runner = Runner(plan, tools=box, parallel=3, retries=1, store=store)
+    result = runner.run()
+    assert result.ok, result.error
+    engine = result.records
+    # the run had what this test is about: calls at the same time on different threads, and a retry
+    assert [(r.step, r.attempt, r.ok) for r in engine if r.step == "flaky"] == [("flaky", 1, False), ("flaky", 2, True)]
+    assert len({r.worker for r in engine if r.step in ("b0", "b1", "flaky") and r.attempt == 1}) == 3
+    assert len(engine) == result.executions == len(result.history) == 6
+
+    stored = planbook.load_run(store=store).records
+    finished_view = ViewState.of(result).timeline
+    live_view = ViewState.of(runner).timeline  # the live view's state of the runner, now it has ended
+
+    for records in (engine, stored, finished_view, live_view):
+        assert all(type(r) is Execution for r in records)
+    assert stored == engine
+    assert finished_view == engine and live_view == engine
+    # field by field too (overlaps are the timeline's, filled where one is drawn)
+    assert [r.as_dict() | {"overlaps": []} for r in stored] == [r.as_dict() | {"overlaps": []} for r in engine]
+    # the result's timeline is made of the same records, with their overlaps
+    assert result.timeline.executions == engine
+    assert all(type(r) is Execution for r in result.timeline.executions)
+    retried = next(r for r in result.timeline.executions if r.step == "flaky" and r.attempt == 1)
+    assert retried.error == "RuntimeError: first call fails" and retried.ok is False
+
+
+def test_the_records_come_from_one_builder_of_the_events_and_the_history() -> None:
+    plan, box = _parallel_plan_with_a_retry()
+    result = planbook.run(plan, tools=box, parallel=3, retries=1)
+    assert result.ok, result.error
+    built = TimelineBuilder(result.history).feed_all(result.events).executions
+    assert records_of(result.history, result.events) == built == result.records
+    # times are the calls' own, read where they ran (the history's), not the run's bookkeeping around them
+    for record in result.records:
+        step = next(h for h in result.history if h.id == record.step and h.attempts == record.attempt)
+        assert (record.start, record.end) == (step.started_at, step.finished_at)
+    assert build_timeline(result.records, result.history).executions == result.records
+
+
+# ------------------------------------------------------------------ no second execution type
+DATA_TIMELINE = Path(planbook.__file__).parent / "data" / "timeline.py"
+
+
+def _execution_like_classes() -> list[str]:
+    """Classes named like a record of an execution (``*Execution*``, ``*TimelineEntry*``), by module."""
+    root = Path(planbook.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and ("Execution" in node.name or "TimelineEntry" in node.name):
+                found.append(f"{path.relative_to(root.parent).as_posix()}:{node.name}")
+    return found
+
+
+def test_there_is_one_type_for_what_an_execution_was() -> None:
+    assert _execution_like_classes() == ["planbook/data/timeline.py:Execution"]
+    # the older names still reach it (an import path, not another type)
+    from planbook.data import models
+    from planbook import views
+
+    assert models.Execution is views.Execution is views.state.Execution is Execution
+    assert not hasattr(models, "TimelineEntry")
