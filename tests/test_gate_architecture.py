@@ -57,7 +57,7 @@ def outputs_of(tree: ast.AST) -> set[str]:
                 found.add(f"{ast.unparse(fn.value)}.write()")
             elif name in ("execute", "executemany") and node.args:
                 sql = ast.unparse(node.args[0]).upper()
-                if "INSERT" in sql or "UPDATE" in sql:
+                if "INSERT " in sql or "UPDATE " in sql:  # the statement, not a column named "updated"
                     found.add("writes SQL rows")
         elif isinstance(node, ast.Dict) and any(
                 isinstance(k, ast.Constant) and isinstance(k.value, str) and k.value.startswith(_MIME_TYPES)
@@ -114,7 +114,7 @@ def test_every_module_that_outputs_goes_through_the_gate() -> None:
             bypass.append(f"{_rel(path)} ({', '.join(sorted(out))})")
     # the finder must find the surfaces we know, or this test proves nothing
     for known in ("planbook/cli/main.py", "planbook/otel.py", "planbook/views/widget.py", "planbook/views/terminal.py",
-                  "planbook/store/sqlite.py", "planbook/views/text.py", "planbook/cli/mcpserve.py", "planbook/notebook/magics.py",
+                  "planbook/store/sqlwrite.py", "planbook/views/text.py", "planbook/cli/mcpserve.py", "planbook/notebook/magics.py",
                   "planbook/cli/prompt.py", "planbook/data/models.py"):
         assert known in outputting, f"{known} outputs, yet the finder did not see it"
     assert not bypass, "these modules output text without going through planbook.outbound:\n" + "\n".join(bypass)
