@@ -99,9 +99,15 @@ def _known(target: str, known: set[str]) -> str:
 
 def imports_of(sources: dict[str, str]) -> list[Import]:
     """Every import in every module, planbook targets resolved to the module they load."""
-    known = {module_name(p) for p in sources}
+    return list(_imports_of(tuple(sorted(sources.items()))))
+
+
+@functools.lru_cache(maxsize=8)
+def _imports_of(items: tuple[tuple[str, str], ...]) -> tuple[Import, ...]:
+    """imports_of, read once per set of sources (each check asks for them again)."""
+    known = {module_name(p) for p, _ in items}
     found: list[Import] = []
-    for path, source in sources.items():
+    for path, source in items:
         name, is_package = module_name(path), path.endswith("/__init__.py")
         lines = source.splitlines()
 
@@ -123,7 +129,7 @@ def imports_of(sources: dict[str, str]) -> list[Import]:
                     visit(child, lazy, typing_only)
 
         visit(ast.parse(source, path), False, False)
-    return found
+    return tuple(found)
 
 
 def layer_of(module: str) -> int | None:
@@ -141,7 +147,7 @@ def _in(module: str, folders: tuple[str, ...] | set[str]) -> bool:
 def layer_violations(sources: dict[str, str]) -> list[str]:
     """Imports that go up a layer (type-only ones too: a lower layer names a type from above through
     a Protocol of its own instead), and modules in a folder the layer table does not know."""
-    found = [f"{module_name(p)}: its folder is in no layer: add it to LAYERS in tests/test_architecture.py "
+    found = [f"{module_name(p)}: its folder (or loose module) is in no layer: add it to LAYERS in tests/test_architecture.py "
              "(and to ARCHITECTURE.md)" for p in sources if layer_of(module_name(p)) is None]
     known = {module_name(p) for p in sources}
     for imp in imports_of(sources):
@@ -424,7 +430,7 @@ def test_the_layer_check_finds_an_upward_import() -> None:
     found = layer_violations(fake)
     assert any(v.startswith("planbook.store.redact:2 imports planbook.views.text (lazily)") for v in found), found
     assert any(v.startswith("planbook.data.models:3 imports planbook.engine.runner (for typing)") for v in found)
-    assert any(v.startswith("planbook.gadgets: its folder is in no layer") for v in found), found
+    assert any(v.startswith("planbook.gadgets: its folder (or loose module) is in no layer") for v in found), found
     assert len(found) == 3, found  # planbook/__init__ and the runner's downward import are fine
 
 
