@@ -274,23 +274,24 @@ def forbidden_imports(sources: dict[str, str], folders: tuple[str, ...] | set[st
 
 
 def error_classes(sources: dict[str, str]) -> dict[str, str]:
-    """Every subclass of PlanbookError defined in the package: class name -> module (by base names)."""
-    defined: dict[str, tuple[str, list[str]]] = {}
+    """Every subclass of PlanbookError defined in the package, by the names of its bases:
+    ``"Name"`` -> its module (a name defined in two modules is listed as ``"Name (module)"``)."""
+    defined: list[tuple[str, str, set[str]]] = []
     for path, source in sources.items():
         for node in ast.walk(ast.parse(source, path)):
             if isinstance(node, ast.ClassDef):
-                bases = [b.attr if isinstance(b, ast.Attribute) else b.id if isinstance(b, ast.Name) else ""
-                         for b in node.bases]
-                defined.setdefault(node.name, (module_name(path), bases))
-    errors = {"PlanbookError"}
-    grew = True
+                bases = {b.attr if isinstance(b, ast.Attribute) else b.id if isinstance(b, ast.Name) else ""
+                         for b in node.bases}
+                defined.append((node.name, module_name(path), bases))
+    names, grew = {"PlanbookError"}, True
     while grew:
-        grew = False
-        for name, (_, bases) in defined.items():
-            if name not in errors and errors & set(bases):
-                errors.add(name)
-                grew = True
-    return {name: defined[name][0] for name in sorted(errors) if name in defined}
+        more = {name for name, _, bases in defined if bases & names} - names
+        names |= more
+        grew = bool(more)
+    errors = sorted((name, module) for name, module, bases in defined
+                    if name in names and (name == "PlanbookError" or bases & names))
+    twice = {name for name, _ in errors if sum(n == name for n, _ in errors) > 1}
+    return {(f"{name} ({module})" if name in twice else name): module for name, module in errors}
 
 
 # ------------------------------------------------------------------ the rules, on the package
@@ -381,6 +382,9 @@ def test_every_error_is_defined_in_data_errors_and_exported() -> None:
 
     found = []
     for name, module in error_classes(sources).items():
+        if " (" in name:
+            found.append(f"{name} has a name another error has: give each error one name, in planbook/data/errors.py")
+            continue
         if module != "planbook.data.errors":
             found.append(f"{name} is defined in {module}: define it in planbook/data/errors.py and export it")
             continue
@@ -471,7 +475,9 @@ def test_the_size_and_front_end_checks_find_a_violator() -> None:
 def test_the_error_check_finds_an_error_outside_data_errors() -> None:
     fake = {"planbook/data/errors.py": "class PlanbookError(Exception): ...\nclass PlanError(PlanbookError): ...\n",
             "planbook/notebook/magics.py": "from ..data import errors\nclass CellPlanError(errors.PlanError): ...\n"
-                                           "class Other(ValueError): ...\n"}
+                                           "class Other(ValueError): ...\n",
+            "planbook/compat/openmanus.py": "class ToolError(Exception): ...\n",
+            "planbook/mcp/client.py": "from ..data.errors import PlanbookError\nclass ToolError(PlanbookError): ...\n"}
     assert error_classes(fake) == {"CellPlanError": "planbook.notebook.magics", "PlanError": "planbook.data.errors",
-                                   "PlanbookError": "planbook.data.errors"}
+                                   "PlanbookError": "planbook.data.errors", "ToolError": "planbook.mcp.client"}
 
