@@ -10,13 +10,13 @@ of outcomes (:mod:`planbook.engine._record`) and the stopping
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from ..data.gcwindow import FreezeWindow
 from ..data.models import Plan, RunReason, RunStatus, Status, Step
 from ..data.wording import plural
 from .execute import Outcome
+from .state import RunState
 
 #: outside run(): advance() keeps nothing frozen (a step's history entry is a copy)
 NO_WINDOW = FreezeWindow(active=False)
@@ -37,9 +37,12 @@ def holding(ending: Any, replan_for: Any, pause_why: str | None) -> bool:
     return ending is not None or replan_for is not None or pause_why is not None
 
 
-def mid_run(started: bool, status: str, stale: bool, adopted: bool, goal_only: str | None, revision: int) -> bool:
-    """A tick in the middle of a run: nothing to begin, continue or plan first."""
-    return started and status == "running" and not stale and not adopted and (goal_only is None or revision != 0)
+def mid_run(state: RunState, stale: bool, adopted: bool, goal_only: str | None) -> bool:
+    """A tick in the middle of a run: nothing to begin, continue or plan first (``stale``: the
+    scheduler must be rebuilt; ``adopted``: a stored run continues; ``goal_only``: the goal of
+    a run that plans first)."""
+    return state.started and state.status == "running" and not stale and not adopted \
+        and (goal_only is None or state.plan.revision != 0)
 
 
 def paused_after(limit: int | None, executions: int, max_executions: int | None) -> str | None:
@@ -71,11 +74,6 @@ def completion(plan: Plan) -> tuple[RunStatus, RunReason, str | None]:
     if not undone:
         return "completed", "goal_met", None
     return "completed", "steps_skipped", f"the run reached the end without steps {', '.join(undone)}"
-
-
-def inputs(step: Step, by_id: Mapping[str, Step]) -> dict[str, Any]:
-    """The results of the steps ``step`` needs, by id (what its call's references resolve to)."""
-    return {n: by_id[n].result for n in step.needs}
 
 
 def step_times(started_at: float | None, outcome: Outcome, timed: bool, kept: bool,

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import _algo, planchanges
+from . import planchanges
+from ._algo import NO_WINDOW, has_run, holding, idle_move, mid_run, paused_after
 from ..data.gcwindow import FreezeWindow, freeze_window
 from ..data.models import RunResult, Status, Step, started_data
 from ..data.refs import resolve
@@ -93,7 +94,7 @@ class TickLoop:
                 except KeyboardInterrupt as exc:
                     self._interrupt(str(exc))
         finally:
-            self._gc = _algo.NO_WINDOW
+            self._gc = NO_WINDOW
             self._until = None
             self.dispatch.close()
             if self.finished:  # nothing runs again: the indexes over the plan are not kept with it
@@ -129,7 +130,7 @@ class TickLoop:
         while not self.finished:
             limit = None if max_executions is None else submitted_before + max_executions
             if self._pause_why is None and limit is not None:
-                self._pause_why = _algo.paused_after(limit, self.state.executions, max_executions)
+                self._pause_why = paused_after(limit, self.state.executions, max_executions)
             if self._pause_why is not None and not self.dispatch.inflight:
                 why, self._pause_why = self._pause_why, None
                 self._pause(why)
@@ -137,14 +138,14 @@ class TickLoop:
             self._tick(limit=limit)
             checkpoint()
             if until is not None and self._pause_why is None and not self.finished \
-                    and _algo.has_run(self.scheduler.by_id.get(until)):
+                    and has_run(self.scheduler.by_id.get(until)):
                 self._pause_why = f"paused after step {until}"
 
     # ------------------------------------------------------------- a tick
     def _start(self) -> bool:
         """Begin or continue the run; False when it ended here (no first plan)."""
         s = self.state
-        if _algo.mid_run(s.started, s.status, self._stale, self._adopted, self.goal_only, s.plan.revision):
+        if mid_run(s, self._stale, self._adopted, self.goal_only):
             return True  # a tick in the middle of a run: nothing to begin
         resumed = s.status in ("paused", "interrupted")
         if resumed:
@@ -190,7 +191,7 @@ class TickLoop:
         if self.door is not None:
             self.door.apply_inbox()
         if self.dispatch.batching:
-            self.dispatch.halt(_algo.holding(self._ending, self._replan_for, self._pause_why))
+            self.dispatch.halt(holding(self._ending, self._replan_for, self._pause_why))
         if s.pending_failures:  # a failure's policy was interrupted: apply it first
             pending, s.pending_failures = list(s.pending_failures), []
             for step_id in pending:
@@ -207,7 +208,7 @@ class TickLoop:
             return None
         self._submit_ready(limit)
         if not self.dispatch.inflight:
-            move = _algo.idle_move(self._ending, self.door is not None and bool(self.door.steering.waiting),
+            move = idle_move(self._ending, self.door is not None and bool(self.door.steering.waiting),
                                    self._replan_for, self._pause_why)
             if move == "finish":
                 self._finish(*self._ending)  # type: ignore[misc]
@@ -239,7 +240,7 @@ class TickLoop:
         ``batchable``: only a step that may join a batch (otherwise it waits for its own turn).
         """
         s = self.state
-        while not _algo.holding(self._ending, self._replan_for, self._pause_why) \
+        while not holding(self._ending, self._replan_for, self._pause_why) \
                 and (limit is None or s.executions < limit):
             step = self.scheduler.peek()
             if step is None or (batchable and not self._may_join(step)):
@@ -293,14 +294,14 @@ class TickLoop:
                 self._uncount(flight, "")
             raise
         by_id = self.scheduler.by_id
-        self.dispatch.start_batch(flights, [_algo.inputs(f.step, by_id) for f in flights])
+        self.dispatch.start_batch(flights, [{n: by_id[n].result for n in f.step.needs} for f in flights])
 
     # ------------------------------------------------------------- submitting
     def _from_cache(self, step: Step) -> bool:
         """Complete ``step`` with a stored result of the same call, if the store has one."""
         assert self.recorder is not None
         try:
-            args = resolve(step.args, _algo.inputs(step, self.scheduler.by_id))
+            args = resolve(step.args, {n: self.scheduler.by_id[n].result for n in step.needs})
         except Exception:  # noqa: BLE001 - the call itself will report it
             return False
         key = self.recorder.cache_key(self.tools[step.tool or ""], args)
@@ -327,7 +328,8 @@ class TickLoop:
         """Count the execution, mark the step in progress, record that, then start the call."""
         flight = self._begin(step, executor)
         try:
-            self.dispatch.start(flight, executor, _algo.inputs(step, self.scheduler.by_id))
+            by_id = self.scheduler.by_id
+            self.dispatch.start(flight, executor, {n: by_id[n].result for n in step.needs})
         except KeyboardInterrupt:  # Ctrl-C inside an inline call: it did not complete
             self._uncount(flight, INTERRUPTED_NOTE)
             raise
@@ -371,5 +373,5 @@ class TickLoop:
             self._record(flight)
             last = flight.step
         if self.dispatch.batching:  # a batch in another lane starts no call a plain run would not
-            self.dispatch.halt(_algo.holding(self._ending, self._replan_for, self._pause_why))
+            self.dispatch.halt(holding(self._ending, self._replan_for, self._pause_why))
         return last

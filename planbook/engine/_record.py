@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import _algo, planchanges
+from . import planchanges
+from ._algo import NO_WINDOW, step_times, thread_hint
 from ..data.models import Status, Step, finished_data
 from .dispatch import Dispatcher, Flight
 from .execute import summarize
@@ -74,9 +75,9 @@ class Recording:
             self.secrets.scrub(outcome)
         if flight.live is not None:  # what it printed since the last step.output, before its end is told
             self.dispatch.relay.finish(flight.live, outcome.output)  # type: ignore[union-attr]
-        began, ended = _algo.step_times(step.started_at, outcome, flight.timed, kept, now)
+        began, ended = step_times(step.started_at, outcome, flight.timed, kept, now)
         if not outcome.ok:
-            hinted = _algo.thread_hint(outcome.error, outcome.worker)
+            hinted = thread_hint(outcome.error, outcome.worker)
             if hinted is not None:
                 outcome.error = hinted
         step.set_state(
@@ -92,7 +93,7 @@ class Recording:
         if step.id in self.secrets.holders:  # it feeds a secret-named argument: its result is a secret
             self.secrets.learn_result(step)
         self._gc.tick()
-        if self._gc is _algo.NO_WINDOW:  # a tick outside run() (advance): the caller may edit the plan next
+        if self._gc is NO_WINDOW:  # a tick outside run() (advance): the caller may edit the plan next
             s.history.append(step.snapshot())
         else:
             # during run() the history holds the step itself until the run changes it again

@@ -12,7 +12,7 @@ import sys
 import traceback as traceback_module
 from typing import TYPE_CHECKING, Any
 
-from . import _algo
+from ._algo import completion
 from ..data.models import Plan, RunReason, RunStatus, Status, Step
 from .dispatch import Dispatcher, Flight
 from .state import STILL_RUNNING_NOTE, RunState
@@ -65,7 +65,7 @@ class Stopping:
 
     def _complete(self) -> None:
         """The plan's end was reached: the run completed (every step, or not all of them)."""
-        self._finish(*_algo.completion(self.plan))
+        self._finish(*completion(self.plan))
 
     def _pause(self, why: str) -> None:
         if not self.state.pending_failures and self.scheduler.peek() is None and not self._replan_for \
