@@ -31,6 +31,8 @@ LAYERS: dict[str, int] = {
 }
 LAYER_NAMES = {0: "data", 1: "store", 2: "spec", 3: "workers", 4: "engine", 5: "integrations", 6: "compat",
                7: "views", 8: "surfaces"}
+#: layers whose folders stand side by side: one folder of them imports no other
+SIDE_BY_SIDE = {LAYERS["llm"], LAYERS["cli"]}
 #: may import anything: the API face gathers the package, the test helpers drive all of it
 FREE = {"planbook", "planbook.testing"}
 #: the layers the engine is made of (and everything below it): no front end, no seed design
@@ -144,9 +146,16 @@ def _in(module: str, folders: tuple[str, ...] | set[str]) -> bool:
 
 
 # ------------------------------------------------------------------ the checks
+def _folder(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
 def layer_violations(sources: dict[str, str]) -> list[str]:
     """Imports that go up a layer (type-only ones too: a lower layer names a type from above through
-    a Protocol of its own instead), and modules in a folder the layer table does not know."""
+    a Protocol of its own instead), imports between two folders of the integrations or of the
+    surfaces (each integration is an optional extra of its own; a surface does not reach into
+    another, nor into ``planbook`` itself), and modules in a folder the layer table does not know."""
     found = [f"{module_name(p)}: its folder (or loose module) is in no layer: add it to LAYERS in tests/test_architecture.py "
              "(and to ARCHITECTURE.md)" for p in sources if layer_of(module_name(p)) is None]
     known = {module_name(p) for p in sources}
@@ -160,6 +169,11 @@ def layer_violations(sources: dict[str, str]) -> list[str]:
                 f"{' (for typing)' if imp.typing_only else ''}: {LAYER_NAMES[source]} may not import "
                 f"{LAYER_NAMES[target]}; move the shared piece down, or let the upper layer register "
                 "itself with this one (a dict of names to callables)")
+        elif source == target and source in SIDE_BY_SIDE and _folder(imp.module) != _folder(imp.target):
+            found.append(
+                f"{imp.module}:{imp.line} imports {imp.target}{' (lazily)' if imp.lazy else ''}: two "
+                f"{LAYER_NAMES[source]} stand side by side and never import each other; move what both "
+                "need to a layer below them")
     return found
 
 
@@ -430,8 +444,16 @@ def test_the_layer_check_finds_an_upward_import() -> None:
             "planbook/data/__init__.py": "", "planbook/data/models.py":
                 "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..engine.runner import Runner\n",
             "planbook/engine/__init__.py": "", "planbook/engine/runner.py": "from ..data import models\n",
-            "planbook/gadgets/__init__.py": ""}
+            "planbook/gadgets/__init__.py": "",
+            "planbook/cli/__init__.py": "", "planbook/cli/mcpserve.py": "from .. import __version__\n",
+            "planbook/notebook/__init__.py": "from ..cli import mcpserve\n",
+            "planbook/mcp/__init__.py": "", "planbook/otel.py": "def f():\n    from .mcp import x\n"}
     found = layer_violations(fake)
+    side = [v for v in found if "side by side" in v]
+    found = [v for v in found if v not in side]
+    assert [v.split(":")[:2] for v in side] == [
+        ["planbook.cli.mcpserve", "1 imports planbook"],
+        ["planbook.notebook", "1 imports planbook.cli.mcpserve"], ["planbook.otel", "2 imports planbook.mcp (lazily)"]], side
     assert any(v.startswith("planbook.store.redact:2 imports planbook.views.text (lazily)") for v in found), found
     assert any(v.startswith("planbook.data.models:3 imports planbook.engine.runner (for typing)") for v in found)
     assert any(v.startswith("planbook.gadgets: its folder (or loose module) is in no layer") for v in found), found
