@@ -20,9 +20,9 @@ from typing import Any
 from collections.abc import Mapping
 
 from .common import UsageProblem, final_outputs, load_object, printable
-from .options import from_json, json_properties
 from ..compat.openmanus import PlanningTool, ToolError
 from ..data.errors import PlanbookError
+from ..engine.config import from_json, json_properties
 from ..outbound import RunSecrets, neutralise
 from ..engine.runner import Runner
 from ..workers.tools import Toolbox, as_toolbox

@@ -31,7 +31,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..data.errors import closest
-from .policies import POLICIES, normalise_policy
+from .policies import POLICIES, normalise_policy, policy_named
 
 
 class OptionTextError(ValueError):
@@ -296,6 +296,9 @@ def text_parser(option: Option, label: str | None = None) -> Callable[[str], Any
     """``option.parse`` as argparse wants it (an ``ArgumentTypeError`` on bad text)."""
     import argparse
 
+    if option.kind == "whole":
+        return int  # argparse's own words for a bad number: "invalid int value: 'many'"
+
     def parse(text: str) -> Any:
         try:
             return option.parse(text, label)
@@ -306,5 +309,57 @@ def text_parser(option: Option, label: str | None = None) -> Callable[[str], Any
     return parse
 
 
+# ------------------------------------------------------------ the options as surfaces spell them
+def argument_spec(name: str, *, given_only: bool = False, extra_help: str = "") -> tuple[list[str], dict[str, Any]]:
+    """``(flags, add_argument keywords)`` of option ``name``. ``given_only``: the default is
+    None (left out), and the help still says the run's default."""
+    option = OPTION[name]
+    help_text = option.describe() + (f". {extra_help}" if extra_help else "")
+    default = None if given_only else option.default
+    kwargs: dict[str, Any] = {"dest": option.name, "help": help_text.replace("%", "%%")}
+    if option.kind == "flag":  # left out is its default, False
+        kwargs.update(action="store_true", default=option.default)
+        return [option.flag], kwargs
+    if option.kind == "steps":
+        kwargs.update(nargs="?", const=True, type=text_parser(option), default=default)
+    else:
+        kwargs.update(type=text_parser(option), default=default)
+    if option.metavar:
+        kwargs["metavar"] = option.metavar
+    return [option.flag], kwargs
+
+
+def json_property(option: Option) -> dict[str, Any]:
+    """One option as a JSON schema property (its type, its minimum, its description)."""
+    prop: dict[str, Any] = {"description": option.describe()}
+    if option.kind == "whole":
+        prop.update(type="integer", minimum=option.minimum or 0)
+    elif option.kind == "seconds":
+        prop.update(type="number", exclusiveMinimum=0)
+    elif option.kind == "policy":  # a server has no planner: the policies that need one are left out
+        prop.update(type="string", enum=[p for p in POLICIES if not policy_named(p).needs_planner])
+    elif option.kind in ("flag", "tri"):
+        prop.update(type="boolean")
+    else:
+        prop.update(type="string")
+    return prop
+
+
+def json_properties(names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """The properties of a JSON schema for the options ``names``, keyed as a client gives them."""
+    return {OPTION[name].key: json_property(OPTION[name]) for name in names}
+
+
+def from_json(args: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """The keywords of ``Runner`` from a JSON client's arguments: only those given, each checked
+    under the name the client used (a default is never written here)."""
+    given = {}
+    for name in names:
+        option = OPTION[name]
+        if option.key in args:
+            given[name] = option.check(args[option.key], option.key)
+    return given
+
+
 __all__ = ["COLLABORATORS", "DEFAULTS", "OPTION", "OPTIONS", "Option", "OptionTextError", "RunConfig",
-           "check_option", "text_parser"]
+           "argument_spec", "check_option", "from_json", "json_properties", "json_property", "text_parser"]
