@@ -17,6 +17,7 @@ from ..workers.agents import AgentsLike
 from ..data.errors import NothingToResume, PlanbookError, ResumeError
 from ..data.models import Plan, RunResult, Status
 from ..workers.planners import Planner
+from .config import DEFAULTS
 from .runner import Runner
 from .state import INTERRUPTED_NOTE, RunState
 from ..workers.tools import ToolsLike, as_toolbox
@@ -82,9 +83,9 @@ def resume(
     plan: Plan | None = None,
     rerun: Iterable[str] = (),
     on_event: Any = None,
-    executor: Any = None,
+    executor: Any = DEFAULTS.executor,
     run: bool = True,
-    approve: Any = None,
+    approve: Any = DEFAULTS.approve,
     force: bool = False,
 ) -> RunResult | Runner:
     """Continue a stored run (the latest by default) and return its result.
@@ -140,9 +141,10 @@ def resume(
     runner = Runner(
         state.plan, tools=tools, agents=agents, planner=planner,
         on_failure=policy, retries=config.get("retries") if retrying else None,
-        max_steps=config.get("max_steps", 12), max_replans=config.get("max_replans", 5),
-        step_timeout=config.get("step_timeout"), parallel=config.get("parallel", 1), executor=executor,
-        store=opened, on_event=on_event, cache=config.get("cache"), approve=approve if approve is not None else config.get("approve"),
+        max_steps=config.get("max_steps", DEFAULTS.max_steps), max_replans=config.get("max_replans", DEFAULTS.max_replans),
+        step_timeout=config.get("step_timeout", DEFAULTS.step_timeout), parallel=config.get("parallel", DEFAULTS.parallel),
+        executor=executor, store=opened, on_event=on_event, cache=config.get("cache", DEFAULTS.cache),
+        approve=approve if approve is not None else config.get("approve"),
     )
     runner.adopt(state, stored.run_id)
     if not run:
