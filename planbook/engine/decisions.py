@@ -367,8 +367,11 @@ class Door:
         runner, steering = self.runner, self.steering
         if steering.waiting and runner.parallel == 1 and step.id not in steering.waiting:
             return None
-        verdict = steering.verdict(step, kept=lambda: self.pop_kept(step.id), context=lambda: ApprovalContext(
-            runner.plan.goal, runner.plan.copy_plan, {n: runner.scheduler.by_id[n].result for n in step.needs}))
+        # the approval is taken here, whatever the verdict: it covers one execution of the step
+        verdict = steering.verdict(
+            step, approval=steering.approved.pop(step.id, None), kept=lambda: self.pop_kept(step.id),
+            context=lambda: ApprovalContext(runner.plan.goal, runner.plan.copy_plan,
+                                            {n: runner.scheduler.by_id[n].result for n in step.needs}))
         if verdict.kind == "start":
             return True
         decision = verdict.decision

@@ -84,12 +84,12 @@ class Steering:
             if asking:
                 raise ValueError(NOBODY.format(step=asking[0]))
 
-    def verdict(self, step: Step, *, kept: Callable[[], Decision | None],
+    def verdict(self, step: Step, *, approval: tuple[StepRef, str] | None, kept: Callable[[], Decision | None],
                 context: Callable[[], ApprovalContext]) -> Verdict:
-        """What ``step`` does now. ``kept``: takes the decision given for it in advance, if any;
-        ``context``: what an ``approve=`` callable is shown."""
+        """What ``step`` does now (this only decides: the door applies it). ``approval``: the step's
+        approval, taken by the door (an approval covers one execution); ``kept``: takes the decision
+        given for it in advance, if any; ``context``: what an ``approve=`` callable is shown."""
         voided: tuple[str, str, str] | None = None
-        approval = self.approved.pop(step.id, None)
         if approval is not None:
             ref, who = approval
             if ref.covers(step):
