@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from ..data.models import Plan, Step
 from ..data.refs import args_with_refs, find_refs
+from ..outbound.redact import shown_arg
 
 Action = Literal["approve", "skip", "edit", "stop"]
 #: who decided: a live view's button, the terminal prompt, Python code, or the clock (``approve_timeout``)
@@ -67,8 +68,6 @@ def work_of(step: Step) -> str:
 def shown_work(step: Step) -> str:
     """What running ``step`` does, as a person reads it: ``tool(name=value, ...)`` (a secret-named
     arg as ***) or ``[agent] task``."""
-    from ..outbound.redact import shown_arg
-
     if step.tool is not None:
         show = lambda value: json.dumps(value, default=repr)  # noqa: E731 - escapes every control character
         return f"{step.tool}({', '.join(f'{name}={shown_arg(name, value, show)}' for name, value in step.args.items())})"

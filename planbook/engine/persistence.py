@@ -110,6 +110,7 @@ class RunRecorder:
         self.uncached = None
         if not uses_cache(tool, self.cache):
             return None
+        # here, not above: only a cached call loads the key's makers (and the store package, sqlite3 with it)
         from ..store.cachekey import code_fingerprint, fingerprint_problem, step_cache_key, why_uncacheable
 
         secret = self._secret_text()

@@ -156,7 +156,7 @@ class Runner(TickLoop, Recording, Stopping):
             raise ValueError("cache=True reuses results stored by earlier runs, and this run has no store: "
                              "pass store='runs.sqlite' (or ':memory:'), or drop cache=True")
         if store is not None:
-            from ..store import open_store
+            from ..store import open_store  # here, not above: a run without a store never loads sqlite3
 
             self.recorder = RunRecorder(open_store(store), cache=self.config.cache, secrets=self.secrets)
         self.scheduler = scheduler
