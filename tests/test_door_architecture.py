@@ -1,5 +1,7 @@
 """The door, enforced: only the runner (and its decision-applier, planbook.engine.decisions) changes a run.
 
+The door is the modules named in ``DOOR``: the runner and its parts, the decisions, the plan changes.
+
 Every module of the package is parsed with ``ast`` (nothing is imported or run). A *runner
 expression* is a name the module calls a runner by — ``runner`` or ``_runner``, a parameter
 annotated ``Runner`` (``run: Runner``), a name bound to ``Runner(...)`` or to another runner

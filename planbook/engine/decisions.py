@@ -6,8 +6,10 @@ prompt and ``approve=`` callables. Those who decide only *give* a decision (chec
 it is given, so a bad one is an error there and then); the runner's thread takes them in
 the order given and applies them here — with the changes that replanning and steering
 *return* (:mod:`planbook.engine.replanning`, :mod:`planbook.engine.steering`), like a failure policy
-only decides and the runner carries it out (:mod:`planbook.engine.policies`). This module and the
-runner are the only code that writes a run's state (``tests/test_door_architecture.py``).
+only decides and the runner carries it out (:mod:`planbook.engine.policies`). This module, the
+plan changes it applies (:mod:`planbook.engine.planchanges`) and the runner (``runner.py`` and its
+parts ``_loop``, ``_record``, ``_stop``) are the only code that writes a run's state
+(``tests/test_door_architecture.py``).
 
 The rules a decision follows:
 
