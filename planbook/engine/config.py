@@ -97,7 +97,7 @@ class Option:
                 chain = (value,) if isinstance(value, str) else tuple(value)
                 for name in chain:
                     if name not in POLICIES:
-                        raise ValueError(_unknown_policy(name))
+                        raise ValueError(f"{label}: {_unknown_policy(name)}")
             return value
         return value  # objects, steps: checked by what uses them (the executor's .submit, the store's opening)
 
