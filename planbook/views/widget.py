@@ -31,7 +31,11 @@ from __future__ import annotations
 import secrets
 import weakref
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
+
+import anywidget
+import traitlets as t
 
 from ..data.models import Status, Step
 from .html import DIM, NO_MATH, cached_text, esc, state_html
@@ -40,10 +44,11 @@ from .panes import PaneBudget, _rel, pane
 from .record import decision_lines
 from .state import ELAPSED_MEANS, ViewState, budget_line, verdict_line, window_of_codes
 from .text import format_state, progress_line, state_markdown
-# the anywidget model and its life (kept open for a reloaded page, closed when garbage); LEFT_OPEN,
-# STATIC, PlanWidget and _LEFT are read here by callers and tests
-from .widgetmodel import (_LEFT, LEFT_OPEN, STATIC, PlanWidget, _close, _close_unshown, _leave_open,  # noqa: F401
-                          _Shown, _WeakHandler)
+# how long the widget lives (kept open for a reloaded page, closed when garbage); LEFT_OPEN and
+# _LEFT are read here by tests
+from .widgetlife import _LEFT, LEFT_OPEN, _close, _close_unshown, _leave_open, _Shown, _WeakHandler  # noqa: F401
+
+STATIC = Path(__file__).with_name("static")
 
 #: rows of a run going on in the static copy of the live view
 LIVE_ROWS = 50
@@ -76,6 +81,65 @@ def row_of(step: Step, hide: Callable[[str], str]) -> list[Any]:
     """A step's row: ``hide`` is the run's gate (its secrets and secret shapes show as ***)."""
     executor = f"[{step.agent.upper()}]" if step.agent else (step.tool or "")
     return [step.id, executor, hide(step.task or step.describe()), list(step.needs)]
+
+
+#: the traits this module fills only with JSON it builds (str, numbers, None, lists, dicts):
+#: they are sent without ipywidgets' search of the whole state for binary buffers, which
+#: costs more than the update itself for a long plan's rows and bars. ``waiting`` and
+#: ``editable`` hold steps' arguments (any value a tool takes) and take the general path.
+JSON_TRAITS = frozenset({"head", "rows", "statuses", "batch", "revisions", "selected", "uid", "controls", "ended",
+                         "decisions"})
+
+
+class PlanWidget(anywidget.AnyWidget):
+    """The anywidget model: the synced traits, drawn by ``static/planview.js``."""
+
+    def send_state(self, key: Any = None) -> None:
+        """Send these traits (all when None) as ipywidgets does, but without looking for binary
+        buffers in the traits of :data:`JSON_TRAITS` (there are none: see there)."""
+        keys = [key] if isinstance(key, str) else key
+        if keys is None or not JSON_TRAITS.issuperset(keys):
+            super().send_state(key)
+            return
+        state = {k: getattr(self, k) for k in keys}  # their to_json is ipywidgets' default: the value itself
+        if not state:
+            return
+        lock = self._property_lock
+        if lock:  # ipywidgets keeps the values it is sending there, to know an echo from the browser
+            for name, value in state.items():
+                if name in lock:
+                    lock[name] = value
+        self._send({"method": "update", "state": state, "buffer_paths": []}, buffers=[])
+
+    #: the module's text, not its path: given a path, anywidget watches the file and connects every
+    #: instance ever made to the watcher's class-level signal, which ``close()`` does not undo (each
+    #: widget, and through its callbacks its view and plan, then lives as long as the kernel)
+    _esm = (STATIC / "planview.js").read_text(encoding="utf-8")
+
+    head = t.Dict().tag(sync=True)
+    rows = t.List().tag(sync=True)
+    statuses = t.Unicode("").tag(sync=True)
+    batch = t.Dict().tag(sync=True)
+    revisions = t.List().tag(sync=True)
+    selected = t.Unicode("").tag(sync=True)
+    #: names this model's store of panes in the browser (set at creation, so it is there at once)
+    uid = t.Unicode("").tag(sync=True)
+    #: a background run: Pause / Continue / Stop, and Approve / Skip / Edit on waiting steps
+    controls = t.Bool(False).tag(sync=True)
+    #: the steps waiting for a decision, with their arguments (what the editor starts from)
+    waiting = t.Dict().tag(sync=True)
+    #: a refused decision's message, by step id ("" for the run's own buttons), shown inline
+    errors = t.Dict().tag(sync=True)
+    #: a paused run: the arguments of steps that have not started (they can be edited), and the
+    #: failed or skipped steps (they can be retried)
+    editable = t.Dict().tag(sync=True)
+    retryable = t.List().tag(sync=True)
+    #: the decisions people gave, in order: ``[what, line]`` (the record's words: record.decision_lines)
+    decisions = t.List().tag(sync=True)
+    #: the run's display is its record now (:meth:`PlanView.leave`): a page that still shows the
+    #: widget (reloaded during the run, so the record's display update missed it) asks for the record
+    #: and puts it in its notebook in the widget's place
+    ended = t.Bool(False).tag(sync=True)
 
 
 class PlanView:

@@ -1,0 +1,107 @@
+"""How long the live view's widget lives in the kernel.
+
+ipywidgets keeps every open widget (and its callbacks) for the kernel's life. So a widget's
+message callback holds its view weakly, a view nobody holds closes its widget unless a display
+shows it, and a finished run's widget stays open, answering with the run's record, until a page
+reloaded during the run has put the record in its place (:data:`LEFT_OPEN` at most). What the
+widget sends, and when, is :class:`planbook.views.widget.PlanView`'s; this module sends nothing
+but the record that view made.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from typing import Any
+
+class _WeakHandler:
+    """The widget's message callback, holding its view (a ``PlanView``) weakly: a view nobody holds is garbage."""
+
+    def __init__(self, view: Any) -> None:
+        self._view = weakref.ref(view)
+
+    def __call__(self, widget: Any, content: Any, buffers: Any) -> None:
+        view = self._view()
+        if view is not None:
+            view._on_front_end(widget, content, buffers)
+
+
+class _Shown:
+    """What the finalizer of a view needs to know of it (it cannot hold the view): whether a display
+    was given the widget, and whether that display is a live view whose run has ended (its
+    display is replaced by the run's record: by :class:`~planbook.views.live.LiveView` for a
+    ``%run_plan``, by the handle's displays for a background run)."""
+
+    shown = False
+    ended = False
+    #: the display is the record and the widget waits to be closed (:meth:`~planbook.views.widget.PlanView.leave`)
+    left = False
+
+
+#: finished runs' widgets kept open for a page to ask their record (the latest ones; see
+#: :meth:`~planbook.views.widget.PlanView.leave`): a few, holding the JSON they sent and the record's text, never a plan
+LEFT_OPEN = 3
+#: those widgets by model id, oldest first
+_LEFT: dict[str, Any] = {}
+_LEFT_LOCK = threading.Lock()
+
+
+def _leave_open(widget: Any, record: dict[str, str]) -> None:
+    """Keep ``widget`` open, answering a page that asks for ``record``, until a page says its
+    notebook shows the record or :data:`LEFT_OPEN` later runs left theirs (without an IPython
+    shell there is no page: it is closed now). Not "until the next cell": Run All queues the next
+    cells before a reload, and they start before the reloaded page can ask."""
+    if _shell() is None or widget.comm is None:
+        _close(widget)
+        return
+    widget.on_msg(_RecordAnswer(record))
+    with _LEFT_LOCK:
+        _LEFT[widget.model_id] = widget
+        older = list(_LEFT)[:-LEFT_OPEN]
+        closing = [_LEFT.pop(model_id) for model_id in older]
+    for old in closing:
+        _close(old)
+
+
+def _shell() -> Any:
+    """The running IPython shell with cell events (None outside IPython: not imported for nothing)."""
+    if "IPython" not in sys.modules:
+        return None
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell if shell is not None and getattr(shell, "events", None) is not None else None
+
+
+class _RecordAnswer:
+    """A left widget's message callback: a page asks for the run's record (it still shows the
+    widget), or says its notebook shows the record (the widget is closed then)."""
+
+    def __init__(self, record: dict[str, str]) -> None:
+        self.record = record
+
+    def __call__(self, widget: Any, content: Any, buffers: Any) -> None:
+        kind = content.get("type") if isinstance(content, dict) else None
+        if kind == "record":
+            widget.send({"type": "record", "data": self.record})
+        elif kind == "recorded":
+            with _LEFT_LOCK:
+                held = _LEFT.pop(widget.model_id, None)
+            if held is not None:
+                _close(held)
+
+
+def _close(widget: Any) -> None:
+    """Close the widget and the layout ipywidgets made for it (a widget of its own, kept too)."""
+    layout = widget._trait_values.get("layout")  # made when the widget opened; do not make one now
+    widget.close()
+    if layout is not None:
+        layout.close()
+
+
+def _close_unshown(widget: Any, shown: _Shown) -> None:
+    """The view is garbage: close its widget unless a display still shows it (it would go blank
+    there; that widget holds the JSON it sent, not the plan)."""
+    if not shown.left and (not shown.shown or shown.ended):
+        _close(widget)
