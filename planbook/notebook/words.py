@@ -14,6 +14,7 @@ from typing import Any, Callable
 from ..data.errors import PlanError, Problem
 from ..data.models import RunResult
 from ..engine.config import OPTIONS
+from ..outbound import neutralise
 
 
 class CellPlanError(PlanError):
@@ -36,7 +37,8 @@ class CellPlanError(PlanError):
             lines += [f"  {n:>{width}} | {cell[n - 1]}" for n in quoted]
         if self.source is not None:
             lines.append("Fix the plan in the cell and run it again.")
-        return lines
+        # a planner's words (an LLM's step ids and messages) reach the notebook inert
+        return [neutralise(line) for line in lines]
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -56,7 +58,7 @@ class RunInterrupted(KeyboardInterrupt):
         )
 
     def _render_traceback_(self) -> list[str]:
-        return [f"RunInterrupted: {self}"]
+        return [neutralise(f"RunInterrupted: {self}")]
 
 
 #: the Python API's words in the engine's messages → the options that say the same in a magic
