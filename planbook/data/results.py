@@ -41,20 +41,10 @@ def run_result(
     # model_construct: this data was validated on the way in; re-validating thousands
     # of steps and events on every snapshot would dominate the cost of long runs
     result = RunResult.model_construct(
-        status=status,
-        reason=reason,
-        plan=plan,
-        history=history,
-        revisions=revisions,
-        events=events,
+        status=status, reason=reason, plan=plan, history=history, revisions=revisions, events=events,
         outputs={st.id: st.result for st in plan.steps if st.status is Status.completed},
-        error=error,
-        traceback=traceback,
-        executions=executions,
-        replans=replans,
-        max_steps=max_steps,
-        max_replans=max_replans,
-        usage=Usage.from_events(events),
+        error=error, traceback=traceback, executions=executions, replans=replans,
+        max_steps=max_steps, max_replans=max_replans, usage=Usage.from_events(events),
         records=records if records is not None else records_from(history, events),
     )
     return result if secrets is None else result.gated(secrets)

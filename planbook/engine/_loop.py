@@ -8,76 +8,23 @@ hands each ended call to the recording (:mod:`planbook.engine._record`). Part of
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import planchanges
 from ._algo import NO_WINDOW, has_run, holding, idle_move, mid_run, paused_after
-from ..data.gcwindow import FreezeWindow, freeze_window
+from ..data.gcwindow import freeze_window
 from ..data.models import RunResult, Status, Step, started_data
 from ..data.refs import resolve
 from ..workers.interrupts import checkpoint, interrupt_gate
-from .budget import Budget
-from .config import RunConfig
-from .dispatch import Dispatcher, Flight
+from ._parts import RunnerParts
+from .dispatch import Flight
 from .execute import stdout_routing, summarize
 from .persistence import UNCACHED_NOTE, uses_cache
-from .state import CACHED_NOTE, INTERRUPTED_NOTE, STILL_RUNNING_NOTE, RunState
-
-if TYPE_CHECKING:
-    from ..data.models import Plan
-    from ..workers.tools import Toolbox
-    from .decisions import Door
-    from .eventbus import EventBus
-    from .persistence import RunRecorder
-    from .scheduler import Scheduler
-    from .steering import Steering
+from .state import CACHED_NOTE, INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 
 
-class TickLoop:
+class TickLoop(RunnerParts):
     """The runner's loop: ``run()``, ``advance()`` and the tick."""
-
-    if TYPE_CHECKING:  # the runner's parts this uses (set in Runner.__init__)
-        state: RunState
-        plan: Plan
-        config: RunConfig
-        budget: Budget
-        dispatch: Dispatcher
-        scheduler: Scheduler
-        bus: EventBus
-        tools: Toolbox
-        recorder: RunRecorder | None
-        door: Door | None
-        steering: Steering | None
-        goal_only: str | None
-        finished: bool
-        max_steps: int
-        max_replans: int
-        parallel: int
-        clock: Any
-        _gc: FreezeWindow
-        _shared: dict[int, int]
-        _stale: bool
-        _adopted: bool
-        _until: str | None
-        _cache_keys: dict[str, str]
-        _ending: tuple[Any, ...] | None
-        _replan_for: Step | None
-        _pause_why: str | None
-
-        def emit(self, kind: Any, step: str | None = None, **data: Any) -> Any: ...
-        def result(self) -> RunResult: ...
-        def _finish(self, status: Any, reason: Any, error: str | None = None,
-                    exc: BaseException | None = None) -> None: ...
-        def _complete(self) -> None: ...
-        def _pause(self, why: str) -> None: ...
-        def _interrupt(self, why: str = "") -> None: ...
-        def _settle_leftovers(self) -> None: ...
-        def _record(self, flight: Flight, *, kept: bool = False) -> None: ...
-        def _uncount(self, flight: Flight, note: str) -> None: ...
-        def _unshare(self, step: Step) -> None: ...
-        def _unshare_history(self) -> None: ...
-        def _changed(self, step: Step) -> None: ...
-        def _apply_policy(self, step: Step) -> None: ...
 
     def run(self, *, until: str | None = None, max_executions: int | None = None) -> RunResult:
         """Advance until the run ends, step ``until`` has run, or ``max_executions`` were made."""

@@ -9,48 +9,19 @@ review (:mod:`planbook.engine.planchanges`). Part of :class:`~planbook.engine.ru
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from . import planchanges
 from ._algo import NO_WINDOW, step_times, thread_hint
 from ..data.models import Status, Step, finished_data
-from .dispatch import Dispatcher, Flight
+from ._parts import RunnerParts
+from .dispatch import Flight
 from .execute import summarize
 from .executors import NotReached
 from .policies import chain_for, handle_failure
-from .state import INTERRUPTED_NOTE, KEPT_NOTE, RunState, failure_line
-
-if TYPE_CHECKING:
-    from ..data.gcwindow import FreezeWindow
-    from ..outbound import RunSecrets
-    from .eventbus import EventBus
-    from .persistence import RunRecorder
-    from .scheduler import Scheduler
+from .state import INTERRUPTED_NOTE, KEPT_NOTE, failure_line
 
 
-class Recording:
+class Recording(RunnerParts):
     """The runner's recording of outcomes and its failure policies' actions."""
-
-    if TYPE_CHECKING:  # the runner's parts this uses (set in Runner.__init__)
-        state: RunState
-        dispatch: Dispatcher
-        scheduler: Scheduler
-        bus: EventBus
-        secrets: RunSecrets
-        recorder: RunRecorder | None
-        after_step: Any
-        policy: tuple[str, ...]
-        retries: int
-        finished: bool
-        clock: Any
-        _gc: FreezeWindow
-        _shared: dict[int, int]
-        _ending: tuple[Any, ...] | None
-        _replan_for: Step | None
-
-        def emit(self, kind: Any, step: str | None = None, **data: Any) -> Any: ...
-        def _finish(self, status: Any, reason: Any, error: str | None = None,
-                    exc: BaseException | None = None) -> None: ...
 
     def _record(self, flight: Flight, *, kept: bool = False) -> None:
         """Record a finished call and apply the policy to a failure.

@@ -10,43 +10,15 @@ from __future__ import annotations
 
 import sys
 import traceback as traceback_module
-from typing import TYPE_CHECKING, Any
 
 from ._algo import completion
-from ..data.models import Plan, RunReason, RunStatus, Status, Step
-from .dispatch import Dispatcher, Flight
-from .state import STILL_RUNNING_NOTE, RunState
-
-if TYPE_CHECKING:
-    from ..outbound import RunSecrets
-    from .decisions import Door
-    from .persistence import RunRecorder
-    from .scheduler import Scheduler
-    from .steering import Steering
+from ..data.models import RunReason, RunStatus, Status
+from ._parts import RunnerParts
+from .state import STILL_RUNNING_NOTE
 
 
-class Stopping:
+class Stopping(RunnerParts):
     """The runner's endings, pauses and interrupts."""
-
-    if TYPE_CHECKING:  # the runner's parts this uses (set in Runner.__init__)
-        state: RunState
-        plan: Plan
-        dispatch: Dispatcher
-        scheduler: Scheduler
-        secrets: RunSecrets
-        recorder: RunRecorder | None
-        door: Door | None
-        steering: Steering | None
-        finished: bool
-        _stale: bool
-        _ending: tuple[Any, ...] | None
-        _replan_for: Step | None
-        _pause_why: str | None
-
-        def emit(self, kind: Any, step: str | None = None, **data: Any) -> Any: ...
-        def _record(self, flight: Flight, *, kept: bool = False) -> None: ...
-        def _uncount(self, flight: Flight, note: str) -> None: ...
-        def _unshare(self, step: Step) -> None: ...
 
     def _finish(
         self, status: RunStatus, reason: RunReason, error: str | None = None, exc: BaseException | None = None
