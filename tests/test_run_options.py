@@ -74,13 +74,19 @@ def test_every_keyword_of_a_run_is_an_option_or_a_collaborator() -> None:
     assert not options & set(COLLABORATORS)
 
 
-@pytest.mark.parametrize("fn", [planbook.run, planbook.Runner.__init__, planbook.start, RunConfig.build])
+@pytest.mark.parametrize("fn", [planbook.run, planbook.Runner.__init__, planbook.start])
 def test_the_signatures_take_their_defaults_from_the_options(fn: Any) -> None:
     params = inspect.signature(fn).parameters
     for option in OPTIONS:
         assert params[option.name].default is option.default or params[option.name].default == option.default, \
             (fn, option.name)
         assert getattr(DEFAULTS, option.name) == option.default
+
+
+def test_a_config_built_from_nothing_is_built_from_the_defaults() -> None:
+    assert RunConfig.build() == RunConfig.build(**{o.name: o.default for o in OPTIONS})
+    with pytest.raises(TypeError, match="not a run option: max_step"):
+        RunConfig.build(max_step=3)
 
 
 def test_resume_takes_its_options_defaults_from_the_options() -> None:

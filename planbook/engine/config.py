@@ -155,6 +155,8 @@ def _seconds(name: str, value: Any) -> float | None:
 
 
 DEFAULT_PARALLEL = 1
+#: the retries of the retry policy when ``retries`` is left out (None)
+RETRIES_IF_UNSAID = 1
 
 #: every option of a run, in the order the signatures list them
 OPTIONS: tuple[Option, ...] = (
@@ -163,7 +165,7 @@ OPTIONS: tuple[Option, ...] = (
            "a step's own on_failure overrides it", metavar="POLICY",
            default_text="replan with a planner, else abort"),
     Option("retries", None, "whole", "extra attempts per step for the retry policy",
-           minimum=0, metavar="N", default_text="1"),
+           minimum=0, metavar="N", default_text=str(RETRIES_IF_UNSAID)),
     Option("max_steps", 12, "whole", "step budget: executions, including after replans",
            minimum=0, metavar="N"),
     Option("max_replans", 5, "whole", "replan budget", minimum=0, metavar="N"),
@@ -219,7 +221,7 @@ class RunConfig(BaseModel):
     #: the failure policy chain (``("retry", "replan")``); a step's own ``on_failure`` overrides it
     policy: tuple[str, ...] = ("abort",)
     #: extra attempts per step for the retry policy
-    retries: int = 1
+    retries: int = RETRIES_IF_UNSAID
     max_steps: int = DEFAULTS.max_steps
     max_replans: int = DEFAULTS.max_replans
     step_timeout: float | None = DEFAULTS.step_timeout
@@ -243,53 +245,33 @@ class RunConfig(BaseModel):
     approve_timeout: float | None = DEFAULTS.approve_timeout
 
     @classmethod
-    def build(
-        cls,
-        *,
-        has_planner: bool = False,
-        on_failure: str | Sequence[str] | None = DEFAULTS.on_failure,
-        retries: int | None = DEFAULTS.retries,
-        max_steps: int = DEFAULTS.max_steps,
-        max_replans: int = DEFAULTS.max_replans,
-        step_timeout: float | None = DEFAULTS.step_timeout,
-        parallel: int = DEFAULTS.parallel,
-        executor: Any = DEFAULTS.executor,
-        store: Any = DEFAULTS.store,
-        cache: bool | None = DEFAULTS.cache,
-        strategy: str | None = DEFAULTS.strategy,
-        faithful: bool = DEFAULTS.faithful,
-        approve: Any = DEFAULTS.approve,
-        approve_timeout: float | None = DEFAULTS.approve_timeout,
-    ) -> "RunConfig":
-        """Check and combine the options a caller passed (``run()``, ``Runner``, magics, CLI)."""
-        for name, value in (("max_steps", max_steps), ("max_replans", max_replans), ("parallel", parallel)):
-            check_option(name, value)
-        if retries is not None:
-            check_option("retries", retries)
-        timeout = check_option("step_timeout", step_timeout)
-        wait = check_option("approve_timeout", approve_timeout)
-        check_option("strategy", strategy)
-        check_option("faithful", faithful)
-        policy = normalise_policy(on_failure, has_planner=has_planner)
-        if retries == 0 and "retry" in policy:
+    def build(cls, *, has_planner: bool = False, **given: Any) -> "RunConfig":
+        """Check and combine the options a caller passed (``run()``, ``Runner``, magics, CLI): any of
+        :data:`OPTIONS` by keyword, each left out taking its default (the signatures that list them
+        are ``run``, ``Runner`` and ``start``)."""
+        unknown = sorted(set(given) - set(OPTION))
+        if unknown:
+            raise TypeError(f"not a run option: {', '.join(unknown)}; the options are {', '.join(OPTION)}")
+        o = {name: given.get(name, option.default) for name, option in OPTION.items()}
+        for name in ("max_steps", "max_replans", "parallel", "step_timeout", "approve_timeout", "strategy", "faithful"):
+            o[name] = check_option(name, o[name])  # seconds: inf is no limit (None)
+        if o["retries"] is not None:
+            check_option("retries", o["retries"])
+        policy = normalise_policy(o["on_failure"], has_planner=has_planner)
+        if o["retries"] == 0 and "retry" in policy:
             raise ValueError("on_failure includes 'retry' but retries=0, so nothing would be retried: "
                              "pass retries=N (N >= 1), or leave retries out for one retry")
-        if cache not in (None, True, False):
+        if o["cache"] not in (None, True, False):
             raise TypeError(f"cache must be True (reuse earlier runs' results of the same tool calls), False "
-                            f"(never) or None (only tools registered with cache=True), got {cache!r}")
+                            f"(never) or None (only tools registered with cache=True), got {o['cache']!r}")
+        executor = o["executor"]
         if executor is not None and not callable(getattr(executor, "submit", None)):
             raise TypeError(f"executor must be a concurrent.futures.Executor (something with .submit), "
                             f"got {type(executor).__name__}")
-        if executor is not None:
-            name = type(executor).__name__
-        elif parallel > 1:
-            name = "threads"
-        else:
-            name = "inline"
-        return cls(policy=policy, retries=1 if retries is None else retries, max_steps=max_steps,
-                   max_replans=max_replans, step_timeout=timeout, parallel=parallel, executor=executor,
-                   executor_name=name, cache=cache, store=store, strategy=strategy, faithful=faithful,
-                   approve=approve, approve_timeout=wait)
+        described = type(executor).__name__ if executor is not None else "threads" if o["parallel"] > 1 else "inline"
+        retries, _ = o.pop("retries"), o.pop("on_failure")  # the chain is the policy
+        return cls(policy=policy, retries=RETRIES_IF_UNSAID if retries is None else retries, executor_name=described,
+                   **o)
 
 
 def text_parser(option: Option, label: str | None = None) -> Callable[[str], Any]:

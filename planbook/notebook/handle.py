@@ -361,13 +361,9 @@ def start(
     notebook kernel). Steps that ask for approval wait for ``handle.approve(id)`` (or the view's
     buttons) instead of needing a callable.
     """
-    runner = Runner(
-        plan, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=retries,
-        max_steps=max_steps, max_replans=max_replans, step_timeout=step_timeout, parallel=parallel,
-        executor=executor, after_step=after_step, store=store, cache=cache, on_event=on_event, clock=clock,
-        strategy=strategy, faithful=faithful, approve=approve, approve_timeout=approve_timeout,
-    )
-    return start_runner(runner, view=view)
+    # every keyword but view goes to the Runner as given (the list above is for help() and IDEs)
+    given = {name: value for name, value in locals().items() if name not in ("plan", "view")}
+    return start_runner(Runner(plan, **given), view=view)
 
 
 def start_runner(runner: Runner, *, view: bool | None = None) -> RunHandle:
