@@ -6,7 +6,8 @@ stored run's records and every view's timeline bar are this type, built by one
 reads the same live, finished or loaded back. :class:`Timeline` (``RunResult.timeline``) and
 the views share one definition of overlaps and of the critical path.
 
-This module imports nothing of planbook: the models import it, not the reverse.
+This module imports nothing of planbook but the collector's window: the models import it, not
+the reverse.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
+
+from .gcwindow import collector_paused, worth_keeping
 
 __all__ = ["Execution", "Timeline", "TimelineBuilder", "build_timeline", "critical_chain", "overlaps_of",
            "records_of", "with_overlaps"]
@@ -59,7 +62,7 @@ class Execution:
     end: float | None = None
     ok: bool | None = None
     error: str | None = None
-    overlaps: list[int] = field(default_factory=list, compare=False)
+    overlaps: Sequence[int] = field(default=(), compare=False)  # a list once filled; () shared until then
     #: closed by an interrupt while its call ran; a call kept when the run continues ends it
     interrupted: bool = False
 
@@ -290,8 +293,13 @@ def with_overlaps(executions: Sequence[Execution], now: float | None = None) -> 
 
 def records_of(history: Sequence[_Step], events: Sequence[_Event]) -> list[Execution]:
     """A run's records: its executions that ended (an execution an interrupt cut did not
-    happen: it is not counted, and runs again), in the order they started."""
-    built = TimelineBuilder(history).feed_all(events).executions
+    happen: it is not counted, and runs again), in the order they started.
+
+    The records live as long as the result: made with the collector paused (no user code runs
+    here), and a long run's go straight to the oldest generation (see gcwindow).
+    """
+    with collector_paused(keep=worth_keeping(len(history))):
+        built = TimelineBuilder(history).feed_all(events).executions
     return [ex for ex in built if ex.end is not None and not ex.interrupted]
 
 
