@@ -12,9 +12,9 @@ from .engine.approvals import ApprovalContext, Decision
 from .workers.agents import Agent, AgentContext, AgentReply, FunctionAgent, ScriptedAgent
 from .data.diff import diff_plans
 from .data.errors import (
-    CassetteError, CassetteMismatch, LLMConfigError, MCPError, MCPServerNotFound, ModelCallError, NothingToResume,
-    OTelMissing, PlanbookError, PlanError, PlanningError, Problem, ResumeError, RunClaimed, RunEnded, RunFailed,
-    RunNotFound, StoreError, StoreFormatError, UpstreamCrash,
+    CassetteError, CassetteMismatch, CellPlanError, LLMConfigError, MCPError, MCPServerNotFound, ModelCallError,
+    NothingToResume, OTelMissing, PlanbookError, PlanError, PlanningError, Problem, ResumeError, RunClaimed, RunEnded,
+    RunFailed, RunNotFound, StoreError, StoreFormatError, UpstreamCrash,
 )
 from .data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
 from .workers.planners import Planner, PlanningContext, ScriptedPlanner
@@ -31,7 +31,7 @@ from . import compat as _compat  # the seed designs register their plan formats 
 from .data.version import __version__, _version  # noqa: F401 - one home for the version, below the surfaces
 
 __all__ = [
-    "Agent", "AgentContext", "AgentReply", "Event", "FunctionAgent", "Plan", "PlanDiff", "PlanError", "PlanbookError",
+    "Agent", "AgentContext", "AgentReply", "CellPlanError", "Event", "FunctionAgent", "Plan", "PlanDiff", "PlanError", "PlanbookError",
     "ResumeError", "load_run", "resume", "runs", "ApprovalContext", "Decision", "RunEnded", "RunHandle", "start",
     "Planner", "PlanningContext", "PlanningError", "Problem", "RunFailed", "RunResult", "RunState", "Runner",
     "ScriptedAgent", "ScriptedPlanner", "Status", "Step", "Tool", "Toolbox", "Usage", "default_toolbox",

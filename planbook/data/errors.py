@@ -5,7 +5,7 @@ the built-in class a caller would expect, so ``except ValueError`` keeps working
 
     PlanbookError
     ├── PlanError (ValueError)            a plan or a planner's answer is invalid; .problems lists each
-    │   └── CellPlanError                 the same, pointing into a %%plan cell (planbook.notebook.magics)
+    │   └── CellPlanError                 the same, pointing into a %%plan cell (raised by the magics)
     ├── PlanningError (RuntimeError)      a planner could not make a plan; carries the attempts
     ├── RunFailed (RuntimeError)          a run ended failed and the caller asked for an exception
     ├── RunEnded (RuntimeError)           a decision given after the run ended
@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..outbound import shown_error
+from ..outbound import neutralise, shown_error
 
 
 class PlanbookError(Exception):
@@ -93,6 +93,29 @@ class PlanError(PlanbookError, ValueError):
     @property
     def codes(self) -> list[str]:
         return [p.code for p in self.problems]
+
+
+class CellPlanError(PlanError):
+    """A :class:`PlanError` about a ``%%plan`` cell: its short traceback quotes the cell's lines
+    (``offset``: the cell's first line is the ``%%plan`` line, so the spec's line 1 is its line 2)."""
+
+    def __init__(self, problems: Iterable[Problem], *, source: str | None = None, offset: int = 0) -> None:
+        shifted = [Problem(p.message, step=p.step, code=p.code, line=p.line + offset if p.line is not None else None)
+                   for p in problems]
+        super().__init__(shifted, source=source)
+
+    def _render_traceback_(self) -> list[str]:
+        lines = [f"PlanError: {self._message()}"]
+        cell = self.source.splitlines() if self.source is not None else []
+        quoted = sorted({p.line for p in self.problems if p.line is not None and 1 <= p.line <= len(cell)})
+        if quoted:
+            lines.append("")
+            width = len(str(quoted[-1]))
+            lines += [f"  {n:>{width}} | {cell[n - 1]}" for n in quoted]
+        if self.source is not None:
+            lines.append("Fix the plan in the cell and run it again.")
+        # a planner's words (an LLM's step ids and messages) reach the notebook inert
+        return [neutralise(line) for line in lines]
 
 
 class PlanningError(PlanbookError, RuntimeError):

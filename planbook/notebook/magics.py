@@ -36,7 +36,7 @@ from ..views.text import format_planning
 from .magicargs import (CACHE_HELP, NO_CACHE_HELP, check_name, given_options, ident, parse, readable_help,
                         refuse_shadowing, resolved_options, run_arguments, same)
 from .session import Origin, Run, Session
-from .words import CellPlanError, RunInterrupted, magic_words, with_hints
+from .words import CellPlanError, RunInterrupted, cell_plan_error, magic_words, with_hints
 
 LLM = "llm"
 
@@ -117,7 +117,7 @@ class PlanMagics(Magics):
             except CellPlanError:
                 raise
             except PlanError as exc:  # the planner's plan: no cell lines to point at
-                raise CellPlanError(with_hints(exc, args)) from None
+                raise cell_plan_error(with_hints(exc, args)) from None
             # each attempt, accepted or sent back (an LLMPlanner keeps them); else the calls' events
             calls = _attempts_log(planner)[before:] or [e.data for e in planning if e.kind == "llm.call"]
             if calls:
@@ -130,7 +130,7 @@ class PlanMagics(Magics):
                     plan.title = args.title
                 validate_plan(plan, toolbox, agent_map)
             except PlanError as exc:
-                raise CellPlanError(with_hints(exc, args), source=source, offset=1) from None
+                raise cell_plan_error(with_hints(exc, args), source=source, offset=1) from None
         self.ip.user_ns[name] = plan
         self.session.origins[name] = Origin(
             plan=plan, tools=args.tools, agents=args.agents, planner=args.planner, model=args.model, planner_obj=planner,
@@ -311,7 +311,7 @@ class PlanMagics(Magics):
             return Runner(value, planner=who["planner"], tools=who["tools"], agents=who["agents"],
                           store=self.session.store(), **options)
         except PlanError as exc:
-            raise CellPlanError(exc.problems) from None
+            raise cell_plan_error(exc.problems) from None
         except (ValueError, TypeError) as exc:
             raise UsageError(magic_words(str(exc))) from None
 

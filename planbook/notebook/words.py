@@ -1,8 +1,9 @@
 """What the magics say when something is wrong: in the magics' words, not the Python API's.
 
 An engine message names keywords (``max_steps``, ``on_failure='replan'``); a notebook user
-typed flags (``--max-steps``, ``--on-failure replan``). :func:`magic_words` translates, and
-the errors here render a short traceback (IPython calls ``_render_traceback_``).
+typed flags (``--max-steps``, ``--on-failure replan``). :func:`magic_words` translates;
+:func:`cell_plan_error` builds the plan error of a cell in those words, and an interrupted run
+renders a short traceback (IPython calls ``_render_traceback_``).
 """
 
 from __future__ import annotations
@@ -11,34 +12,16 @@ import dataclasses
 import re
 from typing import Any, Callable
 
-from ..data.errors import PlanError, Problem
+from ..data.errors import CellPlanError, PlanError, Problem
 from ..data.models import RunResult
 from ..engine.config import OPTIONS
 from ..outbound import neutralise
 
 
-class CellPlanError(PlanError):
-    """A :class:`PlanError` about a ``%%plan`` cell: its short traceback quotes the cell's lines."""
-
-    def __init__(self, problems: list[Problem], *, source: str | None = None, offset: int = 0) -> None:
-        shifted = [
-            Problem(magic_words(p.message), step=p.step, code=p.code, line=p.line + offset if p.line is not None else None)
-            for p in problems
-        ]
-        super().__init__(shifted, source=source)
-
-    def _render_traceback_(self) -> list[str]:
-        lines = [f"PlanError: {self._message()}"]
-        cell = self.source.splitlines() if self.source is not None else []
-        quoted = sorted({p.line for p in self.problems if p.line is not None and 1 <= p.line <= len(cell)})
-        if quoted:
-            lines.append("")
-            width = len(str(quoted[-1]))
-            lines += [f"  {n:>{width}} | {cell[n - 1]}" for n in quoted]
-        if self.source is not None:
-            lines.append("Fix the plan in the cell and run it again.")
-        # a planner's words (an LLM's step ids and messages) reach the notebook inert
-        return [neutralise(line) for line in lines]
+def cell_plan_error(problems: list[Problem], *, source: str | None = None, offset: int = 0) -> CellPlanError:
+    """A :class:`~planbook.data.errors.CellPlanError` whose problems speak in the magics' flags."""
+    said = [dataclasses.replace(p, message=magic_words(p.message)) for p in problems]
+    return CellPlanError(said, source=source, offset=offset)
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -101,4 +84,4 @@ def with_hints(exc: PlanError, args: Any) -> list[Problem]:
     ]
 
 
-__all__ = ["CellPlanError", "RunInterrupted", "magic_words", "with_hints"]
+__all__ = ["CellPlanError", "RunInterrupted", "cell_plan_error", "magic_words", "with_hints"]
