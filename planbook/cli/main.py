@@ -339,9 +339,6 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    # ``python -m planbook.cli.main``: run the module planbook.cli.main, not this second copy of it named
-    # __main__, so that a UsageProblem raised by a module that imports planbook.cli.main (mcp serve's
-    # --tools) is the class the command catches
-    from .main import main as _main_of_the_module
-
-    sys.exit(_main_of_the_module())
+    # ``python -m planbook.cli.main`` (UsageProblem lives in planbook.cli.common, so this copy of the
+    # module named __main__ catches the class mcp serve's --tools raises)
+    sys.exit(main())
