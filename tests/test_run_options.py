@@ -185,3 +185,50 @@ def test_the_magic_accepts_what_the_python_api_accepts(ip: Any, name: str, text:
         assert ok
         if background:
             got.wait(30)
+
+
+NUMBERS = {o.name for o in OPTIONS if o.kind in ("whole", "seconds")}
+#: where a run's options are taken, passed on or shown: no number written for them here
+SURFACES_AND_ENGINE = ("engine", "cli", "notebook", "__init__.py")
+
+
+def _copied_defaults(path: Path) -> list[str]:
+    """Numbers written for a numeric option in ``path``: ``max_steps: int = 12``, ``max_steps=12``
+    in a call or a signature, ``config.get("max_steps", 12)``."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        pairs: list[tuple[str, Any]] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            positional = args.posonlyargs + args.args
+            pairs += list(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+            pairs += [(a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        elif isinstance(node, ast.Call):
+            pairs += [(k.arg, k.value) for k in node.keywords if k.arg]
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "get" and len(node.args) == 2 \
+                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                pairs.append((node.args[0].value, node.args[1]))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            pairs.append((node.target.id, node.value))
+        for name, value in pairs:
+            if name in NUMBERS and isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) \
+                    and not isinstance(value.value, bool):
+                found.append(f"{path.name}:{value.lineno}: {name} = {value.value!r}")
+    return found
+
+
+def test_no_surface_or_engine_module_writes_a_default_of_its_own() -> None:
+    root = Path(planbook.__file__).parent
+    paths = [p for part in SURFACES_AND_ENGINE for p in ((root / part).rglob("*.py") if (root / part).is_dir()
+                                                         else [root / part])]
+    assert len(paths) > 20
+    found = [hit for path in paths if path.name != "config.py" for hit in _copied_defaults(path)]
+    assert found == [], "write DEFAULTS.<option> (planbook.engine.config), not a number:\n" + "\n".join(found)
+
+
+def test_the_scan_sees_a_copied_default(tmp_path: Path) -> None:
+    copy = tmp_path / "surface.py"
+    copy.write_text("def run(max_steps: int = 12): ...\nRunner(p, parallel=1)\nconfig.get('max_replans', 5)\n")
+    assert len(_copied_defaults(copy)) == 3
