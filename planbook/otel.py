@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .data.errors import OTelMissing, PlanbookError
+from .data.errors import OTelMissing
 from .engine.eventbus import RUN_HOOKS
 from .data.models import Event
 from .outbound import RunSecrets

@@ -35,6 +35,7 @@ from ..data.errors import PlanError, Problem, closest
 from ..data.models import Plan, RunResult, Status, Step
 from ..workers.planners import planner_steps, tell_planner
 from ..spec.formats import is_plan_spec
+from ..engine.config import DEFAULTS
 
 if TYPE_CHECKING:
     from ..workers.planners import PlanningContext
@@ -55,7 +56,7 @@ class Options:
     agents: Any = None
     on_failure: Any = None
     retries: int | None = None
-    parallel: int = 1
+    parallel: int = DEFAULTS.parallel
     after_step: Any = None
     on_event: Any = None
     #: called with the :class:`~planbook.Runner` once it is built: a wrapper that reads the run's

@@ -10,7 +10,7 @@ that point, once, with "upstream raises here: ...", instead of asking the model 
 
 from __future__ import annotations
 
-from ..data.errors import PlanbookError, UpstreamCrash
+from ..data.errors import UpstreamCrash
 
 __all__ = ["UpstreamCrash"]
 

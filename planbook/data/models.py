@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
 
+from . import budgets
 from .render import render
 from ..outbound import RunSecrets, shown_arg
 from .refs import find_refs
@@ -508,8 +509,8 @@ class RunResult(BaseModel):
     traceback: str | None = None
     executions: int = 0
     replans: int = 0
-    max_steps: int = 12
-    max_replans: int = 5
+    max_steps: int = budgets.MAX_STEPS
+    max_replans: int = budgets.MAX_REPLANS
     usage: Usage = Field(default_factory=Usage)
     #: when and where each execution that ended ran, in the order they started (the one record
     #: of an execution: :class:`~planbook.data.timeline.Execution`)

@@ -1,8 +1,8 @@
 """One builder of :class:`~planbook.data.models.RunResult`, for the live run and the stored one.
 
 The runner (``Runner.result``) and the store (``StoredRun.result``) hand it plain data —
-the plan, the history, the revisions, the events, the counters and, when they have them,
-the timing records — so a run reads the same whether it is asked while it goes or loaded
+the plan, the history, the revisions, the events and the counters; the timing records are
+rebuilt from the history and the events, for both — so a run reads the same whether it is asked while it goes or loaded
 back later. It sits in the data layer: the store, below the engine, uses it too.
 """
 
@@ -31,13 +31,11 @@ def run_result(
     replans: int,
     max_steps: int,
     max_replans: int,
-    records: list[Execution] | None,
     secrets: RunSecrets | None = None,
 ) -> RunResult:
     """The run as a :class:`RunResult`, built from what the caller hands over (it copies nothing:
-    a live run that goes on passes copies). ``records``: None when they were not kept (a store
-    keeps the history and the events, and they are rebuilt from those: :func:`records_from`).
-    ``secrets``: the run's gate (a stored run's result makes one from its plan when first asked)."""
+    a live run that goes on passes copies); the timing records are rebuilt from the history and
+    the events (:func:`records_from`). ``secrets``: the run's gate (a stored run's result makes one from its plan when first asked)."""
     # model_construct: this data was validated on the way in; re-validating thousands
     # of steps and events on every snapshot would dominate the cost of long runs
     result = RunResult.model_construct(
@@ -45,7 +43,7 @@ def run_result(
         outputs={st.id: st.result for st in plan.steps if st.status is Status.completed},
         error=error, traceback=traceback, executions=executions, replans=replans,
         max_steps=max_steps, max_replans=max_replans, usage=Usage.from_events(events),
-        records=records if records is not None else records_from(history, events),
+        records=records_from(history, events),
     )
     return result if secrets is None else result.gated(secrets)
 

@@ -283,14 +283,6 @@ def critical_chain(records: Sequence[Any], needs_of: Callable[[int, Any], Iterab
     return path, length[end]
 
 
-def with_overlaps(executions: Sequence[Execution], now: float | None = None) -> list[Execution]:
-    """Fill each execution's ``overlaps`` (the executions that ran at the same time)."""
-    found = overlaps_of(executions, now)
-    for ex in executions:
-        ex.overlaps = found[ex.execution]
-    return list(executions)
-
-
 def records_of(history: Sequence[_Step], events: Sequence[_Event]) -> list[Execution]:
     """A run's records: its executions that ended (an execution an interrupt cut did not
     happen: it is not counted, and runs again), in the order they started.

@@ -23,13 +23,13 @@ to continue a run later, so it is plain data: the executor and store objects and
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..data import budgets
 from ..data.errors import closest
 from .policies import POLICIES, normalise_policy, policy_named
 
@@ -166,9 +166,9 @@ OPTIONS: tuple[Option, ...] = (
            default_text="replan with a planner, else abort"),
     Option("retries", None, "whole", "extra attempts per step for the retry policy",
            minimum=0, metavar="N", default_text=str(RETRIES_IF_UNSAID)),
-    Option("max_steps", 12, "whole", "step budget: executions, including after replans",
+    Option("max_steps", budgets.MAX_STEPS, "whole", "step budget: executions, including after replans",
            minimum=0, metavar="N"),
-    Option("max_replans", 5, "whole", "replan budget", minimum=0, metavar="N"),
+    Option("max_replans", budgets.MAX_REPLANS, "whole", "replan budget", minimum=0, metavar="N"),
     Option("step_timeout", None, "seconds", "seconds a step may take",
            word="timeout", metavar="SECONDS", default_text="no limit"),
     Option("parallel", DEFAULT_PARALLEL, "whole",

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..workers.agents import AgentsLike
-from ..data.errors import NothingToResume, PlanbookError, ResumeError
+from ..data.errors import NothingToResume, ResumeError
 from ..data.models import Plan, RunResult, Status
 from ..workers.planners import Planner
 from .config import DEFAULTS

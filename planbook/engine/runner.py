@@ -326,7 +326,6 @@ class Runner(TickLoop, Recording, Stopping):
             events=s.events if done else list(s.events),
             status=s.status, reason=s.reason, error=s.error, traceback=s.traceback,
             executions=s.executions, replans=s.replans, max_steps=self.max_steps, max_replans=self.max_replans,
-            records=None,  # rebuilt from the history and the events, as a stored run's are
             secrets=self.secrets,
         )
 

@@ -38,7 +38,7 @@ from typing import Any, Literal, Protocol, Union, get_args, get_origin, runtime_
 
 # StoreError and StoreFormatError are defined with every planbook error; importable from here as before
 from ..data.errors import RunNotFound, StoreError, StoreFormatError
-from ..data import results
+from ..data import budgets, results
 from ..data.models import Event, Plan, PlanDiff, RunResult, Status, Step
 from . import claims
 from .values import Redacted, Unrestorable, has_marker
@@ -168,8 +168,8 @@ class StoredRun:
             plan=self.plan, history=list(self.history), revisions=list(self.revisions), events=list(self.events),
             status=c.get("status", "running"), reason=c.get("reason"), error=c.get("error"),
             traceback=c.get("traceback"), executions=c.get("executions", 0), replans=c.get("replans", 0),
-            max_steps=self.config.get("max_steps", 12), max_replans=self.config.get("max_replans", 5),
-            records=None,
+            max_steps=self.config.get("max_steps", budgets.MAX_STEPS),
+            max_replans=self.config.get("max_replans", budgets.MAX_REPLANS),
         )
 
 
