@@ -42,19 +42,13 @@ class ChatModel(Protocol):
 class OpenAIChatModel:
     """A model behind planbook's :class:`~planbook.llm.ModelClient` (``openai`` is imported on the first call)."""
 
-    def __init__(
-        self,
-        model: str | None = None,
-        *,
-        client: Any = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        cassette: Any = None,
-        temperature: float | None = None,
-    ) -> None:
+    def __init__(self, model: str | None = None, *, temperature: float | None = None, **settings: Any) -> None:
+        """``settings``: :class:`~planbook.llm.ModelClient`'s (``client``, ``base_url``, ``api_key``,
+        ``cassette``...), passed on as given, so the two never disagree; ``client`` may also be a
+        ``ModelClient`` to share."""
+        client = settings.get("client")
         self.llm = client if isinstance(client, ModelClient) else ModelClient(
-            model, client=client, base_url=base_url, api_key=api_key, cassette=cassette, what="the seed design's model"
-        )
+            model, **settings, what="the seed design's model")
         self.temperature = temperature
         #: one record per call (the same data as the ``llm.call`` events)
         self.calls: list[dict[str, Any]] = []

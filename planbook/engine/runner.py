@@ -17,10 +17,11 @@ pauses and interrupts a run. :class:`Runner` is made of those three parts.
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..workers.agents import AgentsLike, as_agents
 from .approvals import ApproveLike
@@ -46,6 +47,8 @@ from .steering import Steering, build as build_steering
 from .state import INTERRUPTED_NOTE, RunState
 from ..workers.tools import ToolsLike, as_toolbox
 from ..spec.validate import checked_positions
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["INTERRUPTED_NOTE", "RunState", "Runner", "run"]
 
@@ -350,29 +353,7 @@ class Runner(TickLoop, Recording, Stopping):
         self.state.events[:0] = events
 
 
-def run(
-    plan: Plan | str,
-    *,
-    planner: Planner | None = None,
-    tools: ToolsLike = None,
-    agents: AgentsLike = None,
-    on_failure: str | Sequence[str] | None = DEFAULTS.on_failure,
-    retries: int | None = DEFAULTS.retries,
-    max_steps: int = DEFAULTS.max_steps,
-    max_replans: int = DEFAULTS.max_replans,
-    step_timeout: float | None = DEFAULTS.step_timeout,
-    parallel: int = DEFAULTS.parallel,
-    executor: Any = DEFAULTS.executor,
-    after_step: AfterStep | None = None,
-    store: Any = DEFAULTS.store,
-    cache: bool | None = DEFAULTS.cache,
-    on_event: EventHandler | Iterable[EventHandler] | None = None,
-    clock: Callable[[], float] = time.time,
-    strategy: str | None = DEFAULTS.strategy,
-    faithful: bool = DEFAULTS.faithful,
-    approve: ApproveLike = DEFAULTS.approve,
-    approve_timeout: float | None = DEFAULTS.approve_timeout,
-) -> RunResult:
+def run(plan: Plan | str, **options: Any) -> RunResult:
     """Run a plan (or a goal, with a planner) to the end and return the :class:`RunResult`.
 
     ``parallel=N`` runs up to N steps whose needs are complete at once (worker threads,
@@ -393,14 +374,29 @@ def run(
     foreground needs that callable (:func:`planbook.start` runs in the background and takes
     decisions from its handle). ``approve_timeout``: seconds a step may wait; then the run stops
     (``failed``, ``aborted``) and says so.
+
+    The keywords are :class:`Runner`'s, written once there: ``help(planbook.run)`` and a
+    notebook's tooltip show them all (see :func:`takes_runner_options`).
     """
-    runner = Runner(
-        plan, planner=planner, tools=tools, agents=agents, on_failure=on_failure, retries=retries,
-        max_steps=max_steps, max_replans=max_replans, step_timeout=step_timeout, parallel=parallel,
-        executor=executor, after_step=after_step, store=store, cache=cache, on_event=on_event, clock=clock,
-        strategy=strategy, faithful=faithful, approve=approve, approve_timeout=approve_timeout,
-    )
+    runner = Runner(plan, **options)
     try:
         return runner.run()
     finally:
         runner.release_store()
+
+
+def takes_runner_options(*extra: inspect.Parameter, returns: Any) -> Callable[[F], F]:
+    """Give ``fn(plan, **options)``, which hands its keywords to :class:`Runner`, the Runner's
+    signature (plus ``extra`` keywords of its own), so ``help()``, ``inspect.signature`` and a
+    notebook's tooltips list every option while the list is written once, in ``Runner.__init__``."""
+
+    def apply(fn: F) -> F:
+        init = inspect.signature(Runner.__init__)  # annotations as written: ToolsLike, not its expansion
+        plan, *options = list(init.parameters.values())[1:]  # without self
+        fn.__signature__ = inspect.Signature([plan, *extra, *options], return_annotation=returns)  # type: ignore[attr-defined]
+        return fn
+
+    return apply
+
+
+run = takes_runner_options(returns=RunResult)(run)

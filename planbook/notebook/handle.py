@@ -14,20 +14,15 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextvars
+import inspect
 import threading
-import time
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Mapping
 from typing import Any
 
-from ..engine.approvals import ApproveLike, Decision, Who, check_edit
-from ..engine.config import DEFAULTS
+from ..engine.approvals import Decision, Who, check_edit
 from ..engine.decisions import Door, RunEnded
-from ..engine.eventbus import EventHandler
 from ..data.models import Plan, RunResult, Status
-from ..engine.runner import AfterStep, Runner
-from ..workers.agents import AgentsLike
-from ..workers.planners import Planner
-from ..workers.tools import ToolsLike
+from ..engine.runner import Runner, takes_runner_options
 
 __all__ = ["RunHandle", "start", "start_runner"]
 
@@ -330,30 +325,7 @@ class RunHandle:
         return {**widget, **data}, metadata
 
 
-def start(
-    plan: Plan | str,
-    *,
-    view: bool | None = None,
-    planner: Planner | None = None,
-    tools: ToolsLike = None,
-    agents: AgentsLike = None,
-    on_failure: str | Sequence[str] | None = DEFAULTS.on_failure,
-    retries: int | None = DEFAULTS.retries,
-    max_steps: int = DEFAULTS.max_steps,
-    max_replans: int = DEFAULTS.max_replans,
-    step_timeout: float | None = DEFAULTS.step_timeout,
-    parallel: int = DEFAULTS.parallel,
-    executor: Any = DEFAULTS.executor,
-    after_step: AfterStep | None = None,
-    store: Any = DEFAULTS.store,
-    cache: bool | None = DEFAULTS.cache,
-    on_event: EventHandler | Iterable[EventHandler] | None = None,
-    clock: Callable[[], float] = time.time,
-    strategy: str | None = DEFAULTS.strategy,
-    faithful: bool = DEFAULTS.faithful,
-    approve: ApproveLike = DEFAULTS.approve,
-    approve_timeout: float | None = DEFAULTS.approve_timeout,
-) -> RunHandle:
+def start(plan: Plan | str, *, view: bool | None = None, **options: Any) -> RunHandle:
     """Start a run in the background and return its :class:`RunHandle` at once.
 
     Takes the options of :func:`planbook.run` (``approve=``, ``approve_timeout=``, ``parallel=``,
@@ -361,9 +333,12 @@ def start(
     notebook kernel). Steps that ask for approval wait for ``handle.approve(id)`` (or the view's
     buttons) instead of needing a callable.
     """
-    # every keyword but view goes to the Runner as given (the list above is for help() and IDEs)
-    given = {name: value for name, value in locals().items() if name not in ("plan", "view")}
-    return start_runner(Runner(plan, **given), view=view)
+    return start_runner(Runner(plan, **options), view=view)
+
+
+start = takes_runner_options(
+    inspect.Parameter("view", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="bool | None"),
+    returns=RunHandle)(start)
 
 
 def start_runner(runner: Runner, *, view: bool | None = None) -> RunHandle:
