@@ -19,9 +19,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the environment variable naming the Chromium (or Chrome) binary to drive
@@ -222,3 +225,76 @@ COLOUR_JS = r"""
   const lum = c => 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
   const ratio = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
 """
+
+
+# ------------------------------------------------------------------ what every browser test shares
+# (the fixtures and helpers the browser tests and the first-hour test use: one copy, here)
+ARTIFACTS = ROOT / "test-artifacts"
+RUN_TIMEOUT_MS = 45_000
+TIMINGS: dict[str, float] = {}
+
+def _require_chromium() -> Path:
+    chromium = chromium_path()
+    if chromium.is_file() and os.access(chromium, os.X_OK):
+        return chromium
+    where = f"{chromium} (from ${CHROMIUM_ENV})" if os.environ.get(CHROMIUM_ENV) else f"{chromium} (set ${CHROMIUM_ENV} to use another browser)"
+    if os.environ.get("CI"):
+        pytest.fail(
+            f"no Chromium at {where} and CI is set: .ci/run must install it first "
+            "(apt-get update && apt-get install -y chromium)", pytrace=False,
+        )
+    pytest.skip(f"no Chromium at {where}: install Debian's chromium package (apt-get install -y chromium)")
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    _require_chromium()  # before starting Lab: no browser, no point
+    root = tmp_path_factory.mktemp("lab-root")
+    copy_notebooks(root)  # the test runs copies: the committed notebooks stay as they are
+    lab = start_lab(root)
+    TIMINGS["lab_ready_s"] = time.monotonic() - lab.started
+    try:
+        yield lab
+    finally:
+        lab.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(lab: Lab) -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("playwright is not installed: pip install the project's test extra", pytrace=False)
+        pytest.skip("playwright is not installed (pip install playwright; never `playwright install`)")
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(_require_chromium()), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "browser-timings.json").write_text(json.dumps(TIMINGS, indent=2), encoding="utf-8")
+    print("\nbrowser test timings (s):", json.dumps({k: round(v, 2) for k, v in TIMINGS.items()}))
+
+def _command(page: Any, command: str) -> None:
+    page.evaluate(f"() => {{ window.jupyterapp.commands.execute({json.dumps(command)}); }}")
+
+KERNEL_IDLE_JS = """() => {
+  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const kernel = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+  return !!kernel && kernel.status === 'idle' && kernel.connectionStatus === 'connected';
+}"""
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    _require_chromium()
+    root = tmp_path_factory.mktemp("nb7-root")
+    server = start_lab(root, app="notebook")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+def _shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(".planbook-live").first.screenshot(path=str(ARTIFACTS / f"browser-{name}.png"))

@@ -33,7 +33,7 @@ def own_run_store(tmp_path_factory: Any, monkeypatch: Any) -> Any:
     """Each test keeps runs in a store of its own: no result is reused from another test.
 
     The magics' step cache starts as a new kernel's does (only tools registered with
-    ``cache=True``); the cache tests (tests/test_cache_magics.py) turn it on.
+    ``cache=True``); the cache tests (tests/notebook/test_cache_magics.py) turn it on.
     """
     home = tmp_path_factory.mktemp("planbook-home")
     monkeypatch.setenv("PLANBOOK_HOME", str(home))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planbook import Event, RunResult, Toolbox
+from planbook import Event, RunResult, ScriptedPlanner, Toolbox
 
 
 class Lab:
@@ -197,3 +197,34 @@ def store_files(folder: Any) -> dict[str, bytes]:
 
     files = {p.name: p.read_bytes() for p in Path(folder).iterdir() if not p.name.endswith("-shm")}
     return {name: data for name, data in files.items() if data or not name.endswith("-wal")}
+
+
+# ------------------------------------------------------------------ the plan-execute lesson's planner
+# (the runner's tests walk its paths; the text view's tests show them)
+X = "X: the primary source is down"
+Y = "Y: the mirror is down"
+
+
+def lesson_planner() -> ScriptedPlanner:
+    """last_error None → 4 steps; matches X → 3-step workaround; matches Y → 2-step
+    graceful give-up; anything else → [] (no plan)."""
+    return ScriptedPlanner({
+        None: [
+            {"id": 1, "tool": "ok", "args": {"label": "prepare"}},
+            {"id": 2, "tool": "fetch", "args": {"source": "primary"}, "expected_outcome": "a text"},
+            {"id": 3, "tool": "count", "args": {"text": "$2"}},
+            {"id": 4, "tool": "ok", "args": {"label": "report"}},
+        ],
+        "primary source is down": [
+            {"id": 2, "tool": "fetch", "args": {"source": "mirror"}},
+            {"id": 3, "tool": "count", "args": {"text": "$2"}},
+            {"id": 5, "tool": "ok", "args": {"label": "report from the mirror"}},
+        ],
+        "mirror is down": [
+            {"id": 6, "tool": "ok", "args": {"label": "say what failed"}},
+            {"id": 7, "tool": "ok", "args": {"label": "report without data"}},
+        ],
+    })
+
+
+GOAL = "count the words of the source text"

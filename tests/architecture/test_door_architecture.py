@@ -1,0 +1,235 @@
+"""The door, enforced: only the runner (and its decision-applier, planbook.engine.decisions) changes a run.
+
+The door is the modules named in ``DOOR``: the runner and its parts, the decisions, the plan changes.
+
+Every module of the package is parsed with ``ast`` (nothing is imported or run). A *runner
+expression* is a name the module calls a runner by — ``runner`` or ``_runner``, a parameter
+annotated ``Runner`` (``run: Runner``), a name bound to ``Runner(...)`` or to another runner
+expression — or any ``<expr>.runner`` attribute (``self.runner``, ``handle.runner``).
+Outside the door, a module must not:
+
+- assign to (or ``del``, or ``+=``) anything reached through a runner expression:
+  ``runner._ending = …``, ``self.runner.state.retries_used[id] = …``, ``runner.state.events[:0] = …``;
+- call a private method through one: ``run._finish(…)``, ``runner._changed(…)``,
+  ``runner.dispatch._expire()``;
+- call a mutating method on the run's state: ``runner.state.retries_used.pop(…)``;
+- keep a second inbox: in a module that gives or takes decisions (it imports approvals,
+  steering or decisions), a name or attribute called ``*inbox*``, or a queue or deque of its own.
+
+Binding a reference (``self.runner = runner``) and reading (``runner.state.status``) are fine.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "planbook"
+#: the runner and its parts (the tick loop, the recording of outcomes, the stopping), the door
+#: that applies decisions, and the module that applies plan changes. Not engine/_algo.py: it
+#: only computes what should happen, and is checked like every other module
+DOOR = {"engine/runner.py", "engine/_loop.py", "engine/_record.py", "engine/_stop.py",
+        "engine/decisions.py", "engine/planchanges.py"}
+RUNNER_NAMES = {"runner", "_runner"}
+#: what a run is made of besides its runner: its door (the inbox) and its steering (who waits)
+RUN_PARTS = {"door", "_door", "steering", "_steering"}
+MUTATORS = {"append", "extend", "insert", "pop", "popitem", "remove", "clear", "update", "setdefault", "discard",
+            "add", "sort", "reverse", "appendleft", "popleft", "extendleft"}
+QUEUES = {"Queue", "SimpleQueue", "LifoQueue", "PriorityQueue", "deque"}
+DECISION_MODULES = {"approvals", "steering", "decisions"}
+
+
+class DoorCheck(ast.NodeVisitor):
+    """Collects what a module does to a runner from outside (see the module docstring)."""
+
+    def __init__(self, where: str, tree: ast.Module) -> None:
+        self.where = where
+        self.found: list[str] = []
+        self.runner_params: list[set[str]] = [set()]
+        self.takes_decisions = any(
+            isinstance(node, ast.ImportFrom) and (
+                (node.module or "").split(".")[-1] in DECISION_MODULES
+                or (node.module in (None, "") and any(a.name in DECISION_MODULES for a in node.names)))
+            for node in ast.walk(tree))
+
+    # ------------------------------------------------------------ what is a runner
+    def is_runner(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in RUNNER_NAMES or node.id in self.runner_params[-1]
+        return isinstance(node, ast.Attribute) and node.attr in RUNNER_NAMES | RUN_PARTS
+
+    def through_runner(self, node: ast.AST) -> list[ast.AST]:
+        """The chain below ``node`` (``a.b[c].d`` → ``a.b[c]``, ``a.b``, ``a``; through calls too:
+        ``runner.plan.step('a').status``) up to and including a runner expression; [] when the
+        chain does not pass through one."""
+        chain: list[ast.AST] = []
+        current = node
+        while isinstance(current, (ast.Attribute, ast.Subscript, ast.Call)):
+            current = current.func if isinstance(current, ast.Call) else current.value
+            chain.append(current)
+            if self.is_runner(current):
+                return chain
+        return []
+
+    def report(self, node: ast.AST, what: str) -> None:
+        self.found.append(f"{self.where}:{getattr(node, 'lineno', 0)}: {what}: {ast.unparse(node)}")
+
+    # ------------------------------------------------------------ scopes
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        params = set(self.runner_params[-1])
+        args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+        for arg in args:
+            if arg.annotation is not None and "Runner" in ast.unparse(arg.annotation).replace("RunnerLike", ""):
+                params.add(arg.arg)
+        self.runner_params.append(params)
+        self.generic_visit(node)
+        self.runner_params.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    # ------------------------------------------------------------ writes
+    def check_target(self, target: ast.AST, node: ast.AST) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self.check_target(element, node)
+            return
+        if isinstance(target, ast.Starred):
+            self.check_target(target.value, node)
+            return
+        if self.through_runner(target):
+            self.report(node, "writes the run's state")
+        name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
+        if self.takes_decisions and "inbox" in name.lower():
+            self.report(node, "keeps a second inbox")
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self.check_target(target, node)
+        value = node.value
+        if self.is_runner(value) or self.through_runner(value) or (
+                isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "Runner"):
+            # ``s = runner.state``, ``step = runner.plan.step('a')``: a part of the run by another name
+            self.runner_params[-1].update(t.id for t in node.targets if isinstance(t, ast.Name))
+        self.check_queue(node.value, node)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.check_target(node.target, node)
+        if node.value is not None:
+            self.check_queue(node.value, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.check_target(node.target, node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            self.check_target(target, node)
+        self.generic_visit(node)
+
+    def check_queue(self, value: ast.AST, node: ast.AST) -> None:
+        if not self.takes_decisions:
+            return
+        for call in ast.walk(value):
+            if isinstance(call, ast.Call):
+                func = call.func
+                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                if name in QUEUES:
+                    self.report(node, "keeps a second inbox (a queue of decisions of its own)")
+
+    # ------------------------------------------------------------ calls
+    def visit_For(self, node: ast.For) -> None:
+        if self.is_runner(node.iter) or self.through_runner(node.iter):  # ``for st in runner.plan.steps``
+            self.runner_params[-1].update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args and (
+                self.is_runner(node.args[0]) or self.through_runner(node.args[0])):
+            self.report(node, "writes the run's state")
+        if isinstance(func, ast.Attribute):
+            chain = self.through_runner(func)
+            private = func.attr.startswith("_") and not func.attr.startswith("__")
+            if chain and private:
+                self.report(node, "calls a private method of the run")
+            elif chain and func.attr in MUTATORS and any(  # the run's state, or a private part of it
+                    isinstance(link, ast.Attribute) and (link.attr == "state" or link.attr.startswith("_"))
+                    for link in chain):
+                self.report(node, "changes the run's state")
+        self.generic_visit(node)
+
+
+def violations(source: str, where: str = "<source>") -> list[str]:
+    tree = ast.parse(source)
+    check = DoorCheck(where, tree)
+    check.visit(tree)
+    return check.found
+
+
+def package_modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).as_posix() not in DOOR)
+
+
+def test_nothing_outside_the_door_changes_a_run() -> None:
+    found = [v for path in package_modules()
+             for v in violations(path.read_text(encoding="utf-8"), path.relative_to(PACKAGE.parent).as_posix())]
+    assert found == [], "decisions go through planbook.engine.decisions; only the runner applies them:\n" + "\n".join(found)
+
+
+def test_the_check_reads_the_whole_package() -> None:
+    names = {p.relative_to(PACKAGE).as_posix() for p in package_modules()}
+    assert {"engine/_algo.py", "notebook/handle.py", "engine/steering.py", "engine/replanning.py", "engine/approvals.py", "cli/prompt.py", "views/steer.py"} <= names
+    assert not names & DOOR
+    assert all((PACKAGE / door).is_file() for door in DOOR), "the door names modules that exist"
+
+
+# ------------------------------------------------------------------ the check finds what it must
+@pytest.mark.parametrize("source, what", [
+    ("def f(runner):\n    runner._ending = ('failed', 'aborted', 'x')\n", "writes the run's state"),
+    ("def f(runner):\n    runner._pause_why = 'why'\n", "writes the run's state"),
+    ("def f(run: Runner):\n    run._finish('failed', 'no_plan', 'e')\n", "calls a private method"),
+    ("def f(run: 'Runner | None'):\n    run._changed(step)\n", "calls a private method"),
+    ("def f():\n    r = Runner(plan)\n    r._stale = True\n", "writes the run's state"),
+    ("def f(h):\n    r = h.runner\n    r.state.retries_used.clear()\n", "changes the run's state"),
+    ("class H:\n    def f(self):\n        self.runner.state.retries_used['a'] = 0\n", "writes the run's state"),
+    ("class H:\n    def f(self):\n        self.runner.state.status = 'paused'\n", "writes the run's state"),
+    ("def f(runner):\n    runner.state.retries_used.pop('a', None)\n", "changes the run's state"),
+    ("def f(runner):\n    runner.state.events[:0] = []\n", "writes the run's state"),
+    ("def f(runner):\n    runner.state.replans += 1\n", "writes the run's state"),
+    ("def f(runner):\n    del runner.state.history[0]\n", "writes the run's state"),
+    ("def f(r: 'Runner'):\n    r._ending = None\n", "writes the run's state"),
+    ("def f(h):\n    h.runner.dispatch._expire()\n", "calls a private method"),
+    ("from .approvals import Who\nclass H:\n    def __init__(self):\n        self._paused_inbox = []\n",
+     "keeps a second inbox"),
+    ("import queue\nfrom .approvals import Decision\nclass H:\n    def __init__(self):\n"
+     "        self.pending = queue.SimpleQueue()\n", "keeps a second inbox"),
+    ("from collections import deque\nfrom . import steering\nwaiting = deque()\n", "keeps a second inbox"),
+    ("def f(runner):\n    s = runner.state\n    s.status = 'paused'\n", "writes the run's state"),
+    ("def f(runner):\n    runner.plan.step('a').status = 'completed'\n", "writes the run's state"),
+    ("def f(runner):\n    for st in runner.plan.steps:\n        st.notes = ''\n", "writes the run's state"),
+    ("def f(runner):\n    setattr(runner, '_ending', None)\n", "writes the run's state"),
+    ("class H:\n    def f(self):\n        self._runner._ending = None\n", "writes the run's state"),
+    ("def f(handle):\n    handle.door._queue.clear()\n", "changes the run's state"),
+    ("def f(handle):\n    handle.steering.approved['a'] = None\n", "writes the run's state"),
+])
+def test_the_check_finds_a_violator(source: str, what: str) -> None:
+    found = violations(source)
+    assert len(found) == 1 and what in found[0], found
+
+
+@pytest.mark.parametrize("source", [
+    "class H:\n    def __init__(self, runner):\n        self.runner = runner\n",
+    "def f(runner):\n    return runner.state.status, runner.plan.step('a'), runner._ending is None\n",
+    "def f(runner):\n    runner.emit('run.steered', action='pause')\n    runner.subscribe(print)\n",
+    "def f(handle):\n    handle.door.pause('api')\n",
+    "import queue\nclass Pool:\n    def __init__(self):\n        self.done = queue.SimpleQueue()\n",
+    "def f(step):\n    step.notes = ''\n",
+    "def f(run):\n    run.steps = {}\n    run.model_calls += 1\n",  # a stored run's record, not a runner
+    "class Bus:\n    def __init__(self):\n        self._inbox = []\n",  # no decisions here
+])
+def test_the_check_lets_readers_and_givers_be(source: str) -> None:
+    assert violations(source) == []
