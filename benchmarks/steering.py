@@ -8,7 +8,7 @@ Prints, measured in one run each:
   over the run with no approvals: the cost of asking, per step;
 - the time from ``handle.approve(id)`` on this thread to the step's ``step.started`` event on
   the run's thread, median over 50 steps that each wait (target < 300 ms end to end in a
-  browser, where ``tests/test_browser_steering.py`` prints the click-to-start figure).
+  browser, where ``tests/browser/test_browser_steering.py`` prints the click-to-start figure).
 Run: python benchmarks/steering.py [--quick]
 
 ``--quick``: tiny sizes, one repeat (what the tests run to check the script still works;

@@ -6,7 +6,7 @@ it is checked and what it means. Everything else is built from it: :class:`RunCo
 keyword in the signatures of :func:`planbook.run`, :class:`~planbook.engine.runner.Runner`,
 :func:`planbook.start` and :func:`planbook.resume` (``DEFAULTS.max_steps``), the command
 line's flags, the MCP server's JSON schema and the ``%run_plan`` magic's options
-(:mod:`planbook.cli.options`). A test (``tests/test_run_options.py``) holds them together.
+(:mod:`planbook.cli.options`). A test (``tests/engine/test_run_options.py``) holds them together.
 
 What a run is given but is not an option of it (a *collaborator*, an object that does part of
 the work) is kept out: ``plan`` (what runs), ``planner``, ``tools``, ``agents`` (who does the

@@ -9,7 +9,7 @@ the order given and applies them here — with the changes that replanning and s
 only decides and the runner carries it out (:mod:`planbook.engine.policies`). This module, the
 plan changes it applies (:mod:`planbook.engine.planchanges`) and the runner (``runner.py`` and its
 parts ``_loop``, ``_record``, ``_stop``) are the only code that writes a run's state
-(``tests/test_door_architecture.py``).
+(``tests/architecture/test_door_architecture.py``).
 
 The rules a decision follows:
 

@@ -4,7 +4,7 @@ plan, an edit by a person, an agent ending the run.
 :mod:`planbook.engine.replanning` decides and returns a :mod:`~planbook.engine.changes` value;
 this module asks it and carries the value out — with the runner and the door
 (:mod:`planbook.engine.decisions`), the only code that writes a run's state
-(``tests/test_door_architecture.py``).
+(``tests/architecture/test_door_architecture.py``).
 """
 
 from __future__ import annotations
