@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from planbook import Event, RunResult, ScriptedPlanner, Toolbox
@@ -175,6 +176,24 @@ class Kernel:
     def close(self) -> None:
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=True)
+
+
+def started_kernel(setup: str | None = None, *, needs: tuple[str, ...] = ("jupyter_client",),
+                   kind: type[Kernel] = Kernel) -> Iterator[Kernel]:
+    """A module's real kernel, for a fixture to ``yield from``: skipped without ``needs``, the
+    ``setup`` cell run first (its errors shown if it fails), shut down when the module is done."""
+    import pytest
+
+    for module in needs:
+        pytest.importorskip(module)
+    kernel = kind()
+    try:
+        if setup is not None:
+            reply, messages = kernel.execute(setup, timeout=120)
+            assert reply["status"] == "ok", (reply, [m["content"] for m in messages if m["msg_type"] == "error"])
+        yield kernel
+    finally:
+        kernel.close()
 
 
 def note_tools(seen: list[str]) -> Toolbox:

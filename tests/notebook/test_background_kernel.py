@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from helpers import Kernel
+from helpers import Kernel, started_kernel
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -60,13 +60,7 @@ class RecordingKernel(Kernel):
 
 @pytest.fixture(scope="module")
 def kernel() -> Any:
-    pytest.importorskip("jupyter_client")
-    pytest.importorskip("anywidget")
-    k = RecordingKernel()
-    reply, messages = k.execute(SETUP, timeout=120)
-    assert reply["status"] == "ok", (reply, [m["content"] for m in messages if m["msg_type"] == "error"])
-    yield k
-    k.close()
+    yield from started_kernel(SETUP, needs=("jupyter_client", "anywidget"), kind=RecordingKernel)
 
 
 def ok(kernel: Kernel, code: str, **kwargs: Any) -> list[dict]:

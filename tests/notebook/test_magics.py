@@ -9,7 +9,7 @@ import types
 from typing import Any
 
 import pytest
-from helpers import Kernel
+from helpers import Kernel, started_kernel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
@@ -679,11 +679,7 @@ many = planbook.Plan(id="many", steps=[planbook.Step(id=str(i), tool="inc", args
 
 @pytest.fixture(scope="module")
 def kernel() -> Any:
-    k = Kernel()
-    reply, _ = k.execute(KERNEL_SETUP)
-    assert reply["status"] == "ok", reply
-    yield k
-    k.close()
+    yield from started_kernel(KERNEL_SETUP, needs=())
 
 
 def test_kernel_shows_the_widget_and_sends_a_bounded_number_of_updates(kernel: Kernel) -> None:

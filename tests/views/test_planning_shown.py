@@ -14,7 +14,7 @@ from planbook import Toolbox
 from planbook.testing import FakeOpenAIServer, Reply
 from planbook.views.text import format_planning
 
-from helpers import Kernel
+from helpers import Kernel, started_kernel
 
 KEY = "sk-test-planning-shown-0123456789"
 WRONG = [{"id": "1", "tool": "add_numbers", "args": {"a": 1, "b": 1}}]  # no such tool
@@ -23,10 +23,7 @@ RIGHT = [{"id": "1", "tool": "add", "args": {"a": 1, "b": 1}, "task": "one plus 
 
 @pytest.fixture(scope="module")
 def kernel() -> Any:
-    pytest.importorskip("jupyter_client")
-    k = Kernel()
-    yield k
-    k.close()
+    yield from started_kernel()
 
 
 def _stdout(messages: list[dict]) -> str:

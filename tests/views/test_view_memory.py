@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from helpers import Kernel
+from helpers import Kernel, started_kernel
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -63,12 +63,7 @@ def live_counts():
 
 @pytest.fixture(scope="module")
 def kernel() -> Any:
-    pytest.importorskip("jupyter_client")
-    pytest.importorskip("anywidget")
-    k = Kernel()
-    ok(k, SETUP, timeout=120)
-    yield k
-    k.close()
+    yield from started_kernel(SETUP, needs=("jupyter_client", "anywidget"))
 
 
 def ok(kernel: Kernel, code: str, **kwargs: Any) -> list[dict]:

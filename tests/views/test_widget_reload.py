@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from helpers import Kernel
+from helpers import Kernel, started_kernel
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -39,13 +39,7 @@ p = "steps:\\n  - {id: a, tool: ok}\\n  - {id: b, tool: ok, needs: [a]}\\n"
 
 @pytest.fixture(scope="module")
 def kernel() -> Any:
-    pytest.importorskip("jupyter_client")
-    pytest.importorskip("anywidget")
-    k = Kernel()
-    reply, _ = k.execute(SETUP, timeout=120)
-    assert reply["status"] == "ok"
-    yield k
-    k.close()
+    yield from started_kernel(SETUP, needs=("jupyter_client", "anywidget"))
 
 
 def _custom(kernel: Kernel, model_id: str, content: dict[str, Any]) -> list[dict]:

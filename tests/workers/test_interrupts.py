@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Kernel, events_of
+from helpers import Kernel, events_of, started_kernel
 
 import planbook
 from planbook import AgentReply, Plan, PlanError, Runner, RunResult, Status, Step, Toolbox
@@ -576,12 +576,7 @@ def quick(x: int) -> int:
 
 @pytest.fixture(scope="module")
 def kernel() -> Any:
-    pytest.importorskip("jupyter_client")
-    k = Kernel()
-    reply, messages = k.execute(KERNEL_SETUP, timeout=120)
-    assert reply["status"] == "ok", (reply, [m["content"] for m in messages if m["msg_type"] == "error"])
-    yield k
-    k.close()
+    yield from started_kernel(KERNEL_SETUP)
 
 
 @pytest.mark.parametrize("view", ["", " --no-view"], ids=["live-view", "no-view"])
