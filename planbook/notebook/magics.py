@@ -337,7 +337,7 @@ class PlanMagics(Magics):
                 f"run %run_plan {name} without options to continue it, or add --restart to start a new run "
                 "with these options"
             )
-        if unfinished:  # with no options, or the same ones: continue where it stopped
+        if unfinished and not args.resume:  # with no options, or the same ones: continue where it stopped
             assert run is not None
             return run
         if run is None and not args.resume and not args.restart:

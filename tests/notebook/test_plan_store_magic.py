@@ -54,3 +54,27 @@ def test_resume_asks_before_calling_a_non_idempotent_tool_again(ip: Any, tmp_pat
     assert paid == []
     result = ip.run_line_magic("run_plan", "payment --resume --rerun p --no-view")
     assert result.ok and paid == [3]
+
+
+def test_resume_continues_the_stored_run_even_when_the_kernel_holds_it_paused(ip: Any, tmp_path: Any) -> None:
+    """``--resume`` means the store's run: with the same run paused in the kernel (``--step``), it
+    is resumed from the store, its completed steps marked as resumed and not run again. (The
+    notebook session's split once sent it to the kept run instead, and the record lost its ⟲ marks.)"""
+    import planbook
+    from planbook.views.marks import MarkBuilder
+
+    calls: list[str] = []
+    box = planbook.Toolbox()
+    box.add(lambda: calls.append("a") or 1, name="first")
+    box.add(lambda x: calls.append("b") or x + 1, name="second")
+    ip.user_ns["box"] = box
+    ip.run_cell_magic("plan", "twice --tools box",
+                      "steps:\n  - {id: a, tool: first}\n  - {id: b, tool: second, args: {x: $a}}\n")
+    ip.run_line_magic("plan_store", str(tmp_path / "runs.sqlite"))
+    paused = ip.run_line_magic("run_plan", "twice --step --no-view")
+    assert paused.status == "paused" and calls == ["a"]
+    result = ip.run_line_magic("run_plan", "twice --resume --no-view")
+    assert result.ok and calls == ["a", "b"]
+    assert any(e.kind == "run.started" and e.data.get("resumed") for e in result.events)
+    marks = MarkBuilder().feed_new(result.events).of(result.plan)
+    assert {step: mark.kind for step, mark in marks.items()} == {"a": "resumed"}
