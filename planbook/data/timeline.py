@@ -87,7 +87,9 @@ class TimelineBuilder:
     ``history``: the run's history (a list the run appends to, read as events come). The
     runner appends an entry, then tells ``step.finished`` or ``step.failed``, for every
     execution it records, so the n-th such event goes with ``history[n]``, whose times are
-    the call's own (read where it ran). Without it (or for an entry of another step) an
+    the call's own (read where it ran). A call handed to an executor (whose step keeps the
+    run's times) carries its own in the event's ``call_start`` and ``call_end``, which win.
+    Without either (or for an entry of another step) an
     execution starts at its ``step.started`` and lasts the event's ``duration``. Where it ran
     is the ``step.started``'s ``worker`` (the executor), or the thread a pool ran it on when
     the ending event names one.
@@ -148,7 +150,10 @@ class TimelineBuilder:
                     return None
                 ex.interrupted, ex.error = False, None
             entry = history[ended] if history is not None and ended < len(history) else None
-            if entry is not None and entry.id == step and entry.started_at is not None \
+            own = data.get("call_start")
+            if own is not None:  # the call's own times, where the step's are the run's (an executor's batch)
+                ex.start, ex.end = float(own), float(data.get("call_end") or own)
+            elif entry is not None and entry.id == step and entry.started_at is not None \
                     and entry.finished_at is not None:
                 ex.start, ex.end = entry.started_at, entry.finished_at
             else:

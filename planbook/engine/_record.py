@@ -76,6 +76,10 @@ class Recording(RunnerParts):
             self.recorder.changed(step)
             if outcome.ok and flight.cache_key is not None:
                 self.recorder.remember(flight.cache_key, step.result, tool=step.tool or "", step_id=step.id)
+        # a call handed to an executor (a batch's calls one after another) keeps the run's times as
+        # the step's: its own, read where it ran, go with its event for the record (RunResult.records)
+        own = (outcome.started, outcome.finished) if outcome.started is not None and outcome.finished is not None \
+            and (outcome.started != began or outcome.finished != ended) else None
         if outcome.ok:
             self.scheduler.completed(step)
             finished = finished_data(step.duration, flight.execution,
@@ -84,6 +88,8 @@ class Recording(RunnerParts):
                 finished["kept"] = True
             if outcome.worker:  # the thread it ran on (step.started named the executor): the record's worker
                 finished["worker"] = outcome.worker
+            if own is not None:
+                finished["call_start"], finished["call_end"] = own
             self.bus.publish("step.finished", step.id, finished, now)
             if kept or self._ending is not None:
                 return
@@ -99,6 +105,8 @@ class Recording(RunnerParts):
             failed["kept"] = True
         if outcome.worker:
             failed["worker"] = outcome.worker
+        if own is not None:
+            failed["call_start"], failed["call_end"] = own
         self.bus.publish("step.failed", step.id, failed, now)
         if kept:
             return  # its policy is applied when the run continues

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,30 @@ def test_there_is_one_type_for_what_an_execution_was() -> None:
 
     assert models.Execution is views.Execution is views.state.Execution is Execution
     assert not hasattr(models, "TimelineEntry")
+
+
+def test_an_executors_batch_keeps_each_calls_own_times(store: Any) -> None:
+    """Calls handed to an executor as one batch run one after another on its worker: each
+    record is its call's own time there (no overlaps), live, stored and in the views, as
+    ``RunResult.records`` were before they were built from events (the steps' own times are the
+    run's, from joining the batch to its end, so every call of a batch overlapped every other)."""
+    box = Toolbox()
+
+    @box.tool
+    def work(label: str) -> str:
+        return label
+
+    plan = Plan(steps=[Step(id=f"s{i}", tool="work", args={"label": f"s{i}"}) for i in range(4)])
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        runner = Runner(plan, tools=box, executor=pool, store=store)
+        result = runner.run()
+    assert result.ok, result.error
+    records = result.records
+    assert [r.step for r in records] == ["s0", "s1", "s2", "s3"]
+    assert len({r.worker for r in records}) == 1  # one batch on one of the pool's threads
+    for before, after in zip(records, records[1:]):
+        assert before.end <= after.start  # one after another
+    assert [e.overlaps for e in result.timeline.executions] == [[]] * 4
+    assert planbook.load_run(store=store).records == records
+    assert ViewState.of(result).timeline == records == ViewState.of(runner).timeline
+
