@@ -327,15 +327,24 @@ class Timeline(BaseModel):
 
 
 def build_timeline(records: Sequence[Execution], history: Sequence[_Step]) -> Timeline:
-    """The timeline of finished ``records`` (copies, with their overlaps); a step's needs are
-    those of its latest entry in ``history``."""
+    """The timeline of finished ``records`` (copies, with their overlaps). An execution waited
+    for the needs its step had when it ran: the history entry it made (a step's executions end
+    in the order they start, so its k-th record is its k-th entry); a replan may change them."""
     done = [r for r in records if r.end is not None]
     if not done:
         return Timeline()
-    needs = {h.id: h.needs for h in history}
-    found = needs.get
+    entries_of: dict[str, list[list[str]]] = {}
+    for h in history:
+        entries_of.setdefault(h.id, []).append(h.needs)
+    made: dict[str, int] = {}
+    needs: list[Sequence[str]] = []
+    for r in done:
+        k = made.get(r.step, 0)
+        made[r.step] = k + 1
+        own = entries_of.get(r.step, ())
+        needs.append(own[k] if k < len(own) else own[-1] if own else ())
     overlaps = overlaps_of(done)
-    path, critical = critical_chain(done, lambda i, r: found(r.step, ()))
+    path, critical = critical_chain(done, lambda i, r: needs[i])
     entries = [replace(r, overlaps=overlaps[r.execution]) for r in done]
     wall = max(r.end for r in done) - min(r.start for r in done)  # type: ignore[type-var]
     return Timeline.model_construct(executions=entries, critical_path=path, wall=wall, critical=critical)

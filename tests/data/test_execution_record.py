@@ -151,3 +151,40 @@ def test_an_executors_batch_keeps_each_calls_own_times(store: Any) -> None:
     assert planbook.load_run(store=store).records == records
     assert ViewState.of(result).timeline == records == ViewState.of(runner).timeline
 
+
+def test_the_critical_path_waits_for_what_each_execution_needed_when_it_ran() -> None:
+    """After a replan gives ``x`` other needs, its first execution still waited only for what it
+    needed then (``a``), not for the later plan's ``b``: the path is b → x's second call."""
+    now = [0.0]
+    box = Toolbox()
+    calls = {"x": 0}
+
+    @box.tool
+    def quick() -> str:
+        now[0] += 1.0
+        return "a"
+
+    @box.tool
+    def long() -> str:
+        now[0] += 5.0
+        return "b"
+
+    @box.tool
+    def use(v: str = "") -> str:
+        now[0] += 1.0
+        calls["x"] += 1
+        if calls["x"] == 1:
+            raise RuntimeError("x fails")
+        return v
+
+    def planner(goal: str, history: list[Step], last_error: str | None) -> list[Step]:
+        return [Step(id="x", tool="use", args={"v": "$b"}, needs=["b"])]
+
+    plan = Plan(steps=[Step(id="a", tool="quick"), Step(id="b", tool="long"),
+                       Step(id="x", tool="use", args={"v": "$a"}, needs=["a"])])
+    result = planbook.run(plan, tools=box, planner=planner, on_failure="replan", clock=lambda: now[0])
+    assert result.ok, result.error
+    assert [(h.id, h.needs) for h in result.history] == [("a", []), ("b", []), ("x", ["a"]), ("x", ["b"])]
+    timeline = result.timeline
+    assert timeline.critical_path == [2, 4]  # b, then x's second call (its first waited for a only)
+    assert timeline.critical == 6.0 and timeline.wall == 8.0
