@@ -339,8 +339,20 @@ def from_json(args: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     for name in names:
         option = OPTION[name]
         if option.key in args:
-            given[name] = option.check(args[option.key], option.key)
+            given[name] = option.check(_json_whole(option, args[option.key]), option.key)
     return given
+
+
+def _json_whole(option: Option, value: Any) -> Any:
+    """A whole number as a JSON client may send it: ``2.0`` (JSON has one number type, and JSON
+    Schema counts 2.0 as an integer) or ``"2"`` (the server always took these); anything else as sent."""
+    if option.kind != "whole" or isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value)
+    return value
 
 
 __all__ = ["COLLABORATORS", "DEFAULTS", "OPTION", "OPTIONS", "Option", "OptionTextError", "RunConfig",

@@ -120,3 +120,16 @@ def test_run_plan_reports_progress_and_returns_outputs_then_the_store_shows_the_
     assert run_id in text(listed) and "completed" in text(listed)
     assert "[✓]" in text(shown) and "forecast" in text(shown)
     assert os.path.exists(tmp_path / "runs.sqlite")
+
+
+def test_run_plan_takes_whole_numbers_as_json_clients_send_them(tmp_path: Path) -> None:
+    """JSON has one number type: a client may send parallel 2.0 (an integer to JSON Schema) or "2";
+    the server always ran those. A fraction is still refused, naming the option."""
+    from planbook.cli.mcpserve import PlanbookServer
+
+    server = PlanbookServer(tools=planbook.cli.demo.demo_tools, store=str(tmp_path / "runs.sqlite"))
+    for given in ({"parallel": 2.0}, {"parallel": "2"}, {"max_steps": 12.0}, {"max_steps": "12"}):
+        said, structured, is_error = server.call("run_plan", {"spec": SPEC, **given})
+        assert structured is not None and structured["status"] == "completed", (given, said)
+    said, structured, is_error = server.call("run_plan", {"spec": SPEC, "parallel": 2.5})
+    assert structured is None and is_error and "parallel" in said
