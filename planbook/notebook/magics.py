@@ -57,6 +57,8 @@ class PlanMagics(Magics):
     _store = _kept("_store")
     cache = _kept("cache")
     background = _kept("background")
+    reviewed = _kept("reviewed")
+    tool_servers = _kept("tool_servers")
 
     def __init__(self, shell: Any = None) -> None:
         super().__init__(shell)

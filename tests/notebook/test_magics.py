@@ -778,3 +778,12 @@ def test_a_review_cell_run_again_does_not_insert_another_cell(ip: Any, world: Wo
     ip.user_ns["maker2"] = ScriptedPlanner({None: [{"id": "1", "tool": "add", "args": {"a": 5, "b": 5}}]})
     ip.run_cell_magic("plan", "rv2 --planner maker2 --tools tb --review", "goal")
     assert len(calls) == 2  # a different plan: a new cell to review
+
+
+def test_the_magics_object_still_shows_everything_it_keeps(ip: Any) -> None:
+    """What the magics remember moved to their session; the attributes the magics object had
+    (``magics_of(ip).runs``, ``.tool_servers``, ``.reviewed``...) still read and write it."""
+    magics = magics_of(ip)
+    assert magics is not None
+    for name in ("runs", "origins", "store_choice", "cache", "background", "reviewed", "tool_servers"):
+        assert getattr(magics, name) is getattr(magics.session, name), name
