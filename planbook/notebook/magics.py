@@ -268,11 +268,14 @@ class PlanMagics(Magics):
         _refuse_contradictions(args, name)
         cache = self.session.cache_choice(args.cache, args.no_cache, args.resume)
         value = self._plan_value(name)
-        who = self._collaborators(name, value, args)
+        names = self._names(name, value, args)
+        # the run options are checked, and --executor looked up, before the collaborators are
+        # (a planner is made there: --planner llm without its setup must not hide a bad option)
         given = given_options(args)
         options = resolved_options(given)
         options["executor"] = self._lookup(args.executor, "--executor") if args.executor else None
         options["cache"] = cache
+        who = self._collaborators(args, *names)
         key = (*(ident(options[n]) for n in sorted(options)), *(ident(who[n]) for n in ("tools", "agents", "key")))
         if args.background:
             return self._background(name, value, args, who, options)
@@ -286,9 +289,8 @@ class PlanMagics(Magics):
         return self._drive(name, run.runner, args)
 
     # ------------------------------------------------------------------ %run_plan's parts
-    def _collaborators(self, name: str, value: Any, args: Any) -> dict[str, Any]:
-        """The tools, agents and planner of the run: the line's, else those ``%%plan NAME`` used
-        (``key``: the planner as the run's options compare it)."""
+    def _names(self, name: str, value: Any, args: Any) -> tuple[Any, str | None, str | None, str | None, str | None]:
+        """``(origin, tools, agents, planner, model)``: the names the line gives, else those ``%%plan NAME`` used."""
         origin = self.session.origin_of(name, value)
         tools_var = args.tools or (origin.tools if origin else None)
         agents_var = args.agents or (origin.agents if origin else None)
@@ -296,6 +298,12 @@ class PlanMagics(Magics):
         model = args.model if args.planner else (args.model or (origin.model if origin else None))
         if args.model and planner_var != LLM:
             raise UsageError("--model chooses the model of --planner llm; add --planner llm (or drop --model)")
+        return origin, tools_var, agents_var, planner_var, model
+
+    def _collaborators(self, args: Any, origin: Any, tools_var: str | None, agents_var: str | None,
+                       planner_var: str | None, model: str | None) -> dict[str, Any]:
+        """The tools, agents and planner of the run, looked up from their names (see :meth:`_names`)
+        (``key``: the planner as the run's options compare it)."""
         tools = self._lookup(tools_var, "--tools") if tools_var else None
         agents = self._lookup(agents_var, "--agents") if agents_var else None
         if planner_var is None:

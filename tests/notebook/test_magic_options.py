@@ -43,3 +43,15 @@ def test_deep_nesting_in_a_cell_is_a_plan_error_with_the_line(ip: Any) -> None:
         cell(ip, "%%plan deep\n" + body)
     (p,) = info.value.problems
     assert (p.code, p.line) == ("too_deep", 6)  # line 1 of the cell is the %%plan line
+
+
+def test_run_plan_checks_its_options_before_it_looks_up_tools_agents_and_the_planner(ip: Any) -> None:
+    """A bad number or --executor is named first, as before the magics were split: the tools,
+    agents and planner are looked up (and a planner made: --planner llm needs its setup) after."""
+    ip.user_ns["ordered_spec"] = SPEC
+    with pytest.raises(UsageError, match="--retries must be a whole number >= 0"):
+        cell(ip, "%run_plan ordered_spec --tools no_such_tools --retries -1 --no-view")
+    with pytest.raises(UsageError, match="--max-steps must be a whole number >= 0"):
+        cell(ip, "%run_plan ordered_spec --planner no_such_planner --max-steps -1 --no-view")
+    with pytest.raises(UsageError, match="--executor no_such_executor"):
+        cell(ip, "%run_plan ordered_spec --agents no_such_agents --executor no_such_executor --no-view")
