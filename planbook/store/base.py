@@ -50,9 +50,6 @@ COUNTER_FIELDS = (
 )
 #: the RunState fields a store keeps as lists of records
 LIST_FIELDS = ("plan", "history", "revisions", "events")
-#: RunState fields a store does not keep: the timing records (a resumed run's timeline
-#: rebuilds them from the history's start and end times)
-UNSTORED_FIELDS = ("records",)
 
 
 @dataclass(frozen=True)
@@ -280,7 +277,7 @@ def counters_of(state: RunStateLike) -> dict[str, Any]:
     names = _COUNTER_NAMES.get(type(state))
     if names is None:
         fields = getattr(type(state), "model_fields", None)
-        names = (tuple(n for n in fields if n not in LIST_FIELDS and n not in UNSTORED_FIELDS)
+        names = (tuple(n for n in fields if n not in LIST_FIELDS)
                  if fields else COUNTER_FIELDS)
         _COUNTER_NAMES[type(state)] = names
     values = state.__dict__ if hasattr(state, "__dict__") else {}
