@@ -136,7 +136,10 @@ class Kernel:
         import queue
         import time
 
-        msg_id = self.kc.execute(code)
+        # stop_on_error=False: a cell that fails on purpose (an interrupt, an error a test wants)
+        # must not make the kernel abort the test's next request, which ipykernel does to
+        # requests arriving within its abort window after an error (a race, seen on older ipykernel)
+        msg_id = self.kc.execute(code, stop_on_error=False)
         deadline = time.monotonic() + timeout
         messages: list[dict] = []
         interrupted = False

@@ -62,7 +62,7 @@ class Execution:
     end: float | None = None
     ok: bool | None = None
     error: str | None = None
-    overlaps: Sequence[int] = field(default=(), compare=False)  # a list once filled; () shared until then
+    overlaps: list[int] | tuple[int, ...] = field(default=(), compare=False)  # a list once filled; () shared until then
     #: closed by an interrupt while its call ran; a call kept when the run continues ends it
     interrupted: bool = False
 
