@@ -26,7 +26,7 @@ class Terminal:
         """``planbook run plan.yaml ... ARGV``, or ``planbook COMMAND``."""
         self.master, slave = pty.openpty()
         command = command or ["run", "plan.yaml", "--tools", "mailtools:tools", "--no-store", *argv]
-        self.proc = subprocess.Popen([sys.executable, "-m", "planbook.cli.main", *command], cwd=workdir,
+        self.proc = subprocess.Popen([sys.executable, "-m", "planbook.cli", *command], cwd=workdir,
                                      env=_env(workdir), stdin=slave, stdout=slave, stderr=slave, close_fds=True)
         os.close(slave)
         self.text = ""

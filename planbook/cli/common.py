@@ -1,7 +1,7 @@
 """What the command line and ``planbook mcp serve`` share: loading ``module:object`` refs,
 a run's answers, and printing values through the gate.
 
-Kept apart from :mod:`planbook.cli.main` (the argument parsing and the commands) so the MCP
+Kept apart from :mod:`planbook.cli.app` (the argument parsing and the commands) so the MCP
 server uses them without importing the command line, and the command line can start the
 server without a circle.
 """

@@ -1,6 +1,6 @@
 """``planbook runs``, ``planbook show`` and ``planbook resume``: the command line over the run store.
 
-Kept apart from :mod:`planbook.cli.main` (which parses and runs plans) so each stays small.
+Kept apart from :mod:`planbook.cli.app` (which parses and runs plans) so each stays small.
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ def test_every_module_that_outputs_goes_through_the_gate() -> None:
         if not takes_the_gate(tree, path):
             bypass.append(f"{_rel(path)} ({', '.join(sorted(out))})")
     # the finder must find the surfaces we know, or this test proves nothing
-    for known in ("planbook/cli/main.py", "planbook/otel.py", "planbook/views/widget.py", "planbook/views/terminal.py",
+    for known in ("planbook/cli/app.py", "planbook/otel.py", "planbook/views/widget.py", "planbook/views/terminal.py",
                   "planbook/store/sqlwrite.py", "planbook/views/text.py", "planbook/cli/mcpserve.py", "planbook/notebook/magics.py",
                   "planbook/cli/prompt.py", "planbook/data/models.py"):
         assert known in outputting, f"{known} outputs, yet the finder did not see it"

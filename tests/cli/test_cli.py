@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from planbook.cli.main import final_outputs, main
+from planbook.cli.app import final_outputs, main
 
 TOOLS_MODULE = '''
 import planbook
@@ -136,7 +136,7 @@ def test_check_validates_without_running(project: Path, capsys: pytest.CaptureFi
 
 def test_demo_shows_the_diff_and_ends_completed() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "planbook.cli.main", "demo"], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-m", "planbook.cli", "demo"], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
@@ -235,7 +235,7 @@ def run_cli(*argv: str, encoding: str, cwd: Path | None = None) -> subprocess.Co
     env = {**__import__("os").environ, "PYTHONIOENCODING": encoding}
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return subprocess.run([sys.executable, "-m", "planbook.cli.main", *argv], capture_output=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "planbook.cli", *argv], capture_output=True, timeout=120,
                           check=False, env=env, cwd=cwd)
 
 
@@ -294,3 +294,16 @@ def test_schema_prints_the_json_schema(capsys: pytest.CaptureFixture[str]) -> No
 
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out) == plan_schema()
+
+
+def test_the_console_script_is_where_an_earlier_install_looks_for_it() -> None:
+    """A ``planbook`` script written by an earlier install imports ``main`` from ``planbook.cli``:
+    the package moved into layer folders, and that import must still give the command."""
+    from importlib.metadata import entry_points
+
+    import planbook.cli
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "planbook"]
+    assert script.value == "planbook.cli:main"
+    assert script.load() is planbook.cli.main and callable(planbook.cli.main)
+    assert planbook.cli.main(["schema"]) == 0  # the command runs (it prints the plan schema)

@@ -93,7 +93,7 @@ def test_skip_at_the_prompt(workdir: Path) -> None:
 
 
 def test_without_a_terminal_it_says_so_before_anything_runs(workdir: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "planbook.cli.main", "run", "plan.yaml", "--tools", "mailtools:tools",
+    proc = subprocess.run([sys.executable, "-m", "planbook.cli", "run", "plan.yaml", "--tools", "mailtools:tools",
                            "--no-store"], cwd=workdir, env=_env(workdir), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 2, proc.stderr
@@ -118,7 +118,7 @@ def test_resuming_a_run_that_was_waiting_asks_again_on_the_terminal(workdir: Pat
     shutil.copy(crashed, workdir / "again.sqlite")
     with sqlite3.connect(crashed) as db:  # the store as the crash left it: the run waits for approval
         assert db.execute("SELECT status, reason FROM runs").fetchall() == [("running", "waiting")]
-    proc = subprocess.run([sys.executable, "-m", "planbook.cli.main", "resume", "--store", "crashed.sqlite", "--tools",
+    proc = subprocess.run([sys.executable, "-m", "planbook.cli", "resume", "--store", "crashed.sqlite", "--tools",
                            "mailtools:tools", "--force"], cwd=workdir, env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)

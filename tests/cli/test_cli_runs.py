@@ -42,7 +42,7 @@ def workdir(tmp_path: Path) -> Path:
 def cli(workdir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{workdir}", "CALLS_FILE": str(workdir / "calls.txt"),
                "PLANBOOK_HOME": str(workdir / "home"), **env}
-    return subprocess.run([sys.executable, "-m", "planbook.cli.main", *args], cwd=workdir, env=environ,
+    return subprocess.run([sys.executable, "-m", "planbook.cli", *args], cwd=workdir, env=environ,
                           capture_output=True, text=True, timeout=120)
 
 

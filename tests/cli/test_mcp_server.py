@@ -33,7 +33,7 @@ def serve_and(tmp_path: Path, work: Any) -> Any:
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "planbook.cli.main", "mcp", "serve", "--tools", "planbook.cli.demo:demo_tools",
+        args=["-m", "planbook.cli", "mcp", "serve", "--tools", "planbook.cli.demo:demo_tools",
               "--store", str(tmp_path / "runs.sqlite")],
         env={"PYTHONPATH": str(Path(planbook.__file__).parent.parent), "PLANBOOK_HOME": str(tmp_path)},
         cwd=str(tmp_path),

@@ -11,7 +11,7 @@ import pytest
 
 import planbook
 from planbook import Runner, ScriptedAgent, Status, run
-from planbook.cli.main import main
+from planbook.cli import main
 from planbook.compat.agenticseek import AgenticSeekPlanner
 from planbook.compat.model import ScriptedModel
 from planbook.compat.openmanus_flow import ScriptedReActAgent

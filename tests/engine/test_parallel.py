@@ -596,7 +596,7 @@ def test_the_cli_runs_branches_in_parallel(tmp_path: Path, monkeypatch: pytest.M
                                            capsys: pytest.CaptureFixture[str]) -> None:
     import sys
 
-    from planbook.cli.main import main
+    from planbook.cli import main
 
     module = f"fan_tools_{tmp_path.name.replace('-', '_')}"
     (tmp_path / f"{module}.py").write_text(FAN_TOOLS)

@@ -15,7 +15,7 @@ import pytest
 from IPython.core.error import UsageError
 
 import planbook
-from planbook.cli.main import RUN_FLAGS, _parser
+from planbook.cli.app import RUN_FLAGS, _parser
 from planbook.cli.mcpserve import RUN_OPTIONS, RUN_PLAN_SCHEMA, PlanbookServer
 from planbook.cli.options import run_options
 from planbook.engine.config import COLLABORATORS, DEFAULTS, OPTION, OPTIONS, RunConfig, json_properties

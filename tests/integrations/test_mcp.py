@@ -307,16 +307,16 @@ def test_cli_run_with_mcp_servers(tmp_path: Path) -> None:
     plan.write_text('steps:\n  - {id: tokyo, tool: convert_time, args: {source_timezone: UTC, time: "12:00", '
                     "target_timezone: Asia/Tokyo}}\n")
     env = {**os.environ, "PYTHONPATH": str(Path(planbook.__file__).parent.parent)}
-    done = subprocess.run([sys.executable, "-m", "planbook.cli.main", "run", str(plan), "--mcp", " ".join(TIME),
+    done = subprocess.run([sys.executable, "-m", "planbook.cli", "run", str(plan), "--mcp", " ".join(TIME),
                            "--plain", "--no-store"], capture_output=True, text=True, env=env, timeout=180)
     assert done.returncode == 0, done.stderr
     assert "'time_difference': '+9.0h'" in done.stdout
-    bad = subprocess.run([sys.executable, "-m", "planbook.cli.main", "run", str(plan), "--mcp", "no-such-mcp-server",
+    bad = subprocess.run([sys.executable, "-m", "planbook.cli", "run", str(plan), "--mcp", "no-such-mcp-server",
                           "--plain", "--no-store"], capture_output=True, text=True, env=env, timeout=180)
     assert bad.returncode == 2 and "the MCP server no-such-mcp-server is not installed here" in bad.stderr
     wrong = tmp_path / "wrong.yaml"
     wrong.write_text("steps:\n  - {id: now, tool: get_current_time, args: {timezone: 5}}\n")
-    checked = subprocess.run([sys.executable, "-m", "planbook.cli.main", "check", str(wrong), "--mcp", " ".join(TIME)],
+    checked = subprocess.run([sys.executable, "-m", "planbook.cli", "check", str(wrong), "--mcp", " ".join(TIME)],
                              capture_output=True, text=True, env=env, timeout=180)
     assert checked.returncode == 2
     assert "argument 'timezone' of tool 'get_current_time' expects str, got 5" in checked.stderr

@@ -303,7 +303,7 @@ def test_the_command_line_says_a_missing_server_in_one_line(tmp_path: Any) -> No
     pytest.importorskip("mcp")
     (tmp_path / "t.yaml").write_text("steps:\n  - {id: a, tool: get_current_time, args: {timezone: UTC}}\n")
     root = str(Path(__file__).resolve().parents[2])
-    proc = subprocess.run([sys.executable, "-m", "planbook.cli.main", "run", "t.yaml", "--mcp", "no-such-mcp-server"],
+    proc = subprocess.run([sys.executable, "-m", "planbook.cli", "run", "t.yaml", "--mcp", "no-such-mcp-server"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
                           env={"PATH": str(tmp_path), "PYTHONPATH": root, "PLANBOOK_HOME": str(tmp_path)})
     assert proc.returncode == 2, proc

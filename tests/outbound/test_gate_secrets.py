@@ -234,7 +234,7 @@ def test_the_command_line_prints_answers_through_the_gate(tmp_path: Path, monkey
     (tmp_path / "echo_tools.py").write_text(ECHO_TOOLS)
     (tmp_path / "plan.yaml").write_text(ECHO_PLAN)
     monkeypatch.syspath_prepend(str(tmp_path))
-    from planbook.cli.main import main
+    from planbook.cli import main
 
     code = main(["run", str(tmp_path / "plan.yaml"), "--tools", "echo_tools:box", "--plain",
                  "--store", str(tmp_path / "runs.sqlite")])

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from planbook import Plan, Runner, Step, Toolbox, format_plan, format_result, run
-from planbook.cli.main import main
+from planbook.cli import main
 from planbook.outbound.text import indent_lines, md_code, md_text, neutralise, one_line
 from planbook.views import ViewState
 from planbook.views.text import format_markdown, state_bundle

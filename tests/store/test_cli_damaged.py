@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import planbook
-from planbook.cli.main import main
+from planbook.cli import main
 from planbook.store import SQLiteStore, StoreError, StoreFormatError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -285,7 +285,7 @@ def test_mcp_serve_with_bad_tools_is_one_line_exit_2(tools_dir: Path, capsys: py
 
 def test_mcp_serve_with_an_object_that_is_not_tools_exits_2_before_serving(tools_dir: Path) -> None:
     """As a process: the server must not start (it would wait on standard input) with tools it cannot use."""
-    done = subprocess.run([sys.executable, "-m", "planbook.cli.main", "mcp", "serve", "--tools", "damaged_cli_not_tools:answer"],
+    done = subprocess.run([sys.executable, "-m", "planbook.cli", "mcp", "serve", "--tools", "damaged_cli_not_tools:answer"],
                           cwd=tools_dir, env={"PYTHONPATH": f"{ROOT}:{tools_dir}", "PATH": ""},
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""

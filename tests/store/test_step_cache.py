@@ -340,7 +340,7 @@ def test_a_value_the_store_knows_as_secret_is_not_cached(tmp_path: Path) -> None
 
 
 def test_planbook_run_help_says_the_rule(capsys: Any) -> None:
-    from planbook.cli.main import main
+    from planbook.cli import main
 
     with pytest.raises(SystemExit):
         main(["run", "--help"])

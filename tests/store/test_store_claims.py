@@ -79,12 +79,12 @@ def _env(workdir: Path, **extra: str) -> dict[str, str]:
 
 
 def cli(workdir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "planbook.cli.main", *args], cwd=workdir, env=_env(workdir, **env),
+    return subprocess.run([sys.executable, "-m", "planbook.cli", *args], cwd=workdir, env=_env(workdir, **env),
                           capture_output=True, text=True, timeout=PATIENCE)
 
 
 def start(workdir: Path, *args: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "planbook.cli.main", *args], cwd=workdir, env=_env(workdir, **env),
+    return subprocess.Popen([sys.executable, "-m", "planbook.cli", *args], cwd=workdir, env=_env(workdir, **env),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -113,7 +113,7 @@ def test_the_cli_prints_no_trace_of_an_echoed_secret(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}", "PLANBOOK_HOME": str(tmp_path / "home")}
     outputs = []
     for args in (["run", "plan.json", "--tools", "login_tools:box", "--plain"], ["show"], ["runs"]):
-        done = subprocess.run([sys.executable, "-m", "planbook.cli.main", *args], cwd=tmp_path, env=env,
+        done = subprocess.run([sys.executable, "-m", "planbook.cli", *args], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=120)
         outputs.append(done.stdout + done.stderr)
     assert "login refused for ada" in outputs[0] and "login refused for ada" in outputs[1]

@@ -169,8 +169,8 @@ def test_a_store_on_a_read_only_disk_is_read_not_called_damaged(tmp_path: Path) 
     assert not (folder / "runs.sqlite-wal").exists()  # closed cleanly: all in the file
     root = Path(__file__).resolve().parents[2]
     script = (f"mount --bind {folder} {disk} && mount -o remount,bind,ro {disk} && "
-              f"{sys.executable} -m planbook.cli.main runs --store {disk}/runs.sqlite && "
-              f"{sys.executable} -m planbook.cli.main show --store {disk}/runs.sqlite")
+              f"{sys.executable} -m planbook.cli runs --store {disk}/runs.sqlite && "
+              f"{sys.executable} -m planbook.cli show --store {disk}/runs.sqlite")
     shown = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120,
                            env={**os.environ, "PYTHONPATH": str(root)})
     assert shown.returncode == 0, shown.stderr

@@ -132,7 +132,7 @@ def test_planbook_show_step_prints_one_steps_pane(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}", "PLANBOOK_HOME": str(tmp_path / "home")}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "planbook.cli.main", *args], cwd=tmp_path, env=env,
+        return subprocess.run([sys.executable, "-m", "planbook.cli", *args], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=120)
 
     assert cli("run", "plan.yaml", "--tools", "tools_mod:box", "--plain").returncode == 0

@@ -235,7 +235,7 @@ class FakeTerminal(io.StringIO):
 
 
 def test_cli_demo_with_pace_runs_the_live_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    from planbook.cli.main import main
+    from planbook.cli import main
 
     out = FakeTerminal()
     monkeypatch.setattr(sys, "stdout", out)
@@ -249,7 +249,7 @@ def test_cli_demo_with_pace_runs_the_live_table(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_paced_tools_keep_their_signatures_and_take_longer() -> None:
-    from planbook.cli.main import paced
+    from planbook.cli.app import paced
 
     slow = paced(demo_tools, 0.05)
     assert slow.schemas() == demo_tools.schemas()
@@ -267,7 +267,7 @@ def test_planbook_demo_with_pace_in_a_terminal_draws_the_live_table() -> None:
 
     master, slave = pty.openpty()
     env = {**os.environ, "COLUMNS": "100", "LINES": "40", "TERM": "xterm"}
-    proc = subprocess.Popen([sys.executable, "-m", "planbook.cli.main", "demo", "--pace", "0.01"],
+    proc = subprocess.Popen([sys.executable, "-m", "planbook.cli", "demo", "--pace", "0.01"],
                             stdin=slave, stdout=slave, stderr=slave, env=env)
     os.close(slave)
     chunks: list[bytes] = []
@@ -301,7 +301,7 @@ def test_planbook_demo_with_pace_in_a_terminal_draws_the_live_table() -> None:
 
 def test_planbook_demo_with_pace_completes() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "planbook.cli.main", "demo", "--pace", "0.01"], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "planbook.cli", "demo", "--pace", "0.01"], capture_output=True, text=True, timeout=60,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr

@@ -395,7 +395,7 @@ def test_the_cli_exits_non_zero_with_a_message_when_the_planner_exits(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     import sys
 
-    from planbook.cli.main import main
+    from planbook.cli import main
 
     module = f"exiting_{tmp_path.name.replace('-', '_')}"
     (tmp_path / f"{module}.py").write_text(EXITING_MODULE)

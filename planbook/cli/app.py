@@ -336,9 +336,3 @@ def _resume(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     result = _execute(runner, args.plain)
     return EXIT_OK if result.ok else EXIT_FAILED
-
-
-if __name__ == "__main__":  # pragma: no cover
-    # ``python -m planbook.cli.main`` (UsageProblem lives in planbook.cli.common, so this copy of the
-    # module named __main__ catches the class mcp serve's --tools raises)
-    sys.exit(main())
