@@ -28,7 +28,6 @@ from .spec.validate import validate_plan
 from . import compat as _compat  # the seed designs register their plan formats and strategy= with the layers below
 
 
-from .data.version import __version__, _version  # noqa: F401 - one home for the version, below the surfaces
 
 __all__ = [
     "Agent", "AgentContext", "AgentReply", "CellPlanError", "Event", "FunctionAgent", "Plan", "PlanDiff", "PlanError", "PlanbookError",
@@ -53,7 +52,12 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """Heavy parts (the model layer imports openai) load on first use."""
+    """Heavy parts (the model layer imports openai) load on first use; so does ``__version__``
+    (its one home, :mod:`planbook.data.version`, looks it up when first read)."""
+    if name == "__version__":
+        from .data.version import version
+
+        return version()
     if name in _LAZY:
         import importlib
 
@@ -63,7 +67,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | {"__version__"})
 
 
 def _otel_from_environment(runner: Any) -> None:
