@@ -30,8 +30,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..data import budgets
-from ..data.errors import closest
-from .policies import POLICIES, normalise_policy, policy_named
+from .policies import POLICIES, normalise_policy, policy_named, unknown_policy
 
 
 class OptionTextError(ValueError):
@@ -97,7 +96,7 @@ class Option:
                 chain = (value,) if isinstance(value, str) else tuple(value)
                 for name in chain:
                     if name not in POLICIES:
-                        raise ValueError(f"{label}: {_unknown_policy(name)}")
+                        raise ValueError(f"{label}: {unknown_policy(name)}")
             return value
         return value  # objects, steps: checked by what uses them (the executor's .submit, the store's opening)
 
@@ -124,15 +123,11 @@ class Option:
                 raise OptionTextError(f"{label} needs a policy: {', '.join(POLICIES)}")
             for name in chain:
                 if name not in POLICIES:
-                    raise OptionTextError(_unknown_policy(name))
+                    raise OptionTextError(unknown_policy(name))
             return chain[0] if len(chain) == 1 else chain
         if self.kind == "steps":  # step ids or tool names, comma-separated
             return [part.strip() for part in text.split(",") if part.strip()]
         return text
-
-
-def _unknown_policy(name: str) -> str:
-    return f"unknown policy {name!r}{closest(name, POLICIES)}; choose from {', '.join(POLICIES)}"
 
 
 def _whole(name: str, value: Any, *, minimum: int) -> int:

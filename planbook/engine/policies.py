@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, Protocol
 
+from ..data.errors import closest
 from ..data.models import Step
 
 
@@ -95,11 +96,16 @@ REGISTRY: dict[str, Policy] = {p.name: p for p in (Abort(), Skip(), Retry(), Rep
 POLICIES: tuple[str, ...] = tuple(REGISTRY)
 
 
+def unknown_policy(name: str) -> str:
+    """What every surface says of a policy name that is not one (the engine, a flag, a JSON client)."""
+    return f"unknown failure policy {name!r}{closest(name, REGISTRY)}; choose from {', '.join(REGISTRY)}"
+
+
 def policy_named(name: str) -> Policy:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown failure policy {name!r}; choose from {', '.join(REGISTRY)}") from None
+        raise ValueError(unknown_policy(name)) from None
 
 
 def normalise_policy(on_failure: str | Sequence[str] | None, *, has_planner: bool) -> tuple[str, ...]:

@@ -124,7 +124,7 @@ def test_argparse_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit) as exc:
         main(["run", "x.yaml", "--on-failure", "explode"])
     assert exc.value.code == 2
-    assert "unknown policy 'explode'; choose from abort, skip, retry, replan" in capsys.readouterr().err
+    assert "unknown failure policy 'explode'; choose from abort, skip, retry, replan" in capsys.readouterr().err
 
 
 def test_check_validates_without_running(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

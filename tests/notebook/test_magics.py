@@ -416,7 +416,7 @@ def test_run_plan_turns_a_goal_string_into_a_plan_with_a_planner(ip: Any, world:
         ("sums --max-steps many", "invalid int value"),
         ("sums --max-steps -1", "--max-steps must be a whole number >= 0"),
         ("sums --timeout 0", "--timeout must be a positive number"),
-        ("sums --on-failure explode", "unknown policy 'explode'"),
+        ("sums --on-failure explode", "unknown failure policy 'explode'"),
         ("sums --on-failure replan", "--on-failure replan needs a planner: add --planner VAR"),
         ("sums --tools nowhere", "--tools nowhere: there is no variable"),
         ("sums --agents nowhere", "--agents nowhere: there is no variable"),
