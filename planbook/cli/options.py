@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.config import OPTION, argument_spec
+from ..engine.config import NO_CACHE_HELP, OPTION, argument_spec
 
 
 def add_run_options(parser: Any, names: tuple[str, ...], *, extra_help: dict[str, str] | None = None) -> None:
@@ -31,7 +31,7 @@ def add_cache_flags(parser: Any, extra_help: str = "") -> None:
     group.add_argument("--cache", dest="cache", action="store_const", const=True, default=option.default,
                        help=(option.describe() + (f". {extra_help}" if extra_help else "")).replace("%", "%%"))
     group.add_argument("--no-cache", dest="cache", action="store_const", const=False,
-                       help="reuse no earlier results, not even for tools registered with cache=True")
+                       help=NO_CACHE_HELP)
 
 
 def run_options(args: Any, names: tuple[str, ...]) -> dict[str, Any]:

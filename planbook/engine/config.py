@@ -196,6 +196,9 @@ OPTIONS: tuple[Option, ...] = (
 #: the options by keyword
 OPTION: dict[str, Option] = {o.name: o for o in OPTIONS}
 
+#: the help of ``--no-cache``, the flag that sets ``cache=False`` (``--cache`` says the option's own help)
+NO_CACHE_HELP = "reuse no earlier run's results, not even for tools registered with cache=True"
+
 #: each option's default, by attribute: ``max_steps: int = DEFAULTS.max_steps`` in a signature
 DEFAULTS: Any = SimpleNamespace(**{o.name: o.default for o in OPTIONS})
 
@@ -350,5 +353,5 @@ def _json_whole(option: Option, value: Any) -> Any:
     return value
 
 
-__all__ = ["COLLABORATORS", "DEFAULTS", "OPTION", "OPTIONS", "Option", "OptionTextError", "RunConfig",
+__all__ = ["COLLABORATORS", "DEFAULTS", "NO_CACHE_HELP", "OPTION", "OPTIONS", "Option", "OptionTextError", "RunConfig",
            "argument_spec", "check_option", "from_json", "json_properties", "json_property", "text_parser"]

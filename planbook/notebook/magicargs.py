@@ -18,7 +18,7 @@ from typing import Any, Callable
 from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
 
-from ..engine.config import DEFAULTS, OPTION, argument_spec
+from ..engine.config import DEFAULTS, NO_CACHE_HELP, OPTION, argument_spec
 from .words import magic_words
 
 #: the run options ``%run_plan`` takes as flags. ``store`` and the default of ``cache`` are the
@@ -27,10 +27,8 @@ from .words import magic_words
 RUN_PLAN_OPTIONS = ("on_failure", "retries", "max_steps", "max_replans", "step_timeout", "parallel", "executor",
                     "strategy", "faithful", "approve", "approve_timeout")
 
-CACHE_HELP = ("answer a tool call from an earlier run's result of the same call (same tool code, same arguments): "
-              "off by default, since a tool that reads a clock, a price or a file would give yesterday's answer; "
-              "tools registered with cache=True are cached anyway, cache=False and idempotent=False never")
-NO_CACHE_HELP = "reuse no earlier run's results, not even for tools registered with cache=True"
+#: ``--cache``'s help is the option's own (its default is the notebook's, so it is not stated)
+CACHE_HELP = OPTION["cache"].help
 
 
 def run_arguments(*names: str, extra_help: dict[str, str] | None = None) -> Callable[[Any], Any]:
