@@ -2,19 +2,17 @@
 
 The runner (``Runner.result``) and the store (``StoredRun.result``) hand it plain data —
 the plan, the history, the revisions, the events and the counters; the timing records are
-rebuilt from the history and the events, for both — so a run reads the same whether it is asked while it goes or loaded
-back later. It sits in the data layer: the store, below the engine, uses it too.
+rebuilt from the history and the events, for both — so a run reads the same whether it is
+asked while it goes or loaded back later. It sits in the data layer: the store, below the engine, uses it too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ..outbound import RunSecrets
-from .models import Event, Execution, Plan, PlanDiff, RunReason, RunResult, RunStatus, Status, Step, Usage
+from .models import Event, Plan, PlanDiff, RunReason, RunResult, RunStatus, Status, Step, Usage
 from .timeline import records_of
 
-__all__ = ["records_from", "run_result"]
+__all__ = ["run_result"]
 
 
 def run_result(
@@ -35,7 +33,7 @@ def run_result(
 ) -> RunResult:
     """The run as a :class:`RunResult`, built from what the caller hands over (it copies nothing:
     a live run that goes on passes copies); the timing records are rebuilt from the history and
-    the events (:func:`records_from`). ``secrets``: the run's gate (a stored run's result makes one from its plan when first asked)."""
+    the events (:func:`planbook.data.timeline.records_of`, the one builder of them, which the views use too). ``secrets``: the run's gate (a stored run's result makes one from its plan when first asked)."""
     # model_construct: this data was validated on the way in; re-validating thousands
     # of steps and events on every snapshot would dominate the cost of long runs
     result = RunResult.model_construct(
@@ -43,12 +41,6 @@ def run_result(
         outputs={st.id: st.result for st in plan.steps if st.status is Status.completed},
         error=error, traceback=traceback, executions=executions, replans=replans,
         max_steps=max_steps, max_replans=max_replans, usage=Usage.from_events(events),
-        records=records_from(history, events),
+        records=records_of(history, events),
     )
     return result if secrets is None else result.gated(secrets)
-
-
-def records_from(history: Sequence[Step], events: Sequence[Event]) -> list[Execution]:
-    """The timing records of a run, from its history and its events: the one builder of them
-    (:func:`planbook.data.timeline.records_of`), which the views use too."""
-    return records_of(history, events)
