@@ -50,6 +50,11 @@ _REUSE = {None: "earlier results of the same tool calls are reused only for tool
           False: "earlier results of the same tool calls are not reused"}
 
 
+def _one_cache_flag(cache: bool, no_cache: bool) -> None:
+    if cache and no_cache:
+        raise UsageError("--cache and --no-cache contradict each other: give one of them")
+
+
 class Session:
     """The notebook's state between cells (see the module's docstring)."""
 
@@ -87,8 +92,7 @@ class Session:
 
     def choose_store(self, where: str | None, cache: bool, no_cache: bool) -> str:
         """``%plan_store WHERE [--cache|--no-cache]``: change what was asked, say where runs go."""
-        if cache and no_cache:
-            raise UsageError("--cache and --no-cache contradict each other: give one of them")
+        _one_cache_flag(cache, no_cache)
         choice = self.store_choice if where is None else None if where == "default" else where
         reuse = self.cache
         if where is not None or cache or no_cache:
@@ -107,8 +111,7 @@ class Session:
 
     def cache_choice(self, cache: bool, no_cache: bool, resume: bool) -> bool | None:
         """The step cache of one run: its own flag, else the notebook's (``%plan_store``)."""
-        if cache and no_cache:
-            raise UsageError("--cache and --no-cache contradict each other: give one of them")
+        _one_cache_flag(cache, no_cache)
         if resume and (cache or no_cache):
             raise UsageError("--resume finishes the stored run with the cache choice it started with (its completed "
                              "steps never run again): drop --cache/--no-cache")
