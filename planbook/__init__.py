@@ -14,8 +14,9 @@ from .data.diff import diff_plans
 from .data.errors import (
     CassetteError, CassetteMismatch, CellPlanError, LLMConfigError, MCPError, MCPServerNotFound, ModelCallError,
     NothingToResume, OTelMissing, PlanbookError, PlanError, PlanningError, Problem, ResumeError, RunClaimed, RunEnded,
-    RunFailed, RunNotFound, StoreError, StoreFormatError, UpstreamCrash,
+    RunFailed, RunNotFound, StoreError, StoreFormatError, UpstreamCrash, SecretError,
 )
+from .data.secret import Secret
 from .data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
 from .workers.planners import Planner, PlanningContext, ScriptedPlanner
 from .workers.planners import make_plan
@@ -38,7 +39,10 @@ __all__ = [
     "LLMPlanner", "LLMAgent", "compare", "load_ipython_extension",
     # every error planbook raises on purpose (planbook.data.errors)
     "CassetteError", "CassetteMismatch", "LLMConfigError", "MCPError", "MCPServerNotFound", "ModelCallError",
-    "NothingToResume", "OTelMissing", "RunClaimed", "RunNotFound", "StoreError", "StoreFormatError", "UpstreamCrash",
+    "NothingToResume", "OTelMissing", "RunClaimed", "RunNotFound", "SecretError", "StoreError", "StoreFormatError",
+    "UpstreamCrash",
+    # a secret as a value: only the call boundary sees what it holds (planbook.data.secret)
+    "Secret",
 ]
 # PlanView and watch are importable by name but not star-imported: they load ipywidgets
 

@@ -6,6 +6,7 @@ the built-in class a caller would expect, so ``except ValueError`` keeps working
     PlanbookError
     ├── PlanError (ValueError)            a plan or a planner's answer is invalid; .problems lists each
     │   └── CellPlanError                 the same, pointing into a %%plan cell (raised by the magics)
+    ├── SecretError (ValueError)          a Secret cannot be made or resolved (an unset variable)
     ├── PlanningError (RuntimeError)      a planner could not make a plan; carries the attempts
     ├── RunFailed (RuntimeError)          a run ended failed and the caller asked for an exception
     ├── RunEnded (RuntimeError)           a decision given after the run ended
@@ -42,10 +43,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..outbound import neutralise, shown_error
+from ..outbound.checkpoint import mask_text
 
 
 class PlanbookError(Exception):
-    """The base of every error planbook raises on purpose (see the module docstring)."""
+    """The base of every error planbook raises on purpose (see the module docstring).
+
+    An error is an exit too (raised to a caller, printed, logged, answered over MCP): its
+    message passes the process's checkpoint when it is made, so a secret the process knows
+    is ``***`` in its ``str``, its ``repr`` and its ``args``, whoever raised it."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(mask_text(a) if isinstance(a, str) else a for a in args))
 
     def _message(self) -> str:
         return str(self)
@@ -85,10 +94,10 @@ class PlanError(PlanbookError, ValueError):
 
     def _message(self) -> str:
         if len(self.problems) == 1:
-            return f"invalid plan: {self.problems[0]}"
+            return mask_text(f"invalid plan: {self.problems[0]}")
         lines = [f"invalid plan ({len(self.problems)} problems):"]
         lines += [f"  - {p}" for p in self.problems]
-        return "\n".join(lines)
+        return mask_text("\n".join(lines))
 
     @property
     def codes(self) -> list[str]:
@@ -116,6 +125,10 @@ class CellPlanError(PlanError):
             lines.append("Fix the plan in the cell and run it again.")
         # a planner's words (an LLM's step ids and messages) reach the notebook inert
         return [neutralise(line) for line in lines]
+
+
+class SecretError(PlanbookError, ValueError):
+    """A :class:`planbook.Secret` cannot be made or resolved (an unset variable, an unknown name)."""
 
 
 class PlanningError(PlanbookError, RuntimeError):

@@ -12,12 +12,13 @@ from functools import cached_property
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, field_serializer, model_validator
 
 from . import budgets
 from .render import render
 from ..outbound import RunSecrets, shown_arg
 from .refs import find_refs
+from .secret import from_json_refs, to_json_refs
 from .timeline import Execution, Timeline, build_timeline
 
 
@@ -69,6 +70,22 @@ class StepWork(BaseModel):
     agent: str | None = Field(None, description="name of the agent that does the task (no args)")
     needs: list[str] = Field(default_factory=list, description="ids of earlier steps whose results this step uses")
     expect: str = Field("", description="what success looks like")
+
+    @field_serializer("args", when_used="json")
+    def _args_json(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A :class:`~planbook.data.secret.Secret` is written as its reference, never its value."""
+        return to_json_refs(args)  # type: ignore[no-any-return]
+
+    @model_validator(mode="after")
+    def _secret_refs(self) -> "StepWork":
+        """``{"$secret": "env:NAME"}`` in args (a plan read from YAML, JSON or a store) is a
+        :class:`~planbook.data.secret.Secret`, however the step was built."""
+        args = self.args
+        if args:
+            found = from_json_refs(args)
+            if found is not args:
+                self.args = found
+        return self
 
 
 class StepSpec(StepWork):

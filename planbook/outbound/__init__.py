@@ -22,6 +22,8 @@ from typing import Any
 from ..data.refs import WHOLE_REF, find_refs
 from .redact import (MIN_SECRET_LENGTH, REDACTED_TEXT, Redactor, is_secret_name, masked_names, named_secrets,
                      secret_texts, shown_arg, suspicious)
+from .checkpoint import mask_bytes, mask_data, mask_text, remember
+from .vault import VAULT
 from .text import html_text, indent_lines, md_code, md_text, neutralise, one_line
 
 #: the parts of a reference after a step id: ``$login.token``, ``$login[0]``
@@ -125,6 +127,7 @@ class RunSecrets:
                 return
             self._known.update(new)
             self.redactor.add_secrets(new)
+            VAULT.add(new)  # every exit of the process hides it from now on, whichever surface forgets
             listeners = list(self._listeners)
         for listener in listeners:
             listener(new)
@@ -238,7 +241,7 @@ def shown_error(text: str) -> str:
 
 
 __all__ = [
-    "REDACTED_TEXT", "Redactor", "RunSecrets", "html_text", "indent_lines", "is_secret_name", "md_code", "md_text",
+    "REDACTED_TEXT", "Redactor", "VAULT", "mask_bytes", "mask_data", "mask_text", "remember", "RunSecrets", "html_text", "indent_lines", "is_secret_name", "md_code", "md_text",
     "neutralise", "one_line", "plain_gate", "secret_arg_values", "secret_texts", "shown_arg", "shown_error",
     "suspicious",
 ]

@@ -33,6 +33,8 @@ from functools import lru_cache
 from typing import Any
 
 from ..data.refs import WHOLE_REF
+from . import vault
+from .vault import VAULT
 
 #: What a redacted value is written as (and shown as).
 REDACTED_TEXT = "***"
@@ -134,7 +136,8 @@ class Redactor:
     def __init__(self, secrets: Iterable[str] = (), *, env: Mapping[str, str] | None = None) -> None:
         self._given = {s for s in secrets if s}
         self._env = env
-        self._env_key: tuple[object, object] | None = None  # what the two variables were (to tell a change)
+        self._env_key: tuple[object, ...] | None = None  # what the two variables and the vault were (to tell a change)
+        self._vault_version = -1
         self._known: re.Pattern[str] | None = None
         self._known_bytes: tuple[bytes, ...] = ()
         self._known_text: re.Pattern[str] | None = None
@@ -162,11 +165,12 @@ class Redactor:
     def refresh(self) -> None:
         """Re-read the environment's secrets if the key or base URL changed."""
         env = os.environ if self._env is None else self._env
-        now = _model_variables(env)
+        now = (*_model_variables(env), VAULT.version)
         if now == self._env_key:
             return
-        self._env_key = now
-        found = {s for s in self._given | set(environment_secrets(env)) if len(s) >= self.MIN_SECRET}
+        self._env_key, self._vault_version = now, VAULT.version
+        # the process's vault too: a secret any run, toolbox or Secret made known is hidden by every gate
+        found = {s for s in self._given | VAULT.texts | set(environment_secrets(env)) if len(s) >= self.MIN_SECRET}
         self._exact = frozenset(found)
         # every form a secret is echoed in: as is, repr's escapes (an exception's {password!r})
         forms = {form for s in found for form in echo_forms(s)}
@@ -183,7 +187,7 @@ class Redactor:
     def patterns(self) -> re.Pattern[str] | None:
         """What the known secrets are matched with now: another object once a secret is learned
         (a store compares it to tell whether a row written before may hold one)."""
-        if self._env_key is None:
+        if self._env_key is None or self._vault_version != VAULT.version:
             self.refresh()
         return self._known_text
 
@@ -214,7 +218,7 @@ class Redactor:
     def unchanged(self, text: str) -> bool:
         """True when redaction would change nothing in ``text`` (False may be a false alarm:
         see :data:`SUSPECT_WORDS`)."""
-        if self._env_key is None:
+        if self._env_key is None or self._vault_version != VAULT.version:
             self.refresh()
         return not suspicious(text) and not any(s in text for s in self._known_forms)
 
@@ -229,9 +233,9 @@ class Redactor:
 
     def text(self, text: str) -> str:
         """``text`` with known secrets and secret shapes replaced by ``***``."""
-        if not text:
+        if not text or not vault.MASKING:
             return text
-        if self._env_key is None:
+        if self._env_key is None or self._vault_version != VAULT.version:
             self.refresh()
         if self._known is not None:
             text = self._known.sub(REDACTED_TEXT, text)
@@ -243,7 +247,9 @@ class Redactor:
         Returns ``value`` itself when nothing had to change (no copy on the fast path).
         """
         t = type(value)
-        if self._env_key is None:
+        if not vault.MASKING:
+            return value
+        if self._env_key is None or self._vault_version != VAULT.version:
             self.refresh()
         if t in _SCALARS:
             # a number given as a secret (a PIN) is hidden where it stands as a number too
