@@ -24,7 +24,7 @@ from .redact import (MIN_SECRET_LENGTH, REDACTED_TEXT, Redactor, is_secret_name,
                      secret_texts, shown_arg, suspicious)
 from .checkpoint import mask_bytes, mask_data, mask_text, remember
 from .vault import VAULT
-from .text import html_text, indent_lines, md_code, md_text, neutralise, one_line
+from .text import TEXT_LIMIT, bounded, html_text, indent_lines, md_code, md_text, neutralise, one_line
 
 #: the parts of a reference after a step id: ``$login.token``, ``$login[0]``
 _REF_TAIL = re.compile(r"[.\[]")
@@ -241,7 +241,7 @@ def shown_error(text: str) -> str:
 
 
 __all__ = [
-    "REDACTED_TEXT", "Redactor", "VAULT", "mask_bytes", "mask_data", "mask_text", "remember", "RunSecrets", "html_text", "indent_lines", "is_secret_name", "md_code", "md_text",
+    "REDACTED_TEXT", "Redactor", "TEXT_LIMIT", "VAULT", "bounded", "mask_bytes", "mask_data", "mask_text", "remember", "RunSecrets", "html_text", "indent_lines", "is_secret_name", "md_code", "md_text",
     "neutralise", "one_line", "plain_gate", "secret_arg_values", "secret_texts", "shown_arg", "shown_error",
     "suspicious",
 ]

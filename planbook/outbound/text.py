@@ -109,3 +109,22 @@ def md_code(text: str) -> str:
     # CommonMark strips one space from each end of a span that starts and ends with one
     pad = " " if not text or "`" in edges or edges == "  " else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+# ------------------------------------------------------------------ bounds
+#: how much of an error, a task or a result's text is shown or stored (a 2 MB error must not
+#: make a 12 MB record)
+TEXT_LIMIT = 20_000
+
+
+def bounded(text: str, limit: int = TEXT_LIMIT) -> str:
+    """``text`` cut to about ``limit`` characters, saying how much was left out: its head
+    and its tail are kept (an error's last line is often the point). Cut at a character,
+    never inside a secret's mask (masking happens before the cut: a cut cannot keep a
+    fragment of a secret that masking would have hidden whole)."""
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 4
+    tail = limit - head
+    left_out = len(text) - head - tail
+    return f"{text[:head]}\n… [{left_out:,} characters left out of {len(text):,}] …\n{text[-tail:]}"
