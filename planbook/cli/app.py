@@ -3,6 +3,8 @@
 Exit codes: 0 the run completed, 1 it failed or was interrupted, 2 a bad spec or usage.
 Everything it prints from a run or a store (results, printed output, errors, run lists)
 goes through the gate (:func:`~planbook.outbound.text.neutralise`): stored text cannot drive the terminal.
+And every byte written to ``sys.stdout``/``sys.stderr`` while the command runs, by planbook or
+by a tool, is masked on its way out (:mod:`.streams`: the one writer).
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ import math
 import os
 import sys
 import time
+import traceback
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from . import runs as cli_runs
 from .common import UsageProblem, final_outputs, load_object, printable
 from .options import add_run_options, run_options
+from .streams import masked_streams
 from ..data.errors import PlanbookError, PlanError
 from ..data.models import Plan, RunResult
 from ..outbound import neutralise, one_line
@@ -219,9 +223,16 @@ def _slowed(fn: Any, seconds: float) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command; everything it prints passes the one writer (:func:`.streams.masked_streams`)."""
     try:
-        with ascii_fallback(sys.stdout, sys.stderr):
-            return _main(argv)
+        with ascii_fallback(sys.stdout, sys.stderr), masked_streams():
+            try:
+                return _main(argv)
+            except (KeyboardInterrupt, SystemExit, BrokenPipeError):
+                raise
+            except Exception:  # a fault no command expected: its traceback through the masking stderr,
+                traceback.print_exc()  # not printed by Python after the streams are put back
+                return EXIT_FAILED
     except BrokenPipeError:  # `planbook runs | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
