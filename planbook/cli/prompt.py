@@ -1,7 +1,8 @@
 """The approval prompt of ``planbook run``: ``[a]pprove [s]kip [e]dit [q]uit`` on a terminal.
 
-It answers on the runner's thread when a step asks (:mod:`planbook.engine.steering`), so the
-run simply waits while the person types. Only on a terminal: with standard input
+The run asks it off its own thread, one step at a time, and its answer goes through the
+run's inbox like any decision (:mod:`planbook.engine.decisions`), so the run simply waits
+while the person types. Only on a terminal: with standard input
 redirected nobody could answer, and the command says so before anything runs.
 
 A step's text comes from plans, models and tools: everything the prompt prints of it goes
@@ -9,7 +10,8 @@ through the run's gate (:mod:`planbook.outbound`): no escape sequence reaches th
 (no clipboard write, no title, no cleared screen; a line break shows as ⏎), the run's
 secrets and secret shapes show as ``***``, and a secret-named argument shows as ``***`` —
 typed back in an edit, ``***`` keeps its value. A ``$id`` argument shows the value the step
-will get, not the reference. ``approve_timeout`` is a deadline here too.
+will get, not the reference. ``approve_timeout`` is the run's one deadline: the prompt stops
+reading when it passes (``context.deadline``), and the run decides what the deadline does.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from ..outbound import REDACTED_TEXT, RunSecrets, is_secret_name, plain_gate, sh
 from ..data.refs import resolve
 
 CHOICES = "[a]pprove [s]kip [e]dit [q]uit"
+#: what the prompt answers when the run's deadline passed while it asked (the run's own
+#: deadline has decided by then: this answer is not applied)
+DEADLINE_PASSED = "the deadline passed at the prompt"
 NOT_A_TERMINAL = ("step {step!r} waits for approval, and standard input is not a terminal, so nobody can answer "
                   "the prompt: run planbook run from a terminal (or drop --approve, or register the tool without "
                   "approve=True)")
@@ -36,15 +41,15 @@ class TerminalPrompt:
 
     ``gate``: the run's (every text printed goes through it: its secrets and secret shapes show
     as ``***``, control sequences as escapes). ``timeout``: ``approve_timeout``, a deadline for
-    each step's answer: when it passes, the run stops as it would for a handle or the view."""
+    as ``***``, control sequences as escapes). The deadline of each answer is the run's own,
+    given with the question (``context.deadline``): the prompt keeps no copy of it."""
 
     def __init__(self, tools: Any, stdin: TextIO | None = None, stdout: TextIO | None = None, *,
-                 gate: RunSecrets | None = None, timeout: float | None = None) -> None:
+                 gate: RunSecrets | None = None) -> None:
         self.tools = tools
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
         self.gate = gate or plain_gate()
-        self.timeout = timeout
         #: lines typed and not read yet, filled by one reader thread (started by the first deadline)
         self._typed: list[str] | None = None
         self._arrived = threading.Condition()
@@ -86,12 +91,12 @@ class TerminalPrompt:
         needs = getattr(context, "needs", None) or {}
         what = f"{step.tool}({self._shown_args(step.args, needs)})" if step.tool else f"[{step.agent}] {step.task}"
         self.stdout.write(f"\nstep {line(step.id)} waits for approval: {line(what)}\n")
-        deadline = time.monotonic() + self.timeout if self.timeout is not None else None
+        deadline = getattr(context, "deadline", None)  # the run's one deadline for this answer
         while True:
             answer = self._ask(f"{CHOICES}? ", deadline)
-            if answer is None:
+            if answer is None:  # the run's deadline passed: the run applies it, this only stops asking
                 self.stdout.write("\n")
-                return Decision.stop(f"no decision within approve_timeout={self.timeout:g} s", who="timeout")
+                return Decision.stop(DEADLINE_PASSED, who="timeout")
             if answer == "":
                 return Decision.stop("the prompt's input ended", who="cli")
             choice = answer.strip()[:1].lower()
@@ -162,7 +167,7 @@ def attach_prompt(runner: Any, stdin: TextIO | None = None) -> None:
         if asking:
             raise ValueError(NOT_A_TERMINAL.format(step=asking[0]))
         return
-    steering.ask_with(TerminalPrompt(runner.tools, stdin=stdin, gate=runner.secrets, timeout=steering.timeout))
+    steering.ask_with(TerminalPrompt(runner.tools, stdin=stdin, gate=runner.secrets))
 
 
 def _isatty(stream: Any) -> bool:

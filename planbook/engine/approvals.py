@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from ..data.models import Plan, Step
 from ..data.refs import args_with_refs, find_refs
+from ..data.secret import Secret
 from ..outbound.redact import shown_arg
 
 Action = Literal["approve", "skip", "edit", "stop"]
@@ -59,19 +60,63 @@ class StepRef:
 
 
 def work_of(step: Step) -> str:
-    """What running ``step`` does, as one comparable text (arguments in a canonical order)."""
+    """What running ``step`` does, as one comparable text (arguments in a canonical order).
+
+    Never raises, whatever the arguments hold: a decision that cannot name its step could
+    never be given (YAML's ``{1: one, two: 2}`` has keys ``json.dumps(sort_keys=True)`` cannot
+    order; a tuple key it cannot write at all). A :class:`~planbook.data.secret.Secret` is
+    its reference, so the text holds no secret value."""
     if step.tool is not None:
-        return f"{step.tool}({json.dumps(step.args, sort_keys=True, default=repr)})"
+        return f"{step.tool}({json.dumps(_canonical(step.args, 0))})"
     return f"[{step.agent}] {step.task}"
+
+
+#: how deep arguments are followed for a step's identity (a plan's JSON or YAML is never deeper)
+_DEPTH = 200
+
+
+def _canonical(value: Any, depth: int) -> Any:
+    """``value`` as plain JSON data with a stable order: a mapping is its pairs sorted by each
+    key's own canonical text (so ``1`` and ``"1"`` differ, and mixed or tuple keys sort), a
+    tuple is a list, a Secret its reference, anything else its type and repr."""
+    if value is None or type(value) in (str, int, bool):
+        return value
+    if type(value) is float:
+        return value if value == value and value not in (float("inf"), float("-inf")) else ["float", repr(value)]
+    if depth > _DEPTH:
+        return ["deep", _repr(value)]
+    if isinstance(value, Secret):
+        return ["$secret", value.ref]
+    if isinstance(value, Mapping):
+        pairs = [(json.dumps(_canonical(k, depth + 1)), _canonical(v, depth + 1)) for k, v in value.items()]
+        return ["{}", sorted(pairs, key=lambda pair: pair[0])]
+    if isinstance(value, (list, tuple)):
+        return ["[]", [_canonical(v, depth + 1) for v in value]]
+    return ["repr", type(value).__qualname__, _repr(value)]
+
+
+def _repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception:  # noqa: BLE001 - an object whose repr raises is still a value a step can carry
+        return f"<{type(value).__qualname__} object>"
 
 
 def shown_work(step: Step) -> str:
     """What running ``step`` does, as a person reads it: ``tool(name=value, ...)`` (a secret-named
     arg as ***) or ``[agent] task``."""
     if step.tool is not None:
-        show = lambda value: json.dumps(value, default=repr)  # noqa: E731 - escapes every control character
+        show = _shown  # escapes every control character
         return f"{step.tool}({', '.join(f'{name}={shown_arg(name, value, show)}' for name, value in step.args.items())})"
     return f"[{step.agent}] {step.task}"
+
+
+def _shown(value: Any) -> str:
+    """A value as JSON text, or its repr as a JSON string when JSON cannot write it (a tuple key)."""
+    try:
+        return json.dumps(value, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(_repr(value))
 
 
 @dataclass(frozen=True)
@@ -132,12 +177,17 @@ class Decision:
 class ApprovalContext:
     """What an ``approve=`` callable sees besides the step: the goal, the results of the steps
     this one ``needs``, and the plan so far (a copy, made only if the callable reads it: a
-    callable asked about every step of a long plan must not copy it each time)."""
+    callable asked about every step of a long plan must not copy it each time).
 
-    def __init__(self, goal: str, plan: Plan | Callable[[], Plan], needs: dict[str, Any] | None = None) -> None:
+    ``deadline``: when the run stops waiting for this answer (``time.monotonic()``; None: no
+    limit) — the run's one deadline (``approve_timeout``), which a prompt shows and keeps to."""
+
+    def __init__(self, goal: str, plan: Plan | Callable[[], Plan], needs: dict[str, Any] | None = None,
+                 deadline: float | None = None) -> None:
         self.goal = goal
         self.needs = dict(needs or {})
         self._plan = plan
+        self.deadline = deadline
 
     @property
     def plan(self) -> Plan:

@@ -21,6 +21,11 @@ The rules a decision follows:
   decision is refused with an error (retry the step in a paused run); and an approval after
   an edit keeps the edit (the edit already says "run it, with these arguments");
 - a decision about a step that started meanwhile, or left the plan, is refused as an event;
+  a step that leaves the plan (a replan removed it) stops waiting;
+- the ``approve=`` callable and the terminal prompt answer off the run's thread, one question
+  at a time, and their answer comes through the inbox like a person's: one deadline
+  (``approve_timeout``) holds for every answer, so a callable that never answers times out;
+- pauses given before the run paused are one decision;
 - after the run ended, a decision is refused with a one-line :class:`RunEnded`.
 """
 
@@ -30,12 +35,14 @@ import concurrent.futures
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .approvals import ApprovalContext, Decision, StepRef, Who, check_edit
+from .execute import describe_exception
 from ..data.errors import RunEnded
-from ..workers.interrupts import waiting as interruptible
+from ..outbound.text import bounded
+from ..workers.interrupts import call_user, waiting as interruptible
 from ..data.models import Status, Step
 from .planchanges import edit_step
 from .steering import WAITING_NOTE, Steering
@@ -43,7 +50,7 @@ from .steering import WAITING_NOTE, Steering
 if TYPE_CHECKING:
     from .runner import Runner
 
-Action = Literal["decide", "pause", "resume", "stop", "edit", "retry", "deadline"]
+Action = Literal["decide", "pause", "resume", "stop", "edit", "retry", "deadline", "answer"]
 
 
 # ------------------------------------------------------------------ the inbox
@@ -57,6 +64,8 @@ class Request:
     decision: Decision | None = None
     args: dict[str, Any] | None = None
     since: float = 0.0
+    #: an asker's answer that is not a Decision: what it raised
+    exc: BaseException | None = None
     #: answered once applied (an edit or a retry of a paused run returns when it took effect)
     done: concurrent.futures.Future[None] | None = field(default=None, compare=False)
 
@@ -78,6 +87,10 @@ class Door:
         #: "resuming" from a resume given until the run pauses again (a second one adds nothing)
         self._phase: Literal["", "resuming"] = ""
         self._ended = False
+        #: a pause was applied and the run has not paused yet: another pause adds nothing
+        self._pausing = False
+        #: the step the callable or the prompt is answering now (one question at a time)
+        self._busy: str | None = None
         self._timers: dict[str, threading.Timer] = {}
         self._wake = runner.dispatch.nudge
 
@@ -125,9 +138,18 @@ class Door:
             self._put(Request("decide", decision.who, step.id, decision))
 
     def pause(self, who: Who) -> None:
-        """Finish the running steps, start nothing new (right after a resume: pause again)."""
+        """Finish the running steps, start nothing new (right after a resume: pause again).
+
+        Pauses given before the run paused are one decision: a pause on its way, applied and
+        not yet taken effect, or a paused run with no resume on its way, adds nothing."""
         with self._lock:
             self._open_or_raise("pause")
+            last = next((r.action for r in reversed(self._queue) if r.action in ("pause", "resume")), None)
+            if last == "pause":
+                return
+            if last is None and (self._pausing or (self.runner.state.status == "paused"
+                                                   and self._phase != "resuming")):
+                return
             self._put(Request("pause", who))
 
     def resume(self, who: Who) -> None:
@@ -190,6 +212,7 @@ class Door:
         with self._lock:
             self.runner.state.status, self.runner.state.reason = "paused", "paused"
             self._phase = ""
+            self._pausing = False
 
     def idle(self) -> bool:
         """A paused run waits here: decisions apply as they come; True when a resume came (the run
@@ -246,8 +269,12 @@ class Door:
                 assert request.step is not None and request.decision is not None
                 self._decided(request.step, request.decision)
             elif request.action == "pause" and not runner.finished:
+                with self._lock:
+                    self._pausing = True
                 runner.emit("run.steered", action="pause", who=request.who)
                 runner._pause_why = f"paused by you ({request.who})"
+            elif request.action == "answer":
+                self._answered(request)
             elif request.action == "stop" and not runner.finished:
                 self._stop(request.who)
             elif request.action == "deadline":
@@ -296,7 +323,7 @@ class Door:
         for request in stops:
             self._too_late(request.who, cause)
 
-    def _decided(self, step_id: str, decision: Decision) -> None:
+    def _decided(self, step_id: str, decision: Decision, *, asked: bool = False) -> None:
         """A decision about a step: applied if it waits or was approved and has not started, kept
         if it has not asked yet, refused (as an event) if it started or left the plan."""
         runner, steering = self.runner, self.steering
@@ -312,9 +339,8 @@ class Door:
         if step_id in steering.waiting:
             if self._voided(step, decision):
                 return  # it goes on waiting: someone decides about the step as it is now
-            del steering.waiting[step_id]
-            self._cancel_timer(step_id)
-            self.settle(step, decision)
+            self._stop_waiting(step_id)
+            self.settle(step, decision, asked=asked)
             self.note_waiting()
         elif step_id in steering.approved:  # approved and not started: the later decision replaces it
             if decision.action == "approve":
@@ -341,7 +367,7 @@ class Door:
         if steering.waiting.get(step_id) != since:
             return  # decided in time
         step = self.runner.scheduler.by_id.get(step_id)
-        del steering.waiting[step_id]
+        self._stop_waiting(step_id)
         if step is not None:
             self.settle(step, Decision.stop(f"no decision within approve_timeout={steering.timeout:g} s",
                                             who="timeout"))
@@ -371,19 +397,8 @@ class Door:
             return None
         # the approval is taken here, whatever the verdict: it covers one execution of the step
         verdict = steering.verdict(
-            step, approval=steering.approved.pop(step.id, None), kept=lambda: self.pop_kept(step.id),
-            context=lambda: ApprovalContext(runner.plan.goal, runner.plan.copy_plan,
-                                            {n: runner.scheduler.by_id[n].result for n in step.needs}))
+            step, approval=steering.approved.pop(step.id, None), kept=lambda: self.pop_kept(step.id))
         if verdict.kind == "start":
-            return True
-        decision = verdict.decision
-        if verdict.kind == "apply" and verdict.asked and verdict.voided is None and decision is not None \
-                and decision.action == "approve":
-            # approved just now, as the step is (a callable's or the prompt's answer): it starts at
-            # once, as settle() then a second look would have it start, without the round trip
-            runner.emit("step.decided", step=step.id, **decision.as_data())
-            if step.notes == WAITING_NOTE:
-                step.notes = ""
             return True
         runner.scheduler.take()
         if verdict.voided is not None:
@@ -398,6 +413,12 @@ class Door:
         elif verdict.kind == "end":
             runner.scheduler.again(step)
             runner._ending = ("failed", "aborted", verdict.error, verdict.exc)
+        elif verdict.kind == "ask":  # the callable or the prompt answers through the inbox
+            since = steering.waiting[step.id] = time.monotonic()
+            steering.asking.add(step.id)
+            if steering.timeout is not None:
+                self._start_timer(step.id, since, steering.timeout)
+            self._ask_next()
         elif verdict.kind == "wait":
             since = time.monotonic()
             steering.waiting[step.id] = since
@@ -473,11 +494,95 @@ class Door:
             runner._ending = ("failed", "aborted", why)
 
     def note_waiting(self) -> None:
-        """The run's reason says it waits (``planbook runs`` shows it), written to the store now."""
+        """The run's reason says it waits for a person (``planbook runs`` shows it), written to the store now."""
         s = self.runner.state
-        if self.steering.waiting and s.status == "running":
+        if self.steering.people_wait() and s.status == "running":
             s.reason = "waiting"
         elif s.reason == "waiting":
             s.reason = None
         if self.runner.recorder is not None:
             self.runner.recorder.flush(s)
+
+    # ------------------------------------------------------------ the callable and the prompt
+    def _stop_waiting(self, step_id: str) -> None:
+        """``step_id`` waits no more (decided, timed out, or it left the plan): its deadline goes."""
+        self.steering.waiting.pop(step_id, None)
+        self.steering.asking.discard(step_id)
+        self._cancel_timer(step_id)
+
+    def left(self, kept: set[str]) -> None:
+        """A new revision keeps only the steps ``kept``: a step that left the plan stops waiting
+        (a run whose only waiting step was removed would wait for ever)."""
+        steering = self.steering
+        gone = [step_id for step_id in steering.waiting if step_id not in kept]
+        for step_id in gone:
+            self._stop_waiting(step_id)
+        for step_id in [step_id for step_id in steering.approved if step_id not in kept]:
+            del steering.approved[step_id]
+        if gone:
+            self.note_waiting()
+            self._ask_next()
+
+    def _ask_next(self) -> None:
+        """Ask the callable or the prompt about the first waiting step it has not answered, unless
+        it is answering one now: one question at a time, in plan order (a prompt reads one terminal)."""
+        runner, steering = self.runner, self.steering
+        if self._busy is not None or not steering.asking or steering.prompt is None:
+            return
+        position = runner.scheduler.position
+        step_id = min(steering.asking, key=lambda sid: position.get(sid, 0))
+        step = runner.scheduler.by_id[step_id]
+        since = steering.waiting[step_id]
+        deadline = since + steering.timeout if steering.timeout is not None else None
+        context = ApprovalContext(runner.plan.goal, runner.plan.copy_plan,
+                                  {n: runner.scheduler.by_id[n].result for n in step.needs}, deadline=deadline)
+        self._busy = step_id
+        prompt, ref = steering.prompt, StepRef.of(step, runner.plan.revision)
+        snapshot, asker = step.snapshot(), steering.asker_name()
+
+        def ask() -> None:
+            try:
+                answer: Any = call_user(prompt, snapshot, context)
+            except BaseException as exc:  # noqa: BLE001 - ends the run and is kept with it, never lost
+                request = Request("answer", "api", step_id, since=since, exc=exc)
+            else:
+                if not isinstance(answer, Decision):
+                    answer = Decision.stop(f"{asker} returned {bounded(repr(answer), 200)}, not a Decision")
+                request = Request("answer", answer.who, step_id, replace(answer, about=ref), since=since)
+            with self._lock:
+                if not self._ended:
+                    self._put(request)
+
+        threading.Thread(target=ask, name=f"planbook-approve-{step_id}", daemon=True).start()
+
+    def _answered(self, request: Request) -> None:
+        """The callable's or the prompt's answer: applied if its question is still open (not
+        decided by someone else meanwhile, not past its deadline, still in the plan)."""
+        runner, steering = self.runner, self.steering
+        step_id = request.step
+        assert step_id is not None
+        if self._busy == step_id:
+            self._busy = None
+        if steering.waiting.get(step_id) != request.since or step_id not in steering.asking:
+            self._ask_next()
+            return  # the question was closed meanwhile: this answer came too late
+        step = runner.scheduler.by_id[step_id]
+        if request.exc is not None:
+            exc = request.exc
+            self._stop_waiting(step_id)
+            runner.scheduler.again(step)
+            runner._ending = ("failed", "aborted", f"{steering.asker_name()} raised {describe_exception(exc)} when "
+                              f"asked about step {step_id!r}", exc)
+            return
+        assert request.decision is not None
+        if request.decision.who == "timeout" and steering.timeout is not None:
+            steering.asking.discard(step_id)  # asked no more; the run's own deadline decides
+            return  # (a prompt that stopped reading at the deadline)
+        about = request.decision.about
+        if about is not None and not about.covers(step):  # the step changed while it was asked: ask again
+            runner.emit("step.decided", step=step_id, decision="voided", who=request.who,
+                        reason=about.changed(step))
+        else:
+            steering.asking.discard(step_id)
+            self._decided(step_id, request.decision, asked=True)
+        self._ask_next()

@@ -53,6 +53,8 @@ def apply(runner: Runner, change: Change) -> bool:
             s.retries_used.pop(new.id, None)
         s.revisions.append(diff)
         runner.scheduler.rebuild(change.candidate)
+        if runner.door is not None:  # a step that left the plan stops waiting for a decision
+            runner.door.left({st.id for st in change.candidate.steps})
         _emit_diff(runner, diff)
         runner.emit("plan.created", steps=[st.id for st in change.candidate.steps])
         if runner.recorder is not None:

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from .approvals import ApprovalContext, ApprovalRule, ApproveLike, Decision, StepRef
-from .execute import describe_exception
-from ..workers.interrupts import call_user
 from ..data.models import Status, Step
 
 if TYPE_CHECKING:
@@ -37,12 +35,13 @@ Prompt = Callable[[Step, ApprovalContext], Decision]
 @dataclass(frozen=True)
 class Verdict:
     """What the first ready step does: ``start``; ``still`` (it waits already); ``wait`` (for a
-    person); ``apply`` ``decision``; ``end`` the run with ``error`` (``exc`` behind it).
-    ``voided``: (who, why, action) of an earlier decision the step no longer matches. ``asked``:
-    the decision is the ``approve=`` callable's or the prompt's answer just now (not a person's
-    decision from the inbox, whatever its ``who`` says)."""
+    person); ``ask`` (the ``approve=`` callable or the prompt, whose answer comes through the
+    inbox like a person's, under the same deadline); ``apply`` ``decision``; ``end`` the run with
+    ``error`` (``exc`` behind it). ``voided``: (who, why, action) of an earlier decision the step
+    no longer matches. ``asked``: the decision is the callable's or the prompt's answer (not a
+    person's decision, whatever its ``who`` says)."""
 
-    kind: Literal["start", "still", "wait", "apply", "end"]
+    kind: Literal["start", "still", "wait", "ask", "apply", "end"]
     decision: Decision | None = None
     error: str = ""
     exc: BaseException | None = None
@@ -59,12 +58,15 @@ class Steering:
     def __init__(self, rule: ApprovalRule, *, timeout: float | None = None, prompt: Prompt | None = None) -> None:
         self.rule = rule
         self.timeout = timeout
-        #: answers on the runner's thread when a step asks (the CLI prompt); else rule.callback
+        #: answers when a step asks (the CLI prompt; else rule.callback): called off the run's
+        #: thread by the door, its answer given to the inbox like any decision
         self.prompt = prompt or rule.callback
         #: decisions can come from another thread (a background run's handle or widget)
         self.remote = False
         #: steps waiting for a decision, with when they began to (monotonic; read from other threads)
         self.waiting: dict[str, float] = {}
+        #: the waiting steps whose answer the callable or the prompt gives (asked one at a time)
+        self.asking: set[str] = set()
         #: steps approved and not started yet, as approved (an approval covers one execution of that work)
         self.approved: dict[str, tuple[StepRef, str]] = {}
 
@@ -84,11 +86,11 @@ class Steering:
             if asking:
                 raise ValueError(NOBODY.format(step=asking[0]))
 
-    def verdict(self, step: Step, *, approval: tuple[StepRef, str] | None, kept: Callable[[], Decision | None],
-                context: Callable[[], ApprovalContext]) -> Verdict:
+    def verdict(self, step: Step, *, approval: tuple[StepRef, str] | None,
+                kept: Callable[[], Decision | None]) -> Verdict:
         """What ``step`` does now (this only decides: the door applies it). ``approval``: the step's
         approval, taken by the door (an approval covers one execution); ``kept``: takes the decision
-        given for it in advance, if any; ``context``: what an ``approve=`` callable is shown."""
+        given for it in advance, if any."""
         voided: tuple[str, str, str] | None = None
         if approval is not None:
             ref, who = approval
@@ -104,21 +106,19 @@ class Steering:
             return Verdict("apply", decision, voided=voided)
         if step.id in self.waiting:
             return Verdict("still", voided=voided)  # a pause or a replan put it back in the ready set
-        if self.prompt is not None:
-            asker = "the approve= callable" if self.prompt is self.rule.callback else "the approval prompt"
-            try:
-                answer = call_user(self.prompt, step.snapshot(), context())
-            except KeyboardInterrupt:
-                raise
-            except BaseException as exc:  # noqa: BLE001 - ends the run and is kept with it, never lost
-                return Verdict("end", error=f"{asker} raised {describe_exception(exc)} when asked about step "
-                                            f"{step.id!r}", exc=exc, voided=voided)
-            if not isinstance(answer, Decision):
-                answer = Decision.stop(f"{asker} returned {answer!r}, not a Decision")
-            return Verdict("apply", answer, voided=voided, asked=True)
+        if self.prompt is not None:  # the callable or the prompt is asked off the run's thread (the door)
+            return Verdict("ask", voided=voided)
         if not self.remote:
             return Verdict("end", error=NOBODY.format(step=step.id), voided=voided)
         return Verdict("wait", voided=voided)
+
+    def asker_name(self) -> str:
+        """Who answers when the run asks, as an error names it."""
+        return "the approve= callable" if self.prompt is self.rule.callback else "the approval prompt"
+
+    def people_wait(self) -> bool:
+        """Whether a step waits for a person (not only for the callable or the prompt to answer)."""
+        return any(step_id not in self.asking for step_id in self.waiting)
 
 
 def build(approve: ApproveLike, approve_timeout: float | None, tools: Any, plan: Any) -> Steering:
