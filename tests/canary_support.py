@@ -196,7 +196,8 @@ def result_views(exits: Exits, exit: str, result: Any) -> None:
     """``str``/``repr``, every MIME type of the result's bundle, each step's pane, the text views."""
     from planbook.views.text import format_diff, format_plan, format_result
 
-    exits.add(f"{exit} (str, repr)", str(result), repr(result))
+    exits.add(f"{exit} (str)", str(result))
+    exits.add(f"{exit} (repr)", repr(result))
     exits.add(f"{exit} (error)", result.error or "", result.traceback or "")
     exits.guarded(exit, lambda: result._repr_mimebundle_())
     exits.guarded(exit, lambda: format_result(result))
@@ -544,7 +545,6 @@ def drive_mcp_toolbox(exits: Exits, folder: Path) -> bool:
         exits.add("views/record", repr(box))
         result = planbook.run(Plan(steps=[Step(**s) for s in steps]), tools=box,
                               store=folder / "mcp.sqlite", on_failure="continue")
-        exits.add("views/record", box.server_log if hasattr(box, "server_log") else "")
     finally:
         box.close()
     exits.add("store (closed)", *_store_files(folder / "mcp.sqlite"))
@@ -700,7 +700,7 @@ def merged(*parts: Exits) -> Exits:
 
 
 def main(argv: list[str]) -> int:
-    """``canary_support.py REPORT [--json] [--no-cli]``: drive, scan, write the leak list."""
+    """``canary_support.py REPORT [--json] [--no-cli] [--kernel]``: drive, scan, write the leak list."""
     import tempfile
     import time
 
@@ -709,6 +709,8 @@ def main(argv: list[str]) -> int:
         exits = drive_python(Path(tmp))
         if "--no-cli" not in argv:
             exits = merged(exits, drive_cli(Path(tmp)))
+        if "--kernel" in argv:
+            exits = merged(exits, drive_kernel(Path(tmp)))
         leaks = exits.leaks()
     if "--json" in argv:
         out.write_text(json.dumps([leak.__dict__ for leak in leaks]))

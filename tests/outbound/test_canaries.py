@@ -29,7 +29,8 @@ MASKING_OFF = os.environ.get("PLANBOOK_UNSAFE_UNMASKED", "") == "1"
 
 def _strict(exits: cs.Exits) -> None:
     leaks = exits.leaks()
-    assert not leaks, f"{len(leaks)} leaks (route | exit | form | context):\n{cs.report(leaks)}"
+    if leaks:
+        pytest.fail(f"{len(leaks)} leaks (route | exit | form | context):\n{cs.report(leaks)}", pytrace=False)
 
 
 # ------------------------------------------------------------------ the scan itself (fast)
