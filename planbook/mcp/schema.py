@@ -4,7 +4,9 @@ Each property becomes a field pydantic can validate (``enum`` → ``Literal``,
 ``["string", "null"]`` or ``anyOf`` with null → ``Optional``); required properties have
 no default. A type the mapping does not know, cannot express (an ``enum`` of lists) or
 cannot finish (a ``$ref`` cycle, a schema nested deeper than :data:`MAX_DEPTH`) is ``Any``
-(not checked), never a guess. Any JSON object key can be an argument name: plans pass
+(not checked), never a guess. A definition (``$defs``) is typed once per schema, however many
+places refer to it: 12 definitions each an ``anyOf`` of 4 references to the next would
+otherwise be expanded 4¹² times, and ``connect()`` would never return. Any JSON object key can be an argument name: plans pass
 arguments in a mapping, so ``from``, ``class`` or ``_x`` reach the server as they are.
 """
 
@@ -25,13 +27,16 @@ _LITERAL_TYPES = (str, int, float, bool, type(None))
 MAX_DEPTH = 32
 
 
-def annotation(schema: Any, defs: dict[str, Any] | None = None) -> Any:
-    """The Python type for one JSON schema (``Any`` when it cannot say more)."""
-    return _annotation(schema, defs if isinstance(defs, dict) else {}, (), 0)
+def annotation(schema: Any, defs: dict[str, Any] | None = None, typed: dict[str, Any] | None = None) -> Any:
+    """The Python type for one JSON schema (``Any`` when it cannot say more). ``typed``: the
+    definitions typed so far (shared by the properties of one schema, so each is typed once)."""
+    return _annotation(schema, defs if isinstance(defs, dict) else {}, (), 0, {} if typed is None else typed)
 
 
-def _annotation(schema: Any, defs: dict[str, Any], refs: tuple[str, ...], depth: int) -> Any:
-    """``refs``: the ``$ref`` names being expanded (one seen again is a cycle: ``Any``)."""
+def _annotation(schema: Any, defs: dict[str, Any], refs: tuple[str, ...], depth: int,
+                typed: dict[str, Any]) -> Any:
+    """``refs``: the ``$ref`` names being expanded (one seen again is a cycle: ``Any``);
+    ``typed``: each definition's type once it is known (a definition is typed once)."""
     if not isinstance(schema, dict) or depth > MAX_DEPTH:
         return Any
     ref = schema.get("$ref")
@@ -39,9 +44,12 @@ def _annotation(schema: Any, defs: dict[str, Any], refs: tuple[str, ...], depth:
         for prefix in ("#/$defs/", "#/definitions/"):
             if ref.startswith(prefix):
                 name = ref[len(prefix):]
+                if name in typed:
+                    return typed[name]
                 if name in refs:
                     return Any  # a self-referencing type (a tree, a linked list): checked to this depth
-                return _annotation(defs.get(name), defs, (*refs, name), depth + 1)
+                typed[name] = found = _annotation(defs.get(name), defs, (*refs, name), depth + 1, typed)
+                return found
         return Any
     if "enum" in schema:
         values = schema["enum"]
@@ -52,12 +60,13 @@ def _annotation(schema: Any, defs: dict[str, Any], refs: tuple[str, ...], depth:
         return Literal[schema["const"]] if isinstance(schema["const"], _LITERAL_TYPES) else Any
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
-            return _union([_annotation(s, defs, refs, depth + 1) for s in schema[key]])
+            return _union([_annotation(s, defs, refs, depth + 1, typed) for s in schema[key]])
     kind = schema.get("type")
-    if isinstance(kind, list):
-        return _union([_annotation({**schema, "type": k}, defs, refs, depth + 1) for k in kind if isinstance(k, str)])
+    if isinstance(kind, list):  # each kind once: ["array", "array", ...] must not double the work per level
+        kinds = dict.fromkeys(k for k in kind if isinstance(k, str))
+        return _union([_annotation({**schema, "type": k}, defs, refs, depth + 1, typed) for k in kinds])
     if kind == "array":
-        return list[_annotation(schema["items"], defs, refs, depth + 1)] if "items" in schema else list[Any]
+        return list[_annotation(schema["items"], defs, refs, depth + 1, typed)] if "items" in schema else list[Any]
     if kind == "object":
         return dict[str, Any]
     return _SIMPLE.get(kind, Any) if isinstance(kind, str) else Any
@@ -104,11 +113,12 @@ def arguments(schema: Any) -> tuple[list[Argument], list[str]]:
     required = {n for n in listed if isinstance(n, str)} if isinstance(listed, list) else set()
     defs = schema.get("$defs") or schema.get("definitions") or {}
     result: list[Argument] = []
+    typed: dict[str, Any] = {}  # each definition typed once, for every property that refers to it
     # required first, so the signature reads like the server's list of needs
     for name in sorted(props, key=lambda n: n not in required):
         prop = props[name]
         try:
-            ann = annotation(prop, defs)
+            ann = annotation(prop, defs, typed)
         except Exception as exc:  # noqa: BLE001 - one odd property must not lose the tool (a note says which)
             ann = Any
             notes.append(f"argument {name!r} is not type-checked ({type(exc).__name__}: {exc})")
