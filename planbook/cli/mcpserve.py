@@ -10,6 +10,7 @@ Any MCP client (an IDE, a desktop assistant, another agent) can then plan with p
 
 Tool errors (a bad command, an invalid plan, a failed run) come back as results with
 ``is_error`` set and the message, so the client's model can read them and try again.
+Every answer, an error included, passes the checkpoint in one place (:meth:`PlanbookServer.call`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .common import UsageProblem, final_outputs, load_object, printable
 from ..compat.openmanus import PlanningTool, ToolError
 from ..data.errors import PlanbookError
 from ..engine.config import from_json, json_properties
-from ..outbound import RunSecrets, neutralise
+from ..outbound import RunSecrets, bounded, mask_data, mask_text, neutralise
 from ..engine.runner import Runner
 from ..workers.tools import Toolbox, as_toolbox
 from ..views.text import format_result
@@ -71,7 +72,19 @@ class PlanbookServer:
         ]
 
     def call(self, name: str, args: dict[str, Any], progress: Any = None) -> tuple[str, dict[str, Any] | None, bool]:
-        """``(text, structured, is_error)`` for one call; ``progress(done, total, message)`` per finished step."""
+        """``(text, structured, is_error)`` for one call; ``progress(done, total, message)`` per finished step.
+
+        The one door every answer leaves by: its text and its structured content pass the
+        checkpoint (:func:`~planbook.outbound.mask_text`, :func:`~planbook.outbound.mask_data`) here,
+        an error of any kind included, so a handler that forgets the gate cannot answer a secret."""
+        try:
+            text, structured, is_error = self._answer(name, args, progress)
+        except Exception as exc:  # noqa: BLE001 - a fault of a handler is an error answer, masked like the rest
+            text, structured, is_error = neutralise(f"{type(exc).__name__}: {exc}"), None, True
+        shown = mask_text(text)
+        return bounded(shown) if is_error else shown, mask_data(structured), is_error
+
+    def _answer(self, name: str, args: dict[str, Any], progress: Any) -> tuple[str, dict[str, Any] | None, bool]:
         try:
             if name == "planning":
                 return self.planning.execute(**args), None, False
@@ -141,7 +154,7 @@ def build_server(app: PlanbookServer) -> Any:
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         def progress(done: int, total: int, message: str) -> None:
-            anyio.from_thread.run(ctx.session.report_progress, float(done), float(total), message)
+            anyio.from_thread.run(ctx.session.report_progress, float(done), float(total), mask_text(message))
 
         # a run blocks: off the server's loop, so progress and other requests still flow
         text, structured, is_error = await anyio.to_thread.run_sync(

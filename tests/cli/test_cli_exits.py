@@ -124,3 +124,33 @@ def test_the_demo_still_prints_through_the_writer(capsys: pytest.CaptureFixture[
     assert main(["demo", "--plain"]) == 0
     out = capsys.readouterr().out
     assert "Run completed" in out
+
+
+# ------------------------------------------------------------------ planbook mcp serve's answers
+def test_every_mcp_server_answer_passes_the_checkpoint_errors_included(tmp_path: Path) -> None:
+    from planbook.cli.mcpserve import PlanbookServer
+
+    secret = "canary-mcp-Hq72Ls08XyTt"
+    planbook.Secret(secret, name="mcp-answer")
+    box = planbook.Toolbox()
+
+    @box.tool
+    def echo(text: str) -> dict:
+        """Answers what it was given, in a mapping and as text."""
+        return {"said": text, "note": f"you said {text}"}
+
+    app = PlanbookServer(tools=box, store=str(tmp_path / "runs.sqlite"))
+    answers = [
+        # a planning command answers the title it was given
+        app.call("planning", {"command": "create", "plan_id": "p", "title": f"deploy with {secret}", "steps": ["a"]}),
+        # an argument that is not a number: the error quotes it
+        app.call("list_runs", {"limit": secret}),
+        app.call("run_plan", {"spec": f"steps:\n  - {{id: e, tool: echo, args: {{text: '{secret}'}}}}\n"}),
+    ]
+    app._list_runs = lambda limit: (_ for _ in ()).throw(RuntimeError(f"the store broke on {secret}"))  # type: ignore
+    answers.append(app.call("list_runs", {}))  # a fault of a handler: an error answer, not an exception
+    text = repr(answers)
+    assert_clean(text, secret)
+    assert "***" in answers[0][0] and answers[1][2] and answers[3][2]
+    assert answers[3][0] == "RuntimeError: the store broke on ***"
+    assert answers[2][1] is not None and answers[2][1]["outputs"]["e"]["said"] == "***"
