@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, 
 from . import budgets
 from .render import render
 from ..outbound import RunSecrets, shown_arg
+from ..outbound.checkpoint import mask_text
 from .refs import find_refs
 from .secret import from_json_refs, to_json_refs
 from .timeline import Execution, Timeline, build_timeline
@@ -56,7 +57,15 @@ STATUS_MARKS: dict[Status, str] = {
 PolicyName = Literal["abort", "skip", "retry", "replan", "continue"]
 
 
-class StepWork(BaseModel):
+class _MaskedRepr:
+    """``repr`` is an exit too (a log line, a debugger, a print in a script): a model's repr
+    passes the process's checkpoint, whatever the fields hold in memory for the run."""
+
+    def __repr__(self) -> str:
+        return mask_text(super().__repr__())  # type: ignore[misc]
+
+
+class StepWork(_MaskedRepr, BaseModel):
     """What a step does: the fields a planner writes, a person or a model.
 
     The one definition of them: spec reading (:mod:`planbook.spec.formats`), the plan-file JSON
@@ -274,7 +283,7 @@ def register_plan_reader(reader: Callable[..., "Plan"]) -> None:
     _PLAN_READER = reader
 
 
-class Plan(BaseModel):
+class Plan(_MaskedRepr, BaseModel):
     """An ordered list of steps with a goal, an id and a revision number."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -340,7 +349,7 @@ class Plan(BaseModel):
         return render("plan_bundle", self)
 
 
-class PlanDiff(BaseModel):
+class PlanDiff(_MaskedRepr, BaseModel):
     """What a replan changed, by step id. ``steps`` describes every id mentioned.
 
     ``rejected`` holds why the run refused a replacement (it is kept in the history so the
@@ -391,7 +400,7 @@ EventKind = Literal[
 ]
 
 
-class Event(BaseModel):
+class Event(_MaskedRepr, BaseModel):
     """A typed record of something that happened during a run.
 
     ``data`` holds the kind-specific fields (documented in :mod:`planbook.events`).
@@ -507,7 +516,7 @@ class Usage(BaseModel):
                 self.add(event.data)
 
 
-class RunResult(BaseModel):
+class RunResult(_MaskedRepr, BaseModel):
     """How a run ended and everything it did, in order."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
