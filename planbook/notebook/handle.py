@@ -276,8 +276,7 @@ class RunHandle:
     def _ipython_display_(self) -> None:
         """Displayed in a notebook kernel: the live view through a display with a display id, which
         becomes the run's static record when the run ends (each display, if shown twice)."""
-        from IPython.display import display
-
+        from ..views.publish import display
         from ..views.show import choose_view
 
         if choose_view() not in ("widget", "html"):  # a terminal: no display to update later

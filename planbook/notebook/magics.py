@@ -154,7 +154,7 @@ class PlanMagics(Magics):
                 self.ip.set_next_input(text, replace=False)
                 print(f"The planner's plan is stored as {name} (%run_plan {name} runs it). The new cell below holds "
                       f"it as a spec: edit it there and run that cell to replace {name}.")
-        from IPython.display import display
+        from ..views.publish import display
 
         display(plan)
 
@@ -511,7 +511,11 @@ def _agents(agents: Any) -> Any:
 
 
 def register(ipython: Any) -> PlanMagics:
-    """Register the magics (``%load_ext planbook``). Returns the magics object holding the runs."""
+    """Register the magics (``%load_ext planbook``) and put the checkpoint on everything the kernel
+    publishes (:func:`planbook.views.publish.install_checkpoint`). Returns the magics object holding the runs."""
+    from ..views.publish import install_checkpoint
+
+    install_checkpoint(ipython)
     magics = PlanMagics(ipython)
     ipython.register_magics(magics)
     return magics

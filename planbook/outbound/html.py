@@ -17,7 +17,12 @@ back only what an allow-list keeps:
   http(s), no protocol-relative or relative URL, so nothing loads from anywhere (an
   image element draws an SVG as a picture, with no script and no external resource);
 - inline CSS properties of colour, type, spacing, borders and size; no ``position``, no
-  ``transform``, no property that can hold ``url()``.
+  ``transform``, no property that can hold ``url()``; and of those, only plain values
+  (:func:`kept_style`): no negative length (a negative margin pulls the result over what
+  stands above its pane: a forged "Run completed" over the real "Run failed"), no length
+  bigger than a pane (:data:`MAX_LENGTHS`) or measured on the page (``vh``, ``vw``), no
+  function but a colour's, no quote, escape, comment or ``!important``. The views also clip
+  the pane a result sits in (``overflow``, ``contain``, a max height).
 
 The output is well-formed: every element it opens it closes, so a pane cannot swallow or
 close what follows it. It is also a fixed point (cleaning it again changes nothing): a
@@ -39,6 +44,7 @@ nh3 is imported when the first result's HTML is sanitised, not with planbook.
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 #: what a pane says when a result's HTML is shown as its text
@@ -89,6 +95,61 @@ CSS_PROPERTIES = frozenset({
     "width", "height", "min-width", "max-width", "min-height", "max-height", "overflow", "overflow-x",
     "overflow-y", "table-layout", "caption-side", "empty-cells", "list-style-type", "list-style-position",
 })
+#: the largest length a kept CSS value may give, by unit: about a pane (a page-sized box, or a
+#: font that fills the page, is dropped); a unit not listed (``vh``, ``vw``, ``vmin``, ``cqh``...:
+#: measured on the page or a container) is dropped whatever its size
+MAX_LENGTHS = {"": 1200.0, "px": 1200.0, "%": 100.0, "em": 75.0, "rem": 75.0, "ex": 150.0, "ch": 150.0,
+               "lh": 60.0, "pt": 900.0, "pc": 75.0, "in": 12.5, "cm": 32.0, "mm": 320.0, "q": 1280.0,
+               "deg": 360.0, "s": 10.0, "ms": 10000.0}
+#: what a kept CSS value may be written with (lower-cased): letters, digits, ``#``, ``%``, ``.``,
+#: ``,``, spaces, ``-``, ``+`` and the brackets of a colour function; nothing that quotes, escapes,
+#: comments or ends a declaration
+_CSS_VALUE = re.compile(r"[a-z0-9#%., ()+\-]*")
+#: the only functions a kept value may call: colours
+_COLOUR_FUNCTION = re.compile(r"(?:rgba?|hsla?)\(")
+#: a number and its unit (``-12.5px``, ``1e3px``, ``.5em``, ``40%``)
+_LENGTH = re.compile(r"([+-]?)((?:\d+(?:\.\d+)?|\.\d+)(?:e[+-]?\d+)?)([a-z%]*)")
+#: a minus sign that is not a hyphen inside a keyword (``pre-wrap``): a negative number, however spaced
+_MINUS = re.compile(r"(?<![a-z])-")
+#: a hexadecimal colour (its digits are no length)
+_HEX_COLOUR = re.compile(r"#[0-9a-f]+")
+
+
+def _fits(value: str) -> bool:
+    """True when a CSS value (lower-cased, of safe characters) gives no negative, page-sized or
+    page-relative length and calls no function but a colour's."""
+    if "(" in _COLOUR_FUNCTION.sub("", value) or _MINUS.search(value):
+        return False
+    for sign, number, unit in _LENGTH.findall(_HEX_COLOUR.sub("", value)):
+        limit = MAX_LENGTHS.get(unit)
+        if sign == "-" or limit is None:
+            return False
+        try:
+            size = float(number)
+        except ValueError:
+            return False
+        if size > limit:
+            return False
+    return True
+
+
+def kept_style(style: str) -> str | None:
+    """The declarations of an inline ``style`` that a result may keep (see the module docstring),
+    written as ``name:value;…`` (what nh3 writes, so cleaning again changes nothing); None when
+    none is kept. Each declaration is checked alone and written back from its parts, so a
+    declaration hidden in a quote or a comment cannot come back to life."""
+    kept = []
+    for declaration in style.split(";"):
+        name, colon, value = declaration.partition(":")
+        name, value = name.strip().lower(), value.strip()
+        low = value.lower()
+        if (not colon or name not in CSS_PROPERTIES or not value or not _CSS_VALUE.fullmatch(low)
+                or not _fits(low)):
+            continue
+        kept.append(f"{name}:{value}")
+    return ";".join(kept) or None
+
+
 #: the picture types an ``<img>``'s ``data:`` source may have (an image element draws SVG inert)
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml"})
 
@@ -131,7 +192,10 @@ class SanitisedHTML(NamedTuple):
 
 def _image_source(tag: str, attribute: str, value: str) -> str | None:
     """Keep an ``<img>``'s ``data:`` source of a picture type; drop every other URL (the
-    sanitiser has parsed it and let only ``data:`` through)."""
+    sanitiser has parsed it and let only ``data:`` through); keep only the plain declarations of a
+    ``style`` (:func:`kept_style`)."""
+    if attribute == "style":
+        return kept_style(value)
     if tag == "img" and attribute == "src":
         media = value[5:].split(",", 1)[0].split(";", 1)[0].strip().lower() if value[:5].lower() == "data:" else ""
         return value if media in IMAGE_TYPES else None
@@ -139,6 +203,8 @@ def _image_source(tag: str, attribute: str, value: str) -> str | None:
 
 
 def _without_presentation(tag: str, attribute: str, value: str) -> str | None:
+    if attribute == "style":  # a declaration left out is presentation too (a negative margin)
+        return kept_style(value)
     return None if attribute in _PRESENTATION else value
 
 

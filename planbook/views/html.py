@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..data.models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
-from ..outbound import RunSecrets, html_text
+from ..outbound import TEXT_LIMIT, RunSecrets, html_text
 from ..engine.state import CACHED_NOTE, INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 from .marks import CACHED_MARK, CacheMark, cached_count_text
-from .state import ViewState, row_window, verdict_line
+from .state import ViewState, row_window, shown, verdict_line
 
 #: the classes that keep MathJax away from planbook's HTML
 NO_MATH = "mathjax_ignore tex2jax_ignore"
@@ -160,7 +160,7 @@ def header_html(plan: Plan, *, extra: str = "", marks: dict[str, CacheMark] | No
         f'<span style="font-weight:normal;{DIM}">(ID: {esc(hide(plan.id))}{revision})</span></div>'
     ]
     if plan.goal and plan.goal != plan.display_title:
-        lines.append(f'<div><b>Goal:</b> {esc(hide(plan.goal))}</div>')
+        lines.append(f'<div><b>Goal:</b> {esc(shown(plan.goal, hide))}</div>')
     lines.append(progress_bar_html(done, total))
     lines.append(f"<div>Progress: {done}/{total} steps completed · {counts_html(plan, marks)}</div>")
     if extra:
@@ -192,15 +192,15 @@ def step_row_html(step: Step, *, pane: str = "", mark: CacheMark | None = None, 
     status = step.status
     sid, task, needs = step.id, step.task, step.needs
     executor = f"[{step.agent.upper()}]" if step.agent else (step.tool or "")
-    task = hide(task) if task else ""
+    task = shown(task, hide) if task else ""
     error = step.error if (status is _FAILED or status is _SKIPPED) else None
     if not error and step.notes and (status is _BLOCKED or step.notes.startswith(CACHED_NOTE)):
         error = step.notes
-    error = hide(error) if error else ""
+    error = shown(error, hide) if error else ""
     if _SPECIAL(f"{sid}{executor}{task}{error}"):  # most rows have nothing to escape: one search, not four
         sid, executor, task, error = esc(sid), esc(executor), esc(task), esc(error)
     if not task:
-        task = f"<code>{esc(shown_call(step, gate, hide))}</code>"
+        task = f"<code>{esc(shown(shown_call(step, gate, hide), _same))}</code>"
     if needs and not lean:
         task += f'<br><small style="{DIM}">needs {esc(", ".join(needs))}</small>'
     started, finished = step.started_at, step.finished_at
@@ -252,22 +252,23 @@ def _diff_items(diff: PlanDiff, gate: RunSecrets | None = None) -> str:
     hide = gate_of(gate).text
     title = f"Revision {diff.from_revision} → {diff.to_revision}"
     if diff.reason:
-        title += f' <span style="{DIM}">(after: {esc(hide(diff.reason))})</span>'
+        title += f' <span style="{DIM}">(after: {esc(shown(diff.reason, hide))})</span>'
     items = []
     for sid in diff.removed:
-        items.append(f'<li class="planbook-removed">− <del>{esc(sid)}: {esc(hide(diff.steps.get(sid, "")))}</del> '
+        items.append(f'<li class="planbook-removed">− <del>{esc(sid)}: {esc(shown(diff.steps.get(sid, ""), hide))}</del> '
                      f'(removed)</li>')
     for sid in diff.added:
         items.append(f'<li class="planbook-added">+ <ins style="{tint(FILLS["completed"], 0.2)};text-decoration:none">'
-                     f'{esc(sid)}: {esc(hide(diff.steps.get(sid, "")))}</ins> (added)</li>')
+                     f'{esc(sid)}: {esc(shown(diff.steps.get(sid, ""), hide))}</ins> (added)</li>')
     for sid in diff.revised:
         items.append(f'<li class="planbook-revised">~ <span style="{tint(FILLS["blocked"], 0.2)}">'
-                     f'{esc(sid)}: {esc(hide(diff.steps.get(sid, "")))}</span> (revised)</li>')
+                     f'{esc(sid)}: {esc(shown(diff.steps.get(sid, ""), hide))}</span> (revised)</li>')
     if diff.empty:
         items.append(f'<li style="{DIM}">(no change)</li>')
     if diff.rejected:
         title += ' — <span class="planbook-rejected">rejected, the plan did not change</span>'
-        items.append(f'<li class="planbook-rejected" style="white-space:pre-wrap">Refused: {esc(hide(diff.rejected))}</li>')
+        items.append(f'<li class="planbook-rejected" style="white-space:pre-wrap">Refused: '
+                     f'{esc(shown(diff.rejected, hide, TEXT_LIMIT))}</li>')
     return f'<div>{title}</div><ul style="margin:2px 0 6px 0;padding-left:20px;list-style:none">{"".join(items)}</ul>'
 
 
@@ -294,10 +295,10 @@ def verdict_html(state: ViewState | RunResult) -> str:
     out = (f'<div class="planbook-verdict planbook-run-{esc(status)} planbook-tone-{view.tone}" '
            f'style="{fg(TONE_COLORS[view.tone])};font-weight:600;margin:2px 0">{esc(verdict_line(view))}')
     if view.status == "paused" and view.why:
-        out += f'<div style="font-weight:normal">{esc(hide(view.why))}</div>'
+        out += f'<div style="font-weight:normal">{esc(shown(view.why, hide))}</div>'
     if view.error:
         label = "Error" if view.status != "completed" else "Note"
-        out += f'<div style="font-weight:normal">{label}: {esc(hide(view.error))}</div>'
+        out += f'<div style="font-weight:normal">{label}: {esc(shown(view.error, hide, TEXT_LIMIT))}</div>'
     return out + "</div>"
 
 

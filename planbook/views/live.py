@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from ..data.models import Event, RunResult, Usage
 from .html import NO_MATH
+from .publish import ensure_checkpoint, update_display
 from .state import TimelineBuilder, ViewState, verdict_line
 
 FLUSH_NOW = frozenset({"run.paused", "run.finished"})
@@ -204,9 +205,9 @@ class LiveView:
             try:
                 data = record(self.state()) if record is not None else None
                 if data is not None:
-                    self.handle.update(data, raw=True)
+                    update_display(self.handle, data, raw=True)
                 else:
-                    self.handle.update(self.target)
+                    update_display(self.handle, self.target)
             except Exception as exc:  # the run's result is still returned
                 warnings.warn(f"the final state of the live view could not be shown ({type(exc).__name__}: {exc})",
                               stacklevel=2)
@@ -236,6 +237,7 @@ class HtmlView:
         from .record import record_bundle
         from .text import progress_line, state_bundle
 
+        ensure_checkpoint()
         if self.state.status is None:
             return state_bundle(self.state)
         if self.state.status != "running":
@@ -243,7 +245,7 @@ class HtmlView:
         return {"text/plain": progress_line(self.state), "text/html": state_html(self.state, max_rows=LIVE_ROWS)}
 
     def show(self) -> "HtmlView":
-        from IPython.display import display
+        from .publish import display
 
         self.handle = display(self, display_id=True)
         return self
@@ -252,7 +254,7 @@ class HtmlView:
         self.state = state
         self.renders += 1
         if self.handle is not None:
-            self.handle.update(self)
+            update_display(self.handle, self)
 
 
 # ------------------------------------------------------------------ a result a live view already showed
@@ -264,6 +266,7 @@ class LiveRunResult(RunResult):
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         from .html import TONE_COLORS, esc, fg
 
+        ensure_checkpoint()
         state = ViewState.of_result(self)
         line = f"{verdict_line(state)} (the live view above shows the plan; print() the result for its text)"
         html = (f'<div class="planbook-verdict planbook-run-{esc(self.status)} {NO_MATH}" '

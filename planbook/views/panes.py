@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.liveoutput import OUTPUT_TAIL
 from ..data.models import Status, Step
-from ..outbound import html_text
+from ..outbound import bounded, html_text
 from ..outbound.redact import REDACTED_TEXT
 from ..engine.state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 
@@ -274,7 +274,7 @@ def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget
     for key in ("task", "expect", "notes", "error"):
         value = getattr(step, key)
         if value:
-            data[key] = value = show(value)[:cap]
+            data[key] = value = bounded(show(value), cap)  # cut after masking, saying so
             used += len(value)
     if step.needs:
         data["needs"] = list(step.needs)

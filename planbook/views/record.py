@@ -26,7 +26,7 @@ from typing import Any
 
 from ..data.errors import PlanbookError
 from ..data.models import Event, RunResult, Status, Step
-from ..outbound import RunSecrets
+from ..outbound import RunSecrets, bounded, one_line
 from ..engine.state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 from .charts import graph_html, timeline_html
 from .html import (
@@ -46,7 +46,9 @@ from .html import (
 )
 from .marks import CacheMark, cache_marks
 from .panes import PANE_CAP, PaneBudget, pane
+from .publish import ensure_checkpoint
 from .state import ViewState
+from .state import shown as shown_text
 
 #: rows a record keeps (the live widget's cap on the static copy of a finished run,
 #: ``planbook.views.widget.STATIC_ROWS``): a longer plan shows a window of them and says where the rest is
@@ -63,7 +65,12 @@ RECORD_PANES_TOTAL = 40_000
 
 _LABEL = f"{DIM};font-size:11px;margin-top:4px"
 _PRE = "white-space:pre-wrap;margin:2px 0;max-height:320px;overflow:auto"
-_PANE = "text-align:left;margin:4px 0;padding:2px 8px;border-left:3px solid #888"
+#: a pane is a box of its own: what a result draws stays inside it (``position:relative`` and
+#: ``contain:content`` hold anything positioned or painted within it, ``overflow:hidden`` clips it)
+_PANE = ("text-align:left;margin:4px 0;padding:2px 8px;border-left:3px solid #888;"
+         "position:relative;overflow:hidden;contain:content")
+#: the box of a result's own HTML inside its pane: clipped, scrolled, no taller than a screen's part
+RETURNED = "position:relative;overflow:auto;max-height:360px;contain:content"
 
 
 def safe_markup(markup: str) -> bool:
@@ -101,7 +108,7 @@ def pane_html(data: dict[str, Any], step: Step, mark: CacheMark | None, origin: 
         # what it could not keep is shown as text with a line saying so
         result = data["result"].replace('<pre class="pb-text">', f'<pre class="pb-text" style="{_PRE}">')
         parts.append(f'<div style="{_LABEL}">returned</div>'
-                     f'<div class="planbook-returned">{result}</div>')
+                     f'<div class="planbook-returned" style="{RETURNED}">{result}</div>')
     if data.get("output"):
         parts.append(f'<div style="{_LABEL}">printed</div><pre style="{_PRE}">{esc(data["output"])}</pre>')
     if data.get("traceback"):
@@ -195,9 +202,10 @@ def record_bundle(state: ViewState, *, opened: str = "") -> dict[str, str]:
     HTML. No ``text/markdown``: every front end that reads the notebook (Lab, Notebook 7, GitHub,
     nbviewer, nbconvert, VS Code) shows the HTML, and a third copy of every step made a record of
     1,000 steps 28 kB and ~14 ms dearer for nobody."""
-    from .text import format_state
+    from .text import SHOWN_STEPS, format_state
 
-    return {"text/plain": format_state(state), "text/html": record_html(state, opened=opened)}
+    ensure_checkpoint()
+    return {"text/plain": format_state(state, max_steps=SHOWN_STEPS), "text/html": record_html(state, opened=opened)}
 
 
 def left_out_line(shown: int, total: int, without_pane: int = 0) -> str:
@@ -264,6 +272,7 @@ class StepPane:
         self.html, self.text = html, text
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        ensure_checkpoint()
         return {"text/plain": self.text, "text/html": self.html}
 
     def __str__(self) -> str:
@@ -284,7 +293,7 @@ def step_pane(result: RunResult, step_id: str) -> StepPane:
     results = {s.id: s.result for s in state.plan.steps if s.status is Status.completed}
     data = pane(step, results, origin=state.origin, budget=PaneBudget(), gate=state.gate)
     mark = marks.get(step.id)
-    head = f'<div style="font-weight:600">Step {esc(step.id)}: {esc(state.gate.text(step.task) or data["call"])}</div>'
+    head = f'<div style="font-weight:600">Step {esc(step.id)}: {esc(shown_text(step.task, state.gate.text) or data["call"])}</div>'
     html = f'<div class="planbook-step-pane {NO_MATH}" style="{fg("#888")}">{head}{pane_html(data, step, mark, state.origin)}</div>'
     return StepPane(html, pane_text(data, step, mark, state))
 
@@ -293,7 +302,7 @@ def pane_text(data: dict[str, Any], step: Step, mark: CacheMark | None, state: V
     """A step's pane as text (``planbook show RUN_ID --step ID``, ``print(result.pane(ID))``)."""
     gate = state.gate
     status = data.get("status_text") or step.status.value.replace("_", " ")
-    lines = [f"Step {step.id}: {gate.line(step.task) or data['call']}",
+    lines = [f"Step {step.id}: {one_line(shown_text(step.task, gate.text)) or data['call']}",
              f"  status: {status}" + (f", attempt {data['attempts']}" if data["attempts"] else ""),
              f"  call: {data['call']}"]
     if data.get("needs"):
@@ -310,7 +319,7 @@ def pane_text(data: dict[str, Any], step: Step, mark: CacheMark | None, state: V
             lines.append(f"  {key}: {data[key]}")
     if "result" in data:
         value = gate.result(step)
-        lines.append("  returned: " + gate.text(value if isinstance(value, str) else repr(value))[:PANE_CAP])
+        lines.append("  returned: " + bounded(gate.text(value if isinstance(value, str) else repr(value)), PANE_CAP))
     if data.get("output"):
         lines.append("  printed:\n" + "\n".join("    " + line for line in data["output"].splitlines()))
     if data.get("traceback"):

@@ -86,7 +86,7 @@ def show_live(runner: Any, *, kind: ViewKind | None = None, **throttle: Any) -> 
         from .terminal import TerminalView
 
         return _TerminalBridge(TerminalView(runner, **throttle))
-    from IPython.display import display
+    from .publish import display
 
     target: Any
     if kind == "widget":

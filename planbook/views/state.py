@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
-from ..outbound import RunSecrets
+from ..outbound import RunSecrets, bounded
 # the one record of an execution and its builder live in the data layer; here for the views' callers
 from ..data.timeline import Execution, TimelineBuilder, critical_chain, with_overlaps
 
@@ -30,6 +30,18 @@ from ..data.timeline import Execution, TimelineBuilder, critical_chain, with_ove
 RUN_TONES = {"completed": "ok", "failed": "bad", "interrupted": "warn", "paused": "info", "running": "info"}
 #: a completed run that left steps undone is not a success colour
 WARN_REASONS = frozenset({"steps_skipped"})
+#: characters of a step's task, call, notes or error wherever a view shows it (a 2 MB error is
+#: shown cut to this, saying so: :func:`planbook.outbound.bounded`); a run's own error gets
+#: :data:`planbook.outbound.TEXT_LIMIT`
+LINE_LIMIT = 2_000
+
+
+def shown(text: str, hide: Any, limit: int = LINE_LIMIT) -> str:
+    """``text`` as a view shows it: through ``hide`` (the run's gate) first, then cut to ``limit``
+    characters, saying so (masked before the cut, so no fragment of a secret is left at the cut)."""
+    return bounded(hide(text), limit) if text else text
+
+
 #: what ``elapsed`` means, wherever it is shown (the widget's tooltip says it)
 ELAPSED_MEANS = "the run's working time: time paused at a breakpoint or after an interrupt is not counted"
 

@@ -18,6 +18,7 @@ import warnings
 from typing import Any
 
 from .live import LIVE_NOTE, LiveView
+from .publish import update_display
 from .show import choose_view
 
 
@@ -106,7 +107,7 @@ class HandleDisplays:
 
     def show(self) -> None:
         """Display the handle (on the main thread): the live view, or the record if the run ended."""
-        from IPython.display import display
+        from .publish import display
 
         with self._lock:  # the run cannot end between choosing what to show and keeping its display
             if self.final is not None:
@@ -169,7 +170,7 @@ def _watch_cells() -> None:
 
 def _update(display: Any, final: dict[str, str] | None) -> None:
     try:
-        display.update(final, raw=True)
+        update_display(display, final, raw=True)
     except Exception as exc:  # the run's result is still there: say so, do not raise into a thread
         warnings.warn(f"a display of a background run could not show how the run ended "
                       f"({type(exc).__name__}: {exc}); display the handle again", stacklevel=2)

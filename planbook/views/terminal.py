@@ -23,6 +23,7 @@ from ..data.models import STATUS_MARKS, Event, Status, Step
 from ..outbound.text import neutralise, one_line
 from .live import LiveView
 from .state import ViewState, budget_line, row_window
+from .state import shown as shown_text
 from .text import format_diff
 
 _STYLES = {
@@ -126,7 +127,8 @@ class TerminalView:
             from rich.text import Text
 
             diff = self.runner.state.revisions[-1]
-            self.live.console.print(Text.assemble(("Replanned ", "bold cyan"), self._text(format_diff(diff))))
+            gate = getattr(self.runner, "secrets", None)  # the run's gate: a diff is run text like any other
+            self.live.console.print(Text.assemble(("Replanned ", "bold cyan"), self._text(format_diff(diff, gate))))
 
     def render(self, state: ViewState) -> None:
         self.live.update(self.renderable(state), refresh=True)
@@ -173,7 +175,7 @@ class TerminalView:
         for step in shown:
             table.add_row(
                 Text(self.marks[step.status]), Text(t(step.id)), Text(t(step.executor)),
-                Text(t(one_line(hide(step.task or step.describe())))), Text(_time(step, now, self.ellipsis)),
+                Text(t(one_line(shown_text(step.task or step.describe(), hide)))), Text(_time(step, now, self.ellipsis)),
                 style=_STYLES[step.status],
             )
         if below:

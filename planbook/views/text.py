@@ -14,13 +14,17 @@ from collections.abc import Callable
 from typing import Any
 
 from ..data.models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
-from ..outbound import RunSecrets, indent_lines, md_code, md_text, one_line, shown_arg
+from ..outbound import TEXT_LIMIT, RunSecrets, bounded, indent_lines, md_code, md_text, one_line, shown_arg
 from ..engine.state import CACHED_NOTE
 from ..data.wording import plural
-from .state import ViewState, budget_line, verdict_line
+from .publish import ensure_checkpoint
+from .state import LINE_LIMIT, ViewState, budget_line, shown, verdict_line
 
 #: the indent of a continuation line: deeper than every line the plan text starts itself
 MORE = " " * 6
+#: steps a displayed run's text lists (the first and the last half of them; ``print(result)``
+#: lists every step): a 20,000-step run's record must not carry 20,000 lines
+SHOWN_STEPS = 200
 
 
 def step_line(step: Step, gate: RunSecrets | Callable[[str], str] | None = None) -> str:
@@ -29,7 +33,7 @@ def step_line(step: Step, gate: RunSecrets | Callable[[str], str] | None = None)
     body = step_body(step)
     if gate is not None:
         body = gate(body) if callable(gate) else gate.text(body)
-    return f"{one_line(step.id)}. {STATUS_MARKS[step.status]} {one_line(body)}"
+    return f"{one_line(step.id)}. {STATUS_MARKS[step.status]} {one_line(bounded(body, LINE_LIMIT))}"
 
 
 def step_body(step: Step) -> str:
@@ -44,10 +48,12 @@ def _args(step: Step) -> str:
     return ", ".join(f"{k}={shown_arg(k, v, repr)}" for k, v in step.args.items())
 
 
-def format_plan(plan: Plan, gate: RunSecrets | None = None) -> str:
+def format_plan(plan: Plan, gate: RunSecrets | None = None, *, max_steps: int | None = None) -> str:
     """The plan text: title and id, a rule, progress, status counts, one line per step.
 
-    ``gate``: the run's secrets (default: those the plan names), hidden in every text shown."""
+    ``gate``: the run's secrets (default: those the plan names), hidden in every text shown.
+    ``max_steps``: list the first and the last half of that many steps, and say how many are
+    left out between them (None: every step)."""
     hide = (gate or RunSecrets.of_plan(plan)).hider()  # one render: the environment read once
     head = f"Plan: {one_line(hide(plan.display_title))} (ID: {one_line(hide(plan.id))})"
     counts = plan.counts()
@@ -65,17 +71,26 @@ def format_plan(plan: Plan, gate: RunSecrets | None = None) -> str:
     if plan.revision > 1:
         lines.append(f"Revision: {plan.revision}")
     if plan.goal and plan.goal != plan.display_title:
-        lines.append(f"Goal: {indent_lines(hide(plan.goal), MORE)}")
+        lines.append(f"Goal: {indent_lines(shown(plan.goal, hide), MORE)}")
     lines += ["", "Steps:"]
-    for step in plan.steps:
+    steps = plan.steps
+    head, left_out = len(steps), 0
+    if max_steps is not None and len(steps) > max_steps:
+        head = max_steps - max_steps // 2
+        left_out = len(steps) - max_steps
+    for i, step in enumerate(steps):
+        if head <= i < head + left_out:
+            if i == head:
+                lines.append(f"   … {left_out:,} steps left out (print() lists every step)")
+            continue
         lines.append(step_line(step, hide))
         if step.needs:
-            lines.append(f"   Needs: {one_line(', '.join(step.needs))}")
+            lines.append(f"   Needs: {one_line(bounded(', '.join(step.needs), LINE_LIMIT))}")
         if step.error and step.status in (Status.failed, Status.skipped):
-            lines.append(f"   Error: {indent_lines(hide(step.error), MORE)}")
+            lines.append(f"   Error: {indent_lines(shown(step.error, hide), MORE)}")
         if step.notes and (step.status is not Status.completed or step.notes.startswith(CACHED_NOTE)):
             if not (step.error and step.error in step.notes):  # "skipped after: <error>" says it twice
-                lines.append(f"   Notes: {indent_lines(hide(step.notes), MORE)}")
+                lines.append(f"   Notes: {indent_lines(shown(step.notes, hide), MORE)}")
     return "\n".join(lines)
 
 
@@ -85,16 +100,27 @@ def format_diff(diff: PlanDiff, gate: RunSecrets | None = None) -> str:
     hide = (gate or RunSecrets()).text
     lines = [f"Revision {diff.from_revision} → {diff.to_revision}"]
     if diff.reason:
-        lines[0] += f" (after: {one_line(hide(diff.reason))})"
+        lines[0] += f" (after: {one_line(shown(diff.reason, hide))})"
     for mark, ids, label in (("-", diff.removed, "removed"), ("+", diff.added, "added"), ("~", diff.revised, "revised")):
         for sid in ids:
-            lines.append(f"  {mark} {one_line(sid)}: {one_line(hide(diff.steps.get(sid, '')))}  ({label})")
+            lines.append(f"  {mark} {one_line(sid)}: {one_line(shown(diff.steps.get(sid, ''), hide))}  ({label})")
     if diff.empty:
         lines.append("  (no change)")
     if diff.rejected:
         lines[0] += " — rejected, the plan did not change"
-        lines.append("  " + indent_lines(hide(f"Refused: {diff.rejected}".rstrip("\n")), "  "))
+        lines.append("  " + indent_lines(shown(f"Refused: {diff.rejected}".rstrip("\n"), hide, TEXT_LIMIT), "  "))
     return "\n".join(lines)
+
+
+def shown_diff(diff: PlanDiff, gate: RunSecrets | None = None) -> dict[str, Any]:
+    """A diff as JSON a browser may hold (the live view's ``revisions``): the fields of
+    ``PlanDiff``, each text through the run's ``gate`` and bounded, as :func:`format_diff` shows it."""
+    hide = (gate or RunSecrets()).text
+    data = diff.model_dump(mode="json")
+    data["reason"] = shown(diff.reason, hide) if diff.reason else diff.reason
+    data["rejected"] = shown(diff.rejected, hide, TEXT_LIMIT) if diff.rejected else diff.rejected
+    data["steps"] = {sid: shown(text, hide) for sid, text in diff.steps.items()}
+    return data
 
 
 def summary_line(result: RunResult | ViewState) -> str:
@@ -102,20 +128,21 @@ def summary_line(result: RunResult | ViewState) -> str:
     return verdict_line(result)
 
 
-def format_state(state: ViewState) -> str:
+def format_state(state: ViewState, *, max_steps: int | None = None) -> str:
     """A run as text: the plan, then (once it ran) the verdict, its error and every diff.
 
-    What a live view leaves as ``text/plain``, and what ``str(result)`` prints.
+    What a live view leaves as ``text/plain`` (``max_steps``: :data:`SHOWN_STEPS`, the first and
+    the last of a longer plan), and what ``str(result)`` prints (every step).
     """
     gate = state.gate
-    lines = [format_plan(state.plan, gate)]
+    lines = [format_plan(state.plan, gate, max_steps=max_steps)]
     if state.status is None:
         return lines[0]
     lines += ["", verdict_line(state)]
     if state.error and state.status != "completed":
-        lines.append(f"Error: {indent_lines(gate.text(state.error), MORE)}")
+        lines.append(f"Error: {indent_lines(shown(state.error, gate.text, TEXT_LIMIT), MORE)}")
     elif state.error:
-        lines.append(f"Note: {indent_lines(gate.text(state.error), MORE)}")
+        lines.append(f"Note: {indent_lines(shown(state.error, gate.text, TEXT_LIMIT), MORE)}")
     for diff in state.revisions:
         lines += ["", format_diff(diff, gate)]
     return "\n".join(lines)
@@ -137,7 +164,7 @@ def progress_line(state: ViewState) -> str:
     return f"{text} · {budgets}" if budgets else text
 
 
-def format_markdown(plan: Plan, gate: RunSecrets | None = None) -> str:
+def format_markdown(plan: Plan, gate: RunSecrets | None = None, *, max_steps: int | None = None) -> str:
     """A Markdown checklist: readable on GitHub and in nbconvert output.
 
     Text from the plan is escaped as the HTML view escapes it (:func:`~planbook.outbound.md_text`):
@@ -152,28 +179,38 @@ def format_markdown(plan: Plan, gate: RunSecrets | None = None) -> str:
         "",
     ]
     if plan.goal and plan.goal != plan.display_title:
-        lines += [f"*Goal:* {md_text(hide(plan.goal))}", ""]
-    for step in plan.steps:
-        lines.append(f"- `{STATUS_MARKS[step.status]}` **{md_text(step.id)}** {md_text(hide(step_body(step)))}")
+        lines += [f"*Goal:* {md_text(shown(plan.goal, hide))}", ""]
+    steps = plan.steps
+    if max_steps is not None and len(steps) > max_steps:
+        head = max_steps - max_steps // 2
+        steps = [*steps[:head], None, *steps[len(steps) - max_steps // 2:]]
+    for step in steps:
+        if step is None:
+            lines.append(f"- … {len(plan.steps) - max_steps:,} steps left out (print() lists every step)")
+            continue
+        lines.append(f"- `{STATUS_MARKS[step.status]}` **{md_text(step.id)}** {md_text(shown(step_body(step), hide))}")
         if step.error and step.status in (Status.failed, Status.skipped):
-            lines.append(f"  - error: {md_code(hide(step.error))}")
+            lines.append(f"  - error: {md_code(shown(step.error, hide))}")
     return "\n".join(lines)
 
 
-def state_markdown(state: ViewState) -> str:
-    text = format_markdown(state.plan, state.gate)
+def state_markdown(state: ViewState, *, max_steps: int | None = SHOWN_STEPS) -> str:
+    text = format_markdown(state.plan, state.gate, max_steps=max_steps)
     return text if state.status is None else f"{text}\n\n{md_text(verdict_line(state))}"
 
 
 def plan_mimebundle(plan: Plan) -> dict[str, str]:
     from .html import plan_html
 
-    return {"text/plain": format_plan(plan), "text/markdown": format_markdown(plan), "text/html": plan_html(plan)}
+    ensure_checkpoint()
+    return {"text/plain": format_plan(plan, max_steps=SHOWN_STEPS),
+            "text/markdown": format_markdown(plan, max_steps=SHOWN_STEPS), "text/html": plan_html(plan)}
 
 
 def diff_mimebundle(diff: PlanDiff) -> dict[str, str]:
     from .html import diff_html
 
+    ensure_checkpoint()
     return {"text/plain": format_diff(diff), "text/html": diff_html(diff)}
 
 
@@ -185,7 +222,8 @@ def state_bundle(state: ViewState, *, max_rows: int | None = None) -> dict[str, 
     """text/plain, text/markdown and text/html of a state (a plan, a run going on or a finished run)."""
     from .html import state_html
 
-    return {"text/plain": format_state(state), "text/markdown": state_markdown(state),
+    ensure_checkpoint()
+    return {"text/plain": format_state(state, max_steps=SHOWN_STEPS), "text/markdown": state_markdown(state),
             "text/html": state_html(state, max_rows=max_rows)}
 
 

@@ -41,9 +41,11 @@ from ..data.models import Status, Step
 from .html import DIM, NO_MATH, cached_text, esc, state_html
 from .marks import CacheMark, MarkBuilder, cached_count_text
 from .panes import PaneBudget, _rel, pane
+from .publish import ensure_checkpoint
 from .record import decision_lines
 from .state import ELAPSED_MEANS, ViewState, budget_line, verdict_line, window_of_codes
-from .text import format_state, progress_line, state_markdown
+from ..outbound import TEXT_LIMIT
+from .text import SHOWN_STEPS, format_state, progress_line, shown, shown_diff, state_markdown
 # how long the widget lives (kept open for a reloaded page, closed when garbage); LEFT_OPEN and
 # _LEFT are read here by tests
 from .widgetlife import _LEFT, LEFT_OPEN, _close, _close_unshown, _leave_open, _Shown, _WeakHandler  # noqa: F401
@@ -80,7 +82,7 @@ def round4(x: float) -> float:
 def row_of(step: Step, hide: Callable[[str], str]) -> list[Any]:
     """A step's row: ``hide`` is the run's gate (its secrets and secret shapes show as ***)."""
     executor = f"[{step.agent.upper()}]" if step.agent else (step.tool or "")
-    return [step.id, executor, hide(step.task or step.describe()), list(step.needs)]
+    return [step.id, executor, shown(step.task or step.describe(), hide), list(step.needs)]
 
 
 #: the traits this module fills only with JSON it builds (str, numbers, None, lists, dicts):
@@ -152,6 +154,7 @@ class PlanView:
     """
 
     def __init__(self, source: Any, *, note: str = "", controls: bool = False) -> None:
+        ensure_checkpoint()  # before the widget's comm opens: its first state leaves by the kernel's session
         uid = secrets.token_hex(16)  # the model's id too: the browser finds the outputs showing it by it
         self.widget = PlanWidget(uid=uid, model_id=uid, controls=controls)
         #: the RunHandle the buttons steer (planbook.views.steer)
@@ -197,6 +200,7 @@ class PlanView:
             # a view of a run that has ended is its static record (with the open pane open): a widget
             # saved in a notebook has no model without its kernel. ``display(view.widget)`` shows the widget.
             return self.record(), {}
+        ensure_checkpoint()  # the widget's comm and its state sync leave by the kernel's session too
         data, metadata = self.widget._repr_mimebundle_()
         self._shown.shown = True
         data = dict(data)
@@ -214,7 +218,7 @@ class PlanView:
             # were half of what a live view cost; the run's record, which replaces it, has them)
             data["text/plain"] = f"{progress_line(self.state)} (live view; the run's record replaces it when it ends)"
         else:
-            data["text/plain"] = format_state(self.state)
+            data["text/plain"] = format_state(self.state, max_steps=SHOWN_STEPS)
             data["text/markdown"] = state_markdown(self.state)
         return data, metadata
 
@@ -293,7 +297,7 @@ class PlanView:
             if new_panes or new_bars:
                 self._seq += 1
                 w.batch = {"seq": self._seq, "full": False, "panes": new_panes, "bars": new_bars}
-            revisions = [d.model_dump(mode="json") for d in state.revisions]
+            revisions = [shown_diff(d, state.gate) for d in state.revisions]  # the gate's texts, never raw
             if revisions != w.revisions:
                 w.revisions = revisions
             if self.handle is not None:
@@ -325,10 +329,10 @@ class PlanView:
         hide = state.gate.hider()
         return {
             "id": hide(plan.id), "title": hide(plan.display_title),
-            "goal": hide(plan.goal) if plan.goal != plan.display_title else "",
+            "goal": shown(plan.goal, hide) if plan.goal != plan.display_title else "",
             "revision": plan.revision, "status": state.status, "reason": state.reason, "tone": state.tone,
             "verdict": verdict_line(state) if state.status is not None else "", "budgets": budget_line(state),
-            "why": hide(state.why or ""), "error": hide(state.error or ""),
+            "why": shown(state.why or "", hide), "error": shown(state.error or "", hide, TEXT_LIMIT),
             "counts": {s.value: n for s, n in counts.items() if n}, "done": counts[Status.completed],
             "total": len(plan.steps),
             "elapsed": round(state.elapsed, 4) if state.elapsed is not None else None,

@@ -41,14 +41,14 @@ const CSS = `
 .pb-not_started{color:${MIX("#555555")}}.pb-in_progress{background:${TINT("#0b5394")};color:${MIX("#0b5394")}}
 .pb-completed{background:${TINT("#2e7d32")};color:${MIX("#1b6e20")}}.pb-failed{background:${TINT("#b71c1c")};color:${MIX("#b71c1c")}}
 .pb-skipped{background:${TINT("#6d6d6d")};color:${MIX("#6d6d6d")}}.pb-blocked{background:${TINT("#c77700")};color:${MIX("#8a5300")}}
-.pb-pane{border:1px solid var(--jp-border-color1,#ccc);border-radius:4px;padding:6px 8px;margin:6px 0;background:var(--pb-bg)}
+.pb-pane{border:1px solid var(--jp-border-color1,#ccc);border-radius:4px;padding:6px 8px;margin:6px 0;background:var(--pb-bg);position:relative;overflow:hidden;contain:content}
 .pb-pane table{border-collapse:collapse}.pb-pane th{text-align:left;color:var(--pb-fg2);padding:1px 8px 1px 0;vertical-align:top;font-weight:normal}
 .pb-pane td{padding:1px 0;vertical-align:top}.pb-pane .mono{font-family:monospace;white-space:pre-wrap;word-break:break-all}
 .pb-label{color:var(--pb-fg2);font-size:11px;margin-top:6px}
 .pb-pre,.pb-text{font-family:monospace;white-space:pre-wrap;margin:2px 0;max-height:320px;overflow:auto;
   color:var(--pb-fg);background:var(--pb-bg);border:1px solid var(--pb-line);padding:4px}
 .pb-err,.pb-pre.pb-err{color:${MIX("#b71c1c")}}.pb-trunc{color:${MIX("#8a5300")};font-style:italic;margin-top:4px}
-.pb-result{max-height:400px;overflow:auto}.pb-result img{max-width:100%}
+.pb-result{max-height:400px;overflow:auto;position:relative;contain:content}.pb-result img{max-width:100%}
 .pb-close{float:right;cursor:pointer;border:none;background:none;font-size:14px;color:var(--pb-fg2)}
 .pb-svgbox{overflow:auto;max-height:440px;border:1px solid var(--pb-line)}
 .pb-note{color:var(--pb-fg2);font-size:11px;margin:2px 0}
