@@ -34,18 +34,20 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..data.secret import Secret
 from ..outbound.redact import is_secret_name
+from .keyparts import STATE_BYTES, STATE_VALUES, CoercionTypes, TooLarge, Uncacheable
+from .keyparts import (CODE_MEMBERS as _CODE_MEMBERS, EMPTY as _EMPTY, TYPE_FORMS as _TYPE_FORMS,
+                       cell_value as _cell_value, hidden_state as _hidden_state, made_here as _made_here,
+                       python_class as _python_class, qualname as _qualname, wrapped_of as _wrapped_of)
 from .values import Redacted, Unrestorable
 
 #: bumped when the encoding below changes, so old keys miss instead of colliding
 KEY_VERSION = 2
 
+
 #: ``secret_text(s)`` is True for a string the store would redact (a known key, ``Bearer …``)
 SecretText = Callable[[str], bool]
-
-
-class Uncacheable(Exception):
-    """Raised inside the encoder for a value with no stable content form, or a secret."""
 
 
 def step_cache_key(tool: str, args: Mapping[str, Any], *, version: str | None = None,
@@ -91,6 +93,15 @@ def code_fingerprint(fn: Any, *, secret_text: SecretText | None = None) -> str |
     attributes set after ``__init__`` too). A value with no stable content form, state kept
     in C where it cannot be read, an object holding itself, or a secret, gives ``None``.
 
+    The types planbook coerces a call's arguments with are covered too: each parameter's
+    annotation (``qty: int`` → ``float`` changes the answer), and a class of the tool's module
+    it names is followed with its fields' types and defaults (a pydantic model's default,
+    which pydantic keeps out of the class's namespace).
+
+    Bounded per call: the state it reads (an object's ``__dict__``, what a closure captured,
+    class attributes) is at most :data:`STATE_VALUES` values and :data:`STATE_BYTES` bytes;
+    past that the tool is not cached and the step's note says why (a ``version`` keys it).
+
     Not covered, as for any library: the code of other modules (a base class imported from
     a package), the globals a function reads (a constant, a client, a data frame) and a
     class attribute with no stable content form (a lock, a client): give a tool a
@@ -99,16 +110,19 @@ def code_fingerprint(fn: Any, *, secret_text: SecretText | None = None) -> str |
     encoder = _Encoder(secret_text, functions=True)
     try:
         encoder.function(fn)
-    except (Uncacheable, RecursionError):
+        encoder.coercion(fn)
+    except (Uncacheable, TooLarge, RecursionError):
         return None
     return "code:" + hashlib.sha256(b"".join(encoder.out)).hexdigest()[:32]
 
 
 def fingerprint_problem(fn: Any, *, secret_text: SecretText | None = None) -> str | None:
     """Why :func:`code_fingerprint` gives ``None`` for ``fn`` (``None``: it gives a fingerprint)."""
+    encoder = _Encoder(secret_text, functions=True)
     try:
-        _Encoder(secret_text, functions=True).function(fn)
-    except Uncacheable as exc:
+        encoder.function(fn)
+        encoder.coercion(fn)
+    except (Uncacheable, TooLarge) as exc:
         problem = str(exc)
     except RecursionError:
         problem = "what it captures is nested too deeply"
@@ -117,11 +131,7 @@ def fingerprint_problem(fn: Any, *, secret_text: SecretText | None = None) -> st
     return f"{problem} (a tool given a version= is keyed by it instead: bump it when its answers change)"
 
 
-def _qualname(t: Any) -> str:
-    return f"{getattr(t, '__module__', '?')}.{getattr(t, '__qualname__', getattr(t, '__name__', '?'))}"
-
-
-class _Encoder:
+class _Encoder(CoercionTypes):
     """A self-delimiting, typed encoding of values (and, with ``functions``, of code) into ``out``."""
 
     def __init__(self, secret_text: SecretText | None, *, functions: bool = False) -> None:
@@ -133,9 +143,19 @@ class _Encoder:
         self.modules: list[str | None] = []
         #: the classes whose code is already written, in order: met again, they are written as their number
         self.classes: dict[int, int] = {}
+        #: what a fingerprint may still read of values (code's own names and constants do not count)
+        self.values_left, self.bytes_left = STATE_VALUES, STATE_BYTES
+
+    def _spend(self, size: int) -> None:
+        if self.functions:
+            self.values_left -= 1
+            self.bytes_left -= size
+            if self.values_left < 0 or self.bytes_left < 0:
+                raise TooLarge
 
     def text(self, tag: bytes, text: str) -> None:
         data = text.encode("utf-8", "surrogatepass")
+        self._spend(len(data))
         self.out.append(tag + str(len(data)).encode() + b":" + data)
 
     def name(self, name: Any) -> None:
@@ -161,6 +181,7 @@ class _Encoder:
                 raise Uncacheable("a value holds a secret the store hides")
             self.text(b"s", value)
         elif t is bytes:
+            self._spend(len(value))
             self.out.append(b"b" + str(len(value)).encode() + b":" + value)
         elif t in (list, tuple, dict, set, frozenset) or isinstance(value, Mapping):
             self._container(value)
@@ -187,7 +208,8 @@ class _Encoder:
                 self.out.append((b"d" if t is dict else b"m" + _qualname(t).encode() + b"|")
                                 + str(len(value)).encode() + b"{")
                 for k, v in value.items():
-                    self.name(k)
+                    if not isinstance(v, Secret):  # a Secret under a secret's name is its reference: keyed
+                        self.name(k)
                     self.value(k)
                     self.value(v)
                 self.out.append(b"}")
@@ -216,6 +238,10 @@ class _Encoder:
             self.value(value.value)
         elif isinstance(value, (Unrestorable, Redacted)):
             raise Uncacheable("a value that was not restored from the store")
+        elif isinstance(value, Secret):  # its reference, never its value (a key would let it be guessed):
+            # rotating a credential is not a change of the call; an answer that depends on *whose*
+            # secret it is (two people's tokens under one variable, one store) needs cache=False
+            self.text(b"K", value.ref)
         elif isinstance(value, (int, float, str, bytes)):  # subclasses: the type is part of the value
             self.text(b"x", name)
             base = next(b for b in (int, float, str, bytes) if isinstance(value, b))
@@ -240,6 +266,7 @@ class _Encoder:
             self.value({k: getattr(value, k) for k in t.model_fields})
         elif t.__module__ == "numpy" and t.__name__ == "ndarray" and value.dtype.kind in "biufcSUM":
             self.text(b"a", f"{value.dtype.str}|{value.shape}")
+            self._spend(int(value.nbytes))  # before the copy
             data = value.tobytes(order="C")
             self.out.append(str(len(data)).encode() + b":" + data)
         elif self.functions and value is Ellipsis:
@@ -392,8 +419,22 @@ class _Encoder:
                 for name, member in members:
                     self._member(base, name, member)
                 self.out.append(b")")
+                self._fields(base)
         finally:
             self.modules.pop()
+
+    def _data(self, name: str, value: Any) -> None:
+        """A value keyed when it can be; one without a content form, or a secret, is left out (as
+        a class attribute is)."""
+        start, classes = len(self.out), len(self.classes)
+        try:
+            self.name(name)
+            self.text(b"s", name)
+            self.value(value)
+        except (Uncacheable, RecursionError):
+            del self.out[start:]
+            for key in [k for k, n in self.classes.items() if n >= classes]:
+                del self.classes[key]
 
     def _member(self, cls: type, name: str, member: Any) -> None:
         """One entry of a followed class's namespace: code is followed, data keyed when it can be."""
@@ -422,15 +463,7 @@ class _Encoder:
         elif not (name.startswith("__") and name.endswith("__")):
             # a class attribute the code may read as self.x: keyed when it has a content form; one
             # without (a client, a lock), or a secret, is left out as a module's globals are
-            start, classes = len(self.out), len(self.classes)
-            try:
-                self.name(name)
-                self.text(b"s", name)
-                self.value(member)
-            except (Uncacheable, RecursionError):
-                del self.out[start:]
-                for key in [k for k, n in self.classes.items() if n >= classes]:
-                    del self.classes[key]
+            self._data(name, member)
         # dunder data (__module__, __doc__, pydantic's validators and schema) is machinery, not code
 
     def _foreign(self, fn: types.FunctionType) -> None:
@@ -520,6 +553,7 @@ class _Encoder:
         # the source's own text (names, docstrings, literals) is not a value a run passed in:
         # a docstring that says "token=..." must not make a tool uncacheable
         secret_text, self.secret_text = self.secret_text, None
+        left = self.values_left, self.bytes_left  # code is not state: it does not spend the bound
         try:
             self.value(code.co_names)
             self.value(code.co_varnames)  # renamed parameters: the same bytecode reads other arguments
@@ -528,67 +562,4 @@ class _Encoder:
             self.value(code.co_consts)  # nested functions and comprehensions are code constants
         finally:
             self.secret_text = secret_text
-
-
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: made at run time (a class statement, or a C extension's spec)
-_IMMUTABLETYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: a C type (stdlib types made from a spec are heap types too)
-
-#: generic aliases and typing forms (``list[int]``, ``Optional[str]``; a dataclass's ``__init__``
-#: holds its fields' types): named by their repr, which spells them out
-_TYPE_FORMS: tuple[type, ...] = (types.GenericAlias, type(typing.Optional[int]), type(typing.List[int]),
-                                 type(int | str), typing.TypeVar, typing.ForwardRef)
-
-
-def _python_class(t: type) -> bool:
-    """Made by a class statement: its instances keep their state in ``__dict__`` and slots.
-    A C type (a lock, a connection, a pydantic-core validator) has neither, or keeps more."""
-    flags = t.__flags__
-    return bool(flags & _HEAPTYPE) and not flags & _IMMUTABLETYPE and (
-        "__slots__" in vars(t) or t.__dictoffset__ != 0)
-
-
-#: what a class's namespace holds as code, rather than data
-_CODE_MEMBERS = (types.FunctionType, staticmethod, classmethod, property, functools.cached_property)
-
-
-def _wrapped_of(member: Any) -> Any:
-    """The function a C wrapper in a class's namespace wraps (``functools.lru_cache``), read
-    from its own ``__dict__`` so no ``__getattr__`` runs; ``None`` for anything else."""
-    if isinstance(member, type) or not callable(member) or _python_class(type(member)):
-        return None  # a Python object is data: its class's __call__ and its state are followed as such
-    try:
-        own = object.__getattribute__(member, "__dict__")
-    except AttributeError:
-        return None
-    wrapped = own.get("__wrapped__") if isinstance(own, dict) else None
-    return wrapped if callable(wrapped) else None
-
-
-def _made_here(value: Any, module: str | None) -> bool:
-    """An instance of a class defined in ``module`` (not a function or class itself)."""
-    t = type(value)
-    return t.__module__ == module and _python_class(t) and not isinstance(value, (types.FunctionType, type))
-
-
-def _hidden_state(t: type) -> str | None:
-    """The class in ``t``'s MRO that keeps instance state in C (``random.Random``, ``dict``), if any."""
-    for base in t.__mro__:
-        if base is object or _python_class(base):
-            continue
-        if base.__basicsize__ != object.__basicsize__ or base.__itemsize__:
-            return _qualname(base)
-    return None
-
-
-class _Empty:
-    """A closure cell not yet filled (a variable assigned after the function was made)."""
-
-
-def _cell_value(cell: Any) -> Any:
-    try:
-        return cell.cell_contents
-    except ValueError:
-        return _EMPTY
-
-
-_EMPTY = _Empty()
+            self.values_left, self.bytes_left = left

@@ -1,7 +1,9 @@
 """The step cache of an SQLite run store: a step's result kept under the key
 :func:`~planbook.store.cachekey.step_cache_key` gives, in the ``cache`` table. A result is
 kept only when it can be restored later, and redacted as every stored value is (by the
-store's :class:`~planbook.outbound.redact.Redactor`); a result that no longer loads is a miss.
+store's :class:`~planbook.outbound.redact.Redactor`); a result that no longer loads, or a
+damaged row (text that is not JSON, a meta that is not, an unknown kind, no result at all),
+is a miss: the call runs and its result replaces the row.
 """
 
 from __future__ import annotations
@@ -30,7 +32,12 @@ class SQLiteStepCache(SQLiteConnection):
         if row is None:
             return None
         tool, run_id, step_id, created, kind, payload, meta = row
-        result = stored_value(kind, payload, meta)
+        if payload is None:
+            return None  # a damaged row (no result at all): a miss, not None served as the answer
+        try:
+            result = stored_value(kind, payload, meta)
+        except Exception:  # noqa: BLE001 - damaged JSON, meta or kind: a miss (the call runs and rewrites the row)
+            return None
         if isinstance(result, Unrestorable):
             return None  # a pickle that no longer loads is a miss, not a wrong hit
         return CacheHit(key=key, result=result, tool=tool, run_id=run_id, step_id=step_id, created=created)
