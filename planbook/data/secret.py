@@ -101,7 +101,7 @@ class Secret:
             variable = self._ref[len(_ENV_PREFIX):]
             value = os.environ.get(variable)
             if not value:
-                raise SecretError(f"the secret {self!r} is not set: set the environment variable {variable} "
+                raise SecretError(f"{self!r} is not set: set the environment variable {variable} "
                                   "before running (or resuming) this run")
         elif self._value is not None:
             value = self._value
@@ -179,27 +179,31 @@ def has_secrets(value: Any) -> bool:
     return False
 
 
-def reveal(value: Any) -> Any:
+def reveal(value: Any, found: list[str] | None = None) -> Any:
     """``value`` with every :class:`Secret` in it replaced by its real value: only the call
     boundary calls this, right before the tool, agent or server gets its arguments. ``value``
-    itself when it holds none."""
+    itself when it holds none. ``found``: the real values are appended to it too (a call
+    shipped to another process masks what its tool echoes with them)."""
     if isinstance(value, Secret):
-        return value.reveal()
+        text = value.reveal()
+        if found is not None:
+            found.append(text)
+        return text
     if type(value) is dict:
         out = None
         for k, v in value.items():
             if isinstance(v, (Secret, dict, list, tuple)):
-                new = reveal(v)
+                new = reveal(v, found)
                 if new is not v:
                     if out is None:
                         out = dict(value)
                     out[k] = new
         return value if out is None else out
     if isinstance(value, list):
-        items = [reveal(v) for v in value]
+        items = [reveal(v, found) for v in value]
         return value if all(a is b for a, b in zip(items, value)) else items
     if isinstance(value, tuple):
-        items = [reveal(v) for v in value]
+        items = [reveal(v, found) for v in value]
         return value if all(a is b for a, b in zip(items, value)) else tuple(items)
     return value
 

@@ -34,7 +34,9 @@ from .executors import StepAbandoned
 from ..workers.interrupts import call_user_with, defer_interrupt, waiting
 from ..data.models import Step
 from ..data.refs import resolve
-from ..workers.tools import Tool
+from ..data.secret import Secret, reveal
+from ..outbound.checkpoint import mask_text, remember
+from ..workers.tools import Tool, may_hold_secrets, secret_free_args
 
 
 @dataclass(slots=True)
@@ -429,13 +431,73 @@ class ToolCall:
         return outcome
 
 
+class SecretToolCall(ToolCall):
+    """A :class:`ToolCall` given secrets' real values: what it reports is masked where it ran
+    (a worker in another process has a vault of its own, so the values travel with the call,
+    as its arguments do — they are what the tool is called with)."""
+
+    def __init__(self, step_id: str, fn: Callable[..., Any], args: dict[str, Any], secrets: list[str]) -> None:
+        super().__init__(step_id, fn, args)
+        self.secrets = secrets
+
+    def __call__(self) -> Outcome:
+        remember(self.secrets)
+        return _masked(super().__call__())
+
+
 def prepare_tool_call(step: Step, results: Mapping[str, Any], tools: Mapping[str, Tool]) -> ToolCall | Outcome:
     """The :class:`ToolCall` for ``step``, or the failed :class:`Outcome` when its args do not fit."""
     tool = tools[step.tool or ""]
     try:
-        return ToolCall(step.id, tool.fn, tool.coerce(resolve(step.args, results)))
-    except Exception as exc:  # noqa: BLE001 - bad args are a failed step, as in call_step
-        return _failure(exc, "")
+        args, secrets = call_args(tool, step.args, results)
+    except Exception as exc:  # noqa: BLE001 - bad args (or a secret not set) are a failed step, as in call_step
+        return _failure(exc, "")  # call_args masked what its message echoed
+    if secrets:
+        return SecretToolCall(step.id, tool.fn, args, secrets)
+    return ToolCall(step.id, tool.fn, args)
+
+
+def call_args(tool: Tool, args: Mapping[str, Any], results: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The arguments ``tool`` is called with, and the secrets' real values revealed in them.
+
+    The call boundary, and the only place a :class:`~planbook.data.secret.Secret` becomes its
+    value: ``$refs`` are resolved (a referenced result that is a Secret — a ``login`` tool's
+    answer — is revealed first, so ``"Bearer ${login}"`` holds the token, not ``***``), then
+    the Secrets the step's args hold are revealed, then the tool's signature coerces them.
+    The step, its events, the cache key and the store keep ``args`` as written (the
+    reference); each revealed value is in the vault from the moment it is read, and an error
+    raised here that echoes it is masked.
+    """
+    secrets: list[str] = []
+    if results and any(isinstance(v, Secret) for v in results.values()):
+        results = {k: reveal(v, secrets) if isinstance(v, Secret) else v for k, v in results.items()}
+    resolved = resolve(args, results)
+    if may_hold_secrets(args):
+        resolved = secret_free_args(tool, resolved, args, secrets)
+    try:
+        return tool.coerce(resolved), secrets
+    except ValueError as exc:
+        if not secrets:
+            raise
+        raise ValueError(mask_text(str(exc))) from None  # pydantic's message quotes the input: the real value
+
+
+def _masked(outcome: Outcome) -> Outcome:
+    """``outcome`` of a call that was given a secret's real value: what it says about the call
+    (its error, traceback, output and summary) may echo the value, and is recorded and shown,
+    so it is masked here, where it is made; the result itself is the tool's (the store and
+    the views hide a known secret in it at their doors)."""
+    if outcome.error:
+        outcome.error = mask_text(outcome.error)
+    if outcome.traceback:
+        outcome.traceback = mask_text(outcome.traceback)
+    if outcome.output:
+        outcome.output = mask_text(outcome.output)
+    if outcome.summary:
+        outcome.summary = mask_text(outcome.summary)
+    if outcome.notes:
+        outcome.notes = mask_text(outcome.notes)
+    return outcome
 
 
 def _call(fn: Callable[..., Any], *args: Any, _handle: CallHandle | None = None, **kwargs: Any) -> Any:
@@ -494,7 +556,10 @@ def _call_captured(
     try:
         if step.tool is not None:
             tool = tools[step.tool]
-            value = _call_with(tool.fn, (), tool.coerce(resolve(step.args, results)), handle)
+            args, secrets = call_args(tool, step.args, results)
+            if secrets:
+                return _masked(_secret_call(tool.fn, args, step.tool, handle, out))
+            value = _call_with(tool.fn, (), args, handle)
             return _succeeded(value, "tool", step.tool, out.getvalue())
         agent = agents[step.agent or ""]
         reply = _call(agent, step.task, context(), _handle=handle)
@@ -513,3 +578,16 @@ def _call_captured(
         raise
     except BaseException as exc:  # noqa: BLE001 - SystemExit from a tool is a failed step, not the end
         return _failure(exc, out.getvalue())
+
+
+def _secret_call(fn: Callable[..., Any], args: dict[str, Any], name: str, handle: CallHandle | None,
+                 out: io.StringIO) -> Outcome:
+    """A tool call given a secret's real value: its failure is made here, so the caller masks
+    it (a traceback's locals and message may quote the value)."""
+    try:
+        value = _call_with(fn, (), args, handle)
+    except (KeyboardInterrupt, StepAbandoned, CallInterrupted):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - as in _call_captured
+        return _failure(exc, out.getvalue())
+    return _succeeded(value, "tool", name, out.getvalue())

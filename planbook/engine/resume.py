@@ -17,7 +17,7 @@ from ..workers.agents import AgentsLike
 from ..data.errors import NothingToResume, ResumeError
 from ..data.models import Plan, RunResult, Status
 from ..workers.planners import Planner
-from .config import DEFAULTS
+from .config import DEFAULTS, resumed_options
 from .runner import Runner
 from .state import INTERRUPTED_NOTE, RunState
 from ..workers.tools import ToolsLike, as_toolbox
@@ -136,16 +136,12 @@ def resume(
     state.executions = len(state.history)
     if state.status == "running":  # the process died mid-run
         state.status, state.reason = "interrupted", "interrupted"
-    policy = config.get("policy")
-    retrying = "retry" in (policy or ()) or any(st.on_failure == "retry" for st in state.plan.steps)
-    runner = Runner(
-        state.plan, tools=tools, agents=agents, planner=planner,
-        on_failure=policy, retries=config.get("retries") if retrying else None,
-        max_steps=config.get("max_steps", DEFAULTS.max_steps), max_replans=config.get("max_replans", DEFAULTS.max_replans),
-        step_timeout=config.get("step_timeout", DEFAULTS.step_timeout), parallel=config.get("parallel", DEFAULTS.parallel),
-        executor=executor, store=opened, on_event=on_event, cache=config.get("cache", DEFAULTS.cache),
-        approve=approve if approve is not None else config.get("approve"),
-    )
+    # every option the run was started with, from the one options table (engine/config.py)
+    options = resumed_options(config, {"executor": executor, "approve": approve})
+    retrying = "retry" in (options["on_failure"] or ()) or any(st.on_failure == "retry" for st in state.plan.steps)
+    if not retrying:
+        options["retries"] = None  # stored as the default; given without a retry policy it is refused
+    runner = Runner(state.plan, tools=tools, agents=agents, planner=planner, store=opened, on_event=on_event, **options)
     runner.adopt(state, stored.run_id)
     if not run:
         return runner
@@ -177,7 +173,10 @@ def _restore_args(plan: Plan, missing: dict[str, list[str]], given: Plan | None,
         listed = "; ".join(f"{sid}: {', '.join(names)}" for sid, names in lacking.items())
         raise ResumeError(f"run {run_id} did not store some args (secrets, or values it could not keep) — {listed}. "
                           "Pass the plan the run was made from (resume(..., plan=PLAN); planbook resume --plan "
-                          "FILE; in a notebook %run_plan NAME --resume does this) so they can be taken from it")
+                          "FILE; in a notebook %run_plan NAME --resume does this) so they can be taken from it. "
+                          "To make such a run resume from its store alone, give a secret as planbook.Secret "
+                          "(Secret.env('NAME') reads an environment variable): the store keeps its reference, "
+                          "never its value, and a resumed run reads it again")
     for sid, names in missing.items():
         step = plan.step(sid)
         step.args = {**step.args, **{n: by_id[sid].args[n] for n in names if n in by_id[sid].args}}

@@ -13,8 +13,11 @@ from typing import Any
 
 from ..data.models import Event, Plan, PlanDiff, Status, Step
 from ..data.errors import StoreError
+from ..data.secret import from_json_refs
+from ..outbound.checkpoint import mask_text
 from ..outbound.redact import DeferredChecks, Redactor
-from .values import shown
+from ..outbound.text import TEXT_LIMIT, bounded
+from .values import REPR_LIMIT
 
 #: a step's fields that go into its record (every field but args and result)
 RECORD_FIELDS = tuple(name for name in Step.model_fields if name not in ("args", "result"))
@@ -32,6 +35,44 @@ def _default_object(name: str) -> Any:
 #: each record field's default object (a required field, or one made by a factory, has none)
 _RECORD_DEFAULTS = tuple(map(_default_object, RECORD_FIELDS))
 PLAN_FIELDS = ("id", "goal", "title", "revision")
+#: a step's fields that hold free text (what a person, a model or a tool wrote): each is stored
+#: cut to :data:`~planbook.outbound.text.TEXT_LIMIT` characters (a 2 MB error made 16 MB of store)
+BOUNDED_FIELDS = ("task", "expect", "error", "traceback", "output", "notes")
+
+
+def bounded_text(text: str, redactor: Redactor | DeferredChecks | None = None, limit: int = TEXT_LIMIT) -> str:
+    """``text`` as a store keeps it: masked, then cut to ``limit`` characters, saying so.
+    Masked first: a cut through a secret would leave a part of it that masking no longer knows."""
+    if len(text) <= limit:
+        return text
+    return bounded(redactor.text(text) if redactor is not None else mask_text(text), limit)
+
+
+def bounded_data(value: Any, redactor: Redactor | DeferredChecks | None = None) -> Any:
+    """Plain data with every text longer than :data:`TEXT_LIMIT` cut (:func:`bounded_text`),
+    through dicts, lists and tuples; ``value`` itself when none is."""
+    if isinstance(value, str):
+        return bounded_text(value, redactor) if len(value) > TEXT_LIMIT else value
+    if isinstance(value, dict):
+        out = {k: bounded_data(v, redactor) for k, v in value.items()}
+        return value if all(out[k] is v for k, v in value.items()) else out
+    if isinstance(value, (list, tuple)):
+        items = [bounded_data(v, redactor) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+def _bounded_json(value: Any, redactor: Redactor | DeferredChecks) -> str:
+    """``redactor.json_text(value)``, its long texts cut: only a text longer than the limit
+    makes the JSON that long, so a short one (nearly all) costs one ``len``."""
+    text = redactor.json_text(value)
+    if len(text) > TEXT_LIMIT:
+        cut = bounded_data(value, redactor)
+        if cut is not value:
+            return redactor.json_text(cut)
+    return text
 
 
 def step_json(step: Step, redactor: Redactor | DeferredChecks, redacted: list[Any] | None = None) -> str:
@@ -42,7 +83,7 @@ def step_json(step: Step, redactor: Redactor | DeferredChecks, redacted: list[An
     is left out: reading fills it in again (:func:`step_from_record`), and a step's record
     is written at least twice per execution, mostly defaults. Only its texts are checked for
     secrets: the field names are planbook's own, and numbers are never redacted."""
-    record = step_record(step)
+    record = step_record(step, redactor=redactor)
     if redacted:
         record["_redacted"] = [list(p) for p in redacted]
         return _step_text(record, redactor)
@@ -73,9 +114,11 @@ def record_texts(record: dict[str, Any], needs: Any) -> list[str] | None:
     return texts
 
 
-def step_record(step: Step, values: tuple[Any, ...] | None = None) -> dict[str, Any]:
+def step_record(step: Step, values: tuple[Any, ...] | None = None,
+                redactor: Redactor | DeferredChecks | None = None) -> dict[str, Any]:
     """The step's record as data, not yet checked for secrets (see :func:`step_json`): the
-    fields that do not hold their default object, its status as its name. ``values``: the
+    fields that do not hold their default object, its status as its name, its long texts
+    masked (with ``redactor``, else the process's checkpoint) and cut. ``values``: the
     step's ``record_values`` when the caller has them already."""
     record: dict[str, Any] = {
         name: value for name, value, default in zip(
@@ -85,21 +128,27 @@ def step_record(step: Step, values: tuple[Any, ...] | None = None) -> dict[str, 
     status = record.get("status")
     if status is not None:
         record["status"] = status._value_  # the member's value, without the enum's descriptor
+    for name in BOUNDED_FIELDS:
+        text = record.get(name)
+        if text.__class__ is str and len(text) > TEXT_LIMIT:  # type: ignore[union-attr]
+            record[name] = bounded_text(text, redactor)
     return record
 
 
 def _step_text(record: dict[str, Any], redactor: Redactor | DeferredChecks) -> str:
     try:
-        return redactor.json_text(record)
+        return _bounded_json(record, redactor)
     except (TypeError, ValueError):
-        return redactor.json_text(_jsonable(redactor.data(record), redactor))
+        return _bounded_json(_jsonable(redactor.data(record), redactor), redactor)
 
 
 def step_from_record(record: dict[str, Any], args: dict[str, Any], result: Any) -> Step:
     """A Step from its record (fields this planbook does not know are left out)."""
     fields = {k: v for k, v in record.items() if k in _STEP_FIELDS}
     fields["status"] = Status(fields.get("status", "not_started"))
-    return Step.model_construct(**fields, args=args, result=result)
+    # a Secret was written as its reference ({"$secret": "env:NAME"}): a Secret again, which the
+    # resumed run's call reveals anew (an environment secret is read in this process)
+    return Step.model_construct(**fields, args=from_json_refs(args), result=result)
 
 
 def redacted_paths(record: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -108,7 +157,7 @@ def redacted_paths(record: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 def plan_json(plan: Plan, redactor: Redactor) -> str:
     """The plan's own fields (its steps are stored one by one)."""
-    return redactor.json_text({name: getattr(plan, name) for name in PLAN_FIELDS})
+    return _bounded_json({name: getattr(plan, name) for name in PLAN_FIELDS}, redactor)
 
 
 def plan_from_record(record: dict[str, Any], steps: list[Step]) -> Plan:
@@ -127,13 +176,13 @@ def event_json(event: Event, redactor: Redactor | DeferredChecks) -> str:
     """An event as redacted JSON; objects in its data become their repr."""
     record = dict(_event_record(event))
     try:
-        return redactor.json_text(record)
+        return _bounded_json(record, redactor)
     except (TypeError, ValueError, RecursionError):  # an object, a huge int, a deep or circular value
         try:
             record["data"] = _jsonable(redactor.data(event.data), redactor)
         except RecursionError:
-            record["data"] = {"unstored": redactor.text(shown(event.data))}
-        return redactor.json_text(record)
+            record["data"] = {"unstored": _shown(event.data, redactor)}
+        return _bounded_json(record, redactor)
 
 
 def events_json(events: Sequence[Event], redactor: Redactor | DeferredChecks) -> list[str]:
@@ -146,7 +195,7 @@ def events_json(events: Sequence[Event], redactor: Redactor | DeferredChecks) ->
         return [event_json(events[0], redactor)]
     records = [_event_record(e) for e in events]
     try:
-        return [redactor.json_text(records)[1:-1]]
+        return [_bounded_json(records, redactor)[1:-1]]
     except (TypeError, ValueError, RecursionError):
         return [event_json(e, redactor) for e in events]
 
@@ -165,13 +214,13 @@ def config_json(config: Mapping[str, Any] | None, redactor: Redactor) -> str:
 
 def counters_json(counters: dict[str, Any], redactor: Redactor) -> str:
     try:
-        return redactor.json_text(counters)
+        return _bounded_json(counters, redactor)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"a run state field is not JSON data ({exc}): the store cannot keep it") from None
 
 
 def diffs_json(revisions: list[PlanDiff], redactor: Redactor) -> str:
-    return redactor.json_text([d.model_dump(mode="json") for d in revisions])
+    return _bounded_json([d.model_dump(mode="json") for d in revisions], redactor)
 
 
 def diffs_from_records(records: list[dict[str, Any]]) -> list[PlanDiff]:
@@ -188,5 +237,15 @@ def _jsonable(value: Any, redactor: Redactor) -> Any:
         try:
             return json.loads(json.dumps(value))  # a str/int subclass (an enum) as its plain value
         except ValueError:  # an int past the limit of integer string conversion
-            return redactor.text(shown(value))
-    return redactor.text(shown(value))
+            return _shown(value, redactor)
+    return _shown(value, redactor)
+
+
+def _shown(value: Any, redactor: Redactor | DeferredChecks) -> str:
+    """``repr(value)`` masked, then cut to :data:`~planbook.store.values.REPR_LIMIT` (cut first,
+    a secret across the cut would leave a part that masking no longer knows)."""
+    try:
+        text = repr(value)
+    except Exception as exc:  # noqa: BLE001 - a broken __repr__ must not lose the run
+        return f"<{type(value).__name__} object; its repr raised {type(exc).__name__}>"
+    return bounded(redactor.text(text), REPR_LIMIT)

@@ -17,16 +17,18 @@ from __future__ import annotations
 import json
 import pickle
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Literal, NamedTuple
 
+from ..data.ids import is_step_id
 from ..data.refs import WHOLE_REF
-from ..outbound.redact import REDACTED_TEXT, Redactor, dump_json
+from ..data.secret import Secret, to_json_refs
+from ..outbound.redact import REDACTED_TEXT, Redactor, dump_json, is_secret_name
 
 ValueKind = Literal["json", "pickle", "repr"]
 #: a shown repr is cut to this many characters
 REPR_LIMIT = 2000
 _PLAIN = (str, int, float, bool, type(None))
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 @dataclass(frozen=True)
@@ -174,34 +176,82 @@ def redact_args(args: dict[str, Any], redactor: Redactor) -> tuple[dict[str, Any
 
     A secret-named value is replaced whole; a string holding a secret (a URL with a
     password, a header line) is replaced too, since part of it would be a wrong argument.
+    A **reference** is kept as written, under any name: a :class:`~planbook.data.secret.Secret`
+    (written as ``{"$secret": ref}``: a resumed run reads its value again) and a whole ``$id``
+    (``token: $login`` names a step, not a secret: the step's result is the secret, and that
+    is the tool's own business). So a run given its secrets as references resumes from its
+    store alone.
     """
-    redacted = redactor.data(args)
-    if redacted is args:
-        return args, []
     paths: list[Path] = []
-    marked = _mark(redacted, args, (), paths)
-    # a secret is hidden by value too from now on (a ``$id`` reference is no secret: its
-    # result is, and that is the tool's own business)
-    redactor.learn(v for v in map(partial(_at, args), paths) if not (isinstance(v, str) and WHOLE_REF.match(v)))
+    marked = _hide(args, (), paths, redactor, False)
+    if not paths:
+        return args, []
+    # a secret is hidden by value too from now on
+    redactor.learn(_at(args, path) for path in paths)
     return marked, paths
+
+
+def _is_reference(value: Any) -> bool:
+    """A Secret, or a whole ``$id`` naming a step: what an argument may hold under a secret's name
+    and still be written."""
+    if isinstance(value, Secret):
+        return True
+    if type(value) is str and value[:1] == "$":
+        whole = WHOLE_REF.match(value)
+        return whole is not None and is_step_id(whole.group(1))
+    return False
+
+
+def _holds_reference(value: Any) -> bool:
+    if _is_reference(value):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_reference(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_reference(v) for v in value)
+    return False
+
+
+def _hide(value: Any, path: Path, paths: list[Path], redactor: Redactor, named: bool) -> Any:
+    """``value`` with what must not be written marked (see :func:`redact_args`); ``named``: it
+    sits under a secret-named key, so every plain value in it is a secret."""
+    if _is_reference(value):
+        return value
+    if isinstance(value, dict) or isinstance(value, (list, tuple)):
+        if named and not _holds_reference(value):  # a secret-named container of plain values: hidden whole
+            paths.append(path)
+            return REDACTED
+        if isinstance(value, dict):
+            out: dict[Any, Any] | None = None
+            for k, v in value.items():
+                under = named or (type(k) is str and is_secret_name(k))
+                if not under and type(v) in _SCALARS:  # a number under a plain name is kept, as the redactor does
+                    continue
+                new = _hide(v, path + (k,), paths, redactor, under)
+                if new is not v:
+                    if out is None:
+                        out = dict(value)
+                    out[k] = new
+            return value if out is None else out
+        items = [_hide(v, path + (i,), paths, redactor, named) for i, v in enumerate(value)]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    if named:
+        if value is None:  # nothing to hide (as the redactor leaves it)
+            return value
+        paths.append(path)
+        return REDACTED
+    if redactor.data(value) is value:  # a text holding a known secret or a secret's shape, a PIN
+        return value
+    paths.append(path)
+    return REDACTED
 
 
 def _at(value: Any, path: Path) -> Any:
     for part in path:
         value = value[part]
     return value
-
-
-def _mark(redacted: Any, original: Any, path: Path, paths: list[Path]) -> Any:
-    if redacted is original:
-        return original
-    if isinstance(original, dict) and isinstance(redacted, dict):
-        return {k: _mark(v, original[k], path + (k,), paths) for k, v in redacted.items()}
-    if isinstance(original, (list, tuple)) and isinstance(redacted, (list, tuple)):
-        items = [_mark(a, b, path + (i,), paths) for i, (a, b) in enumerate(zip(redacted, original))]
-        return items if isinstance(original, list) else tuple(items)
-    paths.append(path)
-    return REDACTED
 
 
 def place_markers(args: dict[str, Any], paths: list[Path]) -> dict[str, Any]:
@@ -218,7 +268,8 @@ def place_markers(args: dict[str, Any], paths: list[Path]) -> dict[str, Any]:
 
 
 def encode_args(args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list[Path]]:
-    """Redacted args, encoded like a result (markers are written as ``***``).
+    """Redacted args, encoded like a result (markers are written as ``***``; a Secret as its
+    reference, ``{"$secret": "env:NAME"}``, never its value).
 
     Plain args whose JSON text holds nothing redaction could change (the test
     :meth:`Redactor.json_text` makes) are that text: most args are, and walking them
@@ -227,9 +278,10 @@ def encode_args(args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list
     if text is not None and redactor.unchanged(text):
         return Encoded("json", text), []
     stored, paths = redact_args(args, redactor)
-    if paths and is_plain_json(_unmarked(stored)):
-        return Encoded("json", dump_json(_unmarked(stored))), paths
-    enc = encode(stored, redactor)
+    refs = to_json_refs(stored)  # a Secret as {"$secret": ref}: read back as a Secret (records.step_from_record)
+    if (paths or refs is not stored) and is_plain_json(_unmarked(refs)):
+        return Encoded("json", dump_json(_unmarked(refs))), paths
+    enc = encode(stored, redactor)  # a pickle keeps a Secret as its reference too (Secret.__reduce__)
     if enc.kind == "repr":  # one arg spoils the pickle: keep the others, mark that one
         kept = {}
         for name, value in stored.items():

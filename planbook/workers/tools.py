@@ -17,6 +17,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from ..data.secret import Secret, has_secrets, reveal
 from ..outbound.redact import shown_arg
 
 
@@ -106,6 +107,8 @@ class Tool:
         skipped = set(skip)
         fields = self._fields
         problems: list[str] = []
+        if may_hold_secrets(args):
+            args = _secrets_as_text(args, fields)
         unknown = [k for k in args if k not in fields]
         if unknown and not self._takes_kwargs:
             expected = ", ".join(f"{n}: {_type_name(f.annotation)}" for n, f in fields.items()) or "no arguments"
@@ -166,6 +169,56 @@ class Tool:
         return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
+#: what stands for a Secret when a plan is checked: a Secret gives its tool text
+_SECRET_STAND_IN = "***"
+
+
+def may_hold_secrets(args: Mapping[str, Any]) -> bool:
+    """Whether ``args`` holds a :class:`~planbook.data.secret.Secret` (plain values are skipped
+    without a call each: every step of a plan is checked before it runs)."""
+    return any(type(v) not in _PASSED and has_secrets(v) for v in args.values())
+
+
+def _secrets_as_text(args: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``args`` as the tool will see them when checked before the run: each Secret is text then
+    (its value is read only at the call), except for an argument typed ``Secret`` itself."""
+    return {k: v if _takes_secret(fields.get(k)) else _stand_in(v) for k, v in args.items()}
+
+
+def _stand_in(value: Any) -> Any:
+    if isinstance(value, Secret):
+        return _SECRET_STAND_IN
+    if isinstance(value, Mapping):
+        return {k: _stand_in(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_stand_in(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_stand_in(v) for v in value)
+    return value
+
+
+def _takes_secret(field: Any) -> bool:
+    """A parameter annotated ``Secret`` (or ``Secret | None``): its tool reveals it itself."""
+    if field is None:
+        return False
+    annotation = field.annotation
+    members = get_args(annotation) if get_origin(annotation) in (typing.Union, types.UnionType) else (annotation,)
+    return Secret in members
+
+
+def secret_free_args(tool: "Tool", args: Mapping[str, Any], plan_args: Mapping[str, Any],
+                     found: list[str]) -> dict[str, Any]:
+    """The call boundary's one step before coercion: resolved ``args`` with every Secret that
+    ``plan_args`` (the step's args as written) put in them replaced by its real value, each
+    value appended to ``found``. Only those arguments are walked — a result an argument
+    references may be large, and was not written with a Secret in it. An argument typed
+    ``Secret`` keeps it: its tool reveals it when it wants. Raises SecretError for a secret
+    that cannot be read (an unset variable)."""
+    fields = getattr(tool, "_fields", {})  # a Tool subclass that checks args its own way may have none
+    return {k: reveal(v, found) if k in plan_args and not _takes_secret(fields.get(k)) and has_secrets(plan_args[k])
+            else v for k, v in args.items()}
+
+
 #: the types whose values pydantic returns as they are, when the value has exactly that type
 _PASSED: frozenset[type] = frozenset({int, float, str, bool, type(None)})
 #: the pass-through types of a parameter coerce must hand to pydantic: none
@@ -206,7 +259,7 @@ def _args_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
     except (TypeError, ValueError):
         return create_model(f"{name}_args", __config__=ConfigDict(extra="allow"))
     try:
-        hints = get_type_hints(fn)
+        hints = get_type_hints(fn, include_extras=True)  # Annotated[str, Field(max_length=8)] keeps its constraint
     except Exception:  # one unresolvable annotation (often the return type): resolve per parameter
         hints = {}
     fields: dict[str, Any] = {}
