@@ -10,6 +10,9 @@ stored run's trace id is derived from its run id, so the same run is the same tr
 
 Spans get exactly what a store would keep, through the run's gate (:mod:`planbook.outbound`):
 the goal, tasks, errors and event texts with the run's secrets and every secret shape hidden.
+And every span is made through :class:`MaskedTracer`, whose spans mask each name, attribute,
+event and status as it is set (the checkpoint of the span exit): a handler that forgets the
+gate still exports nothing secret.
 Arguments and results go on spans only with ``capture_content=True`` (they may be large or
 private), redacted as a store redacts them (a step whose result feeds a secret-named argument
 shows ``***``). Needs the ``otel`` extra.
@@ -17,6 +20,7 @@ shows ``***``). Needs the ``otel`` extra.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -27,7 +31,7 @@ from typing import Any
 from .data.errors import OTelMissing
 from .engine.eventbus import RUN_HOOKS
 from .data.models import Event
-from .outbound import RunSecrets
+from .outbound import REDACTED_TEXT, RunSecrets, is_secret_name, mask_text
 
 #: the instrumentation scope's name (what a trace viewer shows as the library)
 SCOPE = "planbook"
@@ -58,9 +62,10 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool = False) ->
     ids = _RunTraceIds(getattr(tracer, "id_generator", None))
     if ids.inner is not None:
         tracer.id_generator = ids  # the SDK's tracer: a stored run's trace id comes from its run id
+    masked = MaskedTracer(tracer)  # every span of every run is made through it: nothing unmasked is exported
 
     def hook(runner: Any) -> None:
-        runner.subscribe(RunSpans(runner, tracer, ids, capture_content=capture_content))
+        runner.subscribe(RunSpans(runner, masked, ids, capture_content=capture_content))
 
     RUN_HOOKS["otel"] = hook
 
@@ -112,6 +117,101 @@ class _RunTraceIds:
 
 def _ns(seconds: float) -> int:
     return int(seconds * 1e9)
+
+
+def _masked_value(key: str, value: Any) -> Any:
+    """An attribute's value as it may be exported: texts through the checkpoint, a secret-named
+    attribute's text as ``***``; numbers and flags as they are."""
+    if isinstance(value, str):
+        return REDACTED_TEXT if value and is_secret_name(key) else mask_text(value)
+    if isinstance(value, (list, tuple)):
+        return [_masked_value(key, item) for item in value]
+    return value
+
+
+def _masked(attributes: Any) -> Any:
+    if not attributes:
+        return attributes
+    return {key: _masked_value(key, value) for key, value in dict(attributes).items()}
+
+
+@functools.lru_cache(maxsize=None)
+def masked_span_class() -> type:
+    """The class of :class:`MaskedTracer`'s spans: made on first use, as a subclass of the API's
+    ``Span`` (a context holds it as the parent of the next span only if it is one; the otel
+    extra is imported only when tracing)."""
+    from opentelemetry import trace
+
+    class MaskedSpan(trace.Span):  # type: ignore[misc]
+        """A span whose name, attributes, events, links' attributes and status pass the checkpoint
+        (:func:`~planbook.outbound.mask_text`) as they are set: what the exporter later reads was
+        masked on its way in, whichever handler set it."""
+
+        def __init__(self, span: Any) -> None:
+            self._span = span
+
+        def set_attribute(self, key: str, value: Any) -> None:
+            self._span.set_attribute(key, _masked_value(key, value))
+
+        def set_attributes(self, attributes: Any) -> None:
+            self._span.set_attributes(_masked(attributes))
+
+        def add_event(self, name: str, attributes: Any = None, timestamp: int | None = None) -> None:
+            self._span.add_event(mask_text(name), attributes=_masked(attributes), timestamp=timestamp)
+
+        def add_link(self, context: Any, attributes: Any = None) -> None:
+            self._span.add_link(context, attributes=_masked(attributes))
+
+        def update_name(self, name: str) -> None:
+            self._span.update_name(mask_text(name))
+
+        def set_status(self, status: Any, description: str | None = None) -> None:
+            if isinstance(status, trace.Status):
+                status = trace.Status(status.status_code, mask_text(status.description) if status.description else None)
+            self._span.set_status(status, mask_text(description) if description else description)
+
+        def record_exception(self, exception: BaseException, attributes: Any = None, timestamp: int | None = None,
+                             escaped: bool = False) -> None:
+            """As the SDK records one (an ``exception`` event), with its message and traceback masked."""
+            import traceback
+
+            event = {"exception.type": type(exception).__qualname__, "exception.message": str(exception),
+                     "exception.stacktrace": "".join(traceback.format_exception(exception)),
+                     "exception.escaped": str(escaped), **dict(attributes or {})}
+            self.add_event("exception", attributes=event, timestamp=timestamp)
+
+        def end(self, end_time: int | None = None) -> None:
+            self._span.end(end_time=end_time)
+
+        def get_span_context(self) -> Any:
+            return self._span.get_span_context()
+
+        def is_recording(self) -> bool:
+            return bool(self._span.is_recording())
+
+        def __getattr__(self, name: str) -> Any:  # the SDK span's own parts (attributes, name, ...)
+            return getattr(self._span, name)
+
+    return MaskedSpan
+
+
+class MaskedTracer:
+    """The one tracer this module makes spans with: its spans mask what is set on them
+    (:func:`masked_span_class`), and a span's name and first attributes are masked here."""
+
+    def __init__(self, tracer: Any) -> None:
+        self.tracer = tracer
+
+    def start_span(self, name: str, *args: Any, attributes: Any = None, links: Any = None, **kwargs: Any) -> Any:
+        if links:
+            from opentelemetry.trace import Link
+
+            links = [Link(link.context, _masked(link.attributes)) for link in links]
+        return masked_span_class()(self.tracer.start_span(mask_text(name), *args, attributes=_masked(attributes),
+                                                          links=links, **kwargs))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.tracer, name)
 
 
 class RunSpans:
@@ -342,4 +442,4 @@ class RunSpans:
         return text if len(text) <= CONTENT_LIMIT else text[: CONTENT_LIMIT - 1] + "…"
 
 
-__all__ = ["OTelMissing", "RunSpans", "instrument", "instrument_from_environment", "trace_id_of", "uninstrument"]
+__all__ = ["MaskedTracer", "OTelMissing", "RunSpans", "instrument", "instrument_from_environment", "trace_id_of", "uninstrument"]

@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..data.errors import MCPError, MCPServerNotFound  # noqa: F401 - MCPServerNotFound: callers import it here
+from ..data.secret import Secret
+from ..outbound import mask_text
 from ..workers.tools import Tool, Toolbox, _plain_fields
 from .connection import Connection, _reason
 from .schema import Argument, args_model, arguments, python_signature
@@ -125,8 +127,9 @@ class MCPToolbox(Toolbox):
 
     @property
     def server_log(self) -> str:
-        """What the server wrote to its stderr (kept after ``close()``)."""
-        return self._connection.log_text()
+        """What the server wrote to its stderr (kept after ``close()``), with the secrets it was
+        started with (and every other the process knows) as ``***``."""
+        return mask_text(self._connection.log_text())
 
     @property
     def closed(self) -> bool:
@@ -170,9 +173,9 @@ def connect(
     command: str | Sequence[str] | None = None,
     *,
     url: str | None = None,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str | Secret] | None = None,
     cwd: str | None = None,
-    headers: Mapping[str, str] | None = None,
+    headers: Mapping[str, str | Secret] | None = None,
     prefix: str = "",
     cache: bool = False,
     call_timeout: float | None = None,
@@ -192,6 +195,10 @@ def connect(
     ``approve=True`` makes every call ask.
     ``call_timeout``: seconds one call may take. ``replace``: close an open connection to
     the same command or URL first (a notebook cell run again leaves one server, not two).
+    ``env`` and ``headers`` values may be a :class:`planbook.Secret`, revealed only when the
+    server is started; the values of secret-named variables, headers and flags, and the
+    credentials of a URL, are secrets of the process from before the server starts (its log
+    lines, errors, the record and the store show them as ``***``).
     """
     if (command is None) == (url is None):
         raise ValueError("connect() takes a command (a stdio server) or url= (streamable HTTP), exactly one")

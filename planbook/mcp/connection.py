@@ -28,16 +28,86 @@ from concurrent.futures import wait as wait_futures
 from typing import Any
 
 from ..data.errors import MCPError, MCPServerNotFound
+from ..data.secret import Secret, reveal
+from ..outbound import is_secret_name, remember
+from ..outbound.redact import url_secrets
 
-__all__ = ["Connection", "Handoff"]
+__all__ = ["Connection", "Handoff", "start_secrets"]
+
+#: the schemes of an Authorization header's value: the credential is what follows
+_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "apikey", "api-key"})
+
+
+def start_secrets(command: list[str] | None, env: Mapping[str, Any] | None, headers: Mapping[str, Any] | None,
+                  url: str | None) -> list[str]:
+    """What a server is started with that is secret: the values of secret-named environment
+    variables and headers (``GITHUB_TOKEN``, ``Authorization``, ``X-Api-Key``; an
+    Authorization value's credential alone too, and a Basic one's password), the values of
+    secret-named flags of the command (``--api-key X``, ``--token=X``), and the credentials of
+    every URL among them (user, password, query values). A :class:`~planbook.data.secret.Secret`
+    is known already (its value joined the vault when it was made or read)."""
+    found: list[str] = []
+    for name, value in [*(env or {}).items(), *(headers or {}).items()]:
+        if isinstance(value, Secret) or not isinstance(value, str):
+            continue
+        if is_secret_name(str(name)):
+            found += [value, *_credential_parts(value)]
+        found += url_secrets(value) if "://" in value else []
+    args = list(command or [])
+    for index, arg in enumerate(args):
+        flag, eq, value = arg.partition("=")
+        if flag.startswith("-") and is_secret_name(flag.lstrip("-")):
+            if eq:
+                found.append(value)
+            elif index + 1 < len(args) and not args[index + 1].startswith("-"):
+                found.append(args[index + 1])
+        found += url_secrets(arg) if "://" in arg else []
+    return found + url_secrets(url)
+
+
+def _credential_parts(value: str) -> list[str]:
+    """``Bearer abc`` → ``abc``; ``Basic dXNlcjpwdw==`` → also ``user:pw`` and ``pw``."""
+    scheme, _, credential = value.strip().partition(" ")
+    if scheme.lower() not in _AUTH_SCHEMES or not credential.strip():
+        return []
+    credential = credential.strip()
+    parts = [credential]
+    if scheme.lower() == "basic":
+        import base64
+        import binascii
+
+        try:
+            pair = base64.b64decode(credential, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return parts
+        parts += [pair, pair.partition(":")[2]]
+    return parts
+
+
+def _values(mapping: Mapping[str, Any] | None, what: str) -> dict[str, Any] | None:
+    """``env=`` or ``headers=`` checked: text or a :class:`Secret` under each name."""
+    if mapping is None:
+        return None
+    if not isinstance(mapping, Mapping):
+        raise TypeError(f"connect({what}=...): a mapping of names to texts, got {type(mapping).__name__}")
+    for name, value in mapping.items():
+        if not isinstance(name, str) or not isinstance(value, (str, Secret)):
+            raise TypeError(f"connect({what}=...): {name!r} must name a text or a planbook.Secret, got "
+                            f"{type(value).__name__}: convert it with str(...) or give Secret.env(NAME)")
+    return dict(mapping)
 
 
 class Connection:
     """One server process (or URL) and its session, on a private event-loop thread."""
 
-    def __init__(self, label: str, *, command: list[str] | None, env: Mapping[str, str] | None, cwd: str | None,
-                 url: str | None, headers: Mapping[str, str] | None) -> None:
+    def __init__(self, label: str, *, command: list[str] | None, env: Mapping[str, Any] | None, cwd: str | None,
+                 url: str | None, headers: Mapping[str, Any] | None) -> None:
+        env, headers = _values(env, "env"), _values(headers, "headers")
+        # secrets of the process before anything starts: the server's log lines, an MCPError, the
+        # step's error, the record and the store all show them as ***
+        remember(start_secrets(command, env, headers, url))
         self.label = label
+        #: env and header values as given: a planbook.Secret stays one until the server is started
         self.command, self.env, self.cwd, self.url, self.headers = command, env, cwd, url, headers
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name=f"planbook-mcp {label}", daemon=True)
@@ -178,13 +248,13 @@ class Connection:
             if self.headers:  # the SDK's own client settings (timeouts for long calls), with the headers
                 from mcp.shared._httpx_utils import create_mcp_http_client
 
-                client = create_mcp_http_client(headers=dict(self.headers))
+                client = create_mcp_http_client(headers=reveal(dict(self.headers)))  # the call boundary
             return streamable_http_client(self.url, http_client=client), client
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         assert self.command is not None and self.log_path is not None
-        params = StdioServerParameters(command=self.command[0], args=self.command[1:], env=dict(self.env or {}) or None,
-                                       cwd=self.cwd)
+        params = StdioServerParameters(command=self.command[0], args=self.command[1:],
+                                       env=reveal(dict(self.env or {})) or None, cwd=self.cwd)  # the call boundary
         self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - the server writes it while it runs
         return stdio_client(params, errlog=self._log), None
 
