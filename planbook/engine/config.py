@@ -341,6 +341,31 @@ def from_json(args: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     return given
 
 
+#: the name a stored run's config keeps an option under, where it differs from the keyword
+#: (the failure policy is stored as the chain it became)
+STORED_AS: dict[str, str] = {"on_failure": "policy"}
+#: what a resumed run does not take from its stored config: ``store`` (the resume's own, where
+#: the run is kept); the objects a store cannot keep (``executor``, an ``approve`` callable) are
+#: given to ``resume()`` again, and take the stored value (``approve``'s stored rule) when not given
+RESUME_OWN: tuple[str, ...] = ("store",)
+
+
+def resumed_options(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The options a resumed run takes, one for each of :data:`OPTIONS` (but ``store``): the value
+    given to ``resume()`` again when it is given (not None), else the one the stored run's config
+    kept, else the option's default. Built from the table, so an option added to it is resumed
+    too: copying them by hand lost ``approve_timeout`` (stored as 30.0, resumed as None)."""
+    options: dict[str, Any] = {}
+    for option in OPTIONS:
+        if option.name in RESUME_OWN:
+            continue
+        value = given.get(option.name)
+        if value is None:
+            value = stored.get(STORED_AS.get(option.name, option.name), option.default)
+        options[option.name] = value
+    return options
+
+
 def _json_whole(option: Option, value: Any) -> Any:
     """A whole number as a JSON client may send it: ``2.0`` (JSON has one number type, and JSON
     Schema counts 2.0 as an integer) or ``"2"`` (the server always took these); anything else as sent."""
@@ -353,5 +378,6 @@ def _json_whole(option: Option, value: Any) -> Any:
     return value
 
 
-__all__ = ["COLLABORATORS", "DEFAULTS", "NO_CACHE_HELP", "OPTION", "OPTIONS", "Option", "OptionTextError", "RunConfig",
-           "argument_spec", "check_option", "from_json", "json_properties", "json_property", "text_parser"]
+__all__ = ["COLLABORATORS", "DEFAULTS", "NO_CACHE_HELP", "OPTION", "OPTIONS", "Option", "OptionTextError", "RESUME_OWN",
+           "RunConfig", "STORED_AS", "argument_spec", "check_option", "from_json", "json_properties", "json_property",
+           "resumed_options", "text_parser"]
