@@ -372,6 +372,10 @@ class PlanDiff(_MaskedRepr, BaseModel):
     def __str__(self) -> str:
         return render("diff_text", self)
 
+    def __repr__(self) -> str:
+        # a diff's texts quote steps and errors: its repr leaves as masked as its views
+        return mask_text(super().__repr__())
+
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
 
