@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .approvals import ApprovalContext, Decision, StepRef, Who, check_edit
+from .asking import AskingThread
 from .execute import describe_exception
 from ..data.errors import RunEnded
 from ..outbound.text import bounded
@@ -89,8 +90,10 @@ class Door:
         self._ended = False
         #: a pause was applied and the run has not paused yet: another pause adds nothing
         self._pausing = False
-        #: the step the callable or the prompt is answering now (one question at a time)
+        #: the step the callable or the prompt is answering now (one question at a time), and
+        #: the thread that asks it
         self._busy: str | None = None
+        self._asker = AskingThread()
         self._timers: dict[str, threading.Timer] = {}
         self._wake = runner.dispatch.nudge
 
@@ -254,6 +257,7 @@ class Door:
             timers, self._timers = list(self._timers.values()), {}
         for timer in timers:
             timer.cancel()
+        self._asker.close()
         runner = self.runner
         for request in pending:
             if request.done is not None and not request.done.done():
@@ -553,7 +557,7 @@ class Door:
                 if not self._ended:
                     self._put(request)
 
-        threading.Thread(target=ask, name=f"planbook-approve-{step_id}", daemon=True).start()
+        self._asker.ask(ask)
 
     def _answered(self, request: Request) -> None:
         """The callable's or the prompt's answer: applied if its question is still open (not
