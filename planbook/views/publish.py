@@ -28,7 +28,7 @@ from typing import Any
 
 from ..outbound import vault
 from ..outbound.checkpoint import mask_text
-from ..outbound.redact import REDACTED_TEXT, is_secret_name
+from ..outbound.redact import REDACTED_TEXT, Redactor, dump_json, is_secret_name
 
 #: keys whose string values are ids or protocol names, not text: never masked (a 4-character
 #: secret inside a comm id would otherwise break the message's routing)
@@ -44,6 +44,24 @@ _JSON_STARTS = (b"{", b"[", b'"')
 MARK = "planbook_checkpoint"
 
 _installed: set[int] = set()  # id() of the sessions whose send is wrapped
+#: a container with this many items or more is first checked whole, as one JSON text
+FAST_CHECK_ITEMS = 8
+_checker: Redactor | None = None
+
+
+def _clean(value: Any) -> bool:
+    """True when masking would change nothing in ``value`` (a dict or a list): its compact JSON is
+    searched once, in C, for a known secret in any form and for every word a secret shape or a
+    secret-named key holds. The live view's rows are thousands of short texts: asked one by one
+    they cost thirty times the JSON packing of the message; asked at once, a fraction of it."""
+    global _checker
+    if _checker is None:
+        _checker = Redactor()
+    try:
+        text = dump_json(value)
+    except (TypeError, ValueError, RecursionError):  # not plain JSON: walked item by item
+        return False
+    return _checker.unchanged(text)
 
 
 # ------------------------------------------------------------------ masking a message
@@ -53,6 +71,8 @@ def mask_value(value: Any) -> Any:
     t = type(value)
     if t is str:
         return mask_text(value) if value else value
+    if (t is dict or t is list or t is tuple) and len(value) >= FAST_CHECK_ITEMS and _clean(value):
+        return value
     if t is dict:
         out: dict[Any, Any] | None = None
         for k, v in value.items():
