@@ -12,18 +12,22 @@ store writes them:
   ``passwords``, or ends with one of them (``apikey``, ``accesstoken``, ``basicauth``) —
   unless its last word says it *describes* a secret rather than holds one
   (``token_count``, ``key_name``, ``secret_path``, ``auth_url``, ``session_id``,
-  ``max_tokens`` and ``keys`` are kept).
+  ``max_tokens``, ``keys`` and ``KeyError`` are kept).
 - **by value**: strings that are known secrets (the model key and base-URL credentials of
   the environment — the same set a model cassette redacts — plus any given to the store,
-  plus every value redacted by name, learned: the strings and numbers in it), in every
-  form they can be echoed in — as they are, as ``repr`` shows them (escaped quotes,
-  backslashes, ``\n``, ``\t``), as JSON or ``ascii`` escapes them.
-- **by shape**: ``Bearer …``, ``Authorization: …``, ``sk-…`` keys, ``name=value`` pairs
-  and ``"name": value`` (JSON) with a secret-like name (URL queries, environment dumps), and ``user:password@`` in URLs.
+  plus every value redacted by name, learned: the strings and numbers in it, plus the
+  process's vault), in every form they can be echoed in (:func:`echo_forms`) — as they are,
+  as ``repr``, ``ascii`` or JSON escape them, escaped twice (a JSON echo kept as a repr),
+  URL-encoded, HTML-escaped. Forms that overlap are hidden together: no fragment is left.
+- **by shape** (:mod:`.shapes`, linear in the text): ``Bearer …``, ``Authorization: …``,
+  ``sk-…`` keys, ``user:password@`` in URLs, and a secret-named field in every form a
+  program writes one (``name=value``, ``Settings(password='x')``, ``{'api_key': 'x'}``,
+  ``"name": value``, ``password: x``).
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -34,10 +38,9 @@ from typing import Any
 
 from ..data.refs import WHOLE_REF
 from . import vault
+from .shapes import REDACTED_TEXT, mask_shapes
 from .vault import VAULT
 
-#: What a redacted value is written as (and shown as).
-REDACTED_TEXT = "***"
 
 _HOLDING_WORDS = frozenset({
     "key", "token", "secret", "secrets", "password", "passwords", "passwd", "pwd", "pw", "passphrase",
@@ -50,6 +53,7 @@ _DESCRIBING_WORDS = frozenset({
     "count", "counts", "limit", "limits", "max", "min", "len", "length", "size", "type", "kind", "name",
     "names", "id", "ids", "file", "path", "env", "var", "field", "fields", "used", "usage", "budget",
     "url", "uri", "endpoint", "method", "scheme", "provider", "timeout", "ttl", "expiry", "expires",
+    "error", "errors", "exception", "warning", "warnings",  # KeyError: 'v', TokenError: expired
 })
 #: words ending in "key" that are not keys
 _NOT_KEYS = frozenset({"monkey", "donkey", "turkey", "whiskey", "hockey", "jockey", "turnkey"})
@@ -65,34 +69,6 @@ def is_secret_name(name: str) -> bool:
     return any(
         w in _HOLDING_WORDS or (w.endswith(_HOLDING_SUFFIXES) and w not in _NOT_KEYS) for w in words
     )
-
-
-_SHAPES = re.compile(
-    r"(?P<auth>\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?)[^\r\n\"']+"
-    r"|(?P<bearer>\b[Bb]earer\s+)[A-Za-z0-9\-._~+/]+=*"
-    r"|\bsk-[A-Za-z0-9_\-]{16,}"
-    r"|(?P<url>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s:@\"']+:[^/\s@\"']+@"
-    r"|(?P<pair>(?P<pname>[A-Za-z_][A-Za-z0-9_.\-]*)\s*=\s*|\"(?P<qname>[A-Za-z_][A-Za-z0-9_.\- ]*)\"\s*:\s*\"?)"
-    r"(?P<pvalue>[^\s&\"';,}\]]+)",
-    re.IGNORECASE,
-)
-
-
-def _shape(match: re.Match[str]) -> str:
-    if match.group("auth") is not None:
-        return match.group("auth") + REDACTED_TEXT
-    if match.group("bearer") is not None:
-        return match.group("bearer") + REDACTED_TEXT
-    if match.group("url") is not None:
-        return match.group("url") + REDACTED_TEXT + "@"
-    if match.group("pair") is not None:
-        name = match.group("pname") or match.group("qname")
-        # ``password=***)``: already hidden (the ``)`` after it is no part of the value)
-        if is_secret_name(name) and not match.group("pvalue").startswith(REDACTED_TEXT):
-            return match.group("pair") + REDACTED_TEXT
-        # not a secret's name: its value may still hold a shape (``"url": "https://u:pw@host"``)
-        return match.group("pair") + _SHAPES.sub(_shape, match.group("pvalue"))
-    return "sk-" + REDACTED_TEXT
 
 
 def environment_secrets(env: Mapping[str, str] | None = None) -> list[str]:
@@ -141,6 +117,7 @@ class Redactor:
         self._known: re.Pattern[str] | None = None
         self._known_bytes: tuple[bytes, ...] = ()
         self._known_text: re.Pattern[str] | None = None
+        self._known_at: re.Pattern[str] | None = None
         self._known_forms: tuple[str, ...] = ()
         self._exact: frozenset[str] = frozenset()
         self.refresh()
@@ -172,16 +149,16 @@ class Redactor:
         # the process's vault too: a secret any run, toolbox or Secret made known is hidden by every gate
         found = {s for s in self._given | VAULT.texts | set(environment_secrets(env)) if len(s) >= self.MIN_SECRET}
         self._exact = frozenset(found)
-        # every form a secret is echoed in: as is, repr's escapes (an exception's {password!r})
+        # every form a secret is echoed in (see echo_forms), and each of them as JSON text writes it
         forms = {form for s in found for form in echo_forms(s)}
-        ordered = sorted(forms, key=len, reverse=True)  # longest first: no part of one is left
-        self._known = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        forms |= {json_form for f in forms for json_form in (_dump(f)[1:-1], json.dumps(f)[1:-1])}
+        ordered = sorted(forms, key=len, reverse=True)  # longest first: at one place, the longest wins
+        alternatives = "|".join(map(re.escape, ordered))
+        self._known = self._known_text = re.compile(alternatives) if ordered else None
+        # every place a form starts, with the longest there: overlapping secrets are hidden together
+        self._known_at = re.compile(f"(?=({alternatives}))") if ordered else None
         self._known_bytes = tuple(s.encode("utf-8", "surrogatepass") for s in ordered)
-        # in JSON text a secret may appear escaped (a quote, a backslash, a control character)
-        as_json = {_dump(s)[1:-1] for s in ordered} | set(ordered)
-        known = "|".join(map(re.escape, sorted(as_json, key=len, reverse=True)))
-        self._known_text = re.compile(known) if known else None
-        self._known_forms = tuple(as_json)
+        self._known_forms = tuple(ordered)
 
     @property
     def patterns(self) -> re.Pattern[str] | None:
@@ -238,8 +215,10 @@ class Redactor:
         if self._env_key is None or self._vault_version != VAULT.version:
             self.refresh()
         if self._known is not None:
-            text = self._known.sub(REDACTED_TEXT, text)
-        return _SHAPES.sub(_shape, text) if suspicious(text) else text
+            found = self._known.search(text)
+            if found is not None:
+                text = _hide_spans(text, self._known_at, found.start())  # type: ignore[arg-type]
+        return mask_shapes(text, is_secret_name) if suspicious(text) else text
 
     def data(self, value: Any) -> Any:
         """A redacted copy of plain data: secret-named mapping values and secrets in strings.
@@ -320,16 +299,58 @@ class DeferredChecks:
 
 
 def echo_forms(secret: str) -> set[str]:
-    """The texts ``secret`` shows as when a program echoes it: itself, its ``repr`` and
-    ``ascii`` without the quotes (escaped backslashes, quotes, ``\\n``, ``\\t``; a quote
-    escaped whichever quotes repr chose), and JSON's escapes (``ensure_ascii`` or not)."""
-    forms = {secret, repr(secret)[1:-1], ascii(secret)[1:-1], json.dumps(secret)[1:-1], _dump(secret)[1:-1]}
-    forms.add(repr(secret + "'\"")[1:-4])  # inside the repr of a text with both quotes: ' escaped too
-    forms |= {quote(secret, safe=""), quote_plus(secret)}  # in a URL's query or path
+    """The texts ``secret`` shows as when a program echoes it: itself; as ``repr``, ``ascii`` and
+    JSON (``ensure_ascii`` or not) escape it, without the quotes (a quote escaped whichever
+    quotes a repr chose); each of those escaped once more (a tool's JSON-escaped echo kept
+    as a repr); URL-encoded (``quote``, ``quote_plus``); and every one of them HTML-escaped
+    (``&amp;``, ``&lt;``, ``&quot;``, ``&#x27;`` or ``&#39;``), as a page shows it."""
+    once = _escaped(secret)
+    forms = {twice for form in once for twice in _escaped(form)}
+    forms |= {quote(secret, safe=""), quote(secret), quote_plus(secret)}  # in a URL's query or path
+    forms |= {escaped for form in forms for escaped in _html_forms(form)}
     slugged = "-".join(_SLUG_WORDS.findall(secret.lower()))
     if len(slugged) >= Redactor.MIN_SECRET:
         forms.add(slugged)  # a plan id made from a goal that mentions it (``log-in-with-tok-zq81``)
     return {f for f in forms if f}
+
+
+def _escaped(text: str) -> set[str]:
+    """``text`` as it is and as each escaping of a string literal writes it, quotes left out."""
+    both = text + "'\""  # inside the repr of a text with both quotes: ' escaped too
+    return {text, repr(text)[1:-1], repr(both)[1:-4], ascii(text)[1:-1], ascii(both)[1:-4],
+            json.dumps(text)[1:-1], _dump(text)[1:-1]}
+
+
+def _html_forms(text: str) -> set[str]:
+    """``text`` HTML-escaped as the usual escapers write it (quotes as entities or not)."""
+    if not any(c in text for c in "&<>\"'"):
+        return {text}
+    bare = html.escape(text, quote=False)
+    return {text, bare, html.escape(text), bare.replace('"', "&#34;").replace("'", "&#39;")}
+
+
+def _hide_spans(text: str, starts: re.Pattern[str], first: int) -> str:
+    """``text`` with every place a known form stands as one ``***``: forms that overlap or
+    touch (one secret a prefix of another, a secret inside another's URL-encoded form) are
+    hidden together, so no fragment of either is left. ``starts`` finds, at each place, the
+    longest form starting there; ``first``: where the first one starts."""
+    out: list[str] = []
+    done = 0
+    span_start = span_end = -1
+    for m in starts.finditer(text, first):
+        begin, end = m.start(), m.end(1)
+        if begin <= span_end:  # inside or touching the span so far: it grows
+            if end > span_end:
+                span_end = end
+            continue
+        if span_end >= 0:
+            out += (text[done:span_start], REDACTED_TEXT)
+            done = span_end
+        span_start, span_end = begin, end
+    if span_end < 0:
+        return text
+    out += (text[done:span_start], REDACTED_TEXT, text[span_end:])
+    return "".join(out)
 
 
 #: the words of an id made from text (:func:`planbook.data.wording.slug`)
