@@ -7,7 +7,9 @@ answered by the first unused recording of the same endpoint (``/chat/completions
 whatever the base URL's path) with the same body (model, messages, tools, tool_choice,
 temperature, seed, n, token limits, stream and anything else sent), in order.
 Authorization headers, keys, cookies and the credentials of a base URL are never
-written; other secrets are masked in the decoded data, so no JSON escape hides them.
+written; other secrets are masked in the decoded data, so no JSON escape hides them: every
+string of every recording passes the checkpoint when the file is written, and the request
+bodies were masked before they were sent (:func:`~planbook.llm.sdk.masking_transport`).
 Streamed answers (``stream=True``) are refused: a cassette holds whole answers.
 
 One file is one cassette: planners and agents given the same path share one
@@ -32,7 +34,7 @@ from typing import Any, Literal
 from ..data.errors import CassetteError, CassetteMismatch
 from .cassette_file import FORMAT_VERSION, MODE_ENV, read_cassette
 from .config import LLMConfigError, SETUP_HELP
-from .sdk import http_module
+from .sdk import http_module, mask_strings
 from .text import redact_data, shorten
 
 CassetteMode = Literal["auto", "replay", "record", "off"]
@@ -303,7 +305,9 @@ class Cassette:
             "recorded_from": note,
             "real_model": real,
             "models": models,
-            "interactions": self.interactions,
+            # the cassette exit's checkpoint: every recorded request and response, each string masked
+            # with every secret the process knows now (one learned after a recording too)
+            "interactions": mask_strings(self.interactions),
         }
         self.metadata = {k: v for k, v in data.items() if k != "interactions"}
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -21,8 +21,9 @@ from .cassette import Cassette, cassette_for
 from .cassette_file import CassetteError
 from .completion import ChatAnswer, NotACompletion, ToolCall, read_completion
 from .config import PLACEHOLDER_KEY, LLMConfig, ModelCallError, missing_setup_error, resolve_config
-from .sdk import http_module
+from .sdk import http_module, masking_transport
 from .text import estimate_tokens, redact_data, redact_url
+from ..outbound import remember
 
 __all__ = ["ChatAnswer", "ModelClient", "ToolCall", "UsesModel", "estimate_tokens", "http_module"]
 
@@ -71,6 +72,7 @@ class ModelClient:
         what: str = "the planner",
     ) -> None:
         self.config: LLMConfig = resolve_config(model, api_key=api_key, base_url=base_url)
+        remember(self.config.secrets())  # the key and the URL's credentials: hidden by every exit from now on
         self.cassette = as_cassette(cassette)
         self.timeout = timeout
         self.max_retries = max_retries
@@ -118,6 +120,8 @@ class ModelClient:
                                                     base_path=base_path)
             else:
                 transport = http.HTTPTransport()
+            # the model exit's checkpoint, outermost: a cassette records, and the server receives, the masked body
+            transport = masking_transport(transport)
             http_client = openai.DefaultHttpxClient(transport=transport, timeout=self.timeout, follow_redirects=True)
             self._finalizer = weakref.finalize(self, http_client.close)  # our client: we close its sockets
             self._client = openai.OpenAI(
