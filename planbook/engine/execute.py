@@ -469,8 +469,8 @@ def call_args(tool: Tool, args: Mapping[str, Any], results: Mapping[str, Any]) -
     raised here that echoes it is masked.
     """
     secrets: list[str] = []
-    if results and any(isinstance(v, Secret) for v in results.values()):
-        results = {k: reveal(v, secrets) if isinstance(v, Secret) else v for k, v in results.items()}
+    if results and Secret in map(type, results.values()):  # in C: a step's needs are many, a Secret rare
+        results = {k: reveal(v, secrets) if type(v) is Secret else v for k, v in results.items()}
     resolved = resolve(args, results)
     if may_hold_secrets(args):
         resolved = secret_free_args(tool, resolved, args, secrets)

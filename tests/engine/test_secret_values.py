@@ -353,3 +353,44 @@ def test_a_step_taking_a_reference_under_a_secret_name_resumes_from_the_store_al
     assert tokens == ["tok-ada-Hh27-session"] * 2
     assert b"tok-ada-Hh27-session" not in _store_bytes(store)
     del seen
+
+
+# ------------------------------------------------------------------- an MCP server's tool
+
+ECHO_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("echo")
+
+
+@server.tool()
+def whoami(token: str) -> str:
+    """Says which token it got."""
+    return "token " + token
+
+
+@server.tool()
+def refuse(token: str) -> str:
+    """Refuses, echoing the token."""
+    raise ValueError("bad token " + token)
+
+
+server.run()
+'''
+
+
+def test_an_mcp_tool_gets_the_value_and_the_step_holds_the_reference(token: str, tmp_path: Path) -> None:
+    pytest.importorskip("mcp", reason='needs the test-mcp extra: pip install -e ".[test-mcp]"')
+    from planbook.mcp import connect
+
+    script = tmp_path / "echo_server.py"
+    script.write_text(ECHO_SERVER)
+    spec = (f"steps:\n  - {{id: a, tool: whoami, args: {{token: {{$secret: env:{VARIABLE}}}}}}}\n"
+            f"  - {{id: b, tool: refuse, args: {{token: {{$secret: env:{VARIABLE}}}}}}}\n")
+    with connect([sys.executable, str(script)]) as box:
+        result = planbook.run(spec, tools=box, on_failure="skip")
+    assert result.outputs["a"] in (f"token {token}", {"result": f"token {token}"})  # the server got the value
+    assert result.plan.step("a").args == {"token": Secret.env(VARIABLE)}
+    refused = result.plan.step("b")
+    assert refused.status is Status.skipped and "refuse" in (refused.error or ""), refused.error
+    assert token not in (refused.error or "") + (refused.traceback or "") and token not in _events_text(result)
