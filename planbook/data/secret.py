@@ -31,6 +31,9 @@ _ENV_PREFIX = "env:"
 _NAMED: dict[str, str] = {}
 _NAMED_LOCK = threading.Lock()
 _UNNAMED = iter(range(1, 1 << 62))
+#: this process's mark in an unnamed secret's reference: a stored run's ``unnamed-3`` must not
+#: name another process's third secret when it is resumed there (it is "not known" there instead)
+_PROCESS_MARK = os.urandom(4).hex()
 
 
 class Secret:
@@ -47,7 +50,7 @@ class Secret:
                               f"got {name!r}: use Secret.env(NAME) for an environment variable")
         with _NAMED_LOCK:
             if name is None:
-                name = f"unnamed-{next(_UNNAMED)}"
+                name = f"unnamed-{_PROCESS_MARK}-{next(_UNNAMED)}"
             _NAMED[name] = value
         self._ref = name
         self._value: str | None = value

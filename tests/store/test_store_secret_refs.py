@@ -155,3 +155,25 @@ def test_a_plain_secret_is_never_written_and_resume_suggests_a_secret_value(tmp_
     assert b"open-sesame-Vb19" not in _store_bytes(store)
     with pytest.raises(ResumeError, match=r"in: password.*planbook\.Secret.*Secret\.env\('NAME'\)"):
         planbook.resume(store=store, tools=box)
+
+
+def test_an_unnamed_secret_stored_by_one_process_never_names_another_process_secret(tmp_path: Path) -> None:
+    """A run resumed in a new process must not call a tool with some other secret of that process."""
+    import subprocess
+    import sys
+
+    code = ("import sys, planbook\n"
+            "from planbook import Secret\n"
+            "if sys.argv[1] == 'make':\n"
+            "    print(Secret('first-process-value-Nm20').ref)\n"
+            "else:\n"
+            "    other = Secret('second-process-value-Pq31')\n"
+            "    try:\n"
+            "        print(Secret.from_ref(sys.argv[2]).reveal())\n"
+            "    except planbook.SecretError as exc:\n"
+            "        print('refused:', exc)\n")
+    run = [sys.executable, "-c", code]
+    ref = subprocess.run([*run, "make"], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run([*run, "resolve", ref], capture_output=True, text=True, check=True).stdout
+    assert "second-process-value-Pq31" not in out and out.startswith("refused:")
+    assert "is not known in this process" in out
