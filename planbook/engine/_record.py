@@ -18,6 +18,10 @@ from .execute import summarize
 from .executors import NotReached
 from .policies import chain_for, handle_failure
 from .state import INTERRUPTED_NOTE, KEPT_NOTE, failure_line
+from ..outbound import REDACTED_TEXT
+
+#: what of an outcome may echo a secret, hidden before the step's record and event are made
+_SCRUBBED = ("error", "traceback", "output", "summary")
 
 
 class Recording(RunnerParts):
@@ -42,8 +46,13 @@ class Recording(RunnerParts):
         # an inline call (no worker) ended just now: its end, read where it ran, is the time
         now = outcome.finished if flight.timed and not outcome.worker and outcome.finished is not None \
             else self.clock()
-        if not outcome.ok or outcome.output:  # an echoed secret (a secret arg, a token, the model key) leaves no trace
-            self.secrets.scrub(outcome)
+        # a step that feeds a secret (by reference, through any number of steps) holds one: its result
+        # is learned before anything about the call is written, shown or sent (its output, its event's
+        # summary, its record, its store row), so every one of them hides it
+        if outcome.ok and self.secrets.learn_outcome(step.id, outcome.result):
+            outcome.summary = REDACTED_TEXT  # what the views show of a holder's result
+        if not outcome.ok or outcome.output or outcome.summary:  # an echoed secret (a secret arg, a token,
+            self.secrets.scrub(outcome, _SCRUBBED)                # the model key) leaves no trace
         if flight.live is not None:  # what it printed since the last step.output, before its end is told
             self.dispatch.relay.finish(flight.live, outcome.output)  # type: ignore[union-attr]
         began, ended = step_times(step.started_at, outcome, flight.timed, kept, now)
@@ -61,8 +70,6 @@ class Recording(RunnerParts):
             finished_at=ended,
             **({"notes": outcome.notes} if outcome.notes else {"notes": KEPT_NOTE} if kept else {}),
         )
-        if step.id in self.secrets.holders:  # it feeds a secret-named argument: its result is a secret
-            self.secrets.learn_result(step)
         self._gc.tick()
         if self._gc is NO_WINDOW:  # a tick outside run() (advance): the caller may edit the plan next
             s.history.append(step.snapshot())

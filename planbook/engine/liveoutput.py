@@ -15,6 +15,14 @@ output arrives with its finish event, as before; a call shipped to a
 ``concurrent.futures`` executor (Dask) prints where it runs, and what it printed comes
 back with its outcome; threads a tool starts itself print to the real stdout.
 
+What is secret never shows, not even in part: the text so far is masked whole (a secret printed
+over two ``print`` calls is found once both halves are there); the end of it that may be the
+start of a known secret (the *carry*, :meth:`planbook.outbound.RunSecrets.unfinished_tail`) waits
+for the next announcement; a tail cut from a longer text drops its first characters, which may
+be the end of a cut secret; and a step that holds a secret (it feeds one by reference, so its
+result, which it may print, is learned only when it ends) is not announced while it runs: its
+output is released, masked, with its end.
+
 These events are announced, not recorded: they are not in the run's events, so neither
 the store, a resume nor a replayed record sees them; the step's final output is kept
 with the step, as it always was (a step printing for a minute could otherwise store up to
@@ -29,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..data.models import Step
+from ..outbound import RunSecrets
 
 #: the longest text a ``step.output`` event carries: the end of what was printed; a step's pane
 #: shows at most this much (planbook.views.panes.PANE_CAP is this figure)
@@ -68,11 +77,17 @@ class LiveOutput(io.StringIO):
 
 
 class OutputRelay:
-    """Announces what running steps printed; one per run, used on the runner's thread only."""
+    """Announces what running steps printed; one per run, used on the runner's thread only.
+
+    ``gate`` masks a text; ``secrets`` (the run's :class:`~planbook.outbound.RunSecrets`) says
+    how much of a text's end may be the start of a secret (held back until more is printed or
+    the step ends) and which steps hold a secret (their output waits for their end: see the
+    module docstring)."""
 
     def __init__(self, announce: Callable[[Step, str], None], gate: Callable[[str], str],
-                 clock: Callable[[], float], wake: Callable[[], None]) -> None:
+                 clock: Callable[[], float], wake: Callable[[], None], *, secrets: RunSecrets | None = None) -> None:
         self._announce, self._gate, self._clock, self._wake = announce, gate, clock, wake
+        self._secrets = secrets
         #: the buffers of the calls running on other threads, with their steps
         self.running: dict[int, tuple[Step, LiveOutput]] = {}
 
@@ -87,13 +102,32 @@ class OutputRelay:
         if not self.running:
             return
         now = self._clock()
+        secrets = self._secrets
         for step, live in list(self.running.values()):
             if live.at is not None and now - live.at < EVERY:
                 continue
+            if secrets is not None and secrets.holds_secret(step.id):
+                continue  # its result, which it may print, is not known yet: shown when it ends
             text = live.text()
             if len(text) != live.shown:
                 live.shown, live.at = len(text), now
-                self._show(step, live, self._gate(text[-(OUTPUT_TAIL + _MARGIN):])[-OUTPUT_TAIL:])
+                shown = self.visible(text)
+                if shown != live.sent:
+                    self._show(step, live, shown)
+
+    def visible(self, text: str) -> str:
+        """What may be shown of a running step's ``text``: its last :data:`OUTPUT_TAIL` characters,
+        masked as one stream, without a cut secret's end at the front or a secret's start at the end."""
+        secrets = self._secrets
+        margin = _MARGIN if secrets is None else max(_MARGIN, secrets.longest_form())
+        cut = len(text) > OUTPUT_TAIL + margin
+        masked = self._gate(text[-(OUTPUT_TAIL + margin):] if cut else text)
+        if cut:  # the window may start inside a secret: its end, which masking cannot find, goes
+            masked = masked[margin:]
+        pending = secrets.unfinished_tail(masked) if secrets is not None else 0
+        if pending:  # the start of a secret whose rest is not printed yet: it waits (the carry)
+            masked = masked[:-pending]
+        return masked[-OUTPUT_TAIL:]
 
     def finish(self, live: Any, output: str) -> None:
         """The call of ``live`` ended with ``output`` (already gated): announce what was not yet."""

@@ -11,14 +11,14 @@ nothing here writes the run's state.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..spec.acceptance import accept_steps
 from .changes import Change, End, FirstPlan, Reject, Revise
 from ..data.errors import PlanError, PlanningError
 from .execute import describe_exception
 from ..workers.interrupts import call_user
-from ..data.models import Status, Step, _clone
+from ..data.models import Plan, Status, Step, _clone
 from ..workers.planners import PlanningContext, make_plan, planner_steps, tell_planner
 from .state import failure_line
 
@@ -26,9 +26,54 @@ if TYPE_CHECKING:
     from .runner import Runner
 
 
-def copy_step(step: Step) -> Step:
-    """A history record a planner may change without changing the run's."""
-    return step.model_copy(update={"args": _clone(step.args), "needs": list(step.needs)})
+class Shown:
+    """What a planner is shown of a run, and how the runner puts back what it hid.
+
+    A planner (a model above all: its prompt is sent, and recorded in a cassette) never sees a
+    secret: a step's secret-named literal args are ``***`` (a ``$id`` reference and a
+    :class:`~planbook.Secret` as written), a known secret inside a text is ``***``, a step that
+    holds a secret shows its result as ``***``; the goal and the last error are masked. A step
+    the planner proposes under an id it was shown gets back, argument by argument, what it keeps
+    of what was hidden (:meth:`~planbook.outbound.RunSecrets.kept_secrets`)."""
+
+    def __init__(self, run: Runner) -> None:
+        self.secrets = run.secrets
+        #: step id -> (the run's step, its args as shown, its task as shown)
+        self.steps: dict[str, tuple[Step, dict[str, Any], str]] = {}
+
+    def step(self, step: Step) -> Step:
+        """A copy of ``step`` as the planner may see it (the plan's steps are shown first: an
+        id's latest args are the ones a proposal keeps)."""
+        gate = self.secrets
+        args = gate.shown_args(step.args, as_json=False) if step.args else {}
+        task = gate.text(step.task)
+        self.steps.setdefault(step.id, (step, args, task))
+        update: dict[str, Any] = {"args": _clone(args), "needs": list(step.needs), "task": task}
+        if step.result is not None:
+            update["result"] = gate.result(step) if gate.holds_secret(step.id) else gate.data(step.result)
+        return step.model_copy(update=update)
+
+    def plan(self, plan: Plan) -> Plan:
+        copy = plan.copy_plan()
+        copy.steps = [self.step(st) for st in copy.steps]
+        copy.goal = self.secrets.text(copy.goal)
+        return copy
+
+    def restore(self, proposed: list[Step]) -> str | None:
+        """Put back into ``proposed`` (in place) what was hidden in the steps it keeps; why not, if it cannot."""
+        for step in proposed:
+            seen = self.steps.get(step.id)
+            if seen is None:
+                continue
+            current, args, task = seen
+            if step.task == task:
+                step.task = current.task
+            if step.args and current.args:
+                try:
+                    step.args = self.secrets.kept_secrets(step.args, current.args, args)
+                except ValueError as exc:
+                    return f"step {step.id!r}: {exc}"
+        return None
 
 
 def first_plan(run: Runner) -> Change:
@@ -60,10 +105,11 @@ def replan(run: Runner, failed: Step) -> Change:
     if refused is not None:
         return End("failed", refused[0], refused[1])  # type: ignore[arg-type]
     kept = [st for st in run.plan.steps if st.status in (Status.completed, Status.skipped)]
+    shown = Shown(run)
     context = PlanningContext(
         tools=run.tools,
         agents=run.agents,
-        plan=run.plan.copy_plan(),
+        plan=shown.plan(run.plan),
         kept_ids=[st.id for st in kept],
         validate=lambda steps: accept_steps(run.plan, kept, list(steps), run.tools, run.agents)[2],
         emit=lambda kind, **data: run.emit(kind, **data),  # type: ignore[arg-type]
@@ -71,15 +117,20 @@ def replan(run: Runner, failed: Step) -> Change:
     tell_planner(run.planner, context)
     try:
         run.bus.beat()  # views draw the failure before a (possibly slow) planner runs
-        history = [copy_step(st) for st in s.history]  # the planner must not rewrite the run's records
-        proposed = planner_steps(call_user(run.planner, run.plan.goal, history, why))
+        # copies (the planner must not rewrite the run's records), as a planner may see them
+        history = [shown.step(st) for st in s.history]
+        proposed = planner_steps(call_user(run.planner, run.secrets.text(run.plan.goal), history,
+                                           run.secrets.text(why)))
     except KeyboardInterrupt:
         raise  # the replan did not happen; the runner handles the failure again on continue
     except (PlanningError, PlanError) as exc:
         return End("failed", "no_plan", f"replanning after step {failed.id} failed: {exc}", replans=1)
     except BaseException as exc:  # noqa: BLE001 - SystemExit from a planner ends the run, not the process
         return End("failed", "no_plan", f"the planner raised {describe_exception(exc)}", exc, replans=1)
+    unkept = shown.restore(proposed)
     candidate, new_steps, problems = accept_steps(run.plan, kept, proposed, run.tools, run.agents)
+    if unkept is not None:
+        return Reject(candidate, reason=why, rejected=f"the planner's new plan is invalid: {unkept}")
     if not proposed or (not new_steps and not problems):
         return End("failed", "no_plan", f"the planner had no new plan after: {why}", replans=1)
     if problems:  # refused: the plan did not change, so no replan is counted
@@ -92,8 +143,9 @@ def review(run: Runner, step: Step) -> Change:
     """Ask ``after_step`` whether the rest of the plan changes (None: it does not)."""
     s = run.state
     assert run.after_step is not None
+    shown = Shown(run)
     try:
-        answer = call_user(run.after_step, run.plan.goal, run.plan.copy_plan(), step.snapshot())
+        answer = call_user(run.after_step, run.secrets.text(run.plan.goal), shown.plan(run.plan), shown.step(step))
         proposed = None if answer is None else planner_steps(answer)
     except KeyboardInterrupt:
         raise
@@ -109,7 +161,11 @@ def review(run: Runner, step: Step) -> Change:
     position = run.scheduler.position.get(step.id, -1)
     kept = [st for i, st in enumerate(run.plan.steps)
             if i <= position or st.status not in (Status.not_started, Status.blocked)]
+    unkept = shown.restore(proposed)
     candidate, new_steps, problems = accept_steps(run.plan, kept, proposed, run.tools, run.agents)
+    if unkept is not None:
+        return Reject(candidate, reason=f"review after step {step.id}",
+                      rejected=f"the review after step {step.id} proposed an invalid plan: {unkept}")
     if problems:
         error = str(PlanError(problems)).replace("invalid plan", f"the review after step {step.id} "
                                                  "proposed an invalid plan", 1)

@@ -168,7 +168,8 @@ class Runner(TickLoop, Recording, Stopping):
         if self.after_step is not None:  # the review may rewrite what follows each step: nothing runs ahead of it
             self.dispatch.batching = False
         #: what steps running on worker threads print, announced as they print (planbook.engine.liveoutput)
-        self.dispatch.relay = OutputRelay(self._announce_output, self.secrets.text, clock, self.dispatch.wake)
+        self.dispatch.relay = OutputRelay(self._announce_output, self.secrets.text, clock, self.dispatch.wake,
+                                          secrets=self.secrets)
         self._stale = False  # the scheduler must be rebuilt before the next tick
         #: set while running steps are allowed to finish before the run ends or replans
         self._ending: tuple[Any, ...] | None = None  # (status, reason, error[, exception])

@@ -1,4 +1,12 @@
-"""The words a model is shown. Kept in one module so they can be read and changed together."""
+"""The words a model is shown. Kept in one module so they can be read and changed together.
+
+A model never sees a secret: what a prompt shows of a run (its goal, the remaining plan, what
+was executed, the last error) passes the process's checkpoint, and a step's arguments are
+shown as :func:`planbook.outbound.shown_value` shows them (a secret-named literal as ``***``, a
+``$id`` reference and a :class:`~planbook.Secret`'s ``{"$secret": ...}`` as written). The
+runner gives a planner the run that way too, and puts the real values back into a step it
+proposes that keeps them (:mod:`planbook.engine.replanning`).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..data.models import Plan, Step
+from ..outbound import is_secret_name, mask_data, mask_text, shown_value
 from ..outbound.text import one_line
 from .text import shorten
 
@@ -89,25 +98,41 @@ def plan_request(goal: str, tools: Mapping[str, Any], agents: Mapping[str, Any])
     return f"Goal: {goal}\n\n{describe_tools(tools)}\n\n{describe_agents(agents)}\n\nWrite the plan."
 
 
+def _leaf(value: Any) -> Any:
+    return mask_text(value) if isinstance(value, str) else mask_data(value)
+
+
+def shown_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """A step's arguments as a model may see them (see the module docstring)."""
+    return {name: shown_value(value, _leaf, named=type(name) is str and is_secret_name(name))
+            for name, value in args.items()}
+
+
+def _masked(value: Any, limit: int) -> str:
+    """``value`` as a prompt shows it: masked whole, then cut (a cut first could split a secret
+    into parts no mask finds)."""
+    return shorten(mask_text(value if isinstance(value, str) else shorten(value, 1 << 20)), limit)
+
+
 def step_as_dict(step: Step) -> dict[str, Any]:
-    data: dict[str, Any] = {"id": step.id, "task": step.task}
+    data: dict[str, Any] = {"id": step.id, "task": mask_text(step.task)}
     if step.tool:
-        data["tool"], data["args"] = step.tool, step.args
+        data["tool"], data["args"] = step.tool, shown_args(step.args)
     if step.agent:
         data["agent"] = step.agent
     if step.needs:
         data["needs"] = step.needs
     if step.expect:
-        data["expect"] = step.expect
+        data["expect"] = mask_text(step.expect)
     return data
 
 
 def executed_lines(history: Iterable[Step], limit: int) -> list[str]:
     lines = []
     for step in history:
-        outcome = f"error: {shorten(step.error, limit)}" if step.error else f"result: {shorten(step.result, limit)}"
+        outcome = f"error: {_masked(step.error, limit)}" if step.error else f"result: {_masked(step.result, limit)}"
         # one line per execution: a line break in a task or a result must not forge another one
-        lines.append(f"- step {step.id} ({step.status}) {one_line(step.describe())} → {one_line(outcome)}")
+        lines.append(f"- step {step.id} ({step.status}) {one_line(mask_text(step.describe()))} → {one_line(outcome)}")
     return lines or ["- (nothing yet)"]
 
 
@@ -126,11 +151,11 @@ def replan_request(
 ) -> str:
     remaining = [s for s in (plan.steps if plan else []) if s.id not in kept_ids]
     parts = [
-        f"Goal: {goal}",
+        f"Goal: {mask_text(goal)}",
         describe_tools(tools),
         describe_agents(agents),
         "Executed so far (results shortened):\n" + "\n".join(executed_lines(history, result_limit)),
-        f"Last error: {last_error or '(none)'}",
+        f"Last error: {mask_text(last_error or '') or '(none)'}",
         "Done steps (kept as they are; do not repeat or rewrite them): " + (", ".join(kept_ids) or "(none)"),
         "Remaining plan:\n" + json.dumps([step_as_dict(s) for s in remaining], ensure_ascii=False),
         "Write the steps that remain to reach the goal: you may keep, change, drop or add steps; "

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from bisect import bisect_left
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from ..data.refs import WHOLE_REF, find_refs
@@ -30,19 +31,61 @@ from .text import TEXT_LIMIT, bounded, html_text, indent_lines, md_code, md_text
 _REF_TAIL = re.compile(r"[.\[]")
 
 
-def secret_arg_values(args: Mapping[str, Any]) -> tuple[list[Any], list[str]]:
+def secret_arg_values(args: Mapping[str, Any], ids: Collection[str] | None = None) -> tuple[list[Any], list[str]]:
     """The literal values given to ``args``' secret-named arguments (or to secret-named keys
     inside any argument: ``headers={"Authorization": ...}``), and the ids of the steps whose
-    results feed them by reference (``token: $login``)."""
+    results feed them by reference (``token: $login``).
+
+    ``ids``: the plan's step ids, when known. A ``$``-value that names none of them
+    (``password: "$ecret-pw"``) is a literal, so a secret: it is never read as a reference."""
     values, refs = named_secrets(args)
     holders: list[str] = []
     for value in refs:
-        found = find_refs(value)
-        # ``$login.token`` names the step ``login`` (or one called ``login.token``)
-        holders.extend({part for ref in found for part in (ref, _REF_TAIL.split(ref, maxsplit=1)[0])})
-        if not found or not WHOLE_REF.match(value):
-            values.append(value)  # ``"Bearer ${login}"``: the literal part is secret too
+        named, literal = _ref_value(value, ids)
+        holders += named
+        if literal:
+            values.append(value)
     return values, holders
+
+
+def _ref_value(value: str, ids: Collection[str] | None) -> tuple[list[str], bool]:
+    """The steps a ``$``-value under a secret-named key names, and whether it is (or holds)
+    a literal: ``"Bearer ${login}"``'s literal part is secret too."""
+    found = find_refs(value)
+    # ``$login.token`` names the step ``login`` (or one called ``login.token``)
+    named = {part for ref in found for part in (ref, _REF_TAIL.split(ref, maxsplit=1)[0])}
+    if ids is not None:
+        named = {part for part in named if part in ids}
+    return sorted(named), not named or not WHOLE_REF.match(value)
+
+
+def plan_secret_values(steps: Iterable[Any], known_ids: Iterable[str] = ()) -> list[Any]:
+    """The literal values under secret-named keys of ``steps``' args (Steps or a spec's raw
+    step mappings), ``$``-values that name no step of them (nor ``known_ids``) included: what
+    a refused plan's error must not quote, learned before the error is made."""
+    steps = list(steps)
+    ids: set[str] = set(known_ids)
+    for i, step in enumerate(steps):
+        sid = step.get("id", str(i + 1)) if isinstance(step, Mapping) else getattr(step, "id", None)
+        ids.add(str(sid))
+    values: list[Any] = []
+    for step in steps:
+        args = step.get("args") if isinstance(step, Mapping) else getattr(step, "args", None)
+        if isinstance(args, Mapping) and args:
+            values += secret_arg_values(args, ids)[0]
+        elif isinstance(args, (list, tuple)):  # not a mapping (a mistake the error names): its secret-named keys
+            values += named_secrets(args)[0]
+    return values
+
+
+def _feeders(step: Any) -> list[str]:
+    """The steps whose results ``step`` is given: its ``$id`` references (whole or ``${id}``
+    inline, ``$id.field`` naming ``id``), and an agent step's ``needs`` (it is shown their results)."""
+    fed = [part for ref in find_refs(step.args) for part in (ref, _REF_TAIL.split(ref, maxsplit=1)[0])] \
+        if step.args else []
+    if getattr(step, "agent", None):
+        fed += list(step.needs)
+    return fed
 
 
 def holder_texts(result: Any) -> list[Any]:
@@ -85,6 +128,8 @@ class RunSecrets:
         self._lock = threading.Lock()
         self._listeners: list[Callable[[list[str]], None]] = []
         self._known: set[str] = set()
+        #: the redactor's patterns, the sorted forms of the known secrets, the longest's length
+        self._sorted_forms: tuple[Any, tuple[str, ...], int] | None = None
 
     # --------------------------------------------------------------- learning
     @classmethod
@@ -96,27 +141,66 @@ class RunSecrets:
 
     def learn_plan(self, plan: Any) -> None:
         """Every secret-named argument of ``plan``'s steps: its value is a secret, and the steps
-        it references hold one (their results, if they have any yet, are learned too)."""
+        it references hold one, as does every step that feeds a holder, through any number of
+        steps (``login -> pick(x: $login) -> fetch(token: $pick)``: ``pick`` and ``login``).
+        Holders' results, if they have any yet, are learned too."""
         values: list[Any] = []
-        holders: list[str] = []
+        refs: list[Any] = []
         for step in plan.steps:
             if step.args:
-                v, h = secret_arg_values(step.args)
+                v, r = named_secrets(step.args)
                 values += v
-                holders += h
-        if holders:
-            with self._lock:
-                new = set(holders) - self.holders
-                self.holders |= new
+                refs += r
+        if refs or self.holders:
+            by_id = {s.id: s for s in plan.steps}
+            direct: list[str] = []
+            for value in refs:
+                named, literal = _ref_value(value, by_id)
+                direct += named
+                if literal:
+                    values.append(value)
+            new = self._upstream(by_id, direct)
             if new:
-                values += [t for s in plan.steps if s.id in new and s.result is not None for t in holder_texts(s.result)]
+                values += [t for sid in new if (s := by_id[sid]).result is not None for t in holder_texts(s.result)]
         if values:
             self.learn(values)
 
+    def _upstream(self, by_id: Mapping[str, Any], direct: list[str]) -> set[str]:
+        """Add ``direct`` holders and every step upstream of a holder to :attr:`holders`; the new ones."""
+        with self._lock:
+            holders = set(self.holders)
+        known = set(holders)
+        todo = [sid for sid in dict.fromkeys(direct) if sid in by_id] + [sid for sid in holders if sid in by_id]
+        holders.update(todo)
+        seen: set[str] = set()
+        while todo:
+            sid = todo.pop()
+            if sid in seen:
+                continue
+            seen.add(sid)
+            for fed in _feeders(by_id[sid]):
+                if fed in by_id and fed not in holders:
+                    holders.add(fed)
+                    todo.append(fed)
+        new = holders - known
+        if new:
+            with self._lock:
+                self.holders |= new
+        return new
+
     def learn_result(self, step: Any) -> None:
         """``step`` has a result: if it feeds a secret-named argument, the result is a secret."""
-        if step.id in self.holders and step.result is not None:
-            self.learn(holder_texts(step.result))
+        self.learn_outcome(step.id, step.result)
+
+    def learn_outcome(self, step_id: str, result: Any) -> bool:
+        """A call of ``step_id`` returned ``result``: if the step holds a secret, the result is
+        one from now on (called before anything about the call is written, shown or sent).
+        True when it does."""
+        if step_id not in self.holders:
+            return False
+        if result is not None:
+            self.learn(holder_texts(result))
+        return True
 
     def learn(self, values: Iterable[Any]) -> None:
         """The strings and numbers in ``values`` are secrets of this run from now on."""
@@ -155,6 +239,37 @@ class RunSecrets:
         self.redactor.refresh()
         return self.redactor.text(text)
 
+    def _forms(self) -> tuple[str, ...]:
+        """Every form of every known secret (as is, escaped, encoded), sorted: made again only
+        when a secret is learned or the environment's change."""
+        patterns = self.redactor.patterns  # refreshed: another object once a secret is learned
+        cached = self._sorted_forms
+        if cached is not None and cached[0] is patterns:
+            return cached[1]
+        forms = tuple(sorted(self.redactor._known_forms))  # the same package's redactor: its forms
+        self._sorted_forms = (patterns, forms, max(map(len, forms), default=0))
+        return forms
+
+    def longest_form(self) -> int:
+        """The length of the longest form of a known secret (what a carry must be able to hold)."""
+        self._forms()
+        return self._sorted_forms[2] if self._sorted_forms is not None else 0
+
+    def unfinished_tail(self, text: str) -> int:
+        """How many of ``text``'s last characters may be the start of a known secret whose rest
+        is not there yet (a password printed half by half): a live view holds them back until
+        more is printed. 0 when the end of ``text`` starts no secret."""
+        forms = self._forms()
+        if not forms or not text:
+            return 0
+        longest = self.longest_form()
+        for start in range(max(0, len(text) - longest + 1), len(text)):  # the longest start first
+            tail = text[start:]
+            i = bisect_left(forms, tail)  # the first form not below ``tail``: it starts with it if any does
+            if i < len(forms) and forms[i].startswith(tail):
+                return len(text) - start
+        return 0
+
     def hider(self) -> Callable[[str | None], str]:
         """:meth:`text` for one render: the environment's secrets are read once here, not once per
         text (a record of 1,000 steps hides thousands of texts; each read of the environment
@@ -186,19 +301,33 @@ class RunSecrets:
             return REDACTED_TEXT
         return self.data(value)
 
-    def shown_args(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        """A step's arguments as a browser may hold them (the widget's editor): a secret-named
-        one as ``***`` (a ``$id`` reference as written), the others redacted as plain data."""
-        return {name: REDACTED_TEXT if shown_arg(name, value, str) == REDACTED_TEXT
-                else self.data(masked_names(value)) for name, value in args.items()}
+    def shown_args(self, args: Mapping[str, Any], *, as_json: bool = True) -> dict[str, Any]:
+        """A step's arguments as a browser or a model may see them (the widget's editor, a
+        replan's prompt): under a secret-named key at any depth a literal is ``***``, a ``$id``
+        reference and a :class:`~planbook.Secret` are shown (its ``{"$secret": ...}`` form with
+        ``as_json``, else the object, whose every form is its reference); texts and numbers
+        elsewhere are redacted (a URL's credentials, a known secret inside a text, as ``***``)."""
+        hide = self.hider()
+        data = self.redactor.data
 
-    def kept_secrets(self, edited: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
-        """Arguments edited from :meth:`shown_args`: one that comes back as it was shown (a
-        password as ``***``, a URL with its credentials hidden, a dict with a hidden key) was not
-        changed, and keeps its real value (an edit never sets a password to ``***``)."""
-        shown = self.shown_args(current)
-        return {name: current[name] if name in current and value == shown[name] else value
-                for name, value in edited.items()}
+        def leaf(value: Any) -> Any:
+            return hide(value) if isinstance(value, str) else data(value)
+
+        return {name: shown_value(value, leaf, named=type(name) is str and is_secret_name(name), as_json=as_json)
+                for name, value in args.items()}
+
+    def kept_secrets(self, edited: Mapping[str, Any], current: Mapping[str, Any],
+                     shown: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Arguments edited from :meth:`shown_args` (``shown``: what was shown, if not made again
+        now): what comes back as it was shown keeps its real value, key by key at any depth (a
+        password as ``***``, a header beside an edited one), and a text that still shows a hidden
+        part's ``***`` gets that part back, in order (``https://***@host/new-path``). An edit
+        never sets a secret to ``***``. ValueError when an edited text shows another number of
+        ``***`` than it hid: which one is which cannot be told, and it is not guessed."""
+        if shown is None:
+            shown = self.shown_args(current, as_json=True)
+        return {name: _kept(value, current[name], shown[name], (name,)) if name in current and name in shown
+                else value for name, value in edited.items()}
 
     def holds_secret(self, step_id: str) -> bool:
         return step_id in self.holders
@@ -228,6 +357,122 @@ class RunSecrets:
         return md_text(self.text(text))
 
 
+#: the key of a secret's JSON form, ``{"$secret": "env:NAME"}``: :data:`planbook.data.secret.SECRET_KEY`
+#: (that module imports this package, through the vault and the errors: it cannot be imported here)
+SECRET_JSON_KEY = "$secret"
+
+
+def _is_secret(value: Any) -> bool:
+    """A :class:`planbook.Secret` (known by what it does: see :data:`SECRET_JSON_KEY` for why not by import)."""
+    kind = type(value)
+    return hasattr(kind, "reveal") and hasattr(kind, "to_json") and hasattr(kind, "ref")
+
+
+def _is_secret_json(value: Any) -> bool:
+    return type(value) is dict and len(value) == 1 and isinstance(value.get(SECRET_JSON_KEY), str)
+
+
+def shown_value(value: Any, leaf: Callable[[Any], Any], *, named: bool = False, as_json: bool = True) -> Any:
+    """``value`` as it may be shown to a person or a model (see :meth:`RunSecrets.shown_args`):
+    ``named``: it is under a secret-named key; ``leaf`` hides a text or a number elsewhere.
+    ``value`` itself when nothing changes."""
+    if _is_secret(value):
+        return value.to_json() if as_json else value
+    if named:
+        if value is None or (isinstance(value, str) and WHOLE_REF.match(value)) or _is_secret_json(value):
+            return value  # a reference names the secret, it is not one
+        return REDACTED_TEXT
+    if isinstance(value, dict):
+        out = {k: shown_value(v, leaf, named=type(k) is str and is_secret_name(k), as_json=as_json)
+               for k, v in value.items()}
+        return value if all(out[k] is v for k, v in value.items()) else out
+    if isinstance(value, (list, tuple)):
+        items = [shown_value(v, leaf, as_json=as_json) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return leaf(value)
+    return value
+
+
+def _where(path: tuple[Any, ...]) -> str:
+    return f"argument {path[0]!r}" + "".join(f"[{p!r}]" for p in path[1:])
+
+
+def _kept(edited: Any, current: Any, shown: Any, path: tuple[Any, ...]) -> Any:
+    """One edited value with the secrets :func:`shown_value` hid in ``current`` put back (see
+    :meth:`RunSecrets.kept_secrets`)."""
+    if type(edited) is type(shown) and edited == shown:
+        return current  # not changed: its real value, whatever was hidden in it
+    if isinstance(edited, dict) and isinstance(current, dict) and isinstance(shown, dict):
+        return {k: _kept(v, current[k], shown[k], (*path, k)) if k in current and k in shown else v
+                for k, v in edited.items()}
+    if isinstance(edited, (list, tuple)) and isinstance(current, (list, tuple)) and isinstance(shown, (list, tuple)) \
+            and len(edited) == len(current) == len(shown):
+        items = [_kept(e, c, s, (*path, i)) for i, (e, c, s) in enumerate(zip(edited, current, shown))]
+        return items if isinstance(edited, list) else tuple(items)
+    if isinstance(edited, str) and isinstance(current, str) and isinstance(shown, str) and REDACTED_TEXT in shown:
+        return _kept_text(edited, current, shown, path)
+    return edited
+
+
+def _kept_text(edited: str, current: str, shown: str, path: tuple[Any, ...]) -> str:
+    """An edited text with each hidden part of ``current`` back where the edit still shows its ``***``."""
+    count = edited.count(REDACTED_TEXT)
+    if count == 0:
+        return edited  # every hidden part was taken out: nothing to put back
+    hidden = hidden_parts(current, shown)
+    if hidden is None:
+        raise ValueError(f"{_where(path)}: its hidden parts cannot be told apart in the text as it was shown; "
+                         f"write the whole value again, without {REDACTED_TEXT}")
+    if count != len(hidden):
+        raise ValueError(f"{_where(path)} hid {len(hidden)} part(s) as {REDACTED_TEXT} and the edit shows {count}: "
+                         f"keep each {REDACTED_TEXT} where its part stays (take one out to drop it), or write the "
+                         f"whole value again without {REDACTED_TEXT}")
+    pieces = edited.split(REDACTED_TEXT)
+    return "".join(piece + (hidden[i] if i < len(hidden) else "") for i, piece in enumerate(pieces))
+
+
+def hidden_parts(original: str, shown: str) -> list[str] | None:
+    """The parts of ``original`` that ``shown`` (made from it by replacing parts with ``***``)
+    hides, in order; None when ``shown`` does not fit ``original`` or the parts could be cut
+    more than one way (a hidden part that holds the shown text after it). Linear in the texts
+    times the number of parts: each shown piece is found once from the left and once from the
+    right, and the two must agree."""
+    pieces = shown.split(REDACTED_TEXT)
+    head, tail = pieces[0], pieces[-1]
+    end = len(original) - len(tail)
+    if not original.startswith(head) or not original.endswith(tail) or end - len(head) < len(pieces) - 1:
+        return None
+    middle = pieces[1:-1]
+    # the earliest place of each middle piece (every hidden part at least one character long) ...
+    left: list[int] = []
+    at = len(head)
+    for piece in middle:
+        found = original.find(piece, at + 1, end - 1)
+        if found < 0:
+            return None
+        left.append(found)
+        at = found + len(piece)
+    if at >= end:
+        return None
+    # ... and the latest: the same places, or the cut is not the only one
+    right: list[int] = []
+    at = end
+    for piece in reversed(middle):
+        found = original.rfind(piece, len(head) + 1, at - 1)
+        if found < 0:
+            return None
+        right.append(found)
+        at = found
+    right.reverse()
+    if left != right:
+        return None
+    bounds = [len(head)] + [p for i, start in enumerate(left) for p in (start, start + len(middle[i]))] + [end]
+    return [original[bounds[i]:bounds[i + 1]] for i in range(0, len(bounds), 2)]
+
+
 def plain_gate() -> RunSecrets:
     """A gate that knows no run's secrets: name, shape and environment rules only (an error
     raised before a run, a plan printed on its own)."""
@@ -241,7 +486,7 @@ def shown_error(text: str) -> str:
 
 
 __all__ = [
-    "REDACTED_TEXT", "Redactor", "TEXT_LIMIT", "VAULT", "bounded", "mask_bytes", "mask_data", "mask_text", "remember", "RunSecrets", "html_text", "indent_lines", "is_secret_name", "md_code", "md_text",
-    "neutralise", "one_line", "plain_gate", "secret_arg_values", "secret_texts", "shown_arg", "shown_error",
-    "suspicious",
+    "REDACTED_TEXT", "Redactor", "TEXT_LIMIT", "VAULT", "bounded", "mask_bytes", "mask_data", "mask_text", "remember", "RunSecrets", "hidden_parts", "html_text", "indent_lines", "is_secret_name", "md_code", "md_text",
+    "neutralise", "one_line", "plain_gate", "plan_secret_values", "secret_arg_values", "secret_texts", "shown_arg",
+    "shown_error", "shown_value", "suspicious",
 ]

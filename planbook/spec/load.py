@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..data.errors import PlanError, Problem
+from ..outbound import plan_secret_values, remember, suspicious
+from ..outbound.redact import named_secrets
 
 #: nesting levels a spec may use (a step's args start four levels down)
 MAX_DEPTH = 100
@@ -51,6 +53,13 @@ class LoadedSpec:
 
 def load_spec(text: str) -> LoadedSpec:
     """Parse ``text`` (JSON if it parses as JSON, else YAML). Raises :class:`PlanError` with the line."""
+    loaded = _parse(text)
+    if suspicious(text):  # a secret-named key somewhere (False proves there is none: no walk)
+        _learn_secrets(loaded.data)
+    return loaded
+
+
+def _parse(text: str) -> LoadedSpec:
     if text.lstrip().startswith(("{", "[")):
         try:  # JSON first: valid JSON that YAML rejects (tab indentation) must still read
             return _JsonReader(text).read()
@@ -58,6 +67,19 @@ def load_spec(text: str) -> LoadedSpec:
             if _looks_like_json(text):  # JSON with a mistake, not YAML: YAML would read `"tool": }` as null
                 raise PlanError([_json_words(exc)]) from None
     return _load_yaml(text)  # YAML, flow style included ({steps: [...]})
+
+
+def _learn_secrets(data: Any) -> None:
+    """The values under the spec's secret-named keys are secrets of the process from now on:
+    a plan refused later (a field of the wrong type, a password starting with ``$`` read as an
+    unknown reference, a check by a tool's types) is an error raised before any run, or its
+    gate, exists, and its message must not quote them."""
+    steps = data.get("steps") if isinstance(data, dict) else data
+    values = named_secrets(data)[0]
+    if isinstance(steps, list):
+        values += plan_secret_values([st for st in steps if isinstance(st, dict)])
+    if values:
+        remember(values)
 
 
 # ---------------------------------------------------------------------------- JSON

@@ -11,6 +11,8 @@ from ..data.errors import PlanError, Problem, closest
 from ..data.ids import id_problem
 from ..data.models import Plan, Step
 from ..data.refs import args_with_refs, find_refs
+from ..outbound import mask_text, plan_secret_values, remember
+from ..outbound.redact import named_secrets
 from .formats import field_line
 
 
@@ -103,6 +105,11 @@ def _check(
             where = ("args", _arg_with_ref(step, need)) if need in refs else ("needs", need)
             if need == step.id:
                 add(f"step {step.id!r} needs itself", step, "cycle", *where)
+            elif need in refs and _under_secret_name(step, need):
+                # a password that starts with $ reads as a reference: the message does not quote it
+                add(f"argument {where[-1]!r} is named like a secret and its value starts with $, so it reads as a "
+                    f"reference to a step, and no step has that id{closest(need, ids)}: write $$ for a literal $ "
+                    "(its value is not shown)", step, "unknown_ref", *where)
             elif need in refs:
                 add(
                     f"args refer to ${need}, but no step has that id{closest(need, ids)} (write $$ for a literal $)",
@@ -142,6 +149,11 @@ def _check(
     if cycle:
         starts = next(s for s in plan.steps if s.id == cycle[0])
         add(f"dependency cycle: {' → '.join(cycle)} (→ reads 'needs'); remove one of these needs", starts, "cycle")
+    if problems:
+        # a refused plan is an error before any run (or its gate) exists: its secret-named values are
+        # secrets of the process before a message can quote them (a mistyped one echoed by a type check)
+        remember(plan_secret_values(plan.steps, known_ids))
+        problems = [replace(p, message=mask_text(p.message)) for p in problems]  # each one may be listed alone
     return problems, first
 
 
@@ -151,6 +163,11 @@ _PLAIN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
 
 #: the arg a tool's validation message is about ("argument 'city' of tool ...")
 _ARG_NAME = re.compile(r"argument '([^']+)'")
+
+
+def _under_secret_name(step: Step, ref: str) -> bool:
+    """True when ``$ref`` is written under a secret-named key of ``step``'s args (``password: $x``)."""
+    return any(ref in find_refs(value) for value in named_secrets(step.args)[1])
 
 
 def _arg_with_ref(step: Step, ref: str) -> str:
