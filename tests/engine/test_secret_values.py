@@ -135,9 +135,8 @@ def test_an_unset_variable_fails_its_step_saying_how_to_set_it(monkeypatch: pyte
     plan = Plan(id="p", steps=[Step(id="a", tool="fetch", args={"url": "u", "token": Secret.env(VARIABLE)})])
     result = planbook.run(plan, tools=seen.box)
     assert (result.status, result.reason) == ("failed", "aborted") and seen.calls == []
-    error = result.plan.step("a").error or ""
-    assert error.startswith("SecretError: ")
-    assert error.endswith(f"is not set: set the environment variable {VARIABLE} before running (or resuming) this run")
+    assert result.plan.step("a").error == (f"SecretError: Secret.env('{VARIABLE}') is not set: set the environment "
+                                           f"variable {VARIABLE} before running (or resuming) this run")
 
 
 def test_a_plan_spec_names_a_secret_as_a_reference(token: str) -> None:
