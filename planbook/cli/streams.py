@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -44,17 +45,23 @@ class _Prefixes:
         self._key: tuple[Any, ...] | None = None
         self._prefixes: frozenset[str] = frozenset()
         self.longest = 0
+        #: whether a form holds a line break (only then can a text that ends a line end inside one)
+        self.multiline = False
 
-    def held_from(self, text: str) -> int:
-        """Where the longest tail of ``text`` that starts a known secret begins (``len(text)``: none)."""
-        secrets = environment_secrets()
-        key = (VAULT.version, tuple(secrets))
+    def _refresh(self) -> None:
+        key = (VAULT.version, os.environ.get("OPENAI_API_KEY"), os.environ.get("OPENAI_BASE_URL"))
         if key != self._key:
-            forms = {form for s in (*VAULT.texts, *secrets) for form in echo_forms(s)}
+            forms = {form for s in (*VAULT.texts, *environment_secrets()) for form in echo_forms(s)}
             self._prefixes = frozenset(f[:k] for f in forms for k in range(MIN_HELD, len(f)))
             self.longest = max((len(f) for f in forms), default=0)
+            self.multiline = any("\n" in f for f in forms)
             self._key = key
-        if not self._prefixes:
+
+    def held_from(self, text: str, *, line_end: bool = False) -> int:
+        """Where the longest tail of ``text`` that starts a known secret begins (``len(text)``: none).
+        ``line_end``: ``text`` ends a line (it can end inside a secret only if one holds a line break)."""
+        self._refresh()
+        if not self._prefixes or (line_end and not self.multiline):
             return len(text)
         for start in range(max(0, len(text) - self.longest + 1), len(text) - MIN_HELD + 1):
             if text[start:] in self._prefixes:
@@ -100,7 +107,7 @@ class MaskingStream(io.TextIOBase):
             end = masked.rfind("\n") + 1
             if not end and len(masked) > HOLD_LIMIT:  # a line without end: written, all but a secret's start
                 end = len(masked)
-            cut = _PREFIXES.held_from(masked[:end]) if end else 0
+            cut = _PREFIXES.held_from(masked[:end], line_end=masked[end - 1:end] == "\n") if end else 0
         out, self._held = masked[:cut], masked[cut:]
         if out:
             self.inner.write(out)

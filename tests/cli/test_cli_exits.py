@@ -111,6 +111,18 @@ def test_a_secret_written_in_flushed_parts_leaves_no_fragment_before_it_is_whole
     assert inner.getvalue() == "a prompt? *** and more*** and more*** and more tail***"
 
 
+def test_a_secret_with_a_line_break_is_masked_whole() -> None:
+    secret = "first-line-Rk44\nsecond-line-Mv19"
+    planbook.Secret(secret, name="cli-two-lines")
+    inner = io.StringIO()
+    stream = MaskingStream(inner)  # type: ignore[arg-type]
+    print("key:", secret, "end", file=stream)
+    stream.flush()
+    assert "first-line" not in inner.getvalue()
+    stream.close_out()
+    assert inner.getvalue() == "key: *** end\n"
+
+
 def test_the_streams_are_put_back_and_flushed_when_the_command_ends(capsys: pytest.CaptureFixture[str]) -> None:
     before = sys.stdout, sys.stderr
     with masked_streams():
