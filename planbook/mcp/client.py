@@ -148,7 +148,7 @@ class MCPToolbox(Toolbox):
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"pid {self.pid}" if self.pid else "open"
-        return f"MCPToolbox({self.server!r}, {state}: {sorted(self)})"
+        return mask_text(f"MCPToolbox({self.server!r}, {state}: {sorted(self)})")  # a URL's credentials: ***
 
 
 #: the open connections: connecting again to the same thing (a re-run notebook cell)

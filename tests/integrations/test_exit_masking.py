@@ -208,6 +208,13 @@ def test_headers_and_url_credentials_are_secrets_before_the_connection_is_tried(
     for value in (header_token, f"Bearer {header_token}", api_key, password, "canaryQry9Wn24Hb"):
         assert value in VAULT and mask_text(f"echo {value}") == "echo ***"
     assert_clean(str(raised.value), header_token, api_key, password, "canaryQry9Wn24Hb")
+    from planbook.mcp.client import MCPToolbox
+    from planbook.mcp.connection import Connection
+
+    unstarted = MCPToolbox(Connection(f"http://user:{password}@127.0.0.1:{port}/mcp", command=None, env=None,
+                                      cwd=None, url=f"http://user:{password}@127.0.0.1:{port}/mcp", headers=None))
+    assert_clean(repr(unstarted), password)
+    unstarted.close()
 
 
 @needs_sdk
