@@ -161,7 +161,7 @@ class MemoryStore:
             return value
         text = plain_json_text(value)
         if text is not None and self.redactor.has_known_secret(text):
-            return Unrestorable(self.redactor.text(shown(value)), type_name(value),
+            return Unrestorable(shown(value, self.redactor), type_name(value),
                                 "it held a secret, which is never written")
         return value
 

@@ -77,12 +77,16 @@ def is_plain_json(value: Any) -> bool:
     return False
 
 
-def shown(value: Any) -> str:
-    """``repr(value)``, cut to :data:`REPR_LIMIT`; a repr that raises says so."""
+def shown(value: Any, redactor: Redactor | None = None) -> str:
+    """``repr(value)``, cut to :data:`REPR_LIMIT`; a repr that raises says so. With
+    ``redactor``, masked before it is cut: a cut through a secret leaves a part of it that
+    masking no longer knows."""
     try:
         text = repr(value)
     except Exception as exc:  # a broken __repr__ must not lose the run
         text = f"<{type(value).__name__} object; its repr raised {type(exc).__name__}>"
+    if redactor is not None:
+        text = redactor.text(text)
     return text if len(text) <= REPR_LIMIT else text[: REPR_LIMIT - 1] + "…"
 
 
@@ -112,7 +116,7 @@ NULL = Encoded("json", "null")
 
 
 def _unrestorable(value: Any, reason: str, redactor: Redactor) -> Encoded:
-    return Encoded("repr", redactor.text(shown(value)), None, type_name(value), reason)
+    return Encoded("repr", shown(value, redactor), None, type_name(value), reason)
 
 
 #: what the JSON path raises for plain data it cannot write: an int past the limit of integer
@@ -146,7 +150,7 @@ def encode(value: Any, redactor: Redactor) -> Encoded:
                                     f"{redactor.text(str(exc))[:200]})", redactor)
     if redactor.has_known_secret(blob):
         return _unrestorable(value, "it held a secret, which is never written", redactor)
-    return Encoded("pickle", blob, redactor.text(shown(value)), type_name(value))
+    return Encoded("pickle", blob, shown(value, redactor), type_name(value))
 
 
 def decode(kind: str, payload: str | bytes | None, shown_text: str | None = None, type_: str = "",

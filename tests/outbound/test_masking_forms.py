@@ -206,3 +206,30 @@ def test_a_cut_text_is_masked_before_it_is_cut() -> None:
     text = "a" * at + secret + "b" * (3 * TEXT_LIMIT)
     cut = bounded_text(text, Redactor([secret], env={}))
     assert "Zq81" not in cut and "s" * 8 not in cut and "characters left out" in cut
+
+
+class _Long:
+    """A result pickle cannot keep, whose repr is longer than a store keeps, a secret across the cut."""
+
+    def __init__(self, secret: str) -> None:
+        self.secret = secret
+        self.hook = lambda: None
+
+    def __repr__(self) -> str:
+        return "Long(" + "a" * 1985 + self.secret + "b" * 3000 + ")"
+
+
+def test_a_stored_repr_cut_through_a_secret_keeps_no_part_of_it(tmp_path: Path) -> None:
+    """A repr is cut to REPR_LIMIT characters: cut before it was masked, the part of the
+    secret before the cut was no longer a form masking knows, and was stored."""
+    secret = "Zq81-cut-" + "k" * 30
+    path = tmp_path / "runs.sqlite"
+    store = SQLiteStore(path, secrets=[secret])
+    plan = Plan(goal="g", steps=[Step(id="l", tool="long")])
+    result = planbook.run(plan, tools={"long": lambda: _Long(secret)}, store=store)
+    store.close()
+    assert result.status == "completed"
+    written = b"".join(p.read_bytes() for p in tmp_path.iterdir()).decode("utf-8", "replace")
+    loaded = repr(load_run(store=path).plan.steps[0].result)
+    for where in (written, loaded):
+        assert "Zq81-cut" not in where and "k" * 8 not in where
