@@ -485,17 +485,45 @@ def drive_model(exits: Exits, folder: Path) -> None:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
-        for request in server.requests:
-            sent = {k.lower(): v for k, v in request.headers.items()}
-            if CANARIES["model key"] in sent.get("authorization", ""):
-                RECEIVED.add(CANARIES["model key"])  # the key's one rightful place
-            RECEIVED.add(CANARIES["model base URL"])  # the URL that carries it was used
-            headers = {k: v for k, v in sent.items() if k != "authorization"}
-            exits.add("model requests and cassettes", request.path, headers, request.body)
-    exits.add("model requests and cassettes", *_store_files(cassette))
+        _model_requests(exits, server)
+    # httpx sends a base URL's user:password as Basic authorization in place of the key, so the
+    # key reaches a server only from a base URL without credentials: a second, one-step run
+    with FakeOpenAIServer([Reply.plan([{"id": "hello", "tool": "with_value", "args": {"value": "hi", "form": "as_is"}}])],
+                          strict=False) as server:
+        os.environ["OPENAI_API_KEY"] = CANARIES["model key"]
+        os.environ["OPENAI_BASE_URL"] = server.base_url
+        try:
+            planbook.run("say hello", planner=LLMPlanner("canary-model", cassette=Cassette(folder / "key.json",
+                                                                                       mode="record")),
+                         tools=BOX, max_steps=5)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+        _model_requests(exits, server)
+    exits.add("model requests and cassettes", *_store_files(cassette), *_store_files(folder / "key.json"))
     exits.add("store (closed)", *_store_files(folder / "model.sqlite"))
     result_views(exits, "views/record", result)
     events_and_revisions(exits, result)
+
+
+def _model_requests(exits: Exits, server: Any) -> None:
+    """What the fake model server received, its authorization header apart (the credentials'
+    one rightful place: it marks the key or the base URL's password as received)."""
+    import base64
+
+    for request in server.requests:
+        sent = {k.lower(): v for k, v in request.headers.items()}
+        authorization = sent.get("authorization", "")
+        if authorization == f"Bearer {CANARIES['model key']}":
+            RECEIVED.add(CANARIES["model key"])
+        elif authorization.startswith("Basic "):
+            if CANARIES["model base URL"] in base64.b64decode(authorization[6:]).decode("utf-8", "replace"):
+                RECEIVED.add(CANARIES["model base URL"])
+        headers = {k: v for k, v in sent.items() if k != "authorization"}
+        exits.add("model requests and cassettes", request.path, headers, request.body)
 
 
 MCP_SERVER = '''
@@ -509,6 +537,8 @@ server = MCPServer("canary")
 def whoami(form: str) -> str:
     """Echoes the token it was started with (a careless server)."""
     token = os.environ["GITHUB_TOKEN"]
+    with open(os.environ["CANARY_RECEIVED"], "w") as side_channel:  # what the server got, told only to the test
+        side_channel.write(token)
     print(f"using GITHUB_TOKEN={token}", file=sys.stderr, flush=True)
     if form == "error":
         raise RuntimeError(f"token {token!r} refused")
@@ -540,13 +570,17 @@ def drive_mcp_toolbox(exits: Exits, folder: Path) -> bool:
     script.write_text(MCP_SERVER)
     steps = [{"id": f"me_{form}", "tool": "whoami", "args": {"form": form}} for form in ("as_is", "error", "json")]
     steps.append({"id": "me_crash", "tool": "crash", "args": {}})
-    box = connect([sys.executable, str(script)], env={"GITHUB_TOKEN": CANARIES["MCP toolbox env"]})
+    received = folder / "mcp_received.txt"
+    box = connect([sys.executable, str(script)],
+                  env={"GITHUB_TOKEN": CANARIES["MCP toolbox env"], "CANARY_RECEIVED": str(received)})
     try:
         exits.add("views/record", repr(box))
         result = planbook.run(Plan(steps=[Step(**s) for s in steps]), tools=box,
                               store=folder / "mcp.sqlite", on_failure="continue")
     finally:
         box.close()
+    if received.exists() and received.read_text() == CANARIES["MCP toolbox env"]:
+        RECEIVED.add(CANARIES["MCP toolbox env"])
     exits.add("store (closed)", *_store_files(folder / "mcp.sqlite"))
     result_views(exits, "views/record", result)
     events_and_revisions(exits, result)
