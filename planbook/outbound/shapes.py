@@ -86,7 +86,10 @@ def mask_shapes(text: str, is_secret_name: Callable[[str], bool]) -> str:
             bare_colon = m.start("colon") >= 0
             if bare_colon and not _field_like(text, m.start("name"), m.group("name")):
                 continue  # prose: "the key: turn it twice"
-            start, end = _value(text, pos, colon=bare_colon or m.group("qsep") == ":")
+            if text.startswith(("{", "["), pos):
+                start, end = pos, _bracket_end(text, pos)  # a mapping or list under a secret's name: whole
+            else:
+                start, end = _value(text, pos, colon=bare_colon or m.group("qsep") == ":")
             if end > start and not text.startswith(REDACTED_TEXT, start):
                 out += (text[done:start], REDACTED_TEXT)
                 done = pos = end
@@ -154,4 +157,26 @@ def _call_end(text: str, at: int) -> int:
         if depth == 0:
             return at
         at = _NOT_PAREN.match(text, at).end()  # type: ignore[union-attr]
+    return at
+
+
+#: what is not a bracket: the jumps of :func:`_bracket_end`
+_NOT_BRACKET = re.compile(r"[^\[\]{}]*")
+
+
+def _bracket_end(text: str, at: int) -> int:
+    """Where the mapping or list that opens at ``at`` ends (brackets counted,
+    any kind), or the text's end: ``"token": {"type": "string"}`` is hidden whole, never as
+    ``***"type": …`` with a piece of the value left standing."""
+    depth = 0
+    size = len(text)
+    while at < size:
+        char = text[at]
+        if char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth <= 0:
+                return at + 1
+        at = _NOT_BRACKET.match(text, at + 1).end()  # type: ignore[union-attr]
     return at

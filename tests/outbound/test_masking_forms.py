@@ -233,3 +233,14 @@ def test_a_stored_repr_cut_through_a_secret_keeps_no_part_of_it(tmp_path: Path) 
     loaded = repr(load_run(store=path).plan.steps[0].result)
     for where in (written, loaded):
         assert "Zq81-cut" not in where and "k" * 8 not in where
+
+
+def test_a_mapping_or_list_under_a_secret_name_is_hidden_whole_not_cut_open() -> None:
+    """``"token": {"type": "string"}`` (a schema, a nested config) showed as ``***"type":
+    "string"}``: the first character hidden, the rest left standing as broken text."""
+    from planbook.outbound.checkpoint import mask_text
+
+    assert mask_text('{"token": {"type": "string"}, "x": 1}') == '{"token": ***, "x": 1}'
+    assert mask_text("{'auth': {'user': 'ada', 'pass': 'pw'}, 'b': 2}") == "{'auth': ***, 'b': 2}"
+    assert mask_text("api_key=[1, [2]] ok") == "api_key=*** ok"
+    assert mask_text('password="{not a mapping}" ok') == 'password="***" ok'
