@@ -97,6 +97,21 @@ def _watch_environment() -> None:
 _watch_environment()
 
 
+def _guard_the_kernel() -> None:
+    """Inside a Jupyter kernel, its one exit (the session's ``send``) passes the checkpoint from
+    the first ``import planbook``, not only from the first view displayed: a secret a Secret or a
+    run made known is ``***`` in whatever the kernel sends after (planbook.views.publish)."""
+    import sys
+
+    if "ipykernel" in sys.modules:
+        from .views.publish import ensure_checkpoint
+
+        ensure_checkpoint()
+
+
+_guard_the_kernel()
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext planbook``: register the ``%%plan`` and ``%run_plan`` magics."""
     from .notebook.magics import register
