@@ -51,8 +51,10 @@ class Recording(RunnerParts):
         # summary, its record, its store row), so every one of them hides it
         if outcome.ok and self.secrets.learn_outcome(step.id, outcome.result):
             outcome.summary = REDACTED_TEXT  # what the views show of a holder's result
-        if not outcome.ok or outcome.output or outcome.summary:  # an echoed secret (a secret arg, a token,
-            self.secrets.scrub(outcome, _SCRUBBED)                # the model key) leaves no trace
+        if not outcome.ok or outcome.output:  # an echoed secret (a secret arg, a token, the model key) leaves no trace
+            self.secrets.scrub(outcome, _SCRUBBED)
+        elif outcome.summary:  # the common case, one short text: the redactor's own check (its patterns follow the vault)
+            outcome.summary = self.secrets.redactor.text(outcome.summary)
         if flight.live is not None:  # what it printed since the last step.output, before its end is told
             self.dispatch.relay.finish(flight.live, outcome.output)  # type: ignore[union-attr]
         began, ended = step_times(step.started_at, outcome, flight.timed, kept, now)

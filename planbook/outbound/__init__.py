@@ -336,10 +336,14 @@ class RunSecrets:
         """Hide secrets in an outcome's texts in place (a failed call's error and traceback, its
         printed output): the step, its events, the run's error and every view then hold only
         what may leave."""
+        hide: Callable[[str], str] | None = None
         for field in fields:
             value = getattr(outcome, field, None)
             if value:
-                hidden = self.text(value)
+                if hide is None:  # the environment's secrets read once for all the fields (once a step)
+                    self.redactor.refresh()
+                    hide = self.redactor.text
+                hidden = hide(value)
                 if hidden != value:
                     setattr(outcome, field, hidden)
 
