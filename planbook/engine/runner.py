@@ -298,7 +298,9 @@ class Runner(TickLoop, Recording, Stopping):
                 hidden = self.secrets.text(self.goal_only)
                 if hidden != self.goal_only:
                     s.plan.id = slug(hidden) or "plan"
-        event = Event.record(kind, self.clock() if at is None else at, step, s.plan.revision, data)
+        # an event is kept in the result, stored, delivered to views and exported: what it holds
+        # passes the run's gate here, once, whoever built it (an edit's args, a reason quoting a value)
+        event = Event.record(kind, self.clock() if at is None else at, step, s.plan.revision, self.secrets.data(data))
         s.events.append(event)
         return event
 
