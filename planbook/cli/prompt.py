@@ -141,9 +141,9 @@ class TerminalPrompt:
         except json.JSONDecodeError as exc:
             self.stdout.write(f"not JSON ({exc.msg} at character {exc.pos}): write them as {{\"name\": value}}\n")
             return None
-        if isinstance(args, dict):  # a secret shown as *** and typed back as *** keeps its value
-            args = self.gate.kept_secrets(args, step.args)
         try:
+            if isinstance(args, dict):  # a secret shown as *** and typed back as *** keeps its value
+                args = self.gate.kept_secrets(args, step.args)
             return Decision.edit(check_edit(step, args, self.tools), who="cli")
         except (TypeError, ValueError) as exc:
             self.stdout.write(f"{self.gate.line(str(exc))}\n")

@@ -128,3 +128,43 @@ def test_resuming_a_run_that_was_waiting_asks_again_on_the_terminal(workdir: Pat
     terminal.type("a")
     assert terminal.finish() == 0, terminal.text
     assert "SENT 'dear bob' TO bob" in terminal.text
+
+
+URL_TOOLS = '''
+import planbook
+
+tools = planbook.Toolbox()
+
+
+@tools.tool(approve=True)
+def fetch(url: str) -> str:
+    ok = url == "https://ada:s3cret-pass-99@example.test/b"
+    print("FETCHED WITH THE REAL CREDENTIALS" if ok else f"FETCHED {url.replace(chr(42), '+')}")
+    return "ok"
+'''
+
+URL_PLAN = """
+goal: fetch a page
+steps:
+  - {id: fetch, tool: fetch, args: {url: "https://ada:s3cret-pass-99@example.test/a"}}
+"""
+
+
+def test_an_edit_that_moves_a_hidden_secret_is_refused_at_the_prompt_then_one_that_keeps_it_runs(
+        tmp_path: Path) -> None:
+    """The prompt asked the gate to keep the secrets outside its ``try``: an edit whose ``***``
+    no longer matched the hidden parts raised out of the prompt and ended the command."""
+    (tmp_path / "mailtools.py").write_text(URL_TOOLS, encoding="utf-8")
+    (tmp_path / "plan.yaml").write_text(URL_PLAN, encoding="utf-8")
+    term = Terminal(tmp_path)
+    term.expect("[a]pprove [s]kip [e]dit [q]uit? ")
+    term.type("e")
+    term.expect("new arguments as JSON")
+    term.type('{"url": "https://***@***/b"}')
+    term.expect("[a]pprove [s]kip [e]dit [q]uit? ")
+    term.type("e")
+    term.expect("new arguments as JSON")
+    term.type('{"url": "https://***@example.test/b"}')
+    assert term.finish() == 0, term.text
+    assert "FETCHED WITH THE REAL CREDENTIALS" in term.text
+    assert "s3cret-pass-99" not in term.text
