@@ -26,6 +26,7 @@ class AskingThread:
         self._question: Callable[[], None] | None = None
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._busy = False  # a question is being asked (its callable may never return)
 
     def ask(self, question: Callable[[], None]) -> None:
         """Run ``question`` on the asking thread (the door gives one only when none is running)."""
@@ -39,11 +40,16 @@ class AskingThread:
                 self._thread.start()
 
     def close(self) -> None:
-        """The run ended: the thread ends (once a question it is in returns)."""
+        """The run ended: the thread ends, and is waited for unless a question holds it (a
+        callable that never answered): a thread that outlives its run frees its objects at
+        some later moment, in whatever the process does then."""
         with self._cond:
             self._closed = True
             self._question = None
             self._cond.notify_all()
+            thread, busy = self._thread, self._busy
+        if thread is not None and not busy and thread is not threading.current_thread():
+            thread.join()
 
     def _loop(self) -> None:
         while True:
@@ -52,5 +58,10 @@ class AskingThread:
                 if self._closed:
                     return
                 question, self._question = self._question, None
+                self._busy = True
             assert question is not None
-            question()
+            try:
+                question()
+            finally:
+                with self._cond:
+                    self._busy = False

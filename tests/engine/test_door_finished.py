@@ -136,6 +136,8 @@ def test_a_callable_answering_in_time_still_decides_every_step() -> None:
     result = planbook.run(plan, tools=_send_box(sent), approve=lambda step, context: next(answers),
                           approve_timeout=30)
     assert result.ok and sent == ["bob", "al"]
+    # the asking thread ended with its run (it freed its objects later, in whatever ran next)
+    assert not [t for t in threading.enumerate() if t.name == "planbook-approve"]
 
 
 class Silent(io.StringIO):

@@ -80,7 +80,11 @@ def test_objects_frozen_by_the_process_stay_frozen() -> None:
         frozen = gc.get_freeze_count()
         with collector_paused(keep=True):
             made = [1]
-        assert gc.get_freeze_count() == frozen and id(made) not in oldest()
+        # neither unfrozen (the count would fall to about none) nor frozen again (every object
+        # alive, ``made`` among them, would join): compared with room for the frozen objects a
+        # daemon thread of an earlier test may free meanwhile, which lowers the count
+        after = gc.get_freeze_count()
+        assert frozen // 2 < after <= frozen and id(made) not in oldest()
     finally:
         gc.unfreeze()
 
