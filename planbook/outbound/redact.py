@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..data.refs import WHOLE_REF
 from . import vault
@@ -99,6 +99,31 @@ def _model_variables(env: Mapping[str, str]) -> tuple[object, object]:
     return env.get(_MODEL_VARIABLES[0]), env.get(_MODEL_VARIABLES[1])
 
 
+class _Known(NamedTuple):
+    """The compiled form of one set of secrets (see :func:`_compiled`)."""
+
+    pattern: re.Pattern[str] | None
+    starts: re.Pattern[str] | None
+    as_bytes: tuple[bytes, ...]
+    forms: tuple[str, ...]
+
+
+@lru_cache(maxsize=8)
+def _compiled(found: frozenset[str]) -> _Known:
+    """Every form each secret of ``found`` is echoed in (see :func:`echo_forms`), and each of
+    them as JSON text writes it, as one pattern: longest first, so at one place the longest
+    wins; and every place a form starts, with the longest there, so overlapping secrets are
+    hidden together."""
+    forms = {form for s in found for form in echo_forms(s)}
+    forms |= {json_form for f in forms for json_form in (_dump(f)[1:-1], json.dumps(f)[1:-1])}
+    ordered = sorted(forms, key=len, reverse=True)
+    if not ordered:
+        return _Known(None, None, (), ())
+    alternatives = "|".join(map(re.escape, ordered))
+    return _Known(re.compile(alternatives), re.compile(f"(?=({alternatives}))"),
+                  tuple(s.encode("utf-8", "surrogatepass") for s in ordered), tuple(ordered))
+
+
 class Redactor:
     """Redacts text and plain data (dicts, lists, tuples); other objects are left to the caller.
 
@@ -111,6 +136,7 @@ class Redactor:
 
     def __init__(self, secrets: Iterable[str] = (), *, env: Mapping[str, str] | None = None) -> None:
         self._given = {s for s in secrets if s}
+        VAULT.add(self._given)
         self._env = env
         self._env_key: tuple[object, ...] | None = None  # what the two variables and the vault were (to tell a change)
         self._vault_version = -1
@@ -130,6 +156,7 @@ class Redactor:
         if new:
             self._given |= new
             self._env_key = None
+            VAULT.add(new)  # what one gate hides, every exit hides (and all share one compiled set)
 
     def learn(self, values: Iterable[Any]) -> None:
         """Values that were redacted by name (a ``password=`` arg, the tuple of ``auth=``):
@@ -140,25 +167,24 @@ class Redactor:
             self.add_secrets(new)
 
     def refresh(self) -> None:
-        """Re-read the environment's secrets if the key or base URL changed."""
+        """Re-read the environment's secrets if the key or base URL changed, and the vault's if
+        it grew. The patterns are compiled once per set of secrets and shared by every redactor
+        that knows that set (every run's gate, every store's, the exits'): a kernel with many
+        runs compiles once per secret learned, not once per redactor."""
         env = os.environ if self._env is None else self._env
         now = (*_model_variables(env), VAULT.version)
         if now == self._env_key:
             return
         self._env_key, self._vault_version = now, VAULT.version
         # the process's vault too: a secret any run, toolbox or Secret made known is hidden by every gate
-        found = {s for s in self._given | VAULT.texts | set(environment_secrets(env)) if len(s) >= self.MIN_SECRET}
-        self._exact = frozenset(found)
-        # every form a secret is echoed in (see echo_forms), and each of them as JSON text writes it
-        forms = {form for s in found for form in echo_forms(s)}
-        forms |= {json_form for f in forms for json_form in (_dump(f)[1:-1], json.dumps(f)[1:-1])}
-        ordered = sorted(forms, key=len, reverse=True)  # longest first: at one place, the longest wins
-        alternatives = "|".join(map(re.escape, ordered))
-        self._known = self._known_text = re.compile(alternatives) if ordered else None
-        # every place a form starts, with the longest there: overlapping secrets are hidden together
-        self._known_at = re.compile(f"(?=({alternatives}))") if ordered else None
-        self._known_bytes = tuple(s.encode("utf-8", "surrogatepass") for s in ordered)
-        self._known_forms = tuple(ordered)
+        found = frozenset(s for s in self._given | VAULT.texts | set(environment_secrets(env))
+                          if len(s) >= self.MIN_SECRET)
+        known = _compiled(found)
+        self._exact = found
+        self._known = self._known_text = known.pattern
+        self._known_at = known.starts
+        self._known_bytes = known.as_bytes
+        self._known_forms = known.forms
 
     @property
     def patterns(self) -> re.Pattern[str] | None:

@@ -32,6 +32,10 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         rf"\|\s+{NUMBER}\s+{NUMBER} \|\s+{NUMBER}\s+{NUMBER} \|",
         rf"replanning after every step sends {NUMBER}x the prompt tokens",
     )),
+    "masking.py": ((), (
+        rf"base64 word\s+{NUMBER}ms\s+{NUMBER}ms\s+{NUMBER}",
+        rf"slowest {NUMBER} kB: {NUMBER} s CPU",
+    )),
     "mcp_otel.py": (("mcp", "mcp_server_time", "opentelemetry.sdk"), (
         rf"MCP call: SDK {NUMBER} ms, through planbook's tool {NUMBER} ms -> {NUMBER}x",
         rf"MCP step in a run: {NUMBER} ms .* -> {NUMBER}x",
