@@ -335,8 +335,11 @@ def echo_forms(secret: str) -> set[str]:
     forms |= {quote(secret, safe=""), quote(secret), quote_plus(secret)}  # in a URL's query or path
     forms |= {escaped for form in forms for escaped in _html_forms(form)}
     slugged = "-".join(_SLUG_WORDS.findall(secret.lower()))
-    if len(slugged) >= Redactor.MIN_SECRET:
-        forms.add(slugged)  # a plan id made from a goal that mentions it (``log-in-with-tok-zq81``)
+    # a plan id made from a goal that mentions it (``log-in-with-tok-zq81``); only when the slug is
+    # as long as a secret hunted inside text must be: "${login}" slugs to the word "login", which
+    # the vault would then hide in every text of the process (a stored ``$login`` among them)
+    if len(slugged) >= MIN_SECRET_LENGTH:
+        forms.add(slugged)
     return {f for f in forms if f}
 
 
