@@ -300,7 +300,8 @@ class Runner(TickLoop, Recording, Stopping):
                     s.plan.id = slug(hidden) or "plan"
         # an event is kept in the result, stored, delivered to views and exported: what it holds
         # passes the run's gate here, once, whoever built it (an edit's args, a reason quoting a value)
-        event = Event.record(kind, self.clock() if at is None else at, step, s.plan.revision, self.secrets.data(data))
+        event = Event.record(kind, self.clock() if at is None else at, step, s.plan.revision,
+                             self.secrets.event_data(data))
         s.events.append(event)
         return event
 

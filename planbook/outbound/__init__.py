@@ -106,6 +106,10 @@ def holder_texts(result: Any) -> list[Any]:
     return [result]
 
 
+#: event fields only the engine writes (counts, times, the worker's name): never text of a run
+ENGINE_FIELDS = frozenset({"attempt", "execution", "worker", "duration", "call_start", "call_end", "kept"})
+
+
 class RunSecrets:
     """The gate of one run: what the run knows to be secret, and the one way its text and values
     are made fit to leave it.
@@ -286,6 +290,16 @@ class RunSecrets:
         """Plain data redacted as :meth:`text` (secret-named keys whole); other objects as they are."""
         self.redactor.refresh()
         return self.redactor.data(value)
+
+    def event_data(self, data: dict[str, Any]) -> dict[str, Any]:
+        """An event's data as the run keeps, stores and sends it: every field passes the gate,
+        but for a ``step.started``'s (its attempt and execution counts and the thread it ran on:
+        the engine's own, no text of a run's) — two events a step, the hot path of every run.
+        The redactor's patterns follow the vault; the model variables are read again where text
+        leaves the process, not for each event."""
+        if ENGINE_FIELDS.issuperset(data):
+            return data
+        return self.redactor.data(data)  # type: ignore[no-any-return]
 
     def result(self, step: Any) -> Any:
         """What may be shown of ``step``'s result: ``***`` for a step that holds a secret."""
