@@ -160,3 +160,74 @@ def test_only_the_gate_escapes_sanitises_or_redacts() -> None:
         if work:
             offenders.append(f"{_rel(path)}: {', '.join(work)}")
     assert not offenders, "the gate's work done outside planbook.outbound:\n" + "\n".join(offenders)
+
+
+# ------------------------------------------------------------------ the doors are the only exits
+#: each real exit of the process, and the one module (or few) allowed to use it: a surface that
+#: wants out goes through them, and they mask (planbook.outbound.checkpoint) whatever it forgot
+DOORS: dict[str, frozenset[str]] = {
+    # the notebook: everything a kernel publishes passes views/publish.py's display functions
+    # and the checkpoint it puts on the session's send
+    "uses IPython.display": frozenset({"planbook/views/publish.py"}),
+    # spans: made and written only through otel.py's masking tracer
+    "span.": frozenset({"planbook/otel.py", "planbook/store/sqlwrite.py"}),  # sqlwrite: a cache's set_status
+    # the store: rows are written by its write path (and its schema and cache)
+    "writes SQL rows": frozenset({"planbook/store/sqlwrite.py", "planbook/store/sqlcache.py",
+                                  "planbook/store/schema.py"}),
+    # MCP answers: one server, whose one call masks
+    "uses mcp.server": frozenset({"planbook/cli/mcpserve.py"}),
+}
+
+
+def exits_of(tree: ast.AST) -> set[str]:
+    """:func:`outputs_of`, and the imports of IPython's display machinery (a second way to
+    publish beside the one door)."""
+    found = outputs_of(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any(n.startswith("IPython.display") or n.startswith("IPython.core.display") for n in names):
+                found.add("uses IPython.display")
+        elif isinstance(node, ast.Attribute) and node.attr == "publish_display_data":
+            found.add("uses IPython.display")
+    return found
+
+
+def _door_breaches(modules: dict[str, ast.AST]) -> list[str]:
+    breaches = []
+    for rel, tree in modules.items():
+        for exit in exits_of(tree):
+            for door, owners in DOORS.items():
+                if exit.startswith(door) and rel not in owners:
+                    breaches.append(f"{rel}: {exit} (only {', '.join(sorted(owners))} may)")
+        # a call of display()/update_display() must be the door's own (imported from views.publish)
+        calls = {c for c in exits_of(tree) if c in ("calls display()", "calls update_display()")}
+        if calls and rel != "planbook/views/publish.py":
+            imported = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                        and (node.module or "").endswith("publish") for a in node.names}
+            for call in sorted(calls):
+                name = call[len("calls "):-2]
+                if name not in imported:
+                    breaches.append(f"{rel}: {call} not imported from planbook.views.publish")
+    return breaches
+
+
+def test_the_doors_are_the_only_places_that_publish_export_or_write() -> None:
+    modules = {_rel(p): ast.parse(p.read_text(encoding="utf-8")) for p in _modules()}
+    assert not _door_breaches(modules), "\n".join(_door_breaches(modules))
+    # the CLI's one writer: the command runs inside the masking streams
+    app = (PACKAGE / "cli" / "app.py").read_text(encoding="utf-8")
+    assert "masked_streams()" in app and "from .streams import masked_streams" in app
+
+
+def test_the_door_check_sees_a_second_way_out() -> None:
+    planted = {
+        "planbook/views/sneaky.py": ast.parse("from IPython.display import display\ndef show(x):\n    display(x)\n"),
+        "planbook/engine/trace.py": ast.parse("def mark(span, run):\n    span.set_attribute('goal', run.goal)\n"),
+        "planbook/views/fine.py": ast.parse("from .publish import display\ndef show(x):\n    display(x)\n"),
+    }
+    breaches = _door_breaches(planted)
+    assert any(b.startswith("planbook/views/sneaky.py: uses IPython.display") for b in breaches), breaches
+    assert any(b.startswith("planbook/views/sneaky.py: calls display() not imported") for b in breaches), breaches
+    assert any(b.startswith("planbook/engine/trace.py: span.set_attribute()") for b in breaches), breaches
+    assert not [b for b in breaches if b.startswith("planbook/views/fine.py")], breaches
