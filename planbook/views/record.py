@@ -65,12 +65,13 @@ RECORD_PANES_TOTAL = 40_000
 
 _LABEL = f"{DIM};font-size:11px;margin-top:4px"
 _PRE = "white-space:pre-wrap;margin:2px 0;max-height:320px;overflow:auto"
-#: a pane is a box of its own: what a result draws stays inside it (``position:relative`` and
-#: ``contain:content`` hold anything positioned or painted within it, ``overflow:hidden`` clips it)
+#: a pane is a box of its own: what a result draws stays inside it (``position:relative`` holds
+#: anything positioned within it, ``overflow:hidden`` clips it; not ``contain``, which JupyterLab's
+#: sanitizer strips from an untrusted notebook's styles)
 _PANE = ("text-align:left;margin:4px 0;padding:2px 8px;border-left:3px solid #888;"
-         "position:relative;overflow:hidden;contain:content")
+         "position:relative;overflow:hidden")
 #: the box of a result's own HTML inside its pane: clipped, scrolled, no taller than a screen's part
-RETURNED = "position:relative;overflow:auto;max-height:360px;contain:content"
+RETURNED = "position:relative;overflow:auto;max-height:360px"
 
 
 def safe_markup(markup: str) -> bool:
