@@ -299,7 +299,21 @@ class RunSecrets:
         leaves the process, not for each event."""
         if ENGINE_FIELDS.issuperset(data):
             return data
-        return self.redactor.data(data)  # type: ignore[no-any-return]
+        redactor = self.redactor
+        text = redactor.text
+        for name, value in data.items():  # the common case inline: numbers and short clean texts
+            kind = type(value)
+            if kind is str:
+                if text(value) is not value:
+                    break
+            elif kind is int or kind is float or kind is bool or value is None:
+                if value is not None and name not in ENGINE_FIELDS and is_secret_name(name):
+                    break
+            else:
+                break
+        else:
+            return data  # nothing to hide: the dict itself (its shared key table kept)
+        return redactor.data(data)  # type: ignore[no-any-return]
 
     def result(self, step: Any) -> Any:
         """What may be shown of ``step``'s result: ``***`` for a step that holds a secret."""
