@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import vault
-from .redact import REDACTED_TEXT, Redactor, echo_forms, environment_secrets, secret_texts
+from .redact import Redactor, secret_texts
 from .vault import VAULT
 
 
@@ -48,27 +48,13 @@ def mask_data(value: Any) -> Any:
     return _redactor().data(value)
 
 
-_known_forms: tuple[tuple[object, ...], tuple[str, ...]] = ((), ())
-
-
 def mask_known(text: str) -> str:
     """``text`` with every known secret (the vault's, the model's key and base-URL credentials),
     in every form it is echoed in, as ``***``, and nothing else: for text a program reads back
     (a request to the model, a cassette), where a shape rule would change what it means (a
     replan prompt's ``"token": "$login"`` names a step; a tool schema's ``"password": {...}`` is
-    a schema). Plain replacement, longest form first: linear in the text for each form."""
-    global _known_forms
-    if not text or not vault.MASKING:
-        return text
-    key: tuple[object, ...] = (VAULT.version, *environment_secrets())
-    if _known_forms[0] != key:
-        secrets = [s for s in (*VAULT.texts, *key[1:]) if isinstance(s, str) and len(s) >= vault.MIN_VAULT_SECRET]
-        forms = {form for s in secrets for form in echo_forms(s)}
-        _known_forms = (key, tuple(sorted(forms, key=len, reverse=True)))
-    for form in _known_forms[1]:
-        if form in text:
-            text = text.replace(form, REDACTED_TEXT)
-    return text
+    a schema). Secrets that overlap or touch are hidden as one, so no fragment is left."""
+    return _redactor().known(text)
 
 
 def mask_bytes(data: bytes) -> bytes:

@@ -236,6 +236,12 @@ class Redactor:
 
     def text(self, text: str) -> str:
         """``text`` with known secrets and secret shapes replaced by ``***``."""
+        text = self.known(text)
+        return mask_shapes(text, is_secret_name) if text and suspicious(text) else text
+
+    def known(self, text: str) -> str:
+        """``text`` with the known secrets, in every form they are echoed in, as ``***`` (those
+        that overlap or touch as one), and nothing else: no shape rule (see :meth:`text`)."""
         if not text or not vault.MASKING:
             return text
         if self._env_key is None or self._vault_version != VAULT.version:
@@ -244,7 +250,7 @@ class Redactor:
             found = self._known.search(text)
             if found is not None:
                 text = _hide_spans(text, self._known_at, found.start())  # type: ignore[arg-type]
-        return mask_shapes(text, is_secret_name) if suspicious(text) else text
+        return text
 
     def data(self, value: Any) -> Any:
         """A redacted copy of plain data: secret-named mapping values and secrets in strings.

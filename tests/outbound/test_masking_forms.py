@@ -244,3 +244,15 @@ def test_a_mapping_or_list_under_a_secret_name_is_hidden_whole_not_cut_open() ->
     assert mask_text("{'auth': {'user': 'ada', 'pass': 'pw'}, 'b': 2}") == "{'auth': ***, 'b': 2}"
     assert mask_text("api_key=[1, [2]] ok") == "api_key=*** ok"
     assert mask_text('password="{not a mapping}" ok') == 'password="***" ok'
+
+
+def test_masking_known_secrets_only_leaves_no_fragment_of_overlapping_ones() -> None:
+    """``mask_known`` (model requests, cassettes) replaced one form after another: of two secrets
+    that overlap, the second lost its first part to the first's ``***`` and its tail stayed."""
+    from planbook.outbound.checkpoint import mask_known, remember
+
+    remember(["kn0wn-first-Qz81", "Qz81-kn0wn-second"])
+    assert mask_known("a kn0wn-first-Qz81-kn0wn-second b") == "a *** b"
+    # and nothing but known secrets: a reference and a schema are kept as written
+    assert mask_known('{"token": "$login", "password": {"type": "string"}}') == \
+        '{"token": "$login", "password": {"type": "string"}}'
