@@ -14,6 +14,7 @@ runs it with ``PLANBOOK_UNSAFE_UNMASKED=1``, which is read at import, so in a ne
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 import html
 import json
 import os
@@ -465,48 +466,48 @@ def drive_model(exits: Exits, folder: Path) -> None:
              {"id": "use", "tool": "with_token", "args": {"token": "$pick", "form": "as_is"}, "needs": ["pick"]},
              {"id": "boom", "tool": "with_token", "args": {"token": "$pick", "form": "error"}, "needs": ["use"]}]
     second = [{"id": "after", "tool": "with_token", "args": {"token": "$pick", "form": "dict"}}]
-    saved = {k: os.environ.get(k) for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     cassette = folder / "cassette.json"
     with FakeOpenAIServer([Reply.plan(first), Reply.plan(second), Reply.no_change(), Reply.no_change()],
                           strict=False) as server:
         host = server.base_url.split("://", 1)[1]
-        os.environ["OPENAI_API_KEY"] = CANARIES["model key"]
-        os.environ["OPENAI_BASE_URL"] = f"http://canary:{quote(CANARIES['model base URL'], safe='')}@{host}"
         spans = _span_exporter(exits, capture=True)
         try:
-            planner = LLMPlanner("canary-model", cassette=Cassette(cassette, mode="record"))
-            goal = f"log in, then fetch with the deploy key {CANARIES['named Secret']}"
-            result = planbook.run(goal, planner=planner, tools=BOX, store=folder / "model.sqlite",
-                                  on_failure="replan", max_steps=20)
+            with _model_environment(f"http://canary:{quote(CANARIES['model base URL'], safe='')}@{host}"):
+                planner = LLMPlanner("canary-model", cassette=Cassette(cassette, mode="record"))
+                goal = f"log in, then fetch with the deploy key {CANARIES['named Secret']}"
+                result = planbook.run(goal, planner=planner, tools=BOX, store=folder / "model.sqlite",
+                                      on_failure="replan", max_steps=20)
         finally:
             spans()
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
         _model_requests(exits, server)
     # httpx sends a base URL's user:password as Basic authorization in place of the key, so the
     # key reaches a server only from a base URL without credentials: a second, one-step run
     with FakeOpenAIServer([Reply.plan([{"id": "hello", "tool": "with_value", "args": {"value": "hi", "form": "as_is"}}])],
                           strict=False) as server:
-        os.environ["OPENAI_API_KEY"] = CANARIES["model key"]
-        os.environ["OPENAI_BASE_URL"] = server.base_url
-        try:
+        with _model_environment(server.base_url):
             planbook.run("say hello", planner=LLMPlanner("canary-model", cassette=Cassette(folder / "key.json",
                                                                                        mode="record")),
                          tools=BOX, max_steps=5)
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
         _model_requests(exits, server)
     exits.add("model requests and cassettes", *_store_files(cassette), *_store_files(folder / "key.json"))
     exits.add("store (closed)", *_store_files(folder / "model.sqlite"))
     result_views(exits, "views/record", result)
     events_and_revisions(exits, result)
+
+
+@contextmanager
+def _model_environment(base_url: str) -> Iterator[None]:
+    """The canary model key and ``base_url`` in the environment, put back as they were after."""
+    saved = {k: os.environ.get(k) for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    os.environ["OPENAI_API_KEY"], os.environ["OPENAI_BASE_URL"] = CANARIES["model key"], base_url
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _model_requests(exits: Exits, server: Any) -> None:
