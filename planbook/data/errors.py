@@ -12,6 +12,7 @@ the built-in class a caller would expect, so ``except ValueError`` keeps working
     ├── RunEnded (RuntimeError)           a decision given after the run ended
     ├── ResumeError (RuntimeError)        a stored run cannot continue as it is (planbook.resume)
     │   └── NothingToResume               the stored run already completed or failed
+    ├── ForkError (ValueError)            a fork or a comparison of runs cannot be made as asked
     ├── StoreError (RuntimeError)         a run store cannot do what was asked (planbook.store)
     │   ├── StoreFormatError              the file is damaged, not a run store, or newer
     │   ├── RunNotFound (LookupError)     no run with that id
@@ -160,6 +161,11 @@ class RunEnded(PlanbookError, RuntimeError):
 
 class ResumeError(PlanbookError, RuntimeError):
     """A stored run cannot continue as it is; the message says what to do."""
+
+
+class ForkError(PlanbookError, ValueError):
+    """A fork (:func:`planbook.fork`) or a comparison (:func:`planbook.diff_runs`) cannot be made as
+    asked; the message names the problem and what to do, and nothing was created."""
 
 
 class NothingToResume(ResumeError):

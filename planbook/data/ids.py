@@ -10,6 +10,8 @@ braces, commas, colons) are refused, with the character named.
 
 from __future__ import annotations
 
+import secrets
+import time
 import unicodedata
 
 #: the rule in words, for error messages
@@ -48,3 +50,9 @@ def _describe(ch: str) -> str:
     if ch.isprintable() and not ch.isspace():
         return f"{ch!r}"
     return f"U+{ord(ch):04X}" + (f" ({name.lower()})" if name else " (a control character)")
+
+
+def new_run_id(now: float | None = None) -> str:
+    """A readable, sortable, unique id: ``20250101-120000-1a2b3c``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if now is None else now))
+    return f"{stamp}-{secrets.token_hex(3)}"

@@ -545,6 +545,15 @@ class RunResult(_MaskedRepr, BaseModel):
     #: when and where each execution that ended ran, in the order they started (the one record
     #: of an execution: :class:`~planbook.data.timeline.Execution`)
     records: list[Execution] = Field(default_factory=list)
+    #: the run's id (the one ``planbook.runs()`` lists; a run with no store has one too)
+    run_id: str | None = None
+    #: a forked run's origin (:class:`~planbook.data.lineage.Lineage` as plain data), None for a run that is no fork
+    lineage: dict[str, Any] | None = None
+
+    @property
+    def parent(self) -> str | None:
+        """The id of the run this one was forked from (None for a run that is no fork)."""
+        return None if self.lineage is None else self.lineage.get("parent")
 
     @computed_field  # type: ignore[prop-decorator]
     @cached_property

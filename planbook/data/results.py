@@ -8,6 +8,8 @@ asked while it goes or loaded back later. It sits in the data layer: the store, 
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..outbound import RunSecrets
 from .models import Event, Plan, PlanDiff, RunReason, RunResult, RunStatus, Status, Step, Usage
 from .timeline import records_of
@@ -30,6 +32,8 @@ def run_result(
     max_steps: int,
     max_replans: int,
     secrets: RunSecrets | None = None,
+    run_id: str | None = None,
+    lineage: dict[str, Any] | None = None,
 ) -> RunResult:
     """The run as a :class:`RunResult`, built from what the caller hands over (it copies nothing:
     a live run that goes on passes copies); the timing records are rebuilt from the history and
@@ -41,6 +45,6 @@ def run_result(
         outputs={st.id: st.result for st in plan.steps if st.status is Status.completed},
         error=error, traceback=traceback, executions=executions, replans=replans,
         max_steps=max_steps, max_replans=max_replans, usage=Usage.from_events(events),
-        records=records_of(history, events),
+        records=records_of(history, events), run_id=run_id, lineage=lineage,
     )
     return result if secrets is None else result.gated(secrets)

@@ -20,6 +20,7 @@ from ._parts import RunnerParts
 from .dispatch import Flight
 from .execute import stdout_routing, summarize
 from .persistence import UNCACHED_NOTE, uses_cache
+from ..data.lineage import kept_note
 from .state import CACHED_NOTE, INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 
 
@@ -112,7 +113,7 @@ class TickLoop(RunnerParts):
                 config = self.config.model_dump(mode="json")
                 if self.steering is not None and self.steering.rule.stored() is not None:
                     config["approve"] = self.steering.rule.stored()  # a resume asks about the same steps
-                self.recorder.begin(s, config)
+                self.recorder.begin(s, config, self._run_id)
         elif resumed and self.recorder is not None and not self._adopted:
             self.recorder.save(s)  # a paused plan may have been edited by hand
         # a run resumed from its store writes nothing before its first call: the steps a crash
@@ -192,6 +193,8 @@ class TickLoop(RunnerParts):
             step = self.scheduler.peek()
             if step is None or (batchable and not self._may_join(step)):
                 return None
+            if self._parent_calls and step.id in self._parent_calls and self._from_parent(step):
+                continue
             if self.recorder is not None and step.tool is not None and self._from_cache(step):
                 continue
             if self.door is not None:
@@ -271,6 +274,31 @@ class TickLoop(RunnerParts):
         self._changed(step)
         return True
 
+    def _from_parent(self, step: Step) -> bool:
+        """A fork with ``reuse="identical"``: keep the parent's result of ``step`` when its call,
+        resolved now, is the parent's call (same tool, the same arguments, type for type)."""
+        tool, old_args, old_result = self._parent_calls.pop(step.id)
+        if step.tool != tool:
+            return False
+        try:
+            args = resolve(step.args, {n: self.scheduler.by_id[n].result for n in step.needs})
+        except Exception:  # noqa: BLE001 - the call itself will report it
+            return False
+        if not same_call(args, old_args):
+            return False
+        parent = (self.state.lineage or {}).get("parent", "?")
+        self.scheduler.take()
+        now = self.clock()
+        self._unshare(step)
+        step.set_state(status=Status.completed, result=old_result, error=None, traceback=None, output="",
+                       notes=f"{kept_note(parent, step)} (its call, resolved, was the parent's: reuse='identical')",
+                       started_at=now, finished_at=now)
+        self.scheduler.completed(step)
+        self.emit("step.cached", step=step.id, from_run=parent, from_step=step.id, kept=True,
+                  result=summarize(old_result))
+        self._changed(step)
+        return True
+
     def _submit(self, step: Step, executor: Any) -> None:
         """Count the execution, mark the step in progress, record that, then start the call."""
         flight = self._begin(step, executor)
@@ -322,3 +350,17 @@ class TickLoop(RunnerParts):
         if self.dispatch.batching:  # a batch in another lane starts no call a plain run would not
             self.dispatch.halt(holding(self._ending, self._replan_for, self._pause_why))
         return last
+
+
+def same_call(a: Any, b: Any) -> bool:
+    """Equal, type for type (``1``, ``1.0`` and ``True`` are three calls), at any depth."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_call(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_call(x, y) for x, y in zip(a, b))
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - an object that cannot be compared is not the same call
+        return False

@@ -50,6 +50,9 @@ class RunnerParts:
         _adopted: bool
         _until: str | None
         _cache_keys: dict[str, str]
+        _run_id: str
+        #: a fork with ``reuse="identical"``: step id -> the parent's (tool, resolved args, result)
+        _parent_calls: dict[str, tuple[Any, Any, Any]]
         _ending: tuple[Any, ...] | None
         _replan_for: Step | None
         _pause_why: str | None

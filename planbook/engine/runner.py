@@ -35,6 +35,7 @@ from .dispatch import Dispatcher
 from ..data.errors import PlanError, Problem
 from .eventbus import RUN_HOOKS, EventBus, EventHandler
 from ..data.gcwindow import collector_paused, worth_keeping
+from ..data.ids import new_run_id
 from .liveoutput import OutputRelay
 from ..data import results
 from ..data.models import Event, EventKind, Plan, RunResult, Step
@@ -148,6 +149,10 @@ class Runner(TickLoop, Recording, Stopping):
             raise ValueError(f"retries={retries} only applies to the retry policy, and on_failure is "
                              f"{list(policy)}: add 'retry' (e.g. on_failure=['retry', '{policy[-1]}'])")
         self.state = RunState(plan=initial)
+        #: the run's id (a store writes it under this id; a run without a store has one too)
+        self._run_id = new_run_id()
+        #: a fork with ``reuse="identical"`` (planbook.engine.fork): the parent's calls its dependents may match
+        self._parent_calls: dict[str, tuple[Any, Any, Any]] = {}
         #: the run's gate: its secrets, learned from the plan and every change to it (planbook.outbound)
         self.secrets = RunSecrets()
         self.secrets.learn_plan(initial)
@@ -333,17 +338,24 @@ class Runner(TickLoop, Recording, Stopping):
             events=s.events if done else list(s.events),
             status=s.status, reason=s.reason, error=s.error, traceback=s.traceback,
             executions=s.executions, replans=s.replans, max_steps=self.max_steps, max_replans=self.max_replans,
-            secrets=self.secrets,
+            secrets=self.secrets, run_id=self.run_id, lineage=s.lineage,
         )
 
     # ------------------------------------------------------------- the stored run
     def adopt(self, state: RunState, run_id: str) -> None:
         """Continue a stored run: its state, written on under its id (see planbook.resume)."""
         self.state = state
+        self._run_id = run_id
         self._stale = True
         self._adopted = True
         if self.recorder is not None:
             self.recorder.run_id = run_id
+
+    @property
+    def run_id(self) -> str:
+        """The run's id: the one its store holds it under (``result.run_id``)."""
+        recorder = self.recorder
+        return recorder.run_id if recorder is not None and recorder.run_id else self._run_id
 
     def release_store(self) -> None:
         """Close a store this runner opened from a path, once its run has ended: not whenever the

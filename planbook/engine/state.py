@@ -6,14 +6,15 @@ runner's other fields (executors, the scheduler's indexes, views) are rebuilt fr
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..data.lineage import CACHED_NOTE
 from ..data.models import Event, Plan, PlanDiff, RunReason, RunStatus, Step
 
 #: the note on a step whose call was interrupted before it completed
 INTERRUPTED_NOTE = "interrupted; it runs again when the run continues"
-#: how the note on a step completed from the step cache begins (views show it: the step did not run)
-CACHED_NOTE = "cached: "
 #: the note on a step whose call was still running in a worker thread at the interrupt
 STILL_RUNNING_NOTE = ("interrupted while its call was still running in a worker thread; when the run continues "
                       "it waits for that call and keeps its result (the step runs again only if the call did not "
@@ -47,6 +48,8 @@ class RunState(BaseModel):
     pending_failures: list[str] = Field(default_factory=list)
     #: traceback of the exception that ended the run (a planner that raised), for debugging
     traceback: str | None = None
+    #: a forked run's origin (:class:`~planbook.data.lineage.Lineage` as plain data: the store keeps it)
+    lineage: dict[str, Any] | None = None
 
 
 def failure_line(step_id: str, error: str | None) -> str:

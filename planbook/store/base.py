@@ -28,8 +28,6 @@ transaction; ``append_events`` is for events outside a run's state.
 
 from __future__ import annotations
 
-import secrets
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -167,6 +165,7 @@ class StoredRun:
             traceback=c.get("traceback"), executions=c.get("executions", 0), replans=c.get("replans", 0),
             max_steps=self.config.get("max_steps", budgets.MAX_STEPS),
             max_replans=self.config.get("max_replans", budgets.MAX_REPLANS),
+            run_id=self.run_id, lineage=c.get("lineage"),
         )
 
 
@@ -211,7 +210,8 @@ class RunStore(Protocol):
     #: where the runs are (a path, or ``":memory:"``), for messages
     location: str
 
-    def create_run(self, plan: Plan, *, goal: str, config: Mapping[str, Any], run_id: str | None = None) -> str:
+    def create_run(self, plan: Plan, *, goal: str, config: Mapping[str, Any], run_id: str | None = None,
+                   kept_from: str | None = None) -> str:
         """A new run with its config (JSON-able) and first plan; returns its id."""
         ...
 
@@ -260,12 +260,6 @@ class RunStore(Protocol):
 
     def close(self) -> None:
         ...
-
-
-def new_run_id(now: float | None = None) -> str:
-    """A readable, sortable, unique id: ``20250101-120000-1a2b3c``."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if now is None else now))
-    return f"{stamp}-{secrets.token_hex(3)}"
 
 
 _COUNTER_NAMES: dict[type, tuple[str, ...]] = {}

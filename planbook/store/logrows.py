@@ -44,7 +44,7 @@ from ..data.models import Event, Step
 from ..data.errors import StoreFormatError
 from .base import RunSummary
 from .records import event_from_record, redacted_paths, step_from_record
-from .values import UNRESTORABLE_ARGS, Encoded, clone, decode, place_markers
+from .values import UNRESTORABLE_ARGS, Encoded, KeptResult, clone, decode, place_markers
 
 #: a log row's id is its run's ``log_key`` shifted by this many bits, plus its sequence
 #: number: a run's rows are one range of the table's own b-tree, so a write touches that
@@ -123,6 +123,8 @@ def value_of(stored: dict[str, Any]) -> Any:
     """A VALUE back (an :class:`~planbook.store.values.Unrestorable` when it cannot be)."""
     if "json" in stored:
         return stored["json"]
+    if "kept" in stored:
+        return KeptResult(str(stored["kept"]))
     meta = stored.get("meta") or {}
     if "pickle" in stored:
         return decode("pickle", base64.b64decode(stored["pickle"]), meta.get("shown"), meta.get("type", ""))

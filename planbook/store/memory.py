@@ -17,7 +17,8 @@ from typing import Any
 
 from ..data.models import Event, Plan, Step
 from ..data.errors import StoreError
-from .base import CacheHit, RunStateLike, RunSummary, StoredRun, counters_of, new_run_id, not_found
+from ..data.ids import new_run_id
+from .base import CacheHit, RunStateLike, RunSummary, StoredRun, counters_of, not_found
 from .records import (
     config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json, plan_from_record,
     plan_json, step_from_record, step_json,
@@ -82,7 +83,8 @@ class MemoryStore:
 
     # --------------------------------------------------------------- runs
     def create_run(self, plan: Plan, *, goal: str | None = None, config: Mapping[str, Any] | None = None,
-                   run_id: str | None = None) -> str:
+                   run_id: str | None = None, kept_from: str | None = None) -> str:
+        """A new run. ``kept_from``: a fork's parent; here a kept result is the parent's own object."""
         self.redactor.refresh()
         config_copy = json.loads(config_json(config, self.redactor))
         now = time.time()
@@ -228,6 +230,10 @@ class MemoryStore:
     def delete_run(self, run_id: str) -> None:
         with self._lock:
             self._run(run_id)
+            forks = [r.run_id for r in self._runs.values() if (r.counters.get("lineage") or {}).get("parent") == run_id]
+            if forks:
+                raise StoreError(f"run {run_id} has forks that keep its results ({', '.join(forks)}): delete them "
+                                 "first, then this run")
             del self._runs[run_id]
 
     # -------------------------------------------------------------- cache

@@ -40,6 +40,8 @@ class RunCache:
                  statuses: dict[str, str], row_status: tuple[str, str | None]) -> None:
         #: the run's log rows are ids log_key << 32 + seq (see :mod:`planbook.store.logrows`)
         self.log_key = log_key
+        #: a fork's parent run: its kept steps are written as references to that run's rows
+        self.parent: str | None = None
         self.history = self.next_history = history
         self.events = self.next_events = events
         self.seq = self.next_seq = seq

@@ -18,7 +18,12 @@ only its version number, and an older planbook refuses a version-4 file instead 
 misreading its patches; 5 — a fresh plan's steps are written as its run's first log row (one
 row, in place of a row per step in the steps table, which a run's first save fills) and the
 run's row counts its steps (``steps_total``). A version-4 file is a version-5 file whose
-runs count their steps in the steps table: migrating it adds the column, left empty.
+runs count their steps in the steps table: migrating it adds the column, left empty; 6 — a
+forked run's kept step holds a reference to its parent's row (``{"kept": PARENT}`` in the
+log, ``result_kind = 'kept'`` in the steps table) in place of a copy of the result, and the
+run's lineage (parent, fork point, edit) is kept with its counters. A version-5 file is a
+version-6 file without forks: migrating it changes only its version number, and an older
+planbook refuses a version-6 file instead of misreading a kept result.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from ..data.errors import StoreError, StoreFormatError
 from .logrows import INSERT_LOG, LOG_TABLE, document, entry_json, log_id, value_json
 
 #: the schema this planbook writes; a file with a higher number was written by a newer one
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: the oldest schema this planbook reads (and migrates when it writes)
 OLDEST_VERSION = 1
 #: ``PRAGMA application_id`` of a planbook run store ("plbk")
@@ -193,12 +198,12 @@ def create_schema(con: sqlite3.Connection, location: str) -> None:
     if row[0] is None:
         con.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
         con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-    elif row[0] in (1, 2, 3, 4):
+    elif row[0] in (1, 2, 3, 4, 5):
         if row[0] == 1:
             _migrate_1_to_2(con)
         if row[0] <= 2:
             _migrate_2_to_3(con)
-        # 3 -> 4 changes nothing stored; 4 -> 5: a run's steps_total, empty (the steps table counts them)
+        # 3 -> 4 and 5 -> 6 change nothing stored; 4 -> 5: a run's steps_total, empty (the steps table counts them)
         if "steps_total" not in {row[1] for row in con.execute("PRAGMA table_info(runs)")}:
             con.execute("ALTER TABLE runs ADD COLUMN steps_total INTEGER")
         con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))

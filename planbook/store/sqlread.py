@@ -10,6 +10,7 @@ import json
 import sqlite3
 from typing import Any
 
+from ..data.errors import RunNotFound, StoreFormatError
 from ..data.models import Step
 from .base import RunSummary, StoredRun, not_found
 from .logrows import (
@@ -19,7 +20,7 @@ from .logrows import (
 from .records import diffs_from_records, event_from_record, plan_from_record, redacted_paths, step_from_record
 from .schema import V1_COLUMNS
 from .sqlconn import SQLiteConnection
-from .values import UNRESTORABLE_ARGS, decode, place_markers
+from .values import UNRESTORABLE_ARGS, KeptResult, decode, place_markers
 
 __all__ = ["SQLiteReads", "read_legacy_lists", "stored_value"]
 
@@ -34,9 +35,10 @@ class SQLiteReads(SQLiteConnection):
     """The reading half of :class:`~planbook.store.sqlite.SQLiteStore`."""
 
     # ------------------------------------------------------------ reading
-    def load_run(self, run_id: str) -> StoredRun:
+    def load_run(self, run_id: str, *, _forks: tuple[str, ...] = ()) -> StoredRun:
         """The run; a row of it that is damaged is one :class:`StoreFormatError` naming the run,
-        the row and the damage (:class:`~planbook.store.logrows.Reading`): the other runs read as ever."""
+        the row and the damage (:class:`~planbook.store.logrows.Reading`): the other runs read as ever.
+        A fork's kept results are read from its parent's rows (and a fork of a fork's from theirs)."""
 
         def read(con: sqlite3.Connection) -> StoredRun:
             row = con.execute(
@@ -99,7 +101,33 @@ class SQLiteReads(SQLiteConnection):
         with self._lock:
             stored = self._read(read)
             self._caches.pop(run_id, None)  # the next write reads the counts again
+        kept = [st for st in stored.plan.steps if isinstance(st.result, KeptResult)]
+        if kept:
+            self._read_kept(stored, kept, (*_forks, run_id))
         return stored
+
+    def _read_kept(self, stored: StoredRun, kept: list[Any], forks: tuple[str, ...]) -> None:
+        """Put each kept step's result in place, read from the run it was kept from (read once)."""
+        parents: dict[str, StoredRun] = {}
+        for step in kept:
+            parent_id = step.result.parent
+            if parent_id in forks:
+                raise StoreFormatError(f"run {stored.run_id} in the run store {self.location} keeps step "
+                                       f"{step.id!r} from run {parent_id}, which keeps it from this run (it is damaged)")
+            parent = parents.get(parent_id)
+            if parent is None:
+                try:
+                    parent = parents[parent_id] = self.load_run(parent_id, _forks=forks)
+                except RunNotFound:
+                    raise StoreFormatError(
+                        f"run {stored.run_id} in the run store {self.location} is a fork of run {parent_id}, whose "
+                        f"results it keeps (step {step.id!r}), and that run is not in the store: it was deleted "
+                        "outside planbook; the fork cannot be read") from None
+            source = next((st for st in parent.plan.steps if st.id == step.id), None)
+            if source is None:
+                raise StoreFormatError(f"run {stored.run_id} in the run store {self.location} keeps step {step.id!r} "
+                                       f"from run {parent_id}, which has no such step (it is damaged)")
+            step.set_state(result=source.result)
 
     def list_runs(self, *, limit: int | None = None) -> list[RunSummary]:
         if self.version >= 3:

@@ -20,7 +20,9 @@ from typing import Any
 from ..data.models import Event, Plan, Status, Step
 from ..outbound.redact import DeferredChecks
 from ..data.errors import StoreError
-from .base import RunStateLike, counters_key, counters_of, new_run_id, not_found
+from ..data.ids import new_run_id
+from ..data.lineage import is_kept
+from .base import RunStateLike, counters_key, counters_of, not_found
 from .claims import RunClaimed, is_me, refuse_claim, this_host
 from .logrows import (
     INSERT_LOG, RUN_FIRST, RUN_LAST, document, entry_json, log_id, meta_json, run_range, statuses_after, value_json,
@@ -40,7 +42,9 @@ class SQLiteWrites(SQLiteConnection):
 
     # --------------------------------------------------------------- runs
     def create_run(self, plan: Plan, *, goal: str | None = None, config: Mapping[str, Any] | None = None,
-                   run_id: str | None = None) -> str:
+                   run_id: str | None = None, kept_from: str | None = None) -> str:
+        """A new run's row and its plan. ``kept_from``: a fork's parent run, whose rows its kept
+        steps' results are read from (written as ``{"kept": PARENT}``, never copied)."""
         self.redactor.refresh()
         config_text = config_json(config, self.redactor)
         run_id = run_id or new_run_id()
@@ -63,6 +67,7 @@ class SQLiteWrites(SQLiteConnection):
             log_key = con.execute("SELECT log_key FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
             cache = RunCache(self.redactor, log_key, 0, 0, 0, 0, {st.id: st.status.value for st in plan.steps},
                               ("running", None))
+            cache.parent = kept_from
             created = self._created_row(cache, plan)
             if created is not None:
                 self._insert_log(con, cache, run_id, (log_id(log_key, 0), now, 0, 0, 0, 0, 0, created))
@@ -89,13 +94,24 @@ class SQLiteWrites(SQLiteConnection):
         is for redaction to change: the caller then writes the steps table, step by step."""
         entries = []
         none = {"json": None}
+        kept = {"kept": cache.parent}
         for pos, st in enumerate(plan.steps):
             args = st.args
             text = plain_json_text(args) if type(args) is dict else None
-            if st.status is not Status.not_started or st.result is not None or text is None:
+            if text is None:
                 return None
+            if st.status is not Status.not_started or st.result is not None:
+                # a fork's plan: a kept step is a reference to the parent's row, a pinned plain result is itself
+                if cache.parent is not None and is_kept(st):
+                    value: dict[str, Any] = kept
+                elif st.status is Status.completed and plain_json_text(st.result) is not None:
+                    value = {"json": st.result}
+                else:
+                    return None
+            else:
+                value = none
             values = record_values(st.__dict__)
-            entries.append({"r": step_record(st, values), "a": {"json": args}, "v": none})
+            entries.append({"r": step_record(st, values), "a": {"json": args}, "v": value})
             cache.row_written(st.id, pos, row_signature(st, Encoded("json", text), self.redactor, values), args)
         try:
             doc = dump_json({"b": entries})
@@ -231,11 +247,18 @@ class SQLiteWrites(SQLiteConnection):
 
     def _load_cache(self, con: sqlite3.Connection, run_id: str) -> RunCache:
         """What is stored of a run this process has not written yet (a resume, a reopened store)."""
-        row = con.execute("SELECT log_key, log_seq, status, reason, model_calls FROM runs WHERE id = ?",
-                          (run_id,)).fetchone()
+        row = con.execute("SELECT log_key, log_seq, status, reason, model_calls,"
+                          " CASE WHEN json_valid(counters) THEN json_extract(counters, '$.lineage.parent') END"
+                          " FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise not_found(run_id, self.location, self._latest_ids(con))
-        log_key, log_seq, status, reason, model_calls = row
+        log_key, log_seq, status, reason, model_calls, parent = row
+        cache = self._counted_cache(con, run_id, log_key, log_seq, status, reason, model_calls)
+        cache.parent = parent if isinstance(parent, str) else None
+        return cache
+
+    def _counted_cache(self, con: sqlite3.Connection, run_id: str, log_key: int, log_seq: int, status: str,
+                       reason: str | None, model_calls: int) -> RunCache:
         first, last_id = run_range(log_key)
         statuses = dict(con.execute("SELECT step_id, status FROM steps WHERE run_id = ?", (run_id,)).fetchall())
         statuses.update(statuses_after(log_seq, (
@@ -280,6 +303,9 @@ class SQLiteWrites(SQLiteConnection):
         searched for a known secret as a whole (a hit is written the long way, where a result
         holding one is not restorable)."""
         args, paths = cache.encode_args(step.args, self.redactor)
+        if cache.parent is not None and is_kept(step):  # kept at run time (reuse="identical"): a reference
+            return entry_json(cache.record(step, cache.checks or self.redactor, paths),
+                              value_json(args.kind, args.payload, meta_json(args)), dump_json({"kept": cache.parent}))
         checks = cache.checks
         if checks is not None and not paths and args.kind == "json":
             try:
@@ -392,7 +418,9 @@ class SQLiteWrites(SQLiteConnection):
         cache.row_written(step.id, position, row_signature(step, args, self.redactor),
                           step.args if args.kind == "json" and not paths and type(step.args) is dict else None)
         last = cache.results.get(step.id)
-        if last is not None and last[0] is step.result:
+        if cache.parent is not None and is_kept(step):  # a fork's kept step: its parent's row holds the result
+            kind, payload, meta, ref = "kept", cache.parent, None, None
+        elif last is not None and last[0] is step.result:
             kind, payload, meta, ref = last[1]
         else:
             enc = encode(step.result, self.redactor)
@@ -432,6 +460,12 @@ class SQLiteWrites(SQLiteConnection):
             row = con.execute("SELECT log_key FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 raise not_found(run_id, self.location, self._latest_ids(con))
+            forks = [fork for (fork,) in con.execute(
+                "SELECT id FROM runs WHERE json_valid(counters) AND json_extract(counters, '$.lineage.parent') = ?"
+                " ORDER BY created", (run_id,))]
+            if forks:
+                raise StoreError(f"run {run_id} has forks that keep its results ({', '.join(forks)}): delete them "
+                                 "first, then this run")
             con.execute("DELETE FROM runs WHERE id = ?", (run_id,))
             con.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
             con.execute("DELETE FROM log WHERE id BETWEEN ? AND ?", run_range(row[0]))

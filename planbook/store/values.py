@@ -95,6 +95,15 @@ def type_name(value: Any) -> str:
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
+@dataclass(frozen=True)
+class KeptResult:
+    """Stands, while a run is read, for a result a fork kept from its parent: the store wrote a
+    reference to the parent's row (``{"kept": PARENT}``), never a copy; the reader puts the
+    parent's result in its place (:meth:`~planbook.store.sqlread.SQLiteReads.load_run`)."""
+
+    parent: str
+
+
 class Encoded(NamedTuple):
     """A value as a store writes it: ``kind``, the payload, and a repr for views. A tuple:
     a step's write makes several, and a frozen dataclass cost more to make than to encode
@@ -156,6 +165,8 @@ def encode(value: Any, redactor: Redactor) -> Encoded:
 def decode(kind: str, payload: str | bytes | None, shown_text: str | None = None, type_: str = "",
            reason: str | None = None) -> Any:
     """The value back, or an :class:`Unrestorable` when it cannot be."""
+    if kind == "kept":
+        return KeptResult(payload.decode() if isinstance(payload, bytes) else str(payload))
     if kind == "json":
         return json.loads(payload if payload is not None else "null")
     if kind == "pickle":

@@ -16,7 +16,8 @@ from typing import Any
 
 from ..data.models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
 from ..outbound import TEXT_LIMIT, RunSecrets, html_text
-from ..engine.state import CACHED_NOTE, INTERRUPTED_NOTE, STILL_RUNNING_NOTE
+from ..data.lineage import REUSED_PREFIXES
+from ..engine.state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 from .marks import CACHED_MARK, CacheMark, cached_count_text
 from .state import ViewState, row_window, shown, verdict_line
 
@@ -194,7 +195,7 @@ def step_row_html(step: Step, *, pane: str = "", mark: CacheMark | None = None, 
     executor = f"[{step.agent.upper()}]" if step.agent else (step.tool or "")
     task = shown(task, hide) if task else ""
     error = step.error if (status is _FAILED or status is _SKIPPED) else None
-    if not error and step.notes and (status is _BLOCKED or step.notes.startswith(CACHED_NOTE)):
+    if not error and step.notes and (status is _BLOCKED or step.notes.startswith(REUSED_PREFIXES)):
         error = step.notes
     error = shown(error, hide) if error else ""
     if _SPECIAL(f"{sid}{executor}{task}{error}"):  # most rows have nothing to escape: one search, not four

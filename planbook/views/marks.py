@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..data.models import Event, Plan, Status
-from ..engine.state import CACHED_NOTE
+from ..data.lineage import KEPT_FROM_NOTE, PINNED_NOTE, REUSED_PREFIXES
 
 #: the mark a cached or resumed step shows after its status mark
 CACHED_MARK = "⟲"
@@ -21,7 +21,8 @@ CACHED_MARK = "⟲"
 
 @dataclass(frozen=True)
 class CacheMark:
-    """Why a completed step did not run here: ``kind`` is ``cached`` or ``resumed``."""
+    """Why a completed step did not run here: ``kind`` is ``cached``, ``resumed``, ``kept`` (a fork
+    kept its parent's result) or ``pinned`` (a fork gave its result)."""
 
     step: str
     kind: str
@@ -37,6 +38,10 @@ class CacheMark:
         adds when, with :func:`planbook.views.html.cached_text`)."""
         if self.kind == "resumed":
             text = "resumed: completed before the run was resumed, not run again"
+        elif self.kind == "kept":
+            text = f"kept: the result of step {self.step} in run {self.from_run or 'the parent run'}, not run again (fork)"
+        elif self.kind == "pinned":
+            text = "pinned: the fork gave this result; the step did not run"
         elif self.from_run:
             text = f"cached: the result of step {self.from_step or self.step} in run {self.from_run}, not run again"
         else:
@@ -62,7 +67,8 @@ class MarkBuilder:
             if kind == "step.finished":
                 self._finished.add(step)
         elif step is not None and kind == "step.cached":
-            self.marks[step] = CacheMark(step, "cached", _text(event.data.get("from_run")),
+            self.marks[step] = CacheMark(step, "kept" if event.data.get("kept") else "cached",
+                                         _text(event.data.get("from_run")),
                                          _text(event.data.get("from_step")), event.time)
         elif kind == "run.started" and event.data.get("resumed") and event.data.get("stored", True):
             # a resume from the store (events stored before ``stored`` existed count as one)
@@ -86,8 +92,8 @@ class MarkBuilder:
             if step.status is not completed:
                 continue
             mark = found(step.id)
-            if mark is None and (notes := step.notes) and notes.startswith(CACHED_NOTE):
-                mark = CacheMark(step.id, "cached")
+            if mark is None and (notes := step.notes) and notes.startswith(REUSED_PREFIXES):
+                mark = _noted(step.id, notes)
             if mark is not None:
                 out[step.id] = mark
         return out
@@ -104,14 +110,22 @@ def cache_marks(events: Iterable[Event], plan: Plan) -> dict[str, CacheMark]:
 
 
 def cached_count_text(marks: dict[str, CacheMark]) -> str:
-    """``3 cached · 2 resumed`` ('' when every step ran)."""
-    cached = sum(m.kind == "cached" for m in marks.values())
-    resumed = len(marks) - cached
-    parts = [f"{cached} cached"] if cached else []
-    if resumed:
-        parts.append(f"{resumed} resumed")
-    return " · ".join(parts)
+    """``3 cached · 2 resumed · 14 kept · 1 pinned`` ('' when every step ran)."""
+    counts = {kind: 0 for kind in ("cached", "resumed", "kept", "pinned")}
+    for mark in marks.values():
+        counts[mark.kind] = counts.get(mark.kind, 0) + 1
+    return " · ".join(f"{n} {kind}" for kind, n in counts.items() if n)
 
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def _noted(step_id: str, notes: str) -> CacheMark:
+    """The mark a step's note tells (a plan copied out of a result has no events to tell it)."""
+    if notes.startswith(KEPT_FROM_NOTE):
+        parent = notes[len(KEPT_FROM_NOTE):].split(":", 1)[0].strip()
+        return CacheMark(step_id, "kept", parent or None, step_id)
+    if notes.startswith(PINNED_NOTE):
+        return CacheMark(step_id, "pinned")
+    return CacheMark(step_id, "cached")

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..data.models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
 from ..outbound import TEXT_LIMIT, RunSecrets, bounded, indent_lines, md_code, md_text, one_line, shown_arg
-from ..engine.state import CACHED_NOTE
+from ..data.lineage import REUSED_PREFIXES
 from ..data.wording import plural
 from .publish import ensure_checkpoint
 from .state import LINE_LIMIT, ViewState, budget_line, shown, verdict_line
@@ -88,7 +88,7 @@ def format_plan(plan: Plan, gate: RunSecrets | None = None, *, max_steps: int | 
             lines.append(f"   Needs: {one_line(bounded(', '.join(step.needs), LINE_LIMIT))}")
         if step.error and step.status in (Status.failed, Status.skipped):
             lines.append(f"   Error: {indent_lines(shown(step.error, hide), MORE)}")
-        if step.notes and (step.status is not Status.completed or step.notes.startswith(CACHED_NOTE)):
+        if step.notes and (step.status is not Status.completed or step.notes.startswith(REUSED_PREFIXES)):
             if not (step.error and step.error in step.notes):  # "skipped after: <error>" says it twice
                 lines.append(f"   Notes: {indent_lines(shown(step.notes, hide), MORE)}")
     return "\n".join(lines)
