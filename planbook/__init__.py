@@ -14,7 +14,7 @@ from .data.diff import diff_plans
 from .data.errors import (
     CassetteError, CassetteMismatch, CellPlanError, LLMConfigError, MCPError, MCPServerNotFound, ModelCallError,
     NothingToResume, OTelMissing, PlanbookError, PlanError, PlanningError, Problem, ResumeError, RunClaimed, RunEnded,
-    RunFailed, RunNotFound, StoreError, StoreFormatError, UpstreamCrash, SecretError,
+    RunFailed, RunNotFound, StoreError, StoreFormatError, UpstreamCrash, SecretError, ForkError,
 )
 from .data.secret import Secret
 from .data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
@@ -22,7 +22,7 @@ from .workers.planners import Planner, PlanningContext, ScriptedPlanner
 from .workers.planners import make_plan
 from .engine.resume import load_run, resume, runs
 from .engine.runner import Runner, RunState, run
-from .notebook.handle import RunHandle, start
+from .notebook.handle import RunHandle, fork, start
 from .views.text import format_diff, format_plan, format_result
 from .workers.tools import Tool, Toolbox, default_toolbox, tool
 from .spec.validate import validate_plan
@@ -32,7 +32,7 @@ from . import compat as _compat  # the seed designs register their plan formats 
 
 __all__ = [
     "Agent", "AgentContext", "AgentReply", "CellPlanError", "Event", "FunctionAgent", "Plan", "PlanDiff", "PlanError", "PlanbookError",
-    "ResumeError", "load_run", "resume", "runs", "ApprovalContext", "Decision", "RunEnded", "RunHandle", "start",
+    "ResumeError", "load_run", "resume", "runs", "fork", "diff_runs", "ForkError", "ApprovalContext", "Decision", "RunEnded", "RunHandle", "start",
     "Planner", "PlanningContext", "PlanningError", "Problem", "RunFailed", "RunResult", "RunState", "Runner",
     "ScriptedAgent", "ScriptedPlanner", "Status", "Step", "Tool", "Toolbox", "Usage", "default_toolbox",
     "diff_plans", "format_diff", "format_plan", "format_result", "make_plan", "run", "tool", "validate_plan",
@@ -52,6 +52,7 @@ _LAZY = {
     "PlanView": ("planbook.views.widget", "PlanView"),
     "watch": ("planbook.views.show", "watch"),
     "compare": ("planbook.compat.compare", "compare"),
+    "diff_runs": ("planbook.data.rundiff", "diff_runs"),
 }
 
 

@@ -21,9 +21,9 @@ import traceback
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
-from . import runs as cli_runs
+from . import forking, runs as cli_runs
 from .common import UsageProblem, final_outputs, load_object, printable
-from .options import add_run_options, run_options
+from .options import RUN_FLAGS, add_run_options, run_options
 from .streams import masked_streams
 from ..data.errors import PlanbookError, PlanError
 from ..data.models import Plan, RunResult
@@ -47,11 +47,6 @@ def _pace(text: str) -> float:
     return value
 
 
-#: the run options ``planbook run`` takes as flags (generated from planbook.engine.config.OPTIONS);
-#: ``store`` is the command line's own ``--store``/``--no-store`` (its default is the store file,
-#: not nowhere), ``executor`` is an object no flag can name
-RUN_FLAGS = ("on_failure", "retries", "max_steps", "max_replans", "step_timeout", "parallel", "strategy",
-             "faithful", "approve", "approve_timeout", "cache")
 #: what the command line says about an option beyond its one line of help
 _MORE_HELP = {
     "approve": "The prompt is [a]pprove [s]kip [e]dit [q]uit on the terminal (quit stops the run: failed, "
@@ -93,8 +88,10 @@ def _parser() -> argparse.ArgumentParser:
         "serve", help="serve planning, run_plan, list_runs and show_run over stdio")
     serve.add_argument("--tools", metavar="MODULE:OBJECT", help="the tools run_plan's steps may call")
     serve.add_argument("--store", metavar="PATH", help=cli_runs.STORE_HELP)
-    cli_runs.add_commands(sub, {"tools": "the tools the run used", "agents": "the agents the run used",
-                                "planner": "the planner the run used, for replans"})
+    load_help = {"tools": "the tools the run used", "agents": "the agents the run used",
+                 "planner": "the planner the run used, for replans"}
+    cli_runs.add_commands(sub, load_help)
+    forking.add_commands(sub, load_help)
     return parser
 
 
@@ -259,6 +256,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_OK
     if args.command == "resume":
         return _resume(args)
+    if args.command == "fork":
+        return forking.fork_command(args, _execute)
+    if args.command == "diff":
+        return forking.diff_command(args)
     if args.command == "mcp":
         from .mcpserve import serve
 

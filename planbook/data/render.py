@@ -15,7 +15,8 @@ from typing import Any
 _RENDERERS: dict[str, Callable[..., Any]] = {}
 
 #: the names a model may ask for (what planbook.views registers)
-NAMES = ("plan_text", "plan_bundle", "diff_text", "diff_bundle", "result_text", "result_bundle", "step_pane")
+NAMES = ("plan_text", "plan_bundle", "diff_text", "diff_bundle", "result_text", "result_bundle", "step_pane",
+         "rundiff_text", "rundiff_html", "rundiff_bundle")
 
 
 def register(name: str, renderer: Callable[..., Any]) -> None:

@@ -42,15 +42,15 @@ class RunRecorder:
     def begin(self, state: Any, config: dict[str, Any], run_id: str | None = None) -> None:
         """Create the run in the store under ``run_id`` (a resumed run exists already) and save its state.
 
-        A fork's kept steps are written as references to its parent's rows (``kept_from``), never copied."""
+        A fork's kept steps are written as references to its parent's rows (``lineage``), never copied."""
         if self.run_id is None:
             lineage = getattr(state, "lineage", None)
-            kept_from = {"kept_from": lineage["parent"]} if lineage else {}
+            fork = {"lineage": lineage} if lineage else {}
             # a row and what it was written from, for every step: all of it lives on, as the
             # plan's copy does (see gcwindow.collector_paused)
             with collector_paused(keep=worth_keeping(len(state.plan.steps), stored=True)):
                 self.run_id = self.store.create_run(state.plan, goal=state.plan.goal, config=config, run_id=run_id,
-                                                    **kept_from)
+                                                    **fork)
             self._claimed = True
             # the plan was just written as it is (a full save would write every step again):
             # what the state adds is its counters and first events

@@ -34,17 +34,49 @@ def _open(store: Any, *, readonly: bool = False) -> Any:
     return open_store(store, readonly=readonly)
 
 
-def runs(store: Any = None, *, limit: int | None = None) -> list[Any]:
-    """The runs in a store, newest first (id, goal, status, reason, started, steps done/total, model calls).
-    Reading never writes: a path with no store is an error, and nothing is created."""
+def runs(store: Any = None, *, limit: int | None = None, tree: bool = False) -> list[Any]:
+    """The runs in a store, newest first (id, goal, status, reason, started, steps done/total, model calls,
+    and ``parent``: the run a fork was made from). ``tree=True``: each fork listed right under its
+    parent (oldest fork first), with its ``depth``. Reading never writes: a path with no store is an
+    error, and nothing is created."""
     from ..store import default_store_path
 
     where = store if store is not None else default_store_path()
     opened = _open(where, readonly=True)
     try:
-        return opened.list_runs(limit=limit)
+        listed = opened.list_runs(limit=None if tree else limit)
     finally:
         _close_if_opened_here(where, opened)
+    if not tree:
+        return listed
+    ordered = fork_tree(listed)
+    return ordered[:limit] if limit is not None else ordered
+
+
+def fork_tree(summaries: list[Any]) -> list[Any]:
+    """Runs (newest first) as a tree: a run without a parent in the list is a root; each fork
+    follows its parent, oldest first, one ``depth`` deeper."""
+    from dataclasses import replace
+
+    ids = {s.run_id for s in summaries}
+    children: dict[str, list[Any]] = {}
+    roots = []
+    for summary in summaries:
+        if summary.parent is not None and summary.parent in ids and summary.parent != summary.run_id:
+            children.setdefault(summary.parent, []).append(summary)
+        else:
+            roots.append(summary)
+    ordered: list[Any] = []
+    seen: set[str] = set()
+    todo = [(root, 0) for root in reversed(roots)]
+    while todo:
+        summary, depth = todo.pop()
+        if summary.run_id in seen:
+            continue
+        seen.add(summary.run_id)
+        ordered.append(replace(summary, depth=depth))
+        todo.extend((child, depth + 1) for child in children.get(summary.run_id, ()))  # newest first: popped last
+    return ordered
 
 
 def load_run(run_id: str | None = None, *, store: Any = None) -> RunResult:

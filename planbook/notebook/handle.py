@@ -353,3 +353,29 @@ def start_runner(runner: Runner, *, view: bool | None = None) -> RunHandle:
 
         connect(bridge, handle)
     return handle._begin()
+
+
+def fork(run: Any, *, at: Any = None, background: bool = False, view: bool | None = None,
+         **options: Any) -> RunResult | RunHandle:
+    """Fork a run at a step and run the child: what if this step had other arguments, had returned
+    something else, or the plan were another?
+
+    ``run``: a :class:`RunResult`, a run id, or a plan name meaning its latest stored run (``store=``:
+    where it was saved; a result in memory is forked in memory). ``at``: the step to fork at.
+    ``args={...}`` runs it again with these arguments changed; ``result=VALUE`` pins what it returned
+    without running it; ``plan=`` takes an edited plan (the fork points are the steps whose call
+    changed); no edit is a control fork (what differs then is replay noise). The steps the change
+    cannot reach are kept: not run again, their results read from the parent (``reuse=``:
+    ``"independent"`` (default), ``"identical"`` also keeps a dependent whose resolved call is
+    unchanged, ``"ancestors"`` keeps only the fork point's needs, as LangGraph's fork does).
+    ``tools=``, ``agents=``, ``planner=``, ``rerun=`` (steps whose tool is ``idempotent=False`` that
+    may run again) and the options of :func:`planbook.run` (default: the parent's). Returns the
+    child's :class:`RunResult` (``result.parent``, ``result.lineage``), or with ``background=True``
+    a :class:`RunHandle` as :func:`planbook.start` gives. Compare with :func:`planbook.diff_runs`.
+    """
+    from ..engine.fork import fork as fork_run
+
+    if not background:
+        return fork_run(run, at=at, **options)
+    runner = fork_run(run, at=at, start=False, **options)
+    return start_runner(runner, view=view)

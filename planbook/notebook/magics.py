@@ -35,6 +35,7 @@ from ..spec.validate import validate_plan
 from ..views.text import format_planning
 from .magicargs import (CACHE_HELP, NO_CACHE_HELP, check_name, given_options, ident, parse, readable_help,
                         refuse_shadowing, resolved_options, run_arguments, same)
+from . import forkmagic
 from .session import Origin, Run, Session
 from .words import CellPlanError, RunInterrupted, cell_plan_error, magic_words, with_hints
 
@@ -228,8 +229,12 @@ class PlanMagics(Magics):
     @ma.argument("--step", action="store_true", help="execute the next step only, then pause")
     @ma.argument("--until", metavar="ID", help="pause after step ID has run")
     @run_arguments("step_timeout", "parallel", "executor", extra_help={"executor": "a variable in the namespace"})
+    @ma.argument("--fork-at", metavar="STEP", help="fork the plan's latest stored run at STEP: the steps the change cannot reach are kept (not run again), STEP and what depends on it run again (with --set / --result; alone, a control fork)")
+    @ma.argument("--set", metavar="K=V", action="append", default=[], help="with --fork-at: run STEP with argument K set to V (JSON when it reads as JSON, else text); repeat for more")
+    @ma.argument("--result", metavar="VAR", help="with --fork-at: pin STEP's result to the variable VAR, without running it")
+    @ma.argument("--reuse", choices=("independent", "identical", "ancestors"), help="with --fork-at: what is kept — independent (default: every step the change does not reach), identical (also a dependent whose call is unchanged), ancestors (only STEP's needs, as LangGraph)")
     @ma.argument("--resume", action="store_true", help="continue this plan's latest stored run (after a kernel restart or a crash): completed steps are not run again")
-    @ma.argument("--rerun", metavar="ID", action="append", default=[], help="with --resume: run step ID again although its tool is idempotent=False and it was in progress when the run stopped")
+    @ma.argument("--rerun", metavar="ID", action="append", default=[], help="with --resume or --fork-at: run step ID again although its tool is idempotent=False (it was in progress when the run stopped, or it ran in the forked run)")
     @ma.argument("--force", action="store_true", help="with --resume: take the run over although the store says another process writes it (when that process is gone)")
     @ma.argument("--cache", action="store_true", help=CACHE_HELP)
     @ma.argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
@@ -240,6 +245,22 @@ class PlanMagics(Magics):
     @ma.argument("--background", action="store_true", help="run on a thread of its own and return a RunHandle at once: other cells run meanwhile, and the live view's Pause / Continue / Stop and Approve / Skip / Edit buttons reach the run (handle.status, handle.wait(), handle.approve(ID))")
     @run_arguments("approve", "approve_timeout", extra_help={
         "approve": "With --background: decide in the live view or with handle.approve(ID)"})
+    @no_var_expand
+    @ma.magic_arguments()
+    @ma.argument("runs", nargs="+", metavar="RUN", help="NAME alone: NAME's latest fork against its parent; else runs to compare, the first the baseline: RunResult variables, run ids or plan names (their latest stored run)")
+    @ma.argument("--changed-only", action="store_true", help="show only the steps whose call or result differs")
+    @line_magic
+    def diff_runs(self, line: str) -> Any:
+        """Compare runs side by side: ``%diff_runs NAME`` (NAME's latest fork against its parent) or
+        ``%diff_runs A B [C ...]``; returns the :class:`~planbook.data.rundiff.RunDiff`."""
+        from ..data.rundiff import diff_runs
+
+        args = parse(self.diff_runs, line)
+        runs = (forkmagic.latest_fork(self, args.runs[0]) if len(args.runs) == 1
+                else forkmagic.run_ids(self, list(args.runs)))
+        diff = diff_runs(*runs)
+        return diff.only_changed() if args.changed_only else diff
+
     @line_magic
     def run_plan(self, line: str) -> Any:
         """Run plan NAME with a live view and return its RunResult.
@@ -265,7 +286,10 @@ class PlanMagics(Magics):
         """
         args = parse(self.run_plan, line)
         name = check_name(args.name)
-        _refuse_contradictions(args, name)
+        forking = forkmagic.wants_fork(args)
+        if forking:
+            forkmagic.refuse_fork_contradictions(args)
+        _refuse_contradictions(args, name, forking)
         cache = self.session.cache_choice(args.cache, args.no_cache, args.resume)
         value = self._plan_value(name)
         names = self._names(name, value, args)
@@ -276,6 +300,8 @@ class PlanMagics(Magics):
         options["executor"] = self._lookup(args.executor, "--executor") if args.executor else None
         options["cache"] = cache
         who = self._collaborators(args, *names)
+        if forking:
+            return self._fork(name, value, args, who, {**given, "executor": options["executor"], "cache": cache})
         key = (*(ident(options[n]) for n in sorted(options)), *(ident(who[n]) for n in ("tools", "agents", "key")))
         if args.background:
             return self._background(name, value, args, who, options)
@@ -289,6 +315,15 @@ class PlanMagics(Magics):
         return self._drive(name, run.runner, args)
 
     # ------------------------------------------------------------------ %run_plan's parts
+    def _fork(self, name: str, value: Any, args: Any, who: dict[str, Any], options: dict[str, Any]) -> Any:
+        """``--fork-at``: the child of NAME's latest stored run, driven as any run (view, --background)."""
+        runner = forkmagic.fork_runner(self, name, value, args, who, options)
+        if args.background:
+            from .handle import start_runner
+
+            return start_runner(runner, view=False if args.no_view else None)
+        return self._drive(name, runner, args)
+
     def _names(self, name: str, value: Any, args: Any) -> tuple[Any, str | None, str | None, str | None, str | None]:
         """``(origin, tools, agents, planner, model)``: the names the line gives, else those ``%%plan NAME`` used."""
         origin = self.session.origin_of(name, value)
@@ -466,7 +501,7 @@ class PlanMagics(Magics):
         return planner
 
 
-def _refuse_contradictions(args: Any, name: str) -> None:
+def _refuse_contradictions(args: Any, name: str, forking: bool = False) -> None:
     """Flags that cannot go together, refused before anything is looked up or runs."""
     if (args.approve or args.approve_timeout is not None) and not args.background:
         raise UsageError("--approve makes steps wait for your decision, and a run in the foreground keeps the "
@@ -478,8 +513,8 @@ def _refuse_contradictions(args: Any, name: str) -> None:
                          "or the view's Pause button): drop --step, --until (they pause a run in the foreground)")
     if args.force and not args.resume:
         raise UsageError("--force goes with --resume (it takes over a stored run another process was writing)")
-    if args.rerun and not args.resume:
-        raise UsageError("--rerun goes with --resume (it names steps of the stored run to run again)")
+    if args.rerun and not (args.resume or forking):
+        raise UsageError("--rerun goes with --resume or --fork-at (it names steps of the stored run to run again)")
     if args.resume and (args.restart or args.step or args.until):
         raise UsageError("--resume continues the stored run to its end: drop --restart, --step and --until")
 
@@ -524,7 +559,7 @@ def register(ipython: Any) -> PlanMagics:
 def unregister(ipython: Any) -> None:
     """Remove the magics (``%unload_ext planbook``)."""
     manager = ipython.magics_manager
-    for kind, names in (("cell", ("plan",)), ("line", ("run_plan", "plan_store", "plan_tools"))):
+    for kind, names in (("cell", ("plan",)), ("line", ("run_plan", "plan_store", "plan_tools", "diff_runs"))):
         for magic_name in names:
             fn = manager.magics[kind].get(magic_name)
             if fn is not None and isinstance(getattr(fn, "__self__", None), PlanMagics):

@@ -74,6 +74,10 @@ class RunSummary:
     #: what is damaged in the run's stored row (then it cannot be shown or resumed, and the
     #: fields it spoils hold placeholders), or None: a damaged run is listed, not dropped
     damage: str | None = None
+    #: the run this one was forked from (``planbook.fork``), None for a run that is no fork
+    parent: str | None = None
+    #: how deep in its fork tree (``planbook.runs(tree=True)``): 0 for a run that is no fork
+    depth: int = 0
 
     @property
     def writer_gone(self) -> bool:
@@ -211,7 +215,7 @@ class RunStore(Protocol):
     location: str
 
     def create_run(self, plan: Plan, *, goal: str, config: Mapping[str, Any], run_id: str | None = None,
-                   kept_from: str | None = None) -> str:
+                   lineage: Mapping[str, Any] | None = None) -> str:
         """A new run with its config (JSON-able) and first plan; returns its id."""
         ...
 

@@ -83,8 +83,8 @@ class MemoryStore:
 
     # --------------------------------------------------------------- runs
     def create_run(self, plan: Plan, *, goal: str | None = None, config: Mapping[str, Any] | None = None,
-                   run_id: str | None = None, kept_from: str | None = None) -> str:
-        """A new run. ``kept_from``: a fork's parent; here a kept result is the parent's own object."""
+                   run_id: str | None = None, lineage: Mapping[str, Any] | None = None) -> str:
+        """A new run. ``lineage``: a fork's origin; here a kept result is the parent's own object."""
         self.redactor.refresh()
         config_copy = json.loads(config_json(config, self.redactor))
         now = time.time()
@@ -97,6 +97,8 @@ class MemoryStore:
                        config=config_copy, created=now, updated=now, plan=plan_json(plan, self.redactor),
                        plan_id=self.redactor.text(plan.id))
             run.steps = {st.id: self._entry(st) for st in plan.steps}
+            if lineage:
+                run.counters["lineage"] = json.loads(counters_json({"lineage": dict(lineage)}, self.redactor))["lineage"]
             self._runs[run_id] = run
         return run_id
 
@@ -199,7 +201,7 @@ class MemoryStore:
                     steps_done=sum(1 for e in r.steps.values() if e.status == "completed"),
                     steps_total=len(r.steps), model_calls=r.model_calls,
                     executions=int(r.counters.get("executions", 0) or 0), writer_pid=os.getpid(),
-                    plan_id=r.plan_id,
+                    plan_id=r.plan_id, parent=(r.counters.get("lineage") or {}).get("parent"),
                 )
                 for r in runs
             ]

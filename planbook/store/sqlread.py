@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from typing import Any
 
 from ..data.errors import RunNotFound, StoreFormatError
@@ -141,7 +142,7 @@ class SQLiteReads(SQLiteConnection):
                 f" CASE WHEN {_NEWER} THEN l.done ELSE"
                 " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed') END,"
                 f" coalesce({self._column('steps_total')}, (SELECT count(*) FROM steps s WHERE s.run_id = r.id)),"
-                f" {_JSON_CHECKS}, CASE WHEN l.id IS NOT NULL THEN {json_check(*LAST_LOG_ROW[1:])} END"
+                f" {_JSON_CHECKS}, CASE WHEN l.id IS NOT NULL THEN {json_check(*LAST_LOG_ROW[1:])} END, {_PARENT}"
                 f" FROM runs r LEFT JOIN log l ON l.id = (SELECT max(id) FROM log WHERE id BETWEEN {RUN_FIRST}"
                 f" AND {RUN_LAST})"
                 " ORDER BY r.created DESC, r.rowid DESC"
@@ -151,14 +152,14 @@ class SQLiteReads(SQLiteConnection):
                 f"SELECT id, goal, status, reason, created, updated, executions, model_calls, writer_pid,"
                 f" {self._column('plan_id')}, {self._column('writer_host')}, {self._column('writer_since')},"
                 " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed'),"
-                f" (SELECT count(*) FROM steps s WHERE s.run_id = r.id), {_JSON_CHECKS}"
+                f" (SELECT count(*) FROM steps s WHERE s.run_id = r.id), {_JSON_CHECKS}, {_PARENT}"
                 " FROM runs r ORDER BY created DESC, rowid DESC"
             )
         if limit is not None:
             query += f" LIMIT {int(limit)}"
         rows = self._read(lambda con: con.execute(query).fetchall())
         # a damaged row is listed as damaged (its values checked): it must not cost the listing
-        return [summary_of(row[:14], row[14:]) for row in rows]
+        return [_with_parent(summary_of(row[:14], row[14:-1]), row[-1]) for row in rows]
 
     def _column(self, name: str) -> str:
         """A column a later version added, or how an older store (read as it is) spells it."""
@@ -214,3 +215,10 @@ def read_legacy_lists(con: sqlite3.Connection, run_id: str, replay: Replay, read
         reading.part = ("its event {} (table events)", seq)
         replay.events.append(event_from_record(parsed(rec, dict)))
 
+
+#: SQL: the run a run was forked from (kept in its counters' lineage), NULL for a run that is no fork
+_PARENT = "CASE WHEN json_valid(r.counters) THEN json_extract(r.counters, '$.lineage.parent') END"
+
+
+def _with_parent(summary: RunSummary, parent: Any) -> RunSummary:
+    return replace(summary, parent=parent) if isinstance(parent, str) else summary

@@ -42,9 +42,10 @@ class SQLiteWrites(SQLiteConnection):
 
     # --------------------------------------------------------------- runs
     def create_run(self, plan: Plan, *, goal: str | None = None, config: Mapping[str, Any] | None = None,
-                   run_id: str | None = None, kept_from: str | None = None) -> str:
-        """A new run's row and its plan. ``kept_from``: a fork's parent run, whose rows its kept
-        steps' results are read from (written as ``{"kept": PARENT}``, never copied)."""
+                   run_id: str | None = None, lineage: Mapping[str, Any] | None = None) -> str:
+        """A new run's row and its plan. ``lineage``: a fork's origin (kept with the run's counters
+        from the start); its kept steps' results are written as references to the parent's rows
+        (``{"kept": PARENT}``), never copied."""
         self.redactor.refresh()
         config_text = config_json(config, self.redactor)
         run_id = run_id or new_run_id()
@@ -55,10 +56,11 @@ class SQLiteWrites(SQLiteConnection):
                 con.execute(
                     "INSERT INTO runs (id, goal, status, reason, created, updated, config, plan, counters, revisions,"
                     " writer_pid, plan_id, writer_host, writer_since, steps_total, log_key)"
-                    " VALUES (?, ?, 'running', NULL, ?, ?, ?, ?, '{}', '[]', ?, ?, ?, ?, ?,"
+                    " VALUES (?, ?, 'running', NULL, ?, ?, ?, ?, ?, '[]', ?, ?, ?, ?, ?,"
                     " (SELECT coalesce(max(log_key), 0) + 1 FROM runs))",
                     (run_id, self.redactor.text(goal if goal is not None else plan.goal), now, now, config_text,
-                     plan_json(plan, self.redactor), os.getpid(), self.redactor.text(plan.id), this_host(), now,
+                     plan_json(plan, self.redactor), counters_json({"lineage": dict(lineage)} if lineage else {},
+                                                                   self.redactor), os.getpid(), self.redactor.text(plan.id), this_host(), now,
                      len(plan.steps)),
                 )
             except sqlite3.IntegrityError:
@@ -67,7 +69,7 @@ class SQLiteWrites(SQLiteConnection):
             log_key = con.execute("SELECT log_key FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
             cache = RunCache(self.redactor, log_key, 0, 0, 0, 0, {st.id: st.status.value for st in plan.steps},
                               ("running", None))
-            cache.parent = kept_from
+            cache.parent = str(lineage["parent"]) if lineage else None
             created = self._created_row(cache, plan)
             if created is not None:
                 self._insert_log(con, cache, run_id, (log_id(log_key, 0), now, 0, 0, 0, 0, 0, created))

@@ -105,8 +105,8 @@ def test_a_plan_that_is_not_fresh_is_written_step_by_step(tmp_path: Path, spoil:
     plan = _plan()
     last = plan.steps[2]
     secrets: list[str] = []
-    if spoil == "completed":
-        last.set_state(status=Status.completed, result=3)
+    if spoil == "completed":  # a completed step whose result is not plain JSON (a plain one goes in the first row)
+        last.set_state(status=Status.completed, result=(3, 4))
     elif spoil == "tuple_args":
         last.args = {"x": (1, 2)}  # JSON would give a list back
     elif spoil == "secret_word":
@@ -131,6 +131,20 @@ def test_a_plan_that_is_not_fresh_is_written_step_by_step(tmp_path: Path, spoil:
             assert "hunter2-secret-value" not in loaded.steps[2].task
         if secrets or spoil == "secret_word":
             assert b"hunter2-secret-value" not in _stored(path) and b'"abc"' not in _stored(path)
+
+
+def test_a_completed_step_with_a_plain_result_is_written_in_the_first_row(tmp_path: Path) -> None:
+    """A fork's plan starts with completed steps (pinned results): one row, not a row per step."""
+    path = tmp_path / "runs.sqlite"
+    plan = _plan()
+    plan.steps[2].set_state(status=Status.completed, result={"n": 3}, notes="pinned: the fork gave this result")
+    with SQLiteStore(path) as store:
+        run_id = store.create_run(plan)
+        assert _table(path, "SELECT count(*) FROM steps") == [(0,)]
+        assert _table(path, "SELECT count(*) FROM log") == [(1,)]
+        loaded = store.load_run(run_id).plan
+        assert loaded.steps[2].status is Status.completed and loaded.steps[2].result == {"n": 3}
+        assert loaded.steps[2].notes.startswith("pinned: ")
 
 
 def test_runs_counts_the_steps_of_a_run_written_in_one_row_and_after_a_replan(tmp_path: Path) -> None:
