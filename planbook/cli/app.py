@@ -162,7 +162,7 @@ def _pause_view_to_ask(runner: Runner, view: Any) -> None:
 
 
 #: the marks and signs planbook prints, as ASCII, for a stream whose encoding lacks them
-ASCII_MARKS = {"✓": "v", "✗": "x", "→": "->", "…": "...", "—": "--", "–": "-", "≥": ">=", "≤": "<="}
+ASCII_MARKS = {"✓": "v", "✗": "x", "→": "->", "…": "...", "—": "--", "–": "-", "≥": ">=", "≤": "<=", "└": "`", "─": "-"}
 _ASCII_HANDLER = "planbook-ascii"
 
 

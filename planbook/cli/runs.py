@@ -19,6 +19,8 @@ def add_commands(sub: Any, load_help: dict[str, str]) -> None:
     runs = sub.add_parser("runs", help="list the runs in the run store, newest first")
     runs.add_argument("--store", metavar="PATH", help=STORE_HELP)
     runs.add_argument("--limit", type=int, default=20, metavar="N", help="show at most N runs (default 20; 0: all)")
+    runs.add_argument("--tree", action="store_true",
+                      help="each fork indented under the run it was forked from (oldest fork first)")
 
     show = sub.add_parser("show", help="show a stored run: its plan with marks, the verdict, every diff")
     show.add_argument("run_id", nargs="?", help="the run (default: the latest)")
@@ -58,10 +60,12 @@ def list_runs(args: argparse.Namespace) -> str:
     from ..store.logrows import damaged
 
     where = store_path(args)
-    listed = runs(where, limit=args.limit or None)
+    tree = bool(getattr(args, "tree", False))
+    listed = runs(where, limit=args.limit or None, tree=tree)
     if not listed:
         return f"no runs in {where}"
-    lines = [f"{'run':<24} {'status':<22} {'steps':>9} {'model calls':>11}  {'started':<16}  goal"]
+    width = max([24] + [len(_indented(r)) for r in listed]) if tree else 24
+    lines = [f"{'run':<{width}} {'status':<22} {'steps':>9} {'model calls':>11}  {'started':<16}  goal"]
     notes = []
     for r in listed:
         damage = getattr(r, "damage", None)  # a store of another kind may list without it
@@ -76,8 +80,15 @@ def list_runs(args: argparse.Namespace) -> str:
             notes.append(one_line(str(damaged(r.run_id, str(where), damage))))
         goal = one_line(r.goal)  # a line break in a goal must not forge a row
         goal = goal if len(goal) <= 48 else goal[:47] + "…"
-        lines.append(f"{one_line(r.run_id):<24} {one_line(verdict):<22} {steps:>9} {calls:>11}  {started:<16}  {goal}")
+        shown = _indented(r) if tree else one_line(r.run_id)
+        lines.append(f"{shown:<{width}} {one_line(verdict):<22} {steps:>9} {calls:>11}  {started:<16}  {goal}")
     return "\n".join(lines + notes)
+
+
+def _indented(summary: Any) -> str:
+    """A run's id in ``--tree``: a fork under its parent, one step further in per generation."""
+    depth = int(getattr(summary, "depth", 0) or 0)
+    return ("   " * (depth - 1) + "└─ " if depth else "") + one_line(summary.run_id)
 
 
 def _started(when: float) -> str:

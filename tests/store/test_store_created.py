@@ -203,7 +203,7 @@ def test_a_version_4_store_counts_steps_in_its_table_and_migrates_when_written(t
         assert reader.version == 4 and reader.list_runs()[0].steps_total == 3
         assert [s.id for s in reader.load_run(run_id).plan.steps] == ["s1", "s2", "s3"]
     with SQLiteStore(path) as writer:
-        assert writer.version == SCHEMA_VERSION == 5
+        assert writer.version == SCHEMA_VERSION == 6
         assert writer.list_runs()[0].steps_total == 3  # the new column is empty: the table counts them
         writer.create_run(_plan(2))
         assert sorted(s.steps_total for s in writer.list_runs()) == [2, 3]
@@ -272,3 +272,21 @@ def test_a_record_field_holding_a_list_is_checked_whole(tmp_path: Path, field: s
         store.save_state(run_id, state)
         assert b"abcdefghijklmnop" not in _stored(path)
     assert b"abcdefghijklmnop" not in _stored(path)
+
+
+def test_a_version_5_store_migrates_to_6_in_one_transaction_and_its_runs_read_as_before(tmp_path: Path) -> None:
+    """Version 6 adds kept results (a fork's references to its parent's rows): a version-5 file is
+    a version-6 file without forks, so migrating it changes only its version number."""
+    path = tmp_path / "runs.sqlite"
+    with SQLiteStore(path) as store:
+        run_id = store.create_run(_plan())
+    con = sqlite3.connect(path)
+    con.execute("UPDATE schema_version SET version = 5")
+    con.commit()
+    con.close()
+    with SQLiteStore(path, readonly=True) as reader:
+        assert reader.version == 5 and [s.id for s in reader.load_run(run_id).plan.steps] == ["s1", "s2", "s3"]
+    with SQLiteStore(path) as writer:
+        assert writer.version == SCHEMA_VERSION == 6
+        assert [s.id for s in writer.load_run(run_id).plan.steps] == ["s1", "s2", "s3"]
+    assert _table(path, "SELECT version FROM schema_version") == [(6,)]

@@ -146,10 +146,10 @@ def test_a_version_3_store_is_read_as_it_is_and_migrated_when_written(tmp_path: 
     with SQLiteStore(path, readonly=True) as reader:
         assert reader.version == 3 and reader.load_run(run_id).plan.steps[0].result == 3
     with SQLiteStore(path) as writer:
-        assert writer.version == SCHEMA_VERSION == 5
+        assert writer.version == SCHEMA_VERSION == 6
         assert writer.load_run(run_id).plan.steps[0].result == 3
     con = sqlite3.connect(path)
-    assert con.execute("SELECT version FROM schema_version").fetchall() == [(5,)]
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(6,)]
     con.close()
 
 
