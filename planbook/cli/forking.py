@@ -43,8 +43,9 @@ def add_commands(sub: Any, load_help: dict[str, str]) -> None:
                                       "again), the changed step and everything depending on it run again.")
     fork.add_argument("run", metavar="RUN", help="the run: a run id, or a plan name meaning its latest run")
     fork.add_argument("--at", metavar="STEP",
-                      help="the fork point: the step to change (without it and without --plan: a control fork "
-                           "that runs every step again)")
+                      help="the fork point: the step to change; with no --set, --result-json or --plan, a "
+                           "control fork that runs STEP and what depends on it again unchanged (without --at "
+                           "either: every step)")
     fork.add_argument("--set", dest="sets", metavar="NAME=VALUE", action="append", default=[], help=SET_HELP)
     fork.add_argument("--result-json", metavar="FILE",
                       help="pin the --at step's result to the JSON in FILE ('-' reads standard input) without "
@@ -160,7 +161,10 @@ def fork_command(args: argparse.Namespace, execute: Callable[[Any, bool], RunRes
     except (PlanbookError, UsageProblem, ValueError, TypeError) as exc:
         if runner is not None:
             runner.release_store()
-        print(one_line(f"planbook: {exc}"), file=sys.stderr)
+        text = str(exc)
+        if "pass tools=" in text or "pass agents=" in text:  # the engine's words: say the flag too
+            text += " (on the command line: --tools / --agents MODULE:OBJECT)"
+        print(one_line(f"planbook: {text}"), file=sys.stderr)
         return EXIT_USAGE
     lineage = runner.state.lineage
     if lineage:

@@ -1,0 +1,242 @@
+"""``planbook fork``, ``planbook diff`` and ``planbook runs --tree``, on a plan of two 10-step chains
+and a join (a1..a10, b1..b10, join), with every tool call counted."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planbook.cli.app import main
+from planbook.cli.forking import parse_sets
+
+TOOLS = '''
+import planbook
+
+CALLS = []
+box = planbook.Toolbox()
+
+
+@box.tool
+def inc(x: int) -> int:
+    """One more (each call counted: the tests count what a fork runs again)."""
+    CALLS.append(("inc", x))
+    return x + 1
+
+
+@box.tool
+def join(a: int, b: int) -> int:
+    """The two chains' ends added."""
+    CALLS.append(("join", a, b))
+    return a + b
+
+
+@box.tool
+def fail_if(x: int) -> int:
+    """Fails on 99 (a fork that sets it regresses)."""
+    CALLS.append(("fail_if", x))
+    if x == 99:
+        raise ValueError("x is 99")
+    return x
+
+
+@box.tool
+def use(x: int, token: str) -> str:
+    """A step with a secret-named argument."""
+    CALLS.append(("use", x))
+    return f"used {len(token)} characters"
+'''
+
+
+def chains_spec(n: int = 10) -> str:
+    """Two chains of ``n`` steps (a1 = inc(0), a2 = inc($a1), ...) and a join of their ends."""
+    steps: list[dict[str, Any]] = []
+    for chain in "ab":
+        for i in range(1, n + 1):
+            steps.append({"id": f"{chain}{i}", "tool": "inc",
+                          "args": {"x": 0 if i == 1 else f"${chain}{i - 1}"}})
+    steps.append({"id": "join", "tool": "join", "args": {"a": f"$a{n}", "b": f"$b{n}"}})
+    return json.dumps({"id": "chains", "goal": "two chains and a join", "steps": steps})
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A folder with the tools module (a name of its own: imported fresh) and the plan; the module."""
+    name = f"fork_tools_{abs(hash(str(tmp_path)))}"
+    (tmp_path / f"{name}.py").write_text(TOOLS)
+    (tmp_path / "chains.json").write_text(chains_spec())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANBOOK_HOME", str(tmp_path / "home"))
+    module = importlib.import_module(name)
+    yield tmp_path, module
+    sys.modules.pop(name, None)
+
+
+def cli(project: Any, *argv: str) -> int:
+    folder, module = project
+    return main([*argv, "--store", str(folder / "runs.sqlite")])
+
+
+def tools(project: Any) -> list[str]:
+    return ["--tools", f"{project[1].__name__}:box"]
+
+
+def ran(project: Any) -> Any:
+    """The parent run (21 calls), then the call counter emptied."""
+    assert cli(project, "run", "chains.json", *tools(project), "--plain", "--max-steps", "100") == 0
+    assert len(project[1].CALLS) == 21
+    project[1].CALLS.clear()
+
+
+def store_rows(path: Path) -> dict[str, str]:
+    """A hash of every table's rows, to show the parent's rows are never written."""
+    con = sqlite3.connect(path)
+    try:
+        names = [r[0] for r in con.execute("select name from sqlite_master where type='table'")]
+        return {n: hashlib.sha256(repr(con.execute(f"select * from {n} order by 1").fetchall()).encode()).hexdigest()
+                for n in names}
+    finally:
+        con.close()
+
+
+def run_ids(project: Any) -> list[str]:
+    import planbook
+
+    return [r.run_id for r in planbook.runs(store=project[0] / "runs.sqlite")]
+
+
+def test_a_fork_at_a1_with_a_new_x_runs_that_chain_and_the_join_only(project: Any,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    ran(project)
+    parent = run_ids(project)[0]
+    capsys.readouterr()
+    assert cli(project, "fork", "chains", "--at", "a1", "--set", "x=5", *tools(project), "--plain") == 0
+    out = capsys.readouterr().out
+    calls = project[1].CALLS
+    assert len(calls) == 11  # a1..a10 and the join
+    assert calls[-1] == ("join", 15, 10)  # a10 = 5 + 10, b10 = 10 (kept)
+    assert calls[0] == ("inc", 5)
+    assert f"fork of run {parent} at a1 — x: 0 → 5; kept 10, re-running 11" in out
+    assert "Result of step join:\n25" in out
+    child = run_ids(project)[0]
+    assert child != parent
+    import planbook
+
+    loaded = planbook.load_run(child, store=project[0] / "runs.sqlite")
+    assert loaded.parent == parent and loaded.plan.step("join").result == 25
+    assert all(loaded.plan.step(f"b{i}").notes.startswith("kept from run ") for i in range(1, 11))
+
+
+def test_a_pinned_result_a_control_fork_and_ancestors_count_their_calls(project: Any, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    ran(project)
+    calls = project[1].CALLS
+    (tmp_path / "pin.json").write_text("41")
+    assert cli(project, "fork", "chains", "--at", "a1", "--result-json", "pin.json", *tools(project), "--plain") == 0
+    assert len(calls) == 10 and all(c[0] == "join" or c[1] >= 41 for c in calls)  # a2..a10 and the join
+    assert calls[-1] == ("join", 50, 10)  # a1 pinned to 41: a10 = 50
+    parent = run_ids(project)[-1]  # the first run made
+    calls.clear()
+    assert cli(project, "fork", parent, "--at", "a5", *tools(project), "--plain") == 0
+    assert len(calls) == 7  # a control fork at a5: a5..a10 and the join
+    calls.clear()
+    assert cli(project, "fork", parent, "--at", "a5", "--reuse", "ancestors", *tools(project), "--plain") == 0
+    assert len(calls) == 17  # LangGraph's fork: everything but a1..a4 again
+    out = capsys.readouterr().out
+    assert "(reuse=ancestors)" in out
+
+
+def test_runs_tree_puts_forks_under_their_parent(project: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    ran(project)
+    parent = run_ids(project)[0]
+    assert cli(project, "fork", "chains", "--at", "a1", "--set", "x=5", *tools(project), "--plain") == 0
+    child = run_ids(project)[0]
+    assert cli(project, "fork", child, "--at", "b1", "--set", "x=2", *tools(project), "--plain") == 0
+    grandchild = run_ids(project)[0]
+    assert cli(project, "run", "chains.json", *tools(project), "--plain", "--max-steps", "100") == 0
+    other = run_ids(project)[0]
+    capsys.readouterr()
+    assert cli(project, "runs", "--tree") == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    order = [next(r for r in (parent, child, grandchild, other) if r in line) for line in lines]
+    assert order == [other, parent, child, grandchild]
+    depth = {r: line.index(r) for r, line in zip(order, lines)}
+    assert depth[other] == depth[parent] < depth[child] < depth[grandchild]
+
+
+def test_the_parents_rows_are_not_written_by_a_fork_a_fork_of_a_fork_or_a_diff(project: Any) -> None:
+    ran(project)
+    path = project[0] / "runs.sqlite"
+    parent = run_ids(project)[0]
+    con = sqlite3.connect(path)
+    tables = [r[0] for r in con.execute("select name from sqlite_master where type='table'")]
+    con.close()
+    assert "runs" in tables
+
+    def parent_rows() -> str:
+        con = sqlite3.connect(path)
+        try:
+            cols = [r[1] for r in con.execute("pragma table_info(runs)")]
+            key = "run_id" if "run_id" in cols else cols[0]
+            return repr(con.execute(f"select * from runs where {key} = ?", (parent,)).fetchall())
+        finally:
+            con.close()
+
+    before = parent_rows()
+    assert cli(project, "fork", parent, "--at", "a1", "--set", "x=5", *tools(project), "--plain") == 0
+    child = run_ids(project)[0]
+    assert cli(project, "fork", child, "--at", "b2", "--set", "x=7", *tools(project), "--plain") == 0
+    assert parent_rows() == before
+
+
+# ---------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("argv, says", [
+    (["fork", "nope", "--at", "a1"], "no run or plan 'nope'"),
+    (["fork", "chains", "--at", "a11", "--set", "x=1"], "did you mean"),
+    (["fork", "chains", "--at", "a1", "--set", "x=1", "--result-json", "pin.json"], "--set and --result-json"),
+    (["fork", "chains", "--set", "x=1"], "--set changes one step: say which with --at STEP"),
+    (["fork", "chains", "--at", "a1", "--set", "x"], "--set takes NAME=VALUE"),
+    (["fork", "chains", "--at", "a1", "--set", "x=1", "--set", "x=2"], "given twice"),
+    (["fork", "chains", "--at", "a1", "--set", "x=\"five\""], "x"),  # a str where the tool takes an int
+    (["fork", "chains", "--at", "a1", "--set", "y=1"], "y"),  # an argument inc does not take
+    (["fork", "chains", "--at", "a1", "--result-json", "missing.json"], "cannot read --result-json"),
+    (["fork", "chains", "--at", "a1", "--reuse", "ancestors", "--set", "x=1", "--plan", "chains.json"],
+     "--plan cannot go with --set"),
+])
+def test_bad_input_is_one_line_exit_2_and_nothing_created(project: Any, capsys: pytest.CaptureFixture[str],
+                                                          argv: list[str], says: str) -> None:
+    ran(project)
+    path = project[0] / "runs.sqlite"
+    before = store_rows(path)
+    capsys.readouterr()
+    assert cli(project, *argv, *tools(project), "--plain") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1 and says in captured.err, captured.err
+    assert store_rows(path) == before and project[1].CALLS == []
+
+
+def test_no_store_at_the_path_is_one_line_and_creates_nothing(project: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = project[0]
+    for argv in (["fork", "chains", "--at", "a1"], ["diff", "a", "b"]):
+        assert main([*argv, "--store", str(folder / "none" / "runs.sqlite")]) == 2
+        err = capsys.readouterr().err
+        assert "there is no run store at" in err and len(err.strip().splitlines()) == 1
+    assert not (folder / "none").exists()
+
+
+def test_set_values_are_json_when_they_parse_else_text() -> None:
+    from planbook import Secret
+
+    got = parse_sets(["n=5", "f=1.5", "t=true", "z=null", "l=[1, 2]", "s=hello", "q=\"5\"", "e=", "u=a=b",
+                      'k={"$secret": "env:SOME_VAR"}'])
+    assert got["n"] == 5 and got["f"] == 1.5 and got["t"] is True and got["z"] is None and got["l"] == [1, 2]
+    assert got["s"] == "hello" and got["q"] == "5" and got["e"] == "" and got["u"] == "a=b"
+    assert isinstance(got["k"], Secret) and got["k"].ref == "env:SOME_VAR"
