@@ -457,7 +457,7 @@ def _verdict(changes: list[Change], first: str | None, itself: bool) -> str:
     line = f"{plural(total, 'step')} differ{'s' if total == 1 else ''}: first at {first}"
     if counts.keys() == {"noise"}:
         return line + " — replay noise only (the same calls gave other outcomes): nothing follows from an edit"
-    words = {"edited": "edited", "follows": "follow from the edit", "noise": "replay noise", "new": "new",
+    words = {"edited": "edited", "follows": "follows from the edit" if counts.get("follows") == 1 else "follow from the edit", "noise": "replay noise", "new": "new",
              "removed": "removed", "differs": "not reached in one run"}
     parts = [f"{counts[k]} {words[k]}" for k in ("edited", "follows", "new", "removed", "differs", "noise") if k in counts]
     return f"{line} ({', '.join(parts)})"
