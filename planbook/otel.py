@@ -16,6 +16,14 @@ gate still exports nothing secret.
 Arguments and results go on spans only with ``capture_content=True`` (they may be large or
 private), redacted as a store redacts them (a step whose result feeds a secret-named argument
 shows ``***``). Needs the ``otel`` extra.
+
+A fork's run span (:func:`planbook.fork`) says where it came from: ``planbook.fork.parent`` (the
+parent's run id), ``planbook.fork.at`` and ``planbook.fork.how`` always, and a span **link** to the
+parent's run span when that span's context is known, i.e. the parent was traced in this process
+(its context is remembered, :func:`run_span_context`). A parent traced in another process has a
+span id nobody kept (span ids are random; only a stored run's *trace* id is derived from its run
+id), and a link needs a valid span context, so then the span carries
+``planbook.fork.parent_trace_id``: the trace id a stored parent's spans have, for a viewer's search.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import hashlib
 import os
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -81,6 +90,28 @@ def instrument_from_environment() -> None:
     if value in ("", "0", "false", "no", "off"):
         return
     instrument(capture_content=value == "content")
+
+
+#: how many runs' span contexts are remembered for their forks' links (the oldest forgotten first)
+KNOWN_RUNS = 4096
+_RUN_CONTEXTS: OrderedDict[str, Any] = OrderedDict()
+_CONTEXTS_LOCK = threading.Lock()
+
+
+def _remember(run_id: str, context: Any) -> None:
+    """A run's first run span context (a paused run's later spans are in the same trace)."""
+    with _CONTEXTS_LOCK:
+        if run_id in _RUN_CONTEXTS:
+            return
+        _RUN_CONTEXTS[run_id] = context
+        while len(_RUN_CONTEXTS) > KNOWN_RUNS:
+            _RUN_CONTEXTS.popitem(last=False)
+
+
+def run_span_context(run_id: str) -> Any:
+    """The span context of run ``run_id``'s first run span, if it was traced in this process; else None."""
+    with _CONTEXTS_LOCK:
+        return _RUN_CONTEXTS.get(run_id)
 
 
 def trace_id_of(run_id: str) -> int:
@@ -264,16 +295,38 @@ class RunSpans:
                 attributes["planbook.goal"] = self._text(plan.goal)
             if run_id:
                 attributes["planbook.run_id"] = run_id
+            links = self._fork_parent(attributes)
             start = self._started_at if self._started_at is not None else self.runner.clock()
             self.workflow = self.ids.start_root(
                 self.tracer, trace_id_of(run_id) if run_id else None, f"invoke_workflow {plan_id}",
                 context=self._trace.set_span_in_context(self._trace.INVALID_SPAN),
-                kind=self._trace.SpanKind.INTERNAL, attributes=attributes, start_time=_ns(start))
+                kind=self._trace.SpanKind.INTERNAL, attributes=attributes, links=links, start_time=_ns(start))
             self._root_context = self._in(self.workflow)
+            own_id = run_id or getattr(self.runner, "run_id", None)
+            if own_id:
+                _remember(str(own_id), self.workflow.get_span_context())
         return self.workflow
 
     def _in(self, span: Any) -> Any:
         return self._trace.set_span_in_context(span)
+
+    def _fork_parent(self, attributes: dict[str, Any]) -> list[Any] | None:
+        """A fork's origin on its run span: the parent's id, fork points and how, and a link to the
+        parent's run span when its context is known here (else the parent's derived trace id)."""
+        lineage = getattr(self.runner.state, "lineage", None)
+        parent = lineage.get("parent") if isinstance(lineage, dict) else None
+        if not parent:
+            return None
+        attributes["planbook.fork.parent"] = str(parent)
+        attributes["planbook.fork.at"] = [str(x) for x in lineage.get("at") or ()]
+        attributes["planbook.fork.how"] = str(lineage.get("how") or "control")
+        context = run_span_context(str(parent))
+        if context is None:
+            attributes["planbook.fork.parent_trace_id"] = format(trace_id_of(str(parent)), "032x")
+            return None
+        from opentelemetry.trace import Link
+
+        return [Link(context, {"planbook.link": "fork parent", "planbook.fork.parent": str(parent)})]
 
     def _run_ended(self, event: Event) -> None:
         root = self._root()
@@ -442,4 +495,5 @@ class RunSpans:
         return text if len(text) <= CONTENT_LIMIT else text[: CONTENT_LIMIT - 1] + "…"
 
 
-__all__ = ["MaskedTracer", "OTelMissing", "RunSpans", "instrument", "instrument_from_environment", "trace_id_of", "uninstrument"]
+__all__ = ["MaskedTracer", "OTelMissing", "RunSpans", "instrument", "instrument_from_environment", "run_span_context",
+           "trace_id_of", "uninstrument"]
