@@ -218,6 +218,22 @@ class PlanMagics(Magics):
 
     # --------------------------------------------------------------- %run_plan
     @no_var_expand
+    @ma.magic_arguments()
+    @ma.argument("runs", nargs="+", metavar="RUN", help="NAME alone: NAME's latest fork against its parent; else runs to compare, the first the baseline: RunResult variables, run ids or plan names (their latest stored run)")
+    @ma.argument("--changed-only", action="store_true", help="show only the steps whose call or result differs")
+    @line_magic
+    def diff_runs(self, line: str) -> Any:
+        """Compare runs side by side: ``%diff_runs NAME`` (NAME's latest fork against its parent) or
+        ``%diff_runs A B [C ...]``; returns the :class:`~planbook.data.rundiff.RunDiff`."""
+        from ..data.rundiff import diff_runs
+
+        args = parse(self.diff_runs, line)
+        runs = (forkmagic.latest_fork(self, args.runs[0]) if len(args.runs) == 1
+                else forkmagic.run_ids(self, list(args.runs)))
+        diff = diff_runs(*runs)
+        return diff.only_changed() if args.changed_only else diff
+
+    @no_var_expand
     @readable_help
     @ma.magic_arguments()
     @ma.argument("name", help="a Plan (from %%%%plan) or a plan spec string in the namespace")
@@ -245,22 +261,6 @@ class PlanMagics(Magics):
     @ma.argument("--background", action="store_true", help="run on a thread of its own and return a RunHandle at once: other cells run meanwhile, and the live view's Pause / Continue / Stop and Approve / Skip / Edit buttons reach the run (handle.status, handle.wait(), handle.approve(ID))")
     @run_arguments("approve", "approve_timeout", extra_help={
         "approve": "With --background: decide in the live view or with handle.approve(ID)"})
-    @no_var_expand
-    @ma.magic_arguments()
-    @ma.argument("runs", nargs="+", metavar="RUN", help="NAME alone: NAME's latest fork against its parent; else runs to compare, the first the baseline: RunResult variables, run ids or plan names (their latest stored run)")
-    @ma.argument("--changed-only", action="store_true", help="show only the steps whose call or result differs")
-    @line_magic
-    def diff_runs(self, line: str) -> Any:
-        """Compare runs side by side: ``%diff_runs NAME`` (NAME's latest fork against its parent) or
-        ``%diff_runs A B [C ...]``; returns the :class:`~planbook.data.rundiff.RunDiff`."""
-        from ..data.rundiff import diff_runs
-
-        args = parse(self.diff_runs, line)
-        runs = (forkmagic.latest_fork(self, args.runs[0]) if len(args.runs) == 1
-                else forkmagic.run_ids(self, list(args.runs)))
-        diff = diff_runs(*runs)
-        return diff.only_changed() if args.changed_only else diff
-
     @line_magic
     def run_plan(self, line: str) -> Any:
         """Run plan NAME with a live view and return its RunResult.

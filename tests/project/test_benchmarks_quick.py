@@ -28,6 +28,10 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         rf"kept per step, Runner included: {NUMBER} KiB",
         rf"live widget view {NUMBER} ms CPU\s+ratio {NUMBER}",
     )),
+    "fork_cost.py": ((), (
+        rf"load_run of the parent: {NUMBER} ms CPU; fork up to its first re-run step: {NUMBER} ms CPU -> ratio {NUMBER}",
+        rf"store rows added by a fork re-running 2 of {NUMBER} steps: {NUMBER}",
+    )),
     "llm_calls.py": ((), (
         rf"\|\s+{NUMBER}\s+{NUMBER} \|\s+{NUMBER}\s+{NUMBER} \|",
         rf"replanning after every step sends {NUMBER}x the prompt tokens",
