@@ -26,15 +26,16 @@ from .publish import ensure_checkpoint
 
 #: unchanged rows a record keeps inside its folds; above this they fold into counts only
 UNCHANGED_ROWS = 200
-#: changed rows a record keeps (the rest: ``diff.rows()``)
-CHANGED_ROWS = 500
+#: changed rows a record keeps at most, and the bytes its rows may take (the rest: ``diff.rows()``)
+CHANGED_ROWS = 1000
+ROW_BYTES = 120_000
 #: a time delta is tinted when it is at least this many seconds and this share of the base's time
 TINT_SECONDS, TINT_SHARE = 0.001, 0.10
 FIRST_MARK = "⚑"
 _MARKS = {status.value: mark for status, mark in STATUS_MARKS.items()}
 _REUSED = frozenset({"kept", "pinned", "cached"})
 _CHANGE_TINTS = {
-    "edited": tint(FILLS["blocked"], 0.25), "follows": tint(FILLS["blocked"], 0.12),
+    "edited": tint(FILLS["blocked"], 0.25),  # "follows" is the common, expected case: untinted, a byte less a row
     "noise": tint(FILLS["cached"], 0.15), "new": tint(FILLS["completed"], 0.2),
     "removed": tint(FILLS["failed"], 0.2), "differs": tint(FILLS["not_started"], 0.2),
 }
@@ -262,7 +263,7 @@ def _steps_html(diff: RunDiff, hide: Callable[[str | None], str], changed_only: 
     open_folds = not changed_only and unchanged <= UNCHANGED_ROWS
     first = diff.first_divergence
     body: list[str] = []
-    shown_changed = 0
+    size = shown_changed = 0
     changed_total = sum(1 for row in diff.steps if row.changed)
     for item in _folds(diff.steps):
         if isinstance(item, list):
@@ -273,11 +274,13 @@ def _steps_html(diff: RunDiff, hide: Callable[[str | None], str], changed_only: 
                             f'= {label}</summary><table style="border-collapse:collapse">{inner}</table></details></td></tr>')
             else:
                 body.append(f'<tr class="planbook-fold"><td colspan="{columns}" style="text-align:left;{DIM}">= {label}</td></tr>')
+            size += len(body[-1])
             continue
-        if shown_changed >= CHANGED_ROWS:
+        if shown_changed >= CHANGED_ROWS or size >= ROW_BYTES:
             continue
         shown_changed += 1
         body.append(_row_html(item, hide, tokens, first))
+        size += len(body[-1])
     notes = []
     if shown_changed < changed_total:
         notes.append(f"this record keeps {shown_changed:,} of {changed_total:,} changed steps")
@@ -286,7 +289,7 @@ def _steps_html(diff: RunDiff, hide: Callable[[str | None], str], changed_only: 
     elif unchanged and not open_folds:
         notes.append(f"{plural(unchanged, 'unchanged step')} (more than {UNCHANGED_ROWS}) are folded into counts, "
                      "so a saved notebook stays small")
-    legend = ("Unchanged steps fold into one row (⊳ opens it). change: edited = its own call changed; follows = an input "
+    legend = (f"Unchanged steps fold into one row{' (a click opens it)' if open_folds else ''}. change: edited = its own call changed; follows = an input "
               "changed because of the edit; noise = replay noise (the same call gave another outcome); new/removed = in "
               "one plan only. = / ≠: the result is / is not the base's. Δ: green ▼ faster or fewer tokens, red ▲ slower "
               f"or more. {CACHED_MARK} kept, pinned or cached: not run in that run.")
