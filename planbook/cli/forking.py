@@ -66,7 +66,9 @@ def add_commands(sub: Any, load_help: dict[str, str]) -> None:
     diff = sub.add_parser("diff", help="compare stored runs step by step (the first is the base)")
     diff.add_argument("runs", metavar="RUN", nargs="+", help="two or more runs: run ids, or plan names meaning "
                                                             "their latest run; the first is the base")
-    diff.add_argument("--json", action="store_true", help="print the rows as JSON (one object per step and run)")
+    diff.add_argument("--json", action="store_true",
+                      help="print JSON: {runs, verdict, first_divergence, first_divergences, changed, regressed, "
+                           "rows}, rows one flat object per step (base_* and other_* columns, as diff_runs().rows())")
     diff.add_argument("--changed-only", action="store_true", help="only the steps whose call, result or status differ")
     diff.add_argument("--fail-on", choices=("changed", "regressed"), help=FAIL_ON_HELP)
     diff.add_argument("--store", metavar="PATH", help=STORE_HELP)
@@ -192,12 +194,14 @@ def load_runs(where: Any, names: Sequence[str]) -> list[RunResult]:
                         "were saved in")
     store = open_store(where, readonly=True)
     try:
-        ids = [summary.run_id for summary in store.list_runs()]
+        listed = store.list_runs()
+        ids = [summary.run_id for summary in listed]
+        known = ids + sorted({summary.plan_id for summary in listed if summary.plan_id})
         results = []
         for name in names:
             run_id = name if name in ids else store.latest_run_id(plan_id=name)
             if run_id is None:
-                raise ForkError(f"no run or plan {name!r} in the run store {os.fspath(where)}{closest(name, ids)} "
+                raise ForkError(f"no run or plan {name!r} in the run store {os.fspath(where)}{closest(name, known)} "
                                 "(planbook runs lists them)")
             results.append(store.load_run(run_id).result())
         return results
@@ -215,8 +219,8 @@ def regressed(base: RunResult, other: RunResult) -> bool:
 
 
 def changed(diff: Any) -> bool:
-    """``--fail-on changed``: some step's call or result differs (the diff's first divergence)."""
-    return diff.first_divergence is not None
+    """``--fail-on changed``: in some run, some step's call or result differs from the base's (a first divergence)."""
+    return any(found is not None for found in diff.divergences)
 
 
 def diff_command(args: argparse.Namespace) -> int:
@@ -229,17 +233,24 @@ def diff_command(args: argparse.Namespace) -> int:
     except (PlanbookError, UsageProblem, ValueError, TypeError) as exc:
         print(one_line(f"planbook: {exc}"), file=sys.stderr)
         return EXIT_USAGE
-    gate = results[0].secrets
+    is_changed = changed(diff)
+    is_regressed = any(regressed(results[0], other) for other in results[1:])
     if args.json:
-        rows = gate.data(diff.rows(changed_only=args.changed_only))
-        print(json.dumps(rows, ensure_ascii=False, default=str, indent=1))
+        print(json.dumps(diff_json(diff, args.changed_only, is_changed, is_regressed), ensure_ascii=False,
+                         default=str, indent=1))
     else:
-        print(neutralise(gate.text(diff.text(changed_only=args.changed_only))))
-    if args.fail_on == "changed" and changed(diff):
-        return EXIT_FAILED
-    if args.fail_on == "regressed" and any(regressed(results[0], other) for other in results[1:]):
+        print(neutralise(diff.hider()(diff.text(changed_only=args.changed_only))))
+    if (args.fail_on == "changed" and is_changed) or (args.fail_on == "regressed" and is_regressed):
         return EXIT_FAILED
     return EXIT_OK
 
 
-__all__ = ["add_commands", "changed", "diff_command", "fork_command", "load_runs", "parse_sets", "regressed"]
+def diff_json(diff: Any, changed_only: bool, is_changed: bool, is_regressed: bool) -> dict[str, Any]:
+    """``planbook diff --json`` (and the MCP tool's structured answer): the runs, the verdict,
+    each run's first divergence, the two ``--fail-on`` answers and the rows (``diff.rows()``)."""
+    return {"runs": diff.run_ids, "verdict": diff.hider()(diff.verdict), "first_divergence": diff.first_divergence,
+            "first_divergences": diff.first_divergences, "changed": is_changed, "regressed": is_regressed,
+            "rows": diff.rows(changed_only=changed_only)}
+
+
+__all__ = ["add_commands", "changed", "diff_command", "diff_json", "fork_command", "load_runs", "parse_sets", "regressed"]

@@ -240,3 +240,72 @@ def test_set_values_are_json_when_they_parse_else_text() -> None:
     assert got["n"] == 5 and got["f"] == 1.5 and got["t"] is True and got["z"] is None and got["l"] == [1, 2]
     assert got["s"] == "hello" and got["q"] == "5" and got["e"] == "" and got["u"] == "a=b"
     assert isinstance(got["k"], Secret) and got["k"].ref == "env:SOME_VAR"
+
+
+# ---------------------------------------------------------------------------------- diff
+def test_diff_prints_the_comparison_and_fail_on_changed_exits_1(project: Any,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    ran(project)
+    parent = run_ids(project)[0]
+    assert cli(project, "fork", parent, "--at", "a5", *tools(project), "--plain") == 0  # a control fork
+    control = run_ids(project)[0]
+    assert cli(project, "fork", parent, "--at", "a1", "--set", "x=5", *tools(project), "--plain") == 0
+    edited = run_ids(project)[0]
+    capsys.readouterr()
+    assert cli(project, "diff", parent, control, "--fail-on", "changed") == 0  # replays the same: no change
+    out = capsys.readouterr().out
+    assert "identical" in out
+    assert cli(project, "diff", parent, "chains", "--fail-on", "changed", "--changed-only") == 1  # chains: `edited`
+    out = capsys.readouterr().out
+    assert "first at a1" in out and "b3" not in out and "join" in out
+    assert cli(project, "diff", parent, edited, "--fail-on", "regressed") == 0  # changed, not worse
+    capsys.readouterr()
+    assert cli(project, "diff", parent, control, edited, "--json", "--changed-only") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["runs"] == [parent, control, edited] and data["changed"] is True and data["regressed"] is False
+    assert data["first_divergences"] == {control: None, edited: "a1"}
+    assert [row["step"] for row in data["rows"]] == [f"a{i}" for i in range(1, 11)] + ["join"]
+    assert data["rows"][0]["other2_call"] == "inc(x=5)" and data["rows"][0]["other1_change"] == "same"
+
+
+def test_fail_on_regressed_is_a_run_that_did_not_complete_or_has_more_failed_steps(
+        project: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "checks.yaml").write_text(
+        "id: checks\nsteps:\n  - {id: c1, tool: fail_if, args: {x: 1}}\n  - {id: c2, tool: fail_if, args: {x: 2}}\n"
+        "  - {id: c3, tool: inc, args: {x: $c2}}\n")
+    assert cli(project, "run", "checks.yaml", *tools(project), "--plain") == 0
+    good = run_ids(project)[0]
+    assert cli(project, "fork", good, "--at", "c2", "--set", "x=99", *tools(project), "--plain") == 1
+    broken = run_ids(project)[0]
+    assert cli(project, "fork", broken, "--at", "c1", "--set", "x=99", *tools(project), "--plain",
+               "--on-failure", "continue") == 0  # a run option given to the fork: it goes on past failures
+    worse = run_ids(project)[0]
+    capsys.readouterr()
+    import planbook
+
+    loaded = {r: planbook.load_run(r, store=tmp_path / "runs.sqlite") for r in (good, broken, worse)}
+    failed = {r: [s.id for s in res.plan.steps if s.status.value == "failed"] for r, res in loaded.items()}
+    assert failed[good] == [] and failed[broken] == ["c2"] and failed[worse][:2] == ["c1", "c2"]
+    assert loaded[good].status == loaded[worse].status == "completed" and loaded[broken].status == "failed"
+    assert cli(project, "diff", good, broken, "--fail-on", "regressed") == 1  # did not complete where the base did
+    assert cli(project, "diff", broken, good, "--fail-on", "regressed") == 0  # it got better
+    assert cli(project, "diff", broken, worse, "--fail-on", "regressed") == 1  # completed, but more failed steps
+    assert cli(project, "diff", good, worse, "--fail-on", "regressed") == 1
+    assert cli(project, "diff", good, worse, "--fail-on", "changed") == 1
+    assert cli(project, "diff", worse, broken, "--fail-on", "regressed") == 1  # fewer failed, but did not complete
+    assert cli(project, "diff", good, good, "--fail-on", "changed") == 0
+    assert "identical" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["diff", "chains", "nope"], "no run or plan 'nope'"),
+    (["diff", "chains"], "two or more runs"),
+    (["diff", "chainz", "chains"], "did you mean"),
+])
+def test_diff_bad_input_is_one_line_exit_2(project: Any, capsys: pytest.CaptureFixture[str], argv: list[str],
+                                           says: str) -> None:
+    ran(project)
+    capsys.readouterr()
+    assert cli(project, *argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and says in err, err
