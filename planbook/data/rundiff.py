@@ -272,7 +272,8 @@ def diff_runs(base: RunResult, *others: RunResult) -> RunDiff:
             for i, sid in enumerate(order)]
     divergences = [next((sid for sid, ch in zip(order, chs) if ch.kind != "same"), None) for chs in changes_by_other]
     summaries = [_summary(run) for run in runs]
-    verdicts = [_verdict(chs, div, run is base) for chs, div, run in zip(changes_by_other, divergences, others)]
+    verdicts = [_verdict(chs, div, run is base or (run.run_id is not None and run.run_id == base.run_id))
+                for chs, div, run in zip(changes_by_other, divergences, others)]
     headers = [_header(base, run) for run in others]
     goals_differ = any(run.goal != base.goal for run in others)
     return RunDiff(base, list(others), rows, divergences, [diff_plans(base.plan, run.plan) for run in others],
@@ -318,30 +319,54 @@ def _tokens_by_step(run: RunResult) -> dict[str, int]:
 
 def _changes(order: list[str], base: RunResult, base_steps: dict[str, Step], other: RunResult,
              other_steps: dict[str, Step]) -> list[Change]:
-    """Each step of ``order`` in ``other`` against ``base``: the kind of change, worked out in dependency
-    order (a step's kind depends on its needs')."""
+    """Each step of ``order`` in ``other`` against ``base``: the kind of change, worked out needs first
+    (a step's kind depends on its needs'), without recursion (a chain may be thousands of steps deep)."""
     kinds: dict[str, Change] = {}
     base_results, other_results = base.outputs, other.outputs
+    same = Change("same", True, True)
 
-    def of(sid: str, depth: int = 0) -> Change:
-        found = kinds.get(sid)
-        if found is not None:
-            return found
+    def need_change(need: str) -> Change:
+        return kinds.get(need, same)  # a need in neither plan (or on a cycle) changes nothing here
+
+    for sid in _needs_first(order, base_steps, other_steps):
         a, b = base_steps.get(sid), other_steps.get(sid)
         if a is None or b is None:
-            change = Change("new" if a is None else "removed", None, None)
+            kinds[sid] = Change("new" if a is None else "removed", None, None)
         elif a is b:
-            change = Change("same", True, True)
+            kinds[sid] = same
         else:
-            change = _compare(a, b, base_results, other_results,
-                              lambda need: of(need, depth + 1) if depth < 500 else Change("differs", None, None))
-        kinds[sid] = change
-        return change
+            kinds[sid] = _compare(a, b, base_results, other_results, need_change)
+    return [kinds[sid] for sid in order]
 
-    if len(order) > 400:  # deep chains: settle the needs first, in plan order, so the recursion stays shallow
-        for sid in order:
-            of(sid)
-    return [of(sid) for sid in order]
+
+def _needs_first(order: list[str], *plans: dict[str, Step]) -> list[str]:
+    """``order`` rearranged so that every step comes after the steps it needs in either plan (plan order
+    when it already does: the common case costs one pass)."""
+    out: list[str] = []
+    placed: set[str] = set()
+    entered: set[str] = set()  # a step met again before it is placed is on a cycle: not entered twice
+    known = set(order)
+    for root in order:
+        if root in placed:
+            continue
+        stack = [(root, False)]
+        while stack:
+            sid, expanded = stack.pop()
+            if sid in placed:
+                continue
+            if expanded:
+                placed.add(sid)
+                out.append(sid)
+                continue
+            if sid in entered:
+                continue
+            entered.add(sid)
+            stack.append((sid, True))
+            for plan in plans:
+                step = plan.get(sid)
+                if step is not None:
+                    stack.extend((n, False) for n in step.needs if n in known and n not in placed)
+    return out
 
 
 def _compare(a: Step, b: Step, base_results: dict[str, Any], other_results: dict[str, Any],

@@ -23,6 +23,7 @@ from ..outbound import one_line
 from .html import DIM, FILLS, TONE_COLORS, box, esc, fg, format_duration, tint
 from .marks import CACHED_MARK
 from .publish import ensure_checkpoint
+from .record import DONE
 
 #: unchanged rows a record keeps inside its folds; above this they fold into counts only
 UNCHANGED_ROWS = 200
@@ -125,8 +126,7 @@ def rundiff_text(diff: RunDiff, changed_only: bool = False, times: bool = True) 
         told = _plan_change_words(plan_diff)
         lines.append(f"Plan ({_label(diff, i)}): {told or 'no change'}")
     lines.append("Totals: " + "; ".join(_totals_text(diff, times)))
-    given = [f"{_label(diff, i)}: " + ", ".join(f"{step + ': ' if step else ''}{what}" + (f" ({why})" if why else "")
-                                                for step, what, _who, why in s.decisions)
+    given = [f"{_label(diff, i)}: " + ", ".join(_decision(*d) for d in s.decisions)
              for i, s in enumerate(diff.summaries) if s.decisions]
     if given:
         lines.append("Decisions: " + "; ".join(given))
@@ -151,6 +151,11 @@ def rundiff_text(diff: RunDiff, changed_only: bool = False, times: bool = True) 
     if left_out:
         lines.append(f"  ({plural(left_out, 'unchanged step')} not shown: changed only)")
     return "\n".join(lines)
+
+
+def _decision(step: str, what: str, who: str, why: str) -> str:
+    """``s2: approved (api)``, ``run: stopped (view) — the reason``."""
+    return f"{step or 'run'}: {DONE.get(what, what)}" + (f" ({who})" if who else "") + (f" — {why}" if why else "")
 
 
 def _plan_change_words(plan_diff: Any) -> str:
@@ -211,8 +216,7 @@ def rundiff_html(diff: RunDiff, changed_only: bool = False) -> str:
                          f'{esc(hide(told))}</div>')
     for i, summary in enumerate(diff.summaries):
         if summary.decisions:
-            items = "; ".join(f"{esc(step + ': ' if step else '')}{esc(what)}" + (f" ({esc(why)})" if why else "")
-                              for step, what, _who, why in summary.decisions)
+            items = "; ".join(esc(_decision(*d)) for d in summary.decisions)
             parts.append(f'<div class="planbook-decisions"><b>Decisions ({esc(_label(diff, i))})</b>: {items}</div>')
     parts.append(_first_html(diff, hide))
     parts.append(_steps_html(diff, hide, changed_only))

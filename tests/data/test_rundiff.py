@@ -15,7 +15,7 @@ import pytest
 
 import planbook
 from planbook.data.models import Event, Usage
-from planbook.data.rundiff import RunDiff, diff_runs, same_value
+from planbook.data.rundiff import RunDiff, _needs_first, diff_runs, same_value
 from planbook.engine.fork import fork
 
 
@@ -280,3 +280,32 @@ def test_bad_input_says_what_to_pass(base: planbook.RunResult) -> None:
         diff_runs(base)
     with pytest.raises(TypeError, match="argument 2 is a str"):
         diff_runs(base, "run-id")  # type: ignore[arg-type]
+
+
+def test_needs_come_first_without_recursion_however_deep_or_ordered() -> None:
+    """A step listed before its needs, thousands deep, is settled after them (no recursion limit); a
+    cycle (which a valid plan has not) ends the walk instead of looping."""
+    n = 5000
+    steps = {f"s{i}": planbook.Plan.model_validate({"steps": [
+        {"id": f"s{i}", "tool": "inc", "args": {"x": 0}, "needs": [f"s{i - 1}"] if i > 1 else []}]}).steps[0]
+        for i in range(1, n + 1)}
+    order = [f"s{i}" for i in range(n, 0, -1)]  # the last step first
+    assert _needs_first(order, steps) == [f"s{i}" for i in range(1, n + 1)]
+    a, b = (planbook.Plan.model_validate({"steps": [{"id": x, "tool": "inc", "args": {"x": 0}, "needs": [y]}]}).steps[0]
+            for x, y in (("a", "b"), ("b", "a")))
+    assert sorted(_needs_first(["a", "b"], {"a": a, "b": b})) == ["a", "b"]
+
+
+def test_decisions_of_each_run_are_listed_a_kept_step_asks_no_more() -> None:
+    from planbook.engine.approvals import Decision
+
+    plan = planbook.Plan.model_validate({"id": "asks", "goal": "asks", "steps": [
+        {"id": "s1", "tool": "inc", "args": {"x": 1}}, {"id": "s2", "tool": "inc", "args": {"x": "$s1"}}]})
+    approve = lambda step, context: Decision.approve()  # noqa: E731
+    base = planbook.run(plan, tools=TOOLS, approve=approve)
+    child = fork(base, at="s2", args={"by": 2}, tools=TOOLS, approve=approve)
+    diff = diff_runs(base, child)
+    assert [d[:2] for d in diff.summaries[0].decisions] == [("s1", "approve"), ("s2", "approve")]
+    assert [d[:2] for d in diff.summaries[1].decisions] == [("s2", "approve")]
+    assert f"{child.run_id}: s2: approved (api)" in diff.text()
+    assert "Decisions (" in diff.html() and "s1: approved (api)" in diff.html()
