@@ -6,7 +6,9 @@ Any MCP client (an IDE, a desktop assistant, another agent) can then plan with p
   ``to_param()`` gives), over planbook plans;
 - ``run_plan``: a plan spec in; the run's result text, its status and outputs back (a
   progress notification per finished step when the client asks for progress);
-- ``list_runs`` / ``show_run``: the run store.
+- ``list_runs`` / ``show_run``: the run store;
+- ``fork_run``: fork a stored run at a step with new arguments or a pinned result (``planbook fork``);
+- ``diff_runs``: compare stored runs step by step (``planbook diff``).
 
 Tool errors (a bad command, an invalid plan, a failed run) come back as results with
 ``is_error`` set and the message, so the client's model can read them and try again.
@@ -23,6 +25,7 @@ from collections.abc import Mapping
 from .common import UsageProblem, final_outputs, load_object, printable
 from ..compat.openmanus import PlanningTool, ToolError
 from ..data.errors import PlanbookError
+from ..data.lineage import REUSE_CHOICES
 from ..engine.config import from_json, json_properties
 from ..outbound import RunSecrets, bounded, mask_data, mask_text, neutralise
 from ..engine.runner import Runner
@@ -44,6 +47,33 @@ RUN_PLAN_SCHEMA: dict[str, Any] = {
 LIST_RUNS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"limit": {"type": "integer", "minimum": 0, "description": "at most this many runs (default 20; 0: all)"}},
+}
+FORK_RUN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "run": {"type": "string", "description": "the run to fork: a run id, or a plan name meaning its latest run"},
+        "at": {"type": "string", "description": "the fork point: the step to change (with neither `args` nor "
+                                                "`result`: a control fork from it)"},
+        "args": {"type": "object", "description": "new arguments of the `at` step, merged over its old ones "
+                                                  "(a value {\"$secret\": \"env:VAR\"} is a secret by reference)"},
+        "result": {"description": "pin the `at` step's result to this value without running it (not with `args`)"},
+        "reuse": {"type": "string", "enum": list(REUSE_CHOICES),
+                  "description": "what is kept: " + "; ".join(f"{k}: {v}" for k, v in REUSE_CHOICES.items())},
+        "rerun": {"type": "array", "items": {"type": "string"},
+                  "description": "steps whose tool is declared idempotent=False to run again anyway"},
+        **json_properties(RUN_OPTIONS),
+    },
+    "required": ["run"],
+}
+DIFF_RUNS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "runs": {"type": "array", "items": {"type": "string"}, "minItems": 2,
+                 "description": "two or more runs (run ids, or plan names meaning their latest run); the first is "
+                                "the base"},
+        "changed_only": {"type": "boolean", "description": "only the steps that differ (default false)"},
+    },
+    "required": ["runs"],
 }
 SHOW_RUN_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -69,6 +99,12 @@ class PlanbookServer:
              "input_schema": LIST_RUNS_SCHEMA},
             {"name": "show_run", "description": "Show a stored run: its plan with marks, the verdict, every diff.",
              "input_schema": SHOW_RUN_SCHEMA},
+            {"name": "fork_run", "description": "Fork a stored run at a step with new arguments or a pinned result: "
+                                                "the steps the change cannot reach are kept, the rest run again.",
+             "input_schema": FORK_RUN_SCHEMA},
+            {"name": "diff_runs", "description": "Compare stored runs step by step: what differs, the first "
+                                                 "divergence, edits told apart from replay noise, a verdict.",
+             "input_schema": DIFF_RUNS_SCHEMA},
         ]
 
     def call(self, name: str, args: dict[str, Any], progress: Any = None) -> tuple[str, dict[str, Any] | None, bool]:
@@ -96,7 +132,11 @@ class PlanbookServer:
                 from ..engine.resume import load_run
 
                 return printable(load_run(args.get("run_id"), store=self._store_path())), None, False
-        except (ToolError, PlanbookError, ValueError, TypeError) as exc:
+            if name == "fork_run":
+                return self._fork_run(args, progress)
+            if name == "diff_runs":
+                return self._diff_runs(args)
+        except (ToolError, PlanbookError, UsageProblem, ValueError, TypeError) as exc:
             return neutralise(f"{type(exc).__name__}: {exc}"), None, True
         known = ", ".join(spec["name"] for spec in self.tool_specs())
         return f"unknown tool {name!r}; this server has {known}", None, True
@@ -111,20 +151,58 @@ class PlanbookServer:
         if not isinstance(spec, str) or not spec.strip():
             raise ValueError("run_plan needs `spec`: the plan as YAML/JSON text or a numbered list")
         runner = Runner(spec, tools=self.tools, store=self._store_path(), **from_json(args, RUN_OPTIONS))
-        total = len(runner.state.plan.steps)
-        if progress is not None:
-            def report(event: Any) -> None:
-                if event.kind in ("step.finished", "step.failed", "step.skipped", "step.cached"):
-                    done = sum(1 for st in runner.state.plan.steps if st.status.value != "not_started"
-                               and st.status.value != "in_progress")
-                    progress(done, total, f"step {event.step}: {event.kind.split('.')[1]}")
-
-            runner.subscribe(report)
+        _report_progress(runner, progress)
         result = runner.run()
         outputs = {k: _jsonable(v, result.secrets) for k, v in final_outputs(result).items()}
         run_id = getattr(runner.recorder, "run_id", None)
         structured = {"status": result.status, "reason": result.reason, "run_id": run_id, "outputs": outputs}
         return format_result(result), structured, result.status != "completed"
+
+    def _fork_run(self, args: dict[str, Any], progress: Any) -> tuple[str, dict[str, Any], bool]:
+        """``fork_run``: :func:`planbook.engine.fork.fork` over this server's store and tools."""
+        from ..data.lineage import Lineage
+        from ..data.secret import from_json_refs
+        from ..engine.fork import UNSET, fork
+
+        run = args.get("run")
+        if not isinstance(run, str) or not run.strip():
+            raise ValueError("fork_run needs `run`: a run id, or a plan name meaning its latest run")
+        edits = args.get("args")
+        if edits is not None and not isinstance(edits, dict):
+            raise ValueError(f"fork_run's `args` is an object of the arguments to change, not {type(edits).__name__}")
+        rerun = args.get("rerun") or []
+        if not isinstance(rerun, list) or not all(isinstance(s, str) for s in rerun):
+            raise ValueError("fork_run's `rerun` is a list of step ids")
+        runner = fork(run, at=args.get("at"), args=from_json_refs(edits) if edits is not None else None,
+                      result=args["result"] if "result" in args else UNSET, reuse=args.get("reuse", "independent"),
+                      store=self._store_path(), tools=self.tools, rerun=rerun, start=False,
+                      **from_json(args, RUN_OPTIONS))
+        try:
+            _report_progress(runner, progress)
+            result = runner.run()
+        finally:
+            runner.release_store()
+        gate = result.secrets
+        headline = gate.text(Lineage(**result.lineage).headline()) if result.lineage else ""
+        outputs = {k: _jsonable(v, gate) for k, v in final_outputs(result).items()}
+        structured = {"status": result.status, "reason": result.reason, "run_id": result.run_id,
+                      "parent": result.parent, "headline": headline, "lineage": gate.data(result.lineage),
+                      "outputs": outputs}
+        return f"{headline}\n{format_result(result)}", structured, result.status != "completed"
+
+    def _diff_runs(self, args: dict[str, Any]) -> tuple[str, dict[str, Any], bool]:
+        """``diff_runs``: the comparison's text, and its JSON (as ``planbook diff --json``)."""
+        from ..data.rundiff import diff_runs
+        from .forking import changed, diff_json, load_runs, regressed
+
+        names = args.get("runs")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError("diff_runs needs `runs`: a list of two or more run ids or plan names")
+        results = load_runs(self._store_path(), names)
+        diff = diff_runs(results[0], *results[1:])
+        only = bool(args.get("changed_only", False))
+        data = diff_json(diff, only, changed(diff), any(regressed(results[0], r) for r in results[1:]))
+        return diff.hider()(diff.text(changed_only=only)), data, False
 
     def _list_runs(self, limit: int) -> str:
         import argparse
@@ -132,6 +210,21 @@ class PlanbookServer:
         from .runs import list_runs
 
         return neutralise(list_runs(argparse.Namespace(store=self._store_path(), limit=limit)))
+
+
+def _report_progress(runner: Runner, progress: Any) -> None:
+    """A progress notification per finished step (when the client asked for progress)."""
+    if progress is None:
+        return
+    total = len(runner.state.plan.steps)
+
+    def report(event: Any) -> None:
+        if event.kind in ("step.finished", "step.failed", "step.skipped", "step.cached"):
+            done = sum(1 for st in runner.state.plan.steps if st.status.value != "not_started"
+                       and st.status.value != "in_progress")
+            progress(done, total, f"step {event.step}: {event.kind.split('.')[1]}")
+
+    runner.subscribe(report)
 
 
 def _jsonable(value: Any, gate: RunSecrets) -> Any:

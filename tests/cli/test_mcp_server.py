@@ -58,7 +58,7 @@ def test_the_server_lists_its_tools_with_openmanus_exact_planning_schema(tmp_pat
         return (await session.list_tools()).tools
 
     tools = serve_and(tmp_path, work)
-    assert [t.name for t in tools] == ["planning", "run_plan", "list_runs", "show_run"]
+    assert [t.name for t in tools] == ["planning", "run_plan", "list_runs", "show_run", "fork_run", "diff_runs"]
     planning = PlanningTool().to_param()["function"]
     assert tools[0].input_schema == planning["parameters"]
     assert tools[0].description == planning["description"]
