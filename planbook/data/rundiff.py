@@ -21,6 +21,7 @@ gives out (rows, headers, decisions) passes the runs' gates (:class:`planbook.ou
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -137,6 +138,8 @@ class RunDiff:
     #: per other run: its lineage headline when it is a fork of the base, else ``run R vs run S`` (gated)
     headers: list[str]
     goals_differ: bool
+    #: displayed with only the steps whose call or result differs (``%diff_runs --changed-only``)
+    changed_only: bool = False
 
     # ----------------------------------------------------------------- answers
     @property
@@ -238,6 +241,10 @@ class RunDiff:
 
     def __repr__(self) -> str:
         return f"<RunDiff {' vs '.join(self.run_ids)}: {self.hider()(self.verdict)}>"
+
+    def only_changed(self) -> "RunDiff":
+        """This comparison, displayed with only the steps whose call or result differs."""
+        return dataclasses.replace(self, changed_only=True)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return render("rundiff_bundle", self)  # type: ignore[no-any-return]

@@ -353,14 +353,11 @@ def fork(
                           how=shaped.how, edit=shaped.edit, reuse=reuse,  # type: ignore[arg-type]
                           kept=len(shaped.kept), rerun=to_run, pinned=len(shaped.pinned), removed=shaped.removed,
                           planner=None)
-        runner.state.lineage = lineage.model_dump()
-        runner._parent_calls = shaped.parent_calls
+        runner.adopt_fork(lineage.model_dump(), shaped.parent_calls, owns_store=parent.opened_here)
     except BaseException:
         if parent.opened_here:
             parent.store.close()
         raise
-    if parent.opened_here:
-        runner._owns_store = True  # the runner closes it when the run ends (release_store)
     if not start:
         return runner
     try:

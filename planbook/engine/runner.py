@@ -351,6 +351,15 @@ class Runner(TickLoop, Recording, Stopping):
         if self.recorder is not None:
             self.recorder.run_id = run_id
 
+    def adopt_fork(self, lineage: dict[str, Any], parent_calls: dict[str, tuple[Any, Any, Any]], *,
+                   owns_store: bool) -> None:
+        """Run as a fork (planbook.engine.fork): its origin goes with its state (the store writes it
+        with the run's row), ``parent_calls`` are the parent's calls a dependent may match
+        (``reuse="identical"``), and a store the fork opened from a path is closed when the run ends."""
+        self.state.lineage = lineage
+        self._parent_calls = dict(parent_calls)
+        self._owns_store = self._owns_store or owns_store
+
     @property
     def run_id(self) -> str:
         """The run's id: the one its store holds it under (``result.run_id``)."""

@@ -339,7 +339,7 @@ def _other_cells(base_seconds: float | None, base_tokens: int, how: str, status:
 def rundiff_bundle(diff: RunDiff) -> dict[str, str]:
     """What a notebook shows of a comparison: the text without durations (deterministic) and the HTML."""
     ensure_checkpoint()
-    return {"text/plain": rundiff_text(diff, False, False), "text/html": rundiff_html(diff)}
+    return {"text/plain": rundiff_text(diff, diff.changed_only, False), "text/html": rundiff_html(diff, diff.changed_only)}
 
 
 __all__ = ["rundiff_bundle", "rundiff_html", "rundiff_text"]

@@ -30,7 +30,7 @@ steps:
 
 #: every field of a result; the test fails when RunResult gains one that is not compared
 FIELDS = ("status", "reason", "plan", "history", "revisions", "events", "outputs", "error", "traceback",
-          "executions", "replans", "max_steps", "max_replans", "usage", "records")
+          "executions", "replans", "max_steps", "max_replans", "usage", "records", "run_id", "lineage")
 
 
 def _tools() -> planbook.Toolbox:
