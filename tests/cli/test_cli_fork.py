@@ -309,3 +309,78 @@ def test_diff_bad_input_is_one_line_exit_2(project: Any, capsys: pytest.CaptureF
     assert cli(project, *argv) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and says in err, err
+
+
+# ---------------------------------------------------------------------------------- secrets
+ECHO_TOOLS = '''
+import planbook
+
+box = planbook.Toolbox()
+
+
+@box.tool
+def echo_token(token: str) -> str:
+    """A careless tool: it prints and returns what it was given."""
+    print(f"got token {token}")
+    return f"the token is {token}"
+
+
+@box.tool
+def shout(text: str) -> str:
+    """Says a text louder (a known secret given under a name that is not secret)."""
+    print(f"shouting {text}")
+    return text + "!"
+'''
+
+
+def test_a_secret_given_to_fork_is_masked_in_every_output_and_the_store(tmp_path: Path) -> None:
+    """``--set token=VALUE`` (a secret-named argument), ``--set token={"$secret": "env:VAR"}`` (a
+    reference the vault learns when it is revealed) and a known secret under a plain name
+    (``--set text=...`` of a value the tools module made a Secret): in no stdout, stderr or store byte."""
+    import os
+    import subprocess
+
+    from canary_support import forms_of
+
+    literal, from_env, known = "CANARYfkLt8Wq2Rz5NpX", "CANARYfkEv3Hs9Jd4KmB", "CANARYfkKn6Gc1Tb7VyQ"
+    (tmp_path / "echo_tools.py").write_text(ECHO_TOOLS + f"\nplanbook.Secret({known!r}, name='fork-known')\n")
+    (tmp_path / "sec.yaml").write_text("id: sec\nsteps:\n  - {id: s1, tool: echo_token, args: {token: first}}\n"
+                                       "  - {id: s2, tool: shout, args: {text: hello}}\n")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{tmp_path}", "PLANBOOK_HOME": str(tmp_path),
+           "FORK_CANARY_ENV": from_env}
+    env.pop("PLANBOOK_OTEL", None)
+    store = ["--store", str(tmp_path / "runs.sqlite")]
+    outputs: list[str] = []
+
+    def cli(*argv: str) -> int:
+        done = subprocess.run([sys.executable, "-m", "planbook.cli", *argv, *store], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        outputs.extend((done.stdout, done.stderr))
+        return done.returncode
+
+    tools = ("--tools", "echo_tools:box", "--plain")
+    assert cli("run", "sec.yaml", *tools) == 0
+    assert cli("fork", "sec", "--at", "s1", "--set", f"token={literal}", *tools) == 0
+    assert "token: *** → ***" in outputs[-2]  # a secret-named argument is hidden, old and new
+    assert cli("fork", "sec", "--at", "s1", "--set", 'token={"$secret": "env:FORK_CANARY_ENV"}', *tools) == 0
+    assert cli("fork", "sec", "--at", "s2", "--set", f"text={known}", *tools) == 0
+    assert cli("fork", "sec", "--at", "s1", "--set", f"token={literal}", "--set", f"nope={known}", *tools) == 2
+    assert cli("diff", "sec", "sec") == 0
+    ids = subprocess.run([sys.executable, "-c", "import planbook,sys; print(' '.join(r.run_id for r in "
+                          f"planbook.runs(store={str(tmp_path / 'runs.sqlite')!r})))"], env=env,
+                         capture_output=True, text=True, timeout=60).stdout.split()
+    assert len(ids) == 4
+    assert cli("diff", *reversed(ids)) == 0
+    assert cli("diff", *reversed(ids), "--json") == 0
+    assert cli("runs", "--tree") == 0
+    for run_id in ids:
+        assert cli("show", run_id) == 0
+    assert "got token ***" in "".join(outputs) and "shouting ***" in "".join(outputs)  # ran with the values, masked
+    store_bytes = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("runs.sqlite"))
+    texts = {"stdout/stderr": "\n".join(outputs).lower(), "store": store_bytes.decode("utf-8", "replace").lower()}
+    for value in (literal, from_env, known):
+        for where, text in texts.items():
+            for form_name, form in forms_of(value).items():
+                assert form not in text, f"{value} ({form_name}) in {where}"
+            assert value[6:14].lower() not in text, f"a fragment of {value} in {where}"
