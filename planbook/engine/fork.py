@@ -17,6 +17,7 @@ a fork point (nothing to fork from), but it runs in the child whether the edit r
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,10 +26,10 @@ from ..data.errors import ForkError, PlanError, closest
 from ..data.lineage import (
     PINNED_NOTE, REUSE_CHOICES, Lineage, Reuse, dependents, kept_note, kept_steps,
 )
-from ..data.models import Plan, RunResult, Status, Step
+from ..data.models import Event, Plan, RunResult, Status, Step
 from ..data.refs import resolve
 from ..outbound.redact import shown_arg
-from ..workers.agents import AgentsLike
+from ..workers.agents import AgentsLike, as_agents
 from ..workers.planners import Planner
 from ..workers.tools import ToolsLike, as_toolbox
 from .approvals import check_edit
@@ -204,6 +205,55 @@ def plan_fork(parent: Parent, *, at: str | Sequence[str] | None, args: Mapping[s
     return ForkPlan(child, points, how, edit, kept, pinned, removed, parent_calls)
 
 
+def replan_fork(parent: Parent, shaped: ForkPlan, planner: Planner, tools: Any, agents: Any) -> tuple[ForkPlan, list[Event]]:
+    """``planner=`` with no other edit: the planner plans again from the fork point. It is shown
+    what a replan shows (the kept steps, secrets as ``***``) and asked to replace the fork point and
+    what depends on it; its answer passes the one acceptance check, else nothing runs. Its model
+    calls are the child's (returned as events, counted in the child's usage)."""
+    from types import SimpleNamespace
+
+    from ..outbound import RunSecrets
+    from ..spec.acceptance import accept_steps
+    from ..workers.interrupts import call_user
+    from ..workers.planners import PlanningContext, planner_steps, tell_planner
+    from .replanning import Shown
+
+    secrets = RunSecrets()
+    secrets.learn_plan(shaped.plan)
+    shown = Shown(SimpleNamespace(secrets=secrets))  # type: ignore[arg-type]
+    kept = [st for st in shaped.plan.steps if st.status is Status.completed]
+    agent_names = list(agents or ())
+    events: list[Event] = []
+    base = shaped.plan
+    context = PlanningContext(
+        tools=tools, agents=agents or {}, plan=shown.plan(base), kept_ids=[st.id for st in kept],
+        validate=lambda steps: accept_steps(base, kept, list(steps), tools, agent_names)[2],
+        emit=lambda kind, **data: events.append(Event.record(kind, time.time(), None, 0, data)))
+    tell_planner(planner, context)
+    at = ", ".join(shaped.at)
+    why = (f"plan again from step {at} (a fork of run {parent.run_id}: the steps shown completed are kept; "
+           f"replace {at} and what depends on it)")
+    try:
+        proposed = planner_steps(call_user(planner, secrets.text(base.goal), [shown.step(st) for st in kept],
+                                           secrets.text(why)))
+    except (PlanError, ForkError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a planner that fails makes no fork, and says why
+        raise ForkError(f"the planner could not plan again from step {at}: {type(exc).__name__}: {exc}") from None
+    unkept = shown.restore(proposed)
+    candidate, new_steps, problems = accept_steps(base, kept, proposed, tools, agent_names)
+    if unkept is not None or problems:
+        told = unkept or "; ".join(p.message for p in problems)
+        raise ForkError(f"the planner's plan from step {at} is invalid, so nothing ran: {told}")
+    if not new_steps:
+        raise ForkError(f"the planner proposed no steps to replace {at}: nothing to fork")
+    name = getattr(planner, "model", None) or getattr(planner, "__name__", None) or type(planner).__name__
+    edit = {shaped.at[0]: {"planner": str(name)}}
+    removed = sorted({st.id for st in base.steps} - {st.id for st in candidate.steps})
+    candidate.revision = base.revision
+    return (ForkPlan(candidate, shaped.at, "planner", edit, shaped.kept, shaped.pinned, removed, {}), events)
+
+
 def _as_ran(base: Plan, source: Plan) -> Plan:
     """``source`` (the parent's plan, or an edited one) with the parent's statuses, for what may be kept."""
     if source is base:
@@ -332,6 +382,9 @@ def fork(
         toolbox = as_toolbox(tools)
         shaped = plan_fork(parent, at=at, args=args, result=result, plan=plan, reuse=reuse, tools=toolbox,
                            agents=agents)
+        planning: list[Event] = []
+        if planner is not None and shaped.how == "control" and at is not None:
+            shaped, planning = replan_fork(parent, shaped, planner, toolbox, as_agents(agents))
         _side_effects(shaped, parent, toolbox, rerun)
         given = {k: v for k, v in options.items() if v is not None}
         unknown = sorted(set(given) - {o for o in _option_names()})
@@ -352,8 +405,10 @@ def fork(
         lineage = Lineage(parent=parent.run_id, at=shaped.at if shaped.how != "control" or at else [],
                           how=shaped.how, edit=shaped.edit, reuse=reuse,  # type: ignore[arg-type]
                           kept=len(shaped.kept), rerun=to_run, pinned=len(shaped.pinned), removed=shaped.removed,
-                          planner=None)
+                          planner=shaped.edit.get(shaped.at[0], {}).get("planner") if shaped.at else None)
         runner.adopt_fork(lineage.model_dump(), shaped.parent_calls, owns_store=parent.opened_here)
+        if planning:
+            runner.count_planning(planning)  # the model calls that planned the fork count in its usage
     except BaseException:
         if parent.opened_here:
             parent.store.close()

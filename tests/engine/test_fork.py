@@ -495,3 +495,33 @@ def test_background_gives_a_handle(stored: Any) -> None:
                            view=False)
     result = handle.wait()
     assert result.ok and result.outputs["join"] == 14010 and result.parent == parent.run_id
+
+
+def test_a_planner_plans_again_from_the_fork_point_and_the_rest_is_kept(stored: Any) -> None:
+    store, parent = stored
+    seen: list[Any] = []
+
+    def planner(goal: str, history: list[Any], last_error: str | None) -> list[Any]:
+        seen.append(([st.id for st in history], last_error))
+        return [planbook.Step(id="a10", tool="inc", args={"x": "$a9", "by": 100}),
+                planbook.Step(id="join", tool="join", args={"a": "$a10", "b": "$b10"})]
+
+    child = planbook.fork(parent.run_id, at="a10", planner=planner, tools=TOOLS, store=store)
+    assert _calls() == 2 and child.outputs["join"] == 109010
+    kept_ids, why = seen[0]
+    assert "a10" not in kept_ids and "join" not in kept_ids and len(kept_ids) == 19
+    assert "plan again from step a10" in (why or "")
+    lineage = Lineage(**child.lineage)
+    assert lineage.how == "planner" and "re-planned from a10 by planner" in lineage.headline()
+
+
+def test_a_planner_whose_plan_is_invalid_makes_no_fork(stored: Any) -> None:
+    store, parent = stored
+    before = len(planbook.runs(store))
+
+    def planner(goal: str, history: list[Any], last_error: str | None) -> list[Any]:
+        return [planbook.Step(id="a10", tool="nope", args={})]
+
+    with pytest.raises(ForkError, match="the planner's plan from step a10 is invalid, so nothing ran"):
+        planbook.fork(parent.run_id, at="a10", planner=planner, tools=TOOLS, store=store)
+    assert len(planbook.runs(store)) == before and _calls() == 0
