@@ -328,12 +328,22 @@ def state_html(state: ViewState, *, max_rows: int | None = None, kind: str | Non
     """
     if state.status not in (None, "running") and "record" in STOPPED:
         return STOPPED["record"](state, max_rows=max_rows, kind=kind or "result", opened=opened)
-    extra = verdict_html(state) if state.status is not None else ""
+    extra = lineage_html(state) + (verdict_html(state) if state.status is not None else "")
     gate = state.gate
     table, _ = windowed(state.plan.steps, max_rows, lambda steps: steps_table_html(steps, gate=gate))
     kind = kind or ("plan" if state.status is None else "result")
     return box(kind, f"{header_html(state.plan, extra=extra, gate=gate)}{table}"
                      f"{revisions_html(state.revisions, gate)}")
+
+
+def lineage_html(state: ViewState) -> str:
+    """A fork's line for its header: what it forked and how (through the run's gate); '' for a run that is no fork."""
+    if not state.lineage:
+        return ""
+    from .forkbox import headline  # (forkbox imports no view: no circle)
+
+    line = headline(state.lineage, state.gate)
+    return f'<div class="planbook-lineage" style="{DIM}">↳ {esc(line)}</div>' if line else ""
 
 
 def windowed(steps: list[Step], max_rows: int | None, table: Any) -> tuple[str, list[Step]]:

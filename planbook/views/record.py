@@ -39,11 +39,13 @@ from .html import (
     fg,
     format_duration,
     header_html,
+    lineage_html,
     revisions_html,
     steps_table_html,
     verdict_html,
     windowed,
 )
+from .forkbox import step_code_line
 from .marks import CacheMark, cache_marks
 from .panes import PANE_CAP, PaneBudget, pane
 from .publish import ensure_checkpoint
@@ -83,8 +85,10 @@ def safe_markup(markup: str) -> bool:
     return kept is not None and not kept.left_out
 
 
-def pane_html(data: dict[str, Any], step: Step, mark: CacheMark | None, origin: float | None) -> str:
-    """A step's pane (the JSON the live view draws, see :func:`planbook.views.panes.pane`) as HTML."""
+def pane_html(data: dict[str, Any], step: Step, mark: CacheMark | None, origin: float | None,
+              fork_line: str | None = None) -> str:
+    """A step's pane (the JSON the live view draws, see :func:`planbook.views.panes.pane`) as HTML.
+    ``fork_line``: the Python that forks the run at this step (:func:`planbook.views.forkbox.step_code_line`)."""
     status = data.get("status_text") or step.status.value.replace("_", " ")
     rows = [("status", f"{status}, attempt {data['attempts']}" if data["attempts"] else status),
             ("call", f"<code>{esc(data['call'])}</code>")]
@@ -116,6 +120,9 @@ def pane_html(data: dict[str, Any], step: Step, mark: CacheMark | None, origin: 
         parts.append(f'<div style="{_LABEL}">traceback</div><pre style="{_PRE}">{esc(data["traceback"])}</pre>')
     if data.get("truncated"):
         parts.append(f'<div style="font-style:italic">{esc(data["truncated"])}</div>')
+    if fork_line:
+        parts.append(f'<div style="{_LABEL}">fork from here (what if this step had other arguments, or returned '
+                     f'something else?)</div><pre class="planbook-fork-code" style="{_PRE}">{esc(fork_line)}</pre>')
     return f'<div class="planbook-pane-body" data-pane="{esc(step.id)}" style="{_PANE}">{"".join(parts)}</div>'
 
 
@@ -173,12 +180,13 @@ def record_html(state: ViewState, *, max_rows: int | None = None, kind: str = "r
         wanted = set(kept)
         by_id = {s.id: s for s in steps if s.id in wanted}
         panes = {sid: pane_html(pane(by_id[sid], results, origin=origin, budget=budget, gate=gate), by_id[sid],
-                                marks.get(sid), origin) for sid in kept}
+                                marks.get(sid), origin, step_code_line(by_id[sid], state.run_id, gate, state.store))
+                 for sid in kept}
         return steps_table_html(steps, panes=panes, marks=marks, opened=opened, gate=gate)
 
     cap = RECORD_ROWS if max_rows is None else min(max_rows, RECORD_ROWS)
     rows, shown = windowed(plan.steps, cap, table)
-    parts = [header_html(plan, extra=verdict_html(state), marks=marks, gate=gate), rows]
+    parts = [header_html(plan, extra=lineage_html(state) + verdict_html(state), marks=marks, gate=gate), rows]
     if len(shown) < len(plan.steps) or without_pane:
         parts.append(left_out_line(len(shown), len(plan.steps), without_pane))
     timeline = timeline_html(state.timeline, origin=origin, now=state.now, marks=marks,

@@ -80,6 +80,11 @@ class ViewState:
     events: Sequence[Event] = ()
     #: the run's gate (its secrets): every text and result a view shows goes through it
     secrets: RunSecrets | None = None
+    #: the run's id, and its lineage when it is a fork (a dict: planbook.data.lineage.Lineage dumped)
+    run_id: str | None = None
+    lineage: dict[str, Any] | None = None
+    #: where the run is stored (a store's location), when known: a record's fork line names it
+    store: str | None = None
 
     @property
     def gate(self) -> RunSecrets:
@@ -111,7 +116,7 @@ class ViewState:
             why=pause_reason(result.events) if result.status == "paused" else None,
             timeline=with_overlaps(builder.executions), origin=builder.origin,
             now=result.events[-1].time if result.events else None, elapsed=builder.working_time(),
-            events=result.events, secrets=result.secrets,
+            events=result.events, secrets=result.secrets, run_id=result.run_id, lineage=result.lineage,
         )
 
     @classmethod
@@ -130,7 +135,8 @@ class ViewState:
             revisions=list(s.revisions), usage=usage if usage is not None else Usage.from_events(s.events),
             elapsed=elapsed, why=pause_reason(s.events) if s.status == "paused" else None,
             timeline=list(timeline.executions), origin=timeline.origin, now=now, events=s.events,
-            secrets=getattr(runner, "secrets", None),
+            secrets=getattr(runner, "secrets", None), run_id=getattr(runner, "run_id", None), lineage=s.lineage,
+            store=getattr(getattr(getattr(runner, "recorder", None), "store", None), "location", None),
         )
 
     # ------------------------------------------------------------------ derived

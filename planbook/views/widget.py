@@ -41,7 +41,9 @@ from ..data.models import Status, Step
 from .html import DIM, NO_MATH, cached_text, esc, state_html
 from .marks import CacheMark, MarkBuilder, cached_count_text
 from .panes import PaneBudget, _rel, pane
-from .publish import ensure_checkpoint
+from .forkbox import ERROR_KEY as FORK_ERROR
+from .forkbox import editor_args, fork_from_view, forkable, headline, store_text
+from .publish import display, ensure_checkpoint
 from .record import decision_lines
 from .state import ELAPSED_MEANS, ViewState, budget_line, verdict_line, window_of_codes
 from ..outbound import TEXT_LIMIT
@@ -90,7 +92,7 @@ def row_of(step: Step, hide: Callable[[str], str]) -> list[Any]:
 #: costs more than the update itself for a long plan's rows and bars. ``waiting`` and
 #: ``editable`` hold steps' arguments (any value a tool takes) and take the general path.
 JSON_TRAITS = frozenset({"head", "rows", "statuses", "batch", "revisions", "selected", "uid", "controls", "ended",
-                         "decisions"})
+                         "decisions", "fork"})
 
 
 class PlanWidget(anywidget.AnyWidget):
@@ -142,6 +144,9 @@ class PlanWidget(anywidget.AnyWidget):
     #: widget (reloaded during the run, so the record's display update missed it) asks for the record
     #: and puts it in its notebook in the widget's place
     ended = t.Bool(False).tag(sync=True)
+    #: Fork from here is offered (a background run's view): ``{"run": run id, "store": the store as the
+    #: code line names it}`` ({} when not); a finished step's pane then carries its ``args`` as shown
+    fork = t.Dict().tag(sync=True)
 
 
 class PlanView:
@@ -177,6 +182,8 @@ class PlanView:
         self._marks_of: int | None = None  # id() of the event list the marks were found in
         self._last_marks: dict[str, CacheMark] = {}  # the steps answered from the cache or a resume, now
         self.state = ViewState.of(source)
+        #: the handles of the forks started from this view's Fork buttons (planbook.views.forkbox)
+        self.forks: list[Any] = []
         # ipywidgets keeps every open widget (and its callbacks) in a registry for the kernel's
         # life: the callback holds the view weakly, so a view nobody holds is garbage, and then its
         # widget is closed unless a display shows it
@@ -343,6 +350,7 @@ class PlanView:
             # steps that did not run here: [kind, why, when (seconds from the origin)]
             "cached": {sid: [m.kind, m.describe(), _rel(m.at, origin)] for sid, m in marks.items()},
             "cached_count": cached_count_text(marks),
+            "lineage": headline(state.lineage, state.gate) if state.lineage else "",
         }
 
     def _changed_panes(self, steps: list[Step], origin: float | None, selected: str,
@@ -380,11 +388,15 @@ class PlanView:
             mark = self._last_marks.get(step.id)
             if mark is not None:  # the step did not run here: the pane says where its result came from
                 data["cached"] = cached_text(mark, origin)
+            if self.widget.fork and forkable(step):  # Fork from here: the editor starts from these
+                data["fork"] = True
+                if step.tool:
+                    data["args"] = editor_args(self.state.gate, step.args)
             self.panes[step.id] = data
         return self.panes[step.id]
 
     def _key(self, step: Step) -> tuple[Any, ...]:
-        return (*_pane_key(step), step.id in self._last_marks)
+        return (*_pane_key(step), step.id in self._last_marks, bool(self.widget.fork))
 
     def _changed_bars(self, state: ViewState, origin: float | None) -> dict[str, list[Any]]:
         if origin is None:
@@ -430,6 +442,32 @@ class PlanView:
             else:
                 errors.pop(key, None)
             self.widget.errors = errors
+        elif isinstance(content, dict) and content.get("type") == "fork" and self.handle is not None:
+            self._fork(content)
+
+    def _fork(self, content: dict[str, Any]) -> None:
+        """A click on Fork: start the child in the background and show its live view below this one
+        (the browser puts it in a new output), or say in the pane why nothing ran."""
+        child, error = fork_from_view(self.handle, content)
+        key = FORK_ERROR + str(content.get("step") or "")
+        errors = dict(self.widget.errors)
+        errors.pop(key, None)
+        if error:
+            errors[key] = self.state.gate.line(error)
+        self.widget.errors = errors
+        if child is None:
+            return
+        self.forks.append(child)
+        target = getattr(getattr(child, "view", None), "target", None)
+        if target is not None:
+            # displayed as %run_plan --background displays its handle: its displays become the child's
+            # record when it ends, and its widget then asks the page to put the record in its place
+            display(child)
+        run_id = child.runner.run_id
+        self.widget.send({"type": "forked", "step": content.get("step"), "run": run_id,
+                          "model_id": getattr(getattr(target, "widget", None), "model_id", "") or "",
+                          "text": self.state.gate.line(f"fork of run {self.state.run_id} at {content.get('step')}: "
+                                                       f"run {run_id} (its live view is below)")})
 
     def send_pane(self, step_id: str) -> None:
         """Build ``step_id``'s pane now and send it, unless the browser has it (a click on a
@@ -454,6 +492,9 @@ class PlanView:
         """Let the view's buttons steer ``handle`` (a background run): ``control(message)`` applies
         a button's message and returns the error to show ('' when it was taken)."""
         self.handle, self._control = handle, control
+        run_id = getattr(getattr(handle, "runner", None), "run_id", None)
+        if run_id:
+            self.widget.fork = {"run": run_id, "store": store_text(self.state.store) or ""}
         self.widget.controls = True
 
     # ------------------------------------------------------------------ panes

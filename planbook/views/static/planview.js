@@ -65,6 +65,12 @@ const CSS = `
 .pb-ctl button:disabled{opacity:.6;cursor:default}
 .pb-editor{width:100%;box-sizing:border-box;font-family:monospace;font-size:12px;min-height:3.5em}
 .planbook-revisions ul{margin:2px 0 6px 0;padding-left:20px;list-style:none}
+.pb-forkbox{border-top:1px dashed var(--pb-line);margin-top:6px;padding-top:4px}
+.pb-forkbox button,.pb-forkopen{font:inherit;font-size:12px;padding:0 8px;cursor:pointer;border-radius:3px;
+  border:1px solid #999;background:var(--jp-layout-color1,#fafafa);color:inherit}
+.pb-forkcode{font-family:monospace;white-space:pre-wrap;word-break:break-all;font-size:12px;
+  color:var(--pb-fg);background:var(--pb-bg2);padding:3px 4px;margin:2px 0}
+.pb-lineage{color:var(--pb-fg2)}
 `;
 
 // ------------------------------------------------------------------ per-model store
@@ -145,11 +151,31 @@ function onRecord(model, msg) {
   if (found.length) model.send({ type: "recorded" });
 }
 
+// ------------------------------------------------------------------ a fork started from this view
+// The kernel started the child in the background (a Fork click arrives outside any cell, so the
+// kernel has no output to show it in): its live view goes in a new output of the cell that shows
+// this view, below it. When the child ends, its widget asks for its record (keepRecord) and the
+// record takes that output's place, as for a page reloaded during a run.
+function onForked(model, store, msg) {
+  if (!msg || msg.type !== "forked") return;
+  const found = outputsShowing(model) || [];
+  if (msg.model_id && found.length) {
+    const [outputs] = found[found.length - 1];
+    outputs.add({ output_type: "display_data", metadata: {},
+      data: { [WIDGET_MIME]: { model_id: msg.model_id, version_major: 2, version_minor: 1 }, "text/plain": msg.text } });
+  }
+  (store.forked = store.forked || {})[msg.step] = msg.model_id && found.length ? msg.text :
+    `${msg.text.replace(" (its live view is below)", "")}: this page cannot show its live view here; ` +
+    `planbook.runs() lists it`;
+  store.forking = null;
+  store.listeners.forEach((fn) => fn());
+}
+
 function initialize({ model }) {
   const store = storeOf(model);
   const onBatch = () => applyBatch(model, store);
   const onEnded = () => keepRecord(model, store);
-  const onMsg = (msg) => onRecord(model, msg);
+  const onMsg = (msg) => { onRecord(model, msg); onForked(model, store, msg); };
   model.on("change:batch", onBatch);
   model.on("change:ended", onEnded);
   model.on("msg:custom", onMsg);
@@ -271,6 +297,33 @@ function linearTicks(span) {
   return out;
 }
 
+// ------------------------------------------------------------------ the fork's code line
+// planbook/views/forkbox.py's py_literal and code_line, for the line as the person edits it
+function pyLiteral(v) {
+  if (v === null || v === undefined) return "None";
+  if (v === true) return "True";
+  if (v === false) return "False";
+  if (typeof v === "number") return Number.isFinite(v) ? String(v) : `float(${JSON.stringify(String(v))})`;
+  if (typeof v === "string") return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(pyLiteral).join(", ")}]`;
+  const keys = Object.keys(v);
+  if (keys.length === 1 && keys[0] === "$secret" && typeof v.$secret === "string")
+    return `planbook.Secret.from_ref(${JSON.stringify(v.$secret)})`;
+  return `{${keys.map((k) => `${JSON.stringify(k)}: ${pyLiteral(v[k])}`).join(", ")}}`;
+}
+
+function forkCode(fork, id, pane, draft) {
+  const parts = [JSON.stringify(fork.run), `at=${JSON.stringify(id)}`];
+  try {
+    if (draft.result.trim()) parts.push(`result=${pyLiteral(JSON.parse(draft.result))}`);
+    else if (pane.args !== undefined) parts.push(`args=${pyLiteral(JSON.parse(draft.args))}`);
+  } catch (e) {
+    return `(not JSON yet: ${e.message})`;
+  }
+  if (fork.store) parts.push(`store=${JSON.stringify(fork.store)}`);
+  return `planbook.fork(${parts.join(", ")})`;
+}
+
 // ------------------------------------------------------------------ the view
 function render({ model, el }) {
   const store = storeOf(model);
@@ -370,6 +423,7 @@ function render({ model, el }) {
         h("span", { class: "pb-dim", text: `(ID: ${head.id || ""}${head.revision > 1 ? " · revision " + head.revision : ""})` })),
     ];
     if (head.goal) parts.push(h("div", {}, h("b", { text: "Goal: " }), head.goal));
+    if (head.lineage) parts.push(h("div", { class: "pb-lineage planbook-lineage", text: `↳ ${head.lineage}` }));
     const bar = h("div", { class: `pb-bar ${head.status && head.status !== "running" ? tone : ""}`,
       title: `${done}/${total} steps completed` }, h("div", { style: `width:${pct.toFixed(1)}%` }));
     parts.push(bar);
@@ -478,6 +532,45 @@ function render({ model, el }) {
     return h("tr", {}, h("th", { text: label }), h("td", { class: cls || "" }, value));
   }
 
+  // Fork from here (a finished step of a background run): the arguments as Edit edits them, a box
+  // to pin a result instead, and the line of Python the fork runs (planbook/views/forkbox.py)
+  function forkPart(id, pane) {
+    const fork = model.get("fork") || {};
+    const error = (model.get("errors") || {})["fork:" + id] || "";
+    const done = (store.forked || {})[id];
+    const box = h("div", { class: "pb-forkbox planbook-forkbox", "data-step": id });
+    if (store.forking !== id) {
+      box.append(h("button", { class: "pb-forkopen", "data-fork": "open", text: "Fork from here",
+        title: "a new run from this step: what if it had other arguments, or returned something else?",
+        onclick: () => { store.forking = id; drawPane(); } }));
+      if (done) box.append(" ", h("span", { class: "pb-note planbook-forked", text: done }));
+      return box;
+    }
+    const drafts = (store.forkDrafts = store.forkDrafts || {});
+    const draft = drafts[id] = drafts[id] || { args: pane.args === undefined ? "" : JSON.stringify(pane.args, null, 1),
+      result: "" };
+    const code = h("div", { class: "pb-forkcode planbook-fork-code" });
+    const update = () => { code.textContent = forkCode(fork, id, pane, draft); };
+    const area = (cls, key, placeholder) => {
+      const a = h("textarea", { class: `pb-editor ${cls}`, "data-step": id, spellcheck: "false", placeholder });
+      a.value = draft[key];
+      a.addEventListener("input", () => { draft[key] = a.value; update(); });
+      return a;
+    };
+    if (pane.args !== undefined)
+      box.append(h("div", { class: "pb-label", text: "fork with new arguments (JSON), checked against the tool's signature" }),
+        area("planbook-fork-args", "args"));
+    box.append(h("div", { class: "pb-label", text: "or pin what the step returned (JSON; leave empty to run it again)" }),
+      area("planbook-fork-result", "result", "e.g. [] or \"a pinned answer\""),
+      h("div", { class: "pb-label", text: "the fork runs (in the background; its live view goes below):" }), code,
+      h("div", {}, h("button", { "data-fork": "go", text: "Fork", onclick: () => model.send({ type: "fork", step: id,
+          args: pane.args === undefined ? "" : draft.args, result: draft.result }) }),
+        " ", h("button", { "data-fork": "cancel", text: "Cancel", onclick: () => { store.forking = null; drawPane(); } })),
+      h("div", { class: "pb-err planbook-fork-error", text: error }));
+    update();
+    return box;
+  }
+
   function drawPane() {
     const id = model.get("selected");
     if (!id) { paneBox.replaceChildren(); return; }
@@ -497,6 +590,12 @@ function render({ model, el }) {
       // the person is typing: keep the editor as it is, show only the latest error
       const shown = paneBox.querySelector(".planbook-edit-error");
       if (shown) shown.textContent = error;
+      return;
+    }
+    const forkBox = paneBox.querySelector(".planbook-forkbox");
+    if (store.forking === id && forkBox && forkBox.dataset.step === id && forkBox.contains(document.activeElement)) {
+      const shown = forkBox.querySelector(".planbook-fork-error");
+      if (shown) shown.textContent = (model.get("errors") || {})["fork:" + id] || "";
       return;
     }
     const table = h("table", {},
@@ -545,6 +644,7 @@ function render({ model, el }) {
       parts.push(h("div", { class: "pb-note", text: ran ? "loading… (the kernel sends this pane once the cell is not busy)" : "not run yet" }));
     }
     if (pane.truncated) parts.push(h("div", { class: "pb-trunc", text: pane.truncated }));
+    if (pane.fork && (model.get("fork") || {}).run) parts.push(forkPart(id, pane));
     paneBox.replaceChildren(h("div", { class: "pb-pane", "data-pane": id }, ...parts));
   }
 
@@ -780,7 +880,7 @@ function render({ model, el }) {
   };
   let headSeen = performance.now();
   const onHead = () => { headSeen = performance.now(); };
-  const events = "change:head change:rows change:statuses change:revisions change:selected change:waiting change:errors change:controls change:decisions change:editable change:retryable change:ended";
+  const events = "change:head change:rows change:statuses change:revisions change:selected change:waiting change:errors change:controls change:decisions change:editable change:retryable change:ended change:fork";
   model.on("change:head", onHead);
   model.on(events, schedule);
   store.listeners.add(schedule);
