@@ -77,7 +77,7 @@ def read_parent(run: Any, store: Any = None) -> Parent:
         opened, here = open_store(where), False
     try:
         run_id = _stored_id(opened, run)
-        stored = opened.load_run(run_id)
+        stored = opened.load_run(run_id, plan_only=True)  # a fork needs its parent's plan, not its history
         _refuse_live_writer(opened, run_id)
     except BaseException:
         if here:

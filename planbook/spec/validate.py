@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from ..data.errors import PlanError, Problem, closest
 from ..data.ids import id_problem
-from ..data.models import Plan, Step
+from ..data.models import Plan, Status, Step
 from ..data.refs import args_with_refs, find_refs
 from ..outbound import mask_text, plan_secret_values, remember
 from ..outbound.redact import named_secrets
@@ -129,7 +129,7 @@ def _check(
             if tool is None:
                 add(f"unknown tool {step.tool!r}{closest(step.tool, tools)} (known tools: {_names(tools)})", step,
                     "unknown_tool", "tool")
-            else:
+            elif step.status is not Status.completed:  # a completed step never calls its tool again (a fork's kept step)
                 for message in tool.validate(step.args, skip=args_with_refs(step.args) if refs else _NOTHING):
                     named = _ARG_NAME.search(message)
                     add(message, step, "bad_args", *(("args", named.group(1)) if named else ("args",)))

@@ -234,7 +234,7 @@ class RunStore(Protocol):
         """Events that are not in a run's state list (they are not counted by ``save_state``)."""
         ...
 
-    def load_run(self, run_id: str) -> StoredRun:
+    def load_run(self, run_id: str, *, plan_only: bool = False) -> StoredRun:
         """Everything about a run; :class:`RunNotFound` names the latest runs."""
         ...
 

@@ -147,8 +147,10 @@ class Replay:
     """A run's log read in order: its history, events, and — from the rows after the last
     save — the latest state of each step that changed and the latest counters."""
 
-    def __init__(self, log_seq: int) -> None:
+    def __init__(self, log_seq: int, *, plan_only: bool = False) -> None:
         self.log_seq = log_seq
+        #: only the plan's steps are wanted (a fork reads its parent so): no history steps, no events
+        self.plan_only = plan_only
         self.history: list[Step] = []
         self.results: list[Any] = []
         self.events: list[Event] = []
@@ -165,13 +167,16 @@ class Replay:
 
     def add(self, seq: int, time: float, executions: int, record: str) -> None:
         doc = parsed(record, dict)
-        first = len(self.history)
+        first = len(self.results)
         entries = doc.get("h", ())
-        for entry in entries:
-            result = value_of(entry["v"])
-            self.results.append(result)
-            self.history.append(step_of(entry, result))
-        self.events.extend(event_from_record(e) for e in doc.get("e", ()))
+        if self.plan_only:
+            self.results.extend(value_of(entry["v"]) for entry in entries)
+        else:
+            for entry in entries:
+                result = value_of(entry["v"])
+                self.results.append(result)
+                self.history.append(step_of(entry, result))
+            self.events.extend(event_from_record(e) for e in doc.get("e", ()))
         if seq <= self.log_seq:
             return  # the steps table and the run's row include this row's steps and counters
         self.last_time, self.executions = time, executions

@@ -179,7 +179,7 @@ class MemoryStore:
         return run
 
     # ------------------------------------------------------------ reading
-    def load_run(self, run_id: str) -> StoredRun:
+    def load_run(self, run_id: str, *, plan_only: bool = False) -> StoredRun:
         with self._lock:
             run = self._run(run_id)
             steps = [e.step() for e in run.steps.values()]

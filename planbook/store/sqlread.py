@@ -36,10 +36,12 @@ class SQLiteReads(SQLiteConnection):
     """The reading half of :class:`~planbook.store.sqlite.SQLiteStore`."""
 
     # ------------------------------------------------------------ reading
-    def load_run(self, run_id: str, *, _forks: tuple[str, ...] = ()) -> StoredRun:
+    def load_run(self, run_id: str, *, plan_only: bool = False, _forks: tuple[str, ...] = ()) -> StoredRun:
         """The run; a row of it that is damaged is one :class:`StoreFormatError` naming the run,
         the row and the damage (:class:`~planbook.store.logrows.Reading`): the other runs read as ever.
-        A fork's kept results are read from its parent's rows (and a fork of a fork's from theirs)."""
+        A fork's kept results are read from its parent's rows (and a fork of a fork's from theirs).
+        ``plan_only``: its plan, revisions, config and counters, without its history and events
+        (what a fork needs of its parent: about half the reading of a long run)."""
 
         def read(con: sqlite3.Connection) -> StoredRun:
             row = con.execute(
@@ -51,7 +53,7 @@ class SQLiteReads(SQLiteConnection):
             goal, config, plan, counters, revisions, created, updated, log_seq, log_key = row
             with Reading(run_id, self.location) as reading:
                 reading.part = "its log position (runs.log_seq)"
-                replay = Replay(int(number(log_seq)))
+                replay = Replay(int(number(log_seq)), plan_only=plan_only)
                 if self.version >= 3:
                     reading.part = "its log key (runs.log_key)"
                     first, last_id = run_range(number(log_key))
@@ -118,7 +120,7 @@ class SQLiteReads(SQLiteConnection):
             parent = parents.get(parent_id)
             if parent is None:
                 try:
-                    parent = parents[parent_id] = self.load_run(parent_id, _forks=forks)
+                    parent = parents[parent_id] = self.load_run(parent_id, plan_only=True, _forks=forks)
                 except RunNotFound:
                     raise StoreFormatError(
                         f"run {stored.run_id} in the run store {self.location} is a fork of run {parent_id}, whose "

@@ -525,3 +525,15 @@ def test_a_planner_whose_plan_is_invalid_makes_no_fork(stored: Any) -> None:
     with pytest.raises(ForkError, match="the planner's plan from step a10 is invalid, so nothing ran"):
         planbook.fork(parent.run_id, at="a10", planner=planner, tools=TOOLS, store=store)
     assert len(planbook.runs(store)) == before and _calls() == 0
+
+
+def test_a_fork_reads_its_parents_plan_only_and_it_equals_the_full_reads(stored: Any) -> None:
+    store, parent = stored
+    from planbook.store import open_store
+
+    with open_store(store) as opened:
+        whole = opened.load_run(parent.run_id)
+        plan_only = opened.load_run(parent.run_id, plan_only=True)
+    assert plan_only.history == [] and plan_only.events == []
+    assert [st.model_dump() for st in plan_only.plan.steps] == [st.model_dump() for st in whole.plan.steps]
+    assert plan_only.counters == whole.counters and plan_only.config == whole.config
