@@ -231,7 +231,8 @@ def replan_fork(parent: Parent, shaped: ForkPlan, planner: Planner, tools: Any, 
         emit=lambda kind, **data: events.append(Event.record(kind, time.time(), None, 0, data)))
     tell_planner(planner, context)
     at = ", ".join(shaped.at)
-    why = (f"plan again from step {at} (a fork of run {parent.run_id}: the steps shown completed are kept; "
+    # no run id here: it is random, and a cassette recorded for this fork must replay for a new run
+    why = (f"plan again from step {at} (a fork of an earlier run: the steps shown completed are kept; "
            f"replace {at} and what depends on it)")
     try:
         proposed = planner_steps(call_user(planner, secrets.text(base.goal), [shown.step(st) for st in kept],
