@@ -39,6 +39,7 @@ ROUTES = {
     "secret-named argument": "PW", "JSON-escaped argument": "JE", "nested header": "HD", "nested config key": "CF",
     "tuple": "TU", "by reference (two steps)": "RF", "Secret.env": "SE", "named Secret": "SN",
     "MCP toolbox env": "ME", "edit": "ED", "model key": "MK", "model base URL": "MU",
+    "fork edit": "FK",
 }
 ENV_SECRET = "PLANBOOK_CANARY_FROM_ENV"  # the variable Secret.env reads
 SECRET_NAME = "deploy-key"
@@ -418,6 +419,36 @@ def drive_plan(exits: Exits, folder: Path) -> None:
     exits.guarded("load_run", lambda: events_and_revisions(exits, planbook.load_run(store=path)))
 
 
+def drive_fork(exits: Exits, folder: Path) -> None:
+    """A stored canary run forked at each edit-route step with a canary password (what-if runs:
+    the fork's edit is a new way in), a fork of a fork given a Secret, then every exit of the
+    forks and of their comparison: the store, the results' views, events, the lineage, the
+    tree of runs, the run diff as text, HTML, rows and its notebook bundle."""
+    from planbook.engine.fork import fork
+
+    os.environ[ENV_SECRET] = CANARIES["Secret.env"]
+    path = folder / "forks.sqlite"
+    parent = planbook.run(canary_plan(), tools=BOX, store=path, approve=approve_edits, **run_options())
+    children = []
+    for form in FORMS_ECHOED:
+        step = f"{CODE['edit']}_{form}"
+        child = fork(parent.run_id, at=step, args={"password": CANARIES["fork edit"]}, tools=BOX, store=path)
+        children.append(child)
+        result_views(exits, "fork views", child)
+        events_and_revisions(exits, child)
+        exits.add("fork views", child.lineage, repr(child.lineage))
+    grandchild = fork(children[0].run_id, at=f"{CODE['edit']}_dict", args={"password": NAMED_SECRET}, tools=BOX,
+                      store=path)
+    result_views(exits, "fork views", grandchild)
+    exits.add("store (forks)", *_store_files(path))
+    exits.guarded("fork views", lambda: [repr(s) for s in planbook.runs(path, tree=True)])
+    diff = planbook.diff_runs(parent, *children, grandchild)
+    exits.add("compare", diff.text(), diff.text(changed_only=True), diff.html(), diff.rows(), str(diff), repr(diff),
+              diff._repr_mimebundle_(), diff.only_changed()._repr_mimebundle_())
+    exits.guarded("compare", lambda: planbook.diff_runs(planbook.load_run(parent.run_id, store=path),
+                                                        planbook.load_run(children[0].run_id, store=path)).html())
+
+
 def _span_exporter(exits: Exits, *, capture: bool) -> Callable[[], None]:
     """Instrument with an in-memory exporter; the returned callable collects the spans."""
     try:
@@ -606,6 +637,7 @@ def drive_python(folder: Path) -> Exits:
     """Every in-process drive."""
     exits = Exits()
     drive_plan(exits, folder)
+    drive_fork(exits, folder)
     drive_refused_plans(exits)
     drive_model(exits, folder)
     drive_mcp_serve(exits, folder)

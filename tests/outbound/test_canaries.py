@@ -63,7 +63,7 @@ def test_no_canary_leaves_by_any_exit_of_the_python_process(tmp_path: Path) -> N
     exits = cs.drive_python(tmp_path)
     have_mcp = importlib.util.find_spec("mcp") is not None
     wanted = {"store (open)", "store (closed)", "views/record", "events/revisions", "load_run", "errors raised",
-              "model requests and cassettes", "MCP answers"}
+              "model requests and cassettes", "MCP answers", "fork views", "store (forks)", "compare"}
     if importlib.util.find_spec("opentelemetry.sdk"):
         wanted |= {"spans (with content)", "spans (without content)"}
     assert wanted <= {exit for exit, texts in exits.texts.items() if any(texts)}
@@ -106,6 +106,7 @@ def test_with_masking_switched_off_the_canaries_are_found_at_several_exits(tmp_p
     exits = {leak["exit"].split(" (")[0] for leak in leaks}
     routes = {leak["route"] for leak in leaks}
     assert len(leaks) > 0
-    assert {"store", "views/record", "events/revisions", "model requests and cassettes", "MCP answers"} <= exits, exits
+    assert {"store", "views/record", "events/revisions", "model requests and cassettes", "MCP answers",
+            "fork views", "compare"} <= exits, exits
     assert {"secret-named argument", "nested header", "tuple", "by reference (two steps)", "Secret.env",
-            "named Secret", "edit"} <= routes, routes
+            "named Secret", "edit", "fork edit"} <= routes, routes
