@@ -6,7 +6,7 @@ kept; N = 1,000 and N = 100. Targets (issue 35): ``diff_runs`` of two 1,000-step
 of CPU, its HTML within 100 ms and 150 kB; the HTML of two 100-step runs within 40 kB. Also the
 worst case for size: a fork at the first step (every row changes).
 
-Run: ``python benchmarks/run_diff.py`` (a few seconds). CPU time is ``time.process_time``, the
+Run: ``python benchmarks/run_diff.py [--quick]`` (a few seconds; ``--quick``: a tenth of the sizes, figures meaningless). CPU time is ``time.process_time``, the
 median of several repeats; the figures are printed with whether each target is met.
 """
 
@@ -25,7 +25,9 @@ import planbook  # noqa: E402
 from planbook.data.rundiff import diff_runs  # noqa: E402
 from planbook.engine.fork import fork  # noqa: E402
 
-REPEATS = 7
+QUICK = "--quick" in sys.argv  # a tenth of the sizes, one repeat: the figures mean nothing
+REPEATS = 1 if QUICK else 7
+SCALE = 10 if QUICK else 1
 
 
 @planbook.tool
@@ -68,6 +70,7 @@ def main() -> None:
                            (100, 50, {"kb": 40}),
                            (1000, 1, {"kb": 150}),
                            (100, 1, {"kb": 40})):
+        n, at = n // SCALE, max(at // SCALE, 1)
         got = measure(n, at)
         line = (f"  {n:>5} steps, fork at s{at:<4} ({got['changed']:>4} rows changed): diff {got['diff_ms']:6.1f} ms, "
                 f"HTML {got['html_ms']:6.1f} ms, {got['kb']:6.1f} kB")

@@ -32,6 +32,9 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         rf"load_run of the parent: {NUMBER} ms CPU; fork up to its first re-run step: {NUMBER} ms CPU -> ratio {NUMBER}",
         rf"store rows added by a fork re-running 2 of {NUMBER} steps: {NUMBER}",
     )),
+    "run_diff.py": ((), (
+        rf"steps, fork at s{NUMBER}\s+\(\s*{NUMBER} rows changed\): diff\s+{NUMBER} ms, HTML\s+{NUMBER} ms,\s+{NUMBER} kB",
+    )),
     "llm_calls.py": ((), (
         rf"\|\s+{NUMBER}\s+{NUMBER} \|\s+{NUMBER}\s+{NUMBER} \|",
         rf"replanning after every step sends {NUMBER}x the prompt tokens",
