@@ -537,3 +537,33 @@ def test_a_fork_reads_its_parents_plan_only_and_it_equals_the_full_reads(stored:
     assert plan_only.history == [] and plan_only.events == []
     assert [st.model_dump() for st in plan_only.plan.steps] == [st.model_dump() for st in whole.plan.steps]
     assert plan_only.counters == whole.counters and plan_only.config == whole.config
+
+
+def test_a_kept_model_step_makes_no_call_and_a_rerun_one_needs_its_own_recording(tmp_path: Path) -> None:
+    """Model steps: a kept agent step is not run, so its model is not called; an agent step that
+    runs again calls the model, and with a cassette that call needs a recording: the parent's
+    cassette refuses a request it did not record, and a fork given its own cassette records it."""
+    from planbook.llm import Cassette, LLMAgent
+    from planbook.testing.fake_server import FakeOpenAIServer, Reply
+
+    plan = Plan.model_validate({"id": "p", "goal": "write twice", "steps": [
+        {"id": "n", "tool": "inc", "args": {"x": 1}},
+        {"id": "w", "agent": "writer", "task": "write about ${n}", "needs": ["n"]},
+        {"id": "m", "tool": "inc", "args": {"x": 10}},
+        {"id": "v", "agent": "writer", "task": "write about ${m}", "needs": ["m"]}]})
+    with FakeOpenAIServer([Reply.finish("about two"), Reply.finish("about eleven")]) as server:
+        parent_tape = Cassette(tmp_path / "parent.json", mode="record")
+        writer = LLMAgent("writer", "writes", model="fake", base_url=server.base_url, api_key="k", cassette=parent_tape)
+        parent = planbook.run(plan, tools=TOOLS, agents=[writer])
+        assert parent.ok and len(server.requests) == 2
+        # the fork changes m: v runs again, w is kept (no call for it)
+        replaying = LLMAgent("writer", "writes", model="fake", cassette=Cassette(tmp_path / "parent.json", mode="replay"))
+        refused = planbook.fork(parent, at="m", args={"x": 20}, tools=TOOLS, agents=[replaying])
+        assert refused.plan.step("v").status is Status.failed and "cassette" in (refused.error or "").lower()
+        server.add(Reply.finish("about twenty-one"))
+        own = Cassette(tmp_path / "fork.json", mode="record")
+        recording = LLMAgent("writer", "writes", model="fake", base_url=server.base_url, api_key="k", cassette=own)
+        child = planbook.fork(parent, at="m", args={"x": 20}, tools=TOOLS, agents=[recording])
+        assert child.ok and len(server.requests) == 3  # one call: v's; w's model call was not repeated
+        assert child.plan.step("w").notes.startswith("kept from run ")
+        assert sum(1 for e in child.events if e.kind == "llm.call") == 1
