@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..data.errors import ForkError, PlanError, closest
@@ -54,7 +54,6 @@ class Parent:
     #: the store was opened here from a path (closed when the fork ends)
     opened_here: bool = False
     lineage: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def read_parent(run: Any, store: Any = None) -> Parent:
@@ -68,13 +67,11 @@ def read_parent(run: Any, store: Any = None) -> Parent:
     from ..store import default_store_path, open_store
 
     where = store if store is not None else default_store_path()
-    if isinstance(where, (str, os.PathLike)) and os.fspath(where) != ":memory:":
-        if not os.path.exists(where):
-            raise ForkError(f"there is no run store at {os.fspath(where)}: pass store= the path the run was saved "
-                            "in (the magics and the CLI use .planbook/runs.sqlite under the current directory)")
-        opened, here = open_store(where), True
-    else:
-        opened, here = open_store(where), False
+    here = isinstance(where, (str, os.PathLike)) and os.fspath(where) != ":memory:"
+    if here and not os.path.exists(os.path.expanduser(os.fspath(where))):
+        raise ForkError(f"there is no run store at {os.fspath(where)}: pass store= the path the run was saved "
+                        "in (the magics and the CLI use .planbook/runs.sqlite under the current directory)")
+    opened: Any = open_store(where)
     try:
         run_id = _stored_id(opened, run)
         stored = opened.load_run(run_id, plan_only=True)  # a fork needs its parent's plan, not its history
@@ -89,16 +86,10 @@ def read_parent(run: Any, store: Any = None) -> Parent:
 
 def _stored_id(store: Any, run: Any) -> str:
     """The id of the stored run ``run`` names: a result's id, a run id, or a plan's latest run."""
-    from ..data.errors import RunNotFound
-
     wanted = run.run_id if isinstance(run, RunResult) else run
     if not isinstance(wanted, str) or not wanted:
         raise ForkError(f"fork takes a RunResult, a run id or a plan name; got {type(run).__name__}")
-    try:
-        store.load_run  # noqa: B018 - every store has it
-        ids = [summary.run_id for summary in store.list_runs()]
-    except RunNotFound:  # pragma: no cover - list_runs never raises it
-        ids = []
+    ids = [summary.run_id for summary in store.list_runs()]
     if wanted in ids:
         return wanted
     latest = store.latest_run_id(plan_id=wanted)
@@ -238,7 +229,7 @@ def replan_fork(parent: Parent, shaped: ForkPlan, planner: Planner, tools: Any, 
         proposed = planner_steps(call_user(planner, secrets.text(base.goal), [shown.step(st) for st in kept],
                                            secrets.text(why)))
     except (PlanError, ForkError):
-        raise
+        raise  # already one line that says what is wrong
     except Exception as exc:  # noqa: BLE001 - a planner that fails makes no fork, and says why
         raise ForkError(f"the planner could not plan again from step {at}: {type(exc).__name__}: {exc}") from None
     unkept = shown.restore(proposed)
@@ -397,11 +388,8 @@ def fork(
                 st.on_failure == "retry" for st in shaped.plan.steps):
             chosen["retries"] = None
         chosen.setdefault("executor", DEFAULTS.executor)
-        try:
-            runner = Runner(shaped.plan, tools=tools, agents=agents, planner=planner,
-                            store=parent.store, on_event=on_event, **chosen)
-        except PlanError:
-            raise
+        runner = Runner(shaped.plan, tools=tools, agents=agents, planner=planner, store=parent.store,
+                        on_event=on_event, **chosen)
         to_run = sum(1 for st in runner.plan.steps if st.status is not Status.completed)
         lineage = Lineage(parent=parent.run_id, at=shaped.at if shaped.how != "control" or at else [],
                           how=shaped.how, edit=shaped.edit, reuse=reuse,  # type: ignore[arg-type]
