@@ -593,7 +593,8 @@ function render({ model, el }) {
       return;
     }
     const forkBox = paneBox.querySelector(".planbook-forkbox");
-    if (store.forking === id && forkBox && forkBox.dataset.step === id && forkBox.contains(document.activeElement)) {
+    if (store.forking === id && forkBox && forkBox.dataset.step === id && forkBox.contains(document.activeElement) &&
+        document.activeElement.tagName === "TEXTAREA") {
       const shown = forkBox.querySelector(".planbook-fork-error");
       if (shown) shown.textContent = (model.get("errors") || {})["fork:" + id] || "";
       return;
