@@ -273,9 +273,12 @@ def _steps_html(diff: RunDiff, hide: Callable[[str | None], str], changed_only: 
         if isinstance(item, list):
             label = esc(_fold_label(item, hide))
             if open_folds:
+                # the fold's own table sizes its columns apart from the outer one: it heads them
+                # again, or the fork's cells would stand under the baseline's heading
                 inner = "".join(_row_html(r, hide, tokens, first) for r in item)
                 body.append(f'<tr class="planbook-fold"><td colspan="{columns}"{_LEFT}><details><summary style="{DIM}">'
-                            f'= {label}</summary><table style="border-collapse:collapse">{inner}</table></details></td></tr>')
+                            f'= {label}</summary><table style="border-collapse:collapse"><thead><tr>{head}</tr></thead>'
+                            f'<tbody>{inner}</tbody></table></details></td></tr>')
             else:
                 body.append(f'<tr class="planbook-fold"><td colspan="{columns}" style="text-align:left;{DIM}">= {label}</td></tr>')
             size += len(body[-1])
