@@ -192,11 +192,13 @@ def plan_fork(parent: Parent, *, at: str | Sequence[str] | None, args: Mapping[s
                            error=None, traceback=None)
             edit[st.id] = {"result": _shown(st.id, result)}
         steps.append(step)
+    if parent.store is not None:
+        _refuse_unstored(steps, parent)
     child = base.model_copy(update={"steps": steps, "goal": source.goal or base.goal})
     return ForkPlan(child, points, how, edit, kept, pinned, removed, parent_calls)
 
 
-def replan_fork(parent: Parent, shaped: ForkPlan, planner: Planner, tools: Any, agents: Any) -> tuple[ForkPlan, list[Event]]:
+def replan_fork(shaped: ForkPlan, planner: Planner, tools: Any, agents: Any) -> tuple[ForkPlan, list[Event]]:
     """``planner=`` with no other edit: the planner plans again from the fork point. It is shown
     what a replan shows (the kept steps, secrets as ``***``) and asked to replace the fork point and
     what depends on it; its answer passes the one acceptance check, else nothing runs. Its model
@@ -254,7 +256,7 @@ def _as_ran(base: Plan, source: Plan) -> Plan:
     steps = []
     for st in source.steps:
         old = done.get(st.id)
-        steps.append(old if old is not None and old.signature() == st.signature() and old.needs == st.needs
+        steps.append(old if old is not None and same_call(old, st)
                      else st.fresh())
     return base.model_copy(update={"steps": steps})
 
@@ -279,11 +281,46 @@ def _check_point(parent: Parent, step_id: str) -> None:
                         "there is nothing to fork from there; fork at a step that ran")
 
 
+def unstored_args(step: Step) -> list[str]:
+    """The arguments of a stored step that the store did not keep (a secret-named literal's value
+    is never written; a value that could not be restored): a step that runs needs them given."""
+    if not step.args:
+        return []
+    from ..store.values import Redacted, Unrestorable, has_marker
+
+    return [k for k, v in step.args.items() if has_marker(v, Redacted) or has_marker(v, Unrestorable)]
+
+
+def same_call(old: Step, new: Step) -> bool:
+    """Whether ``new`` does what the parent's ``old`` did: same tool or agent, task, needs and
+    arguments — an argument the store did not keep (a secret's value) matches whatever is given
+    for it (the plan the run was made from gives it back; it is no change)."""
+    if old.needs != new.needs:
+        return False
+    missing = unstored_args(old)
+    if missing:
+        old = old._copy({"args": {**old.args, **{k: new.args[k] for k in missing if k in new.args}}})
+    return old.signature() == new.signature()
+
+
+def _refuse_unstored(steps: list[Step], parent: Parent) -> None:
+    """A step that runs in the fork with arguments the store did not keep: said before anything runs."""
+    lacking = {st.id: names for st in steps if st.status is not Status.completed and (names := unstored_args(st))}
+    if not lacking:
+        return
+    listed = "; ".join(f"{sid}: {', '.join(names)}" for sid, names in lacking.items())
+    first, names = next(iter(lacking.items()))
+    raise ForkError(
+        f"the fork runs again steps whose arguments run {parent.run_id} did not store (a secret's value is never "
+        f"written) — {listed}. Give them again: fork at={first!r} with args= naming {', '.join(names)}, or pass plan= the plan the run was "
+        "made from (its values fill them in and are no change). Give a secret as planbook.Secret (Secret.env('NAME')) "
+        "and a run forks from its store alone: the store keeps its reference")
+
+
 def _plan_changes(base: Plan, new: Plan) -> tuple[set[str], list[str]]:
     """The steps of ``new`` whose call differs from ``base`` (or that are new), and the removed ids."""
     old = {st.id: st for st in base.steps}
-    changed = {st.id for st in new.steps
-               if st.id not in old or old[st.id].signature() != st.signature() or old[st.id].needs != st.needs}
+    changed = {st.id for st in new.steps if st.id not in old or not same_call(old[st.id], st)}
     ids = {st.id for st in new.steps}
     return changed, [sid for sid in old if sid not in ids]
 
@@ -298,8 +335,11 @@ def _args_edit(step: Step, args: Mapping[str, Any], tools: Any) -> dict[str, Any
     if step.tool not in tools:
         raise ForkError(f"step {step.id!r} calls tool {step.tool!r}, which is not among the tools given: pass "
                         "tools= with it")
+    merged = {**step.args, **dict(args)}
+    if unstored_args(step._copy({"args": merged})):
+        return {name: [_shown(name, step.args.get(name, "(not set)")), _shown(name, value)] for name, value in args.items()}
     try:
-        check_edit(step, {**step.args, **dict(args)}, tools)
+        check_edit(step, merged, tools)
     except (ValueError, TypeError) as exc:
         raise ForkError(str(exc)) from None
     return {name: [_shown(name, step.args.get(name, "(not set)")), _shown(name, value)] for name, value in args.items()
@@ -320,7 +360,7 @@ def _parent_calls(base: Plan, source: Plan, candidates: set[str]) -> dict[str, t
         old = by_id.get(sid)
         if old is None or old.status is not Status.completed or old.tool is None:
             continue
-        if sid not in new or new[sid].signature() != old.signature():
+        if sid not in new or not same_call(old, new[sid]):
             continue
         try:
             resolved = resolve(old.args, {n: by_id[n].result for n in old.needs if n in by_id})
@@ -376,7 +416,7 @@ def fork(
                            agents=agents)
         planning: list[Event] = []
         if planner is not None and shaped.how == "control" and at is not None:
-            shaped, planning = replan_fork(parent, shaped, planner, toolbox, as_agents(agents))
+            shaped, planning = replan_fork(shaped, planner, toolbox, as_agents(agents))
         _side_effects(shaped, parent, toolbox, rerun)
         given = {k: v for k, v in options.items() if v is not None}
         unknown = sorted(set(given) - {o for o in _option_names()})

@@ -299,6 +299,13 @@ class RunHandle:
         final = self._displays.final if self._displays is not None else None
         return dict(final) if final is not None else self._live_bundle(include, exclude)
 
+    def fork(self, parent: Any, *, at: str, **options: Any) -> "RunHandle":
+        """Fork ``parent`` (this run's id or result) at ``at`` in the background: the view's Fork from
+        here (the views sit below this surface, so they start a child through the handle they steer)."""
+        child = fork(parent, at=at, background=True, **options)
+        assert isinstance(child, RunHandle)
+        return child
+
     def _live_bundle(self, include: Any = None, exclude: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
         """The live view (its widget where widgets run). The other forms show the plan as the run
         started, whatever it did since: they do not depend on how far the run got by the time

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -113,17 +112,6 @@ def headline(lineage: Any, gate: RunSecrets) -> str:
 
 
 # ------------------------------------------------------------------ the live view's Fork button
-def _surface_fork(handle: Any) -> Any:
-    """``planbook.fork`` as the handle's own module has it: the views sit below the notebook surface
-    and do not import it; the handle whose view this is was made there, and its module's ``fork``
-    starts a child in the background the way ``planbook.fork(..., background=True)`` does."""
-    module = sys.modules.get(type(handle).__module__)
-    fork = getattr(module, "fork", None)
-    if fork is None:
-        raise RuntimeError("this run's handle cannot start a fork here: use planbook.fork(...) in a cell")
-    return fork
-
-
 def parse_json(text: Any, what: str, example: str) -> tuple[Any, str]:
     """``(value, error)``: ``text`` read as JSON (a value already parsed is taken as it is)."""
     if not isinstance(text, str):
@@ -185,8 +173,8 @@ def fork_from_view(handle: Any, content: Mapping[str, Any]) -> tuple[Any, str]:
         # a file store is opened again (the child owns its connection); a store in memory is shared
         options["store"] = location if store_text(location) is not None else store
     try:
-        fork = _surface_fork(handle)
-        child = fork(parent, at=step_id, tools=runner.tools, agents=runner.agents, background=True, **options)
+        # the views sit below the notebook surface: the handle this view steers starts the child
+        child = handle.fork(parent, at=step_id, tools=runner.tools, agents=runner.agents, **options)
     except (PlanbookError, ValueError, TypeError, KeyError, RuntimeError) as exc:
         return None, runner.secrets.line(str(exc).strip("'\""))
     return child, ""

@@ -567,3 +567,29 @@ def test_a_kept_model_step_makes_no_call_and_a_rerun_one_needs_its_own_recording
         assert child.ok and len(server.requests) == 3  # one call: v's; w's model call was not repeated
         assert child.plan.step("w").notes.startswith("kept from run ")
         assert sum(1 for e in child.events if e.kind == "llm.call") == 1
+
+
+def test_a_stored_secret_named_argument_must_be_given_again_and_the_original_plan_gives_it(tmp_path: Path) -> None:
+    """The store never writes a secret-named literal's value: a fork that runs such a step again says
+    which argument to give (nothing runs), and the plan the run was made from fills it in."""
+    used: list[str] = []
+
+    @planbook.tool
+    def login(password: str, n: int = 0) -> int:
+        used.append(password)
+        return n
+
+    plan = Plan.model_validate({"id": "p", "steps": [{"id": "c", "tool": "login", "args": {"password": "hunter2-xyz"}},
+                                                     {"id": "d", "tool": "inc", "args": {"x": "$c"}}]})
+    store = tmp_path / "runs.sqlite"
+    parent = planbook.run(plan, tools=[login, inc], store=store)
+    used.clear()
+    before = len(planbook.runs(store))
+    with pytest.raises(ForkError, match=r"did not store .* c: password\. Give them again: fork at='c' with args= naming password"):
+        planbook.fork(parent.run_id, at="c", args={"n": 1}, tools=[login, inc], store=store)
+    assert used == [] and len(planbook.runs(store)) == before
+    child = planbook.fork(parent.run_id, at="c", args={"password": "new-pass-123", "n": 1}, tools=[login, inc],
+                          store=store)
+    assert child.ok and used == ["new-pass-123"]
+    again = planbook.fork(parent.run_id, at="c", plan=plan, tools=[login, inc], store=store)
+    assert again.ok and used[-1] == "hunter2-xyz" and Lineage(**again.lineage).at == ["c"]
