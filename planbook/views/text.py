@@ -16,6 +16,7 @@ from typing import Any
 from ..data.models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
 from ..outbound import TEXT_LIMIT, RunSecrets, bounded, indent_lines, md_code, md_text, one_line, shown_arg
 from ..data.lineage import REUSED_PREFIXES
+from .forkbox import headline
 from ..data.wording import plural
 from .publish import ensure_checkpoint
 from .state import LINE_LIMIT, ViewState, budget_line, shown, verdict_line
@@ -136,8 +137,11 @@ def format_state(state: ViewState, *, max_steps: int | None = None) -> str:
     """
     gate = state.gate
     lines = [format_plan(state.plan, gate, max_steps=max_steps)]
+    fork = headline(state.lineage, gate) if state.lineage else ""
+    if fork:  # a fork says what it forked and how, above its plan
+        lines.insert(0, fork)
     if state.status is None:
-        return lines[0]
+        return "\n".join(lines)
     lines += ["", verdict_line(state)]
     if state.error and state.status != "completed":
         lines.append(f"Error: {indent_lines(shown(state.error, gate.text, TEXT_LIMIT), MORE)}")

@@ -593,3 +593,11 @@ def test_a_stored_secret_named_argument_must_be_given_again_and_the_original_pla
     assert child.ok and used == ["new-pass-123"]
     again = planbook.fork(parent.run_id, at="c", plan=plan, tools=[login, inc], store=store)
     assert again.ok and used[-1] == "hunter2-xyz" and Lineage(**again.lineage).at == ["c"]
+
+
+def test_a_forks_text_says_what_it_forked_above_its_plan(stored: Any) -> None:
+    store, parent = stored
+    child = planbook.fork(parent.run_id, at="a1", args={"x": 5}, tools=TOOLS, store=store)
+    first = str(child).splitlines()[0]
+    assert first == f"fork of run {parent.run_id} at a1 — x: 0 → 5; kept 10, re-running 11"
+    assert not str(parent).startswith("fork of run")
