@@ -7,6 +7,7 @@ neither reads nor writes the user's setup or the committed notebooks.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -258,8 +259,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         lab.stop()
 
 
-@pytest.fixture(scope="module")
-def browser(lab: Lab) -> Iterator[Any]:
+@contextlib.contextmanager
+def launched_chromium() -> Iterator[Any]:
+    """Debian's Chromium under Playwright (skipped without them here, a failure under CI)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -272,6 +274,22 @@ def browser(lab: Lab) -> Iterator[Any]:
             yield chromium
         finally:
             chromium.close()
+
+
+def set_theme(lab: Lab, theme: str) -> None:
+    """The theme as a user setting (JupyterLab and Notebook 7 read it when a page loads)."""
+    body = json.dumps({"raw": json.dumps({"theme": theme})}).encode()
+    request = urllib.request.Request(lab.url("/lab/api/settings/@jupyterlab/apputils-extension:themes"), data=body,
+                                     method="PUT", headers={"Authorization": f"token {lab.token}",
+                                                            "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser(lab: Lab) -> Iterator[Any]:
+    with launched_chromium() as chromium:
+        yield chromium
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "browser-timings.json").write_text(json.dumps(TIMINGS, indent=2), encoding="utf-8")
     print("\nbrowser test timings (s):", json.dumps({k: round(v, 2) for k, v in TIMINGS.items()}))

@@ -337,12 +337,12 @@ def _args_edit(step: Step, args: Mapping[str, Any], tools: Any) -> dict[str, Any
                         "tools= with it")
     merged = {**step.args, **dict(args)}
     if unstored_args(step._copy({"args": merged})):
-        return {name: [_shown(name, step.args.get(name, "(not set)")), _shown(name, value)] for name, value in args.items()}
+        return {name: [(_shown(name, step.args[name]) if name in step.args else "(not set)"), _shown(name, value)] for name, value in args.items()}
     try:
         check_edit(step, merged, tools)
     except (ValueError, TypeError) as exc:
         raise ForkError(str(exc)) from None
-    return {name: [_shown(name, step.args.get(name, "(not set)")), _shown(name, value)] for name, value in args.items()
+    return {name: [(_shown(name, step.args[name]) if name in step.args else "(not set)"), _shown(name, value)] for name, value in args.items()
             if name not in step.args or step.args[name] != value} or {"args": ["same", "same"]}
 
 

@@ -30,6 +30,9 @@ UNCHANGED_ROWS = 200
 #: changed rows a record keeps at most, and the bytes its rows may take (the rest: ``diff.rows()``)
 CHANGED_ROWS = 1000
 ROW_BYTES = 120_000
+#: changed steps (after the first divergence, which has its own box) whose calls and results are
+#: offered side by side in a fold under their row: the first ones, so a long run stays small
+PANE_ROWS = 25
 #: a time delta is tinted when it is at least this many seconds and this share of the base's time
 TINT_SECONDS, TINT_SHARE = 0.001, 0.10
 FIRST_MARK = "⚑"
@@ -242,6 +245,14 @@ def _first_html(diff: RunDiff, hide: Callable[[str | None], str]) -> str:
     if first is None:
         return ""
     row = next(r for r in diff.steps if r.step == first)
+    return (f'<div class="planbook-first-divergence-box" style="margin:4px 0">'
+            f'<div style="{fg(TONE_COLORS["bad"])};font-weight:600">{FIRST_MARK} First divergence at '
+            f'{esc(one_line(hide(first)))} — {esc(row.changes[0].kind)}: {esc(CHANGE_MEANS[row.changes[0].kind])}</div>'
+            f'{_side_by_side(diff, row, hide)}</div>')
+
+
+def _side_by_side(diff: RunDiff, row: DiffRow, hide: Callable[[str | None], str]) -> str:
+    """A step's call and result in each run, side by side (the baseline left)."""
     runs = [diff.base, *diff.others]
     cells = []
     for i, side in enumerate(row.sides):
@@ -250,10 +261,14 @@ def _first_html(diff: RunDiff, hide: Callable[[str | None], str]) -> str:
         cells.append(f'<td{_LEFT}><div style="{DIM};font-size:11px">{esc(_label(diff, i))}</div>'
                      f"<code>{esc(call)}</code>" + (f"<div>→ {esc(result)}</div>" if result is not None else "")
                      + "</td>")
-    return (f'<div class="planbook-first-divergence-box" style="margin:4px 0">'
-            f'<div style="{fg(TONE_COLORS["bad"])};font-weight:600">{FIRST_MARK} First divergence at '
-            f'{esc(one_line(hide(first)))} — {esc(row.changes[0].kind)}: {esc(CHANGE_MEANS[row.changes[0].kind])}</div>'
-            f'<table style="border-collapse:collapse;margin:2px 0"><tr>{"".join(cells)}</tr></table></div>')
+    return f'<table style="border-collapse:collapse;margin:2px 0"><tr>{"".join(cells)}</tr></table>'
+
+
+def _panes_row(diff: RunDiff, row: DiffRow, hide: Callable[[str | None], str], columns: int) -> str:
+    """Under a changed step's row, a fold holding its call and result in each run, side by side."""
+    return (f'<tr class="planbook-panes"><td colspan="{columns}"{_LEFT}><details><summary style="{DIM}">'
+            f"{esc(one_line(hide(row.step)))}: each run's call and result</summary>"
+            f"{_side_by_side(diff, row, hide)}</details></td></tr>")
 
 
 def _steps_html(diff: RunDiff, hide: Callable[[str | None], str], changed_only: bool) -> str:
@@ -267,7 +282,7 @@ def _steps_html(diff: RunDiff, hide: Callable[[str | None], str], changed_only: 
     open_folds = not changed_only and unchanged <= UNCHANGED_ROWS
     first = diff.first_divergence
     body: list[str] = []
-    size = shown_changed = 0
+    size = shown_changed = panes = 0
     changed_total = sum(1 for row in diff.steps if row.changed)
     for item in _folds(diff.steps):
         if isinstance(item, list):
@@ -287,6 +302,9 @@ def _steps_html(diff: RunDiff, hide: Callable[[str | None], str], changed_only: 
             continue
         shown_changed += 1
         body.append(_row_html(item, hide, tokens, first))
+        if item.step != first and panes < PANE_ROWS:
+            panes += 1
+            body.append(_panes_row(diff, item, hide, columns))
         size += len(body[-1])
     notes = []
     if shown_changed < changed_total:

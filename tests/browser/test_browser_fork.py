@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from browser_support import (COLOUR_JS, KERNEL_IDLE_JS, RUN_TIMEOUT_MS, Lab, _command, _shot, browser, execute_notebook,  # noqa: F401
-                             lab, write_notebook)
+                             lab, set_theme, write_notebook)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -135,17 +135,6 @@ READ_FORK_JS = r"""() => {
 }"""
 
 
-def _set_theme(lab: Lab, theme: str) -> None:
-    import urllib.request
-
-    body = json.dumps({"raw": json.dumps({"theme": theme})}).encode()
-    request = urllib.request.Request(lab.url("/lab/api/settings/@jupyterlab/apputils-extension:themes"), data=body,
-                                     method="PUT", headers={"Authorization": f"token {lab.token}",
-                                                            "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10):
-        pass
-
-
 def test_a_forked_runs_record_reads_untrusted_in_light_and_dark(lab: Lab, browser: Any) -> None:
     source = lab.root / "fork-record-source.ipynb"
     write_notebook(source, RECORD_CELLS)
@@ -156,7 +145,7 @@ def test_a_forked_runs_record_reads_untrusted_in_light_and_dark(lab: Lab, browse
     context = browser.new_context(viewport={"width": 1280, "height": 1000})
     try:
         for theme in THEMES:
-            _set_theme(lab, theme)
+            set_theme(lab, theme)
             page = context.new_page()
             page.goto(lab.url(f"/lab/tree/fork-record.ipynb?token={lab.token}&reset"))
             page.wait_for_function("() => document.querySelectorAll('.planbook-record').length === 2", timeout=30_000)
@@ -174,5 +163,5 @@ def test_a_forked_runs_record_reads_untrusted_in_light_and_dark(lab: Lab, browse
             page.close()
             lab.delete_sessions()
     finally:
-        _set_theme(lab, THEMES[0])
+        set_theme(lab, THEMES[0])
         context.close()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -30,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from browser_support import (CHROMIUM_ARGS, COLOUR_JS, Lab, chromium_path, execute_notebook, start_lab,
+from browser_support import (COLOUR_JS, Lab, chromium_path, execute_notebook, launched_chromium, set_theme, start_lab,
                              write_notebook)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -114,23 +113,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, list
 
 @pytest.fixture(scope="module")
 def browser(server: tuple[Lab, list[str]]) -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(chromium_path()), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with launched_chromium() as chromium:
+        yield chromium
 
 
-def _set_theme(lab: Lab, theme: str) -> None:
-    """The theme as a user setting (both front ends read it when a page loads)."""
-    body = json.dumps({"raw": json.dumps({"theme": theme})}).encode()
-    request = urllib.request.Request(lab.url("/lab/api/settings/@jupyterlab/apputils-extension:themes"), data=body,
-                                     method="PUT", headers={"Authorization": f"token {lab.token}",
-                                                            "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10):
-        pass
 
 
 # Everything the page shows of each record: trust, sizes, lanes, styles, texts, contrast.
@@ -229,7 +215,7 @@ def test_an_untrusted_record_survives_the_sanitizer_in_light_and_dark(
             page.close()
             lab.delete_sessions()
     finally:
-        _set_theme(lab, THEMES[0])
+        set_theme(lab, THEMES[0])
         context.close()
 
 
@@ -280,7 +266,7 @@ def test_the_committed_tutorials_records_read_untrusted_in_light_and_dark(
                 page.close()
                 lab.delete_sessions()
     finally:
-        _set_theme(lab, THEMES[0])
+        set_theme(lab, THEMES[0])
         context.close()
 
 
@@ -288,7 +274,7 @@ def _open_untrusted(context: Any, lab: Lab, front_end: str, name: str, theme: st
                     where: str) -> tuple[Any, dict[str, Any]]:
     """Open notebook ``name`` in ``front_end`` with ``theme`` set, wait for its ``records`` records
     and the theme, and read what the page shows (READ_JS); it must have opened untrusted."""
-    _set_theme(lab, theme)
+    set_theme(lab, theme)
     path = f"/lab/tree/{name}?token={lab.token}&reset" if front_end == "lab" else f"/notebooks/{name}?token={lab.token}"
     page = context.new_page()
     page.goto(lab.url(path))

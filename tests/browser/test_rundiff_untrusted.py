@@ -21,10 +21,7 @@ Every wait is on a DOM state (no sleeps). Run it with
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -34,11 +31,12 @@ from typing import Any
 import pytest
 from browser_support import (
     ARTIFACTS,
-    CHROMIUM_ARGS,
     COLOUR_JS,
     Lab,
     _require_chromium,
     execute_notebook,
+    launched_chromium,
+    set_theme,
     start_lab,
     write_notebook,
 )
@@ -143,28 +141,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, list
 
 @pytest.fixture(scope="module")
 def browser(server: tuple[Lab, list[str]]) -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("playwright is not installed: pip install the project's test extra", pytrace=False)
-        pytest.skip("playwright is not installed (pip install playwright; never `playwright install`)")
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(_require_chromium()), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with launched_chromium() as chromium:
+        yield chromium
 
 
-def _set_theme(lab: Lab, theme: str) -> None:
-    """The theme as a user setting (JupyterLab reads it when a page loads)."""
-    body = json.dumps({"raw": json.dumps({"theme": theme})}).encode()
-    request = urllib.request.Request(lab.url("/lab/api/settings/@jupyterlab/apputils-extension:themes"), data=body,
-                                     method="PUT", headers={"Authorization": f"token {lab.token}",
-                                                            "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10):
-        pass
 
 
 # Everything the page shows of each comparison: trust, elements, styles, texts, contrast, the
@@ -265,7 +245,7 @@ def test_the_saved_comparison_reads_untrusted_in_light_and_dark(server: tuple[La
     try:
         for theme in THEMES:
             light = "true" if "Light" in theme else "false"
-            _set_theme(lab, theme)
+            set_theme(lab, theme)
             page = context.new_page()
             page.goto(lab.url(f"/lab/tree/{NAME}?token={lab.token}&reset"))
             page.wait_for_function(f"() => document.getElementsByClassName('{ROOT_CLASS}').length === 2",
@@ -290,7 +270,7 @@ def test_the_saved_comparison_reads_untrusted_in_light_and_dark(server: tuple[La
             page.close()
             lab.delete_sessions()
     finally:
-        _set_theme(lab, THEMES[0])
+        set_theme(lab, THEMES[0])
         context.close()
 
 

@@ -141,14 +141,16 @@ def test_unchanged_rows_fold_into_a_details_and_changed_only_leaves_them_out(arg
     fold = html.split('class="planbook-fold"')[1].split("</details>")[0]
     assert "<details>" in fold and "b1 … b10: 10 steps the same in every run" in fold and "<th>b5</th>" in fold
     only = args_fork.html(changed_only=True)
-    assert "<details>" not in only and "<th>b5</th>" not in only
+    assert '<tr class="planbook-fold"><td colspan="6" style="text-align:left"><details>' not in only
+    assert "<th>b5</th>" not in only
     assert "b1 … b10: 10 steps the same in every run" in only and "changed only: 10 unchanged steps" in only.lower()
 
 
 def test_many_unchanged_rows_fold_into_a_count_that_says_so() -> None:
     diff = chain_diff(UNCHANGED_ROWS + 50, UNCHANGED_ROWS + 40)
     html = diff.html()
-    assert "<details>" not in html
+    folds = html.split('class="planbook-fold"')[1:]
+    assert folds and not any(fold.split("</tr>")[0].count("<details>") for fold in folds)
     assert f"{UNCHANGED_ROWS + 39} unchanged steps (more than {UNCHANGED_ROWS}) are folded into counts" in html
 
 
@@ -188,3 +190,20 @@ def test_runs_that_are_no_fork_of_the_base_read_run_vs_run() -> None:
     two = planbook.run(chains(), tools=[inc, join], max_steps=100)
     html = diff_runs(one, two).html()
     assert f"run {one.run_id} vs run {two.run_id}" in html and "identical" in html
+
+
+def test_changed_steps_offer_each_runs_call_and_result_side_by_side(args_fork: RunDiff) -> None:
+    """A changed step's row has a fold under it: its call and result in each run, the baseline left
+    (the first divergence has its own box, so it needs none); only the first PANE_ROWS get one."""
+    from planbook.views.rundiff import PANE_ROWS
+
+    html = args_fork.html()
+    panes = html.split('<tr class="planbook-panes">')[1:]
+    assert len(panes) == min(10, PANE_ROWS)  # a2..a10 and the join: a1 is the first divergence
+    first = panes[0].split("</tr></table>")[0]
+    assert "a2: each run's call and result" in first
+    assert first.index(f"base {args_fork.base.run_id}") < first.index(args_fork.others[0].run_id)
+    assert "→ 2" in first and "→ 7" in first
+    long = chain_diff(200, 1)
+    assert long.html().count('<tr class="planbook-panes">') == PANE_ROWS
+
