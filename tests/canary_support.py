@@ -14,7 +14,6 @@ runs it with ``PLANBOOK_UNSAFE_UNMASKED=1``, which is read at import, so in a ne
 from __future__ import annotations
 
 import hashlib
-from contextlib import contextmanager
 import html
 import json
 import os
@@ -22,6 +21,7 @@ import subprocess
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -431,14 +431,21 @@ def drive_fork(exits: Exits, folder: Path) -> None:
     parent = planbook.run(canary_plan(), tools=BOX, store=path, approve=approve_edits, **run_options())
     children = []
     for form in FORMS_ECHOED:
-        step = f"{CODE['edit']}_{form}"
-        child = fork(parent.run_id, at=step, args={"password": CANARIES["fork edit"]}, tools=BOX, store=path)
+        # the parent's steps that failed (the "error" form) run again in a fork, and the store kept
+        # none of their secret-named literals: the plan the run was made from gives them back, with
+        # the edit in it; the stored run has no value to compare a secret with, so at= names the step
+        edited = canary_plan()
+        step = edited.step(f"{CODE['edit']}_{form}")
+        step.args = {**step.args, "password": CANARIES["fork edit"]}
+        child = fork(parent.run_id, at=step.id, plan=edited, tools=BOX, store=path)
         children.append(child)
         result_views(exits, "fork views", child)
         events_and_revisions(exits, child)
         exits.add("fork views", child.lineage, repr(child.lineage))
-    grandchild = fork(children[0].run_id, at=f"{CODE['edit']}_dict", args={"password": NAMED_SECRET}, tools=BOX,
-                      store=path)
+    edited = canary_plan()
+    step = edited.step(f"{CODE['edit']}_dict")
+    step.args = {**step.args, "password": NAMED_SECRET}
+    grandchild = fork(children[0].run_id, at=step.id, plan=edited, tools=BOX, store=path)
     result_views(exits, "fork views", grandchild)
     exits.add("store (forks)", *_store_files(path))
     exits.guarded("fork views", lambda: [repr(s) for s in planbook.runs(path, tree=True)])
@@ -706,6 +713,7 @@ def drive_kernel(folder: Path) -> Exits:
     """A real kernel: ``%load_ext planbook``, ``%%plan``, ``%run_plan`` (one in the background, with
     an edit); every IOPub message, and the notebook saved from those outputs (with widget state)."""
     import nbformat
+
     from helpers import Kernel
 
     exits = Exits()

@@ -24,7 +24,13 @@ from typing import Any
 
 from ..data.errors import ForkError, PlanError, closest
 from ..data.lineage import (
-    PINNED_NOTE, REUSE_CHOICES, Lineage, Reuse, dependents, kept_note, kept_steps,
+    PINNED_NOTE,
+    REUSE_CHOICES,
+    Lineage,
+    Reuse,
+    dependents,
+    kept_note,
+    kept_steps,
 )
 from ..data.models import Event, Plan, RunResult, Status, Step
 from ..data.refs import resolve
@@ -294,7 +300,8 @@ def unstored_args(step: Step) -> list[str]:
 def same_call(old: Step, new: Step) -> bool:
     """Whether ``new`` does what the parent's ``old`` did: same tool or agent, task, needs and
     arguments — an argument the store did not keep (a secret's value) matches whatever is given
-    for it (the plan the run was made from gives it back; it is no change)."""
+    for it (the plan the run was made from gives it back; it is no change). There is no stored
+    value to compare a new secret with: a fork that changes one names its step with ``at=``."""
     if old.needs != new.needs:
         return False
     missing = unstored_args(old)
