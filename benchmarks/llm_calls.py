@@ -25,8 +25,8 @@ import sys
 from collections.abc import Callable
 
 from planbook import PlanningContext, Runner, Status, Toolbox
-from planbook.spec.acceptance import accept_steps
 from planbook.llm import LLMPlanner
+from planbook.spec.acceptance import accept_steps
 from planbook.testing import FakeOpenAIServer, FakeRequest, Reply
 from planbook.testing.helpers import model_env_removed
 

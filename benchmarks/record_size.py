@@ -27,8 +27,8 @@ from typing import Any
 import planbook
 from planbook import ScriptedPlanner
 from planbook.views.html import result_html, state_html
-from planbook.views.state import ViewState
 from planbook.views.record import record_bundle
+from planbook.views.state import ViewState
 
 
 def _tools() -> planbook.Toolbox:

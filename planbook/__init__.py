@@ -8,27 +8,44 @@ from __future__ import annotations
 
 from typing import Any
 
-from .engine.approvals import ApprovalContext, Decision
-from .workers.agents import Agent, AgentContext, AgentReply, FunctionAgent, ScriptedAgent
+from . import compat as _compat  # the seed designs register their plan formats and strategy= with the layers below
 from .data.diff import diff_plans
 from .data.errors import (
-    CassetteError, CassetteMismatch, CellPlanError, LLMConfigError, MCPError, MCPServerNotFound, ModelCallError,
-    NothingToResume, OTelMissing, PlanbookError, PlanError, PlanningError, Problem, ResumeError, RunClaimed, RunEnded,
-    RunFailed, RunNotFound, StoreError, StoreFormatError, UpstreamCrash, SecretError, ForkError,
+    CassetteError,
+    CassetteMismatch,
+    CellPlanError,
+    ForkError,
+    LLMConfigError,
+    MCPError,
+    MCPServerNotFound,
+    ModelCallError,
+    NothingToResume,
+    OTelMissing,
+    PlanbookError,
+    PlanError,
+    PlanningError,
+    Problem,
+    ResumeError,
+    RunClaimed,
+    RunEnded,
+    RunFailed,
+    RunNotFound,
+    SecretError,
+    StoreError,
+    StoreFormatError,
+    UpstreamCrash,
 )
-from .data.secret import Secret
 from .data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
-from .workers.planners import Planner, PlanningContext, ScriptedPlanner
-from .workers.planners import make_plan
+from .data.secret import Secret
+from .engine.approvals import ApprovalContext, Decision
 from .engine.resume import load_run, resume, runs
 from .engine.runner import Runner, RunState, run
 from .notebook.handle import RunHandle, fork, start
-from .views.text import format_diff, format_plan, format_result
-from .workers.tools import Tool, Toolbox, default_toolbox, tool
 from .spec.validate import validate_plan
-from . import compat as _compat  # the seed designs register their plan formats and strategy= with the layers below
-
-
+from .views.text import format_diff, format_plan, format_result
+from .workers.agents import Agent, AgentContext, AgentReply, FunctionAgent, ScriptedAgent
+from .workers.planners import Planner, PlanningContext, ScriptedPlanner, make_plan
+from .workers.tools import Tool, Toolbox, default_toolbox, tool
 
 __all__ = [
     "Agent", "AgentContext", "AgentReply", "CellPlanError", "Event", "FunctionAgent", "Plan", "PlanDiff", "PlanError", "PlanbookError",

@@ -38,8 +38,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .data.errors import OTelMissing
-from .engine.eventbus import RUN_HOOKS
 from .data.models import Event
+from .engine.eventbus import RUN_HOOKS
 from .outbound import REDACTED_TEXT, RunSecrets, is_secret_name, mask_text
 
 #: the instrumentation scope's name (what a trace viewer shows as the library)

@@ -21,16 +21,17 @@ import traceback
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
-from . import forking, runs as cli_runs
+from ..data.errors import PlanbookError, PlanError
+from ..data.models import Plan, RunResult
+from ..engine.runner import Runner
+from ..outbound import neutralise, one_line
+from ..views.text import format_result, summary_line
+from ..workers.tools import Toolbox
+from . import forking
+from . import runs as cli_runs
 from .common import UsageProblem, final_outputs, load_object, printable
 from .options import RUN_FLAGS, add_run_options, run_options
 from .streams import masked_streams
-from ..data.errors import PlanbookError, PlanError
-from ..data.models import Plan, RunResult
-from ..outbound import neutralise, one_line
-from ..engine.runner import Runner
-from ..views.text import format_result, summary_line
-from ..workers.tools import Toolbox
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MAX_OUTPUT_LINES = 20  # what a step printed is shown after the run, this much of it
@@ -284,9 +285,9 @@ def _main(argv: Sequence[str] | None) -> int:
         agents = load_object(args.agents, "agents") if args.agents else None
         plan = _read_spec(args.file)
         if args.command == "check":
+            from ..spec.validate import validate_plan
             from ..workers.agents import as_agents
             from ..workers.tools import as_toolbox
-            from ..spec.validate import validate_plan
 
             try:
                 validate_plan(plan, as_toolbox(tools), as_agents(agents))

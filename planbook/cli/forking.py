@@ -17,13 +17,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .common import UsageProblem, load_object
-from .options import RUN_FLAGS, add_run_options
-from .runs import STORE_HELP, store_path
 from ..data.errors import ForkError, PlanbookError, closest
 from ..data.lineage import REUSE_CHOICES, Lineage
 from ..data.models import Plan, RunResult
 from ..outbound import neutralise, one_line
+from .common import UsageProblem, load_object
+from .options import RUN_FLAGS, add_run_options
+from .runs import STORE_HELP, store_path
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -18,19 +18,18 @@ Every answer, an error included, passes the checkpoint in one place (:meth:`Plan
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from collections.abc import Mapping
-
-from .common import UsageProblem, final_outputs, load_object, printable
 from ..compat.openmanus import PlanningTool, ToolError
 from ..data.errors import PlanbookError
 from ..data.lineage import REUSE_CHOICES
 from ..engine.config import from_json, json_properties
-from ..outbound import RunSecrets, bounded, mask_data, mask_text, neutralise
 from ..engine.runner import Runner
-from ..workers.tools import Toolbox, as_toolbox
+from ..outbound import RunSecrets, bounded, mask_data, mask_text, neutralise
 from ..views.text import format_result
+from ..workers.tools import Toolbox, as_toolbox
+from .common import UsageProblem, final_outputs, load_object, printable
 
 #: the run options a client may give ``run_plan`` (the schema is generated from
 #: planbook.engine.config.OPTIONS); the server's tools and store are its own, objects no JSON names

@@ -12,7 +12,6 @@ from typing import Any
 
 from ..engine.config import NO_CACHE_HELP, OPTION, argument_spec
 
-
 #: the run options ``planbook run`` and ``planbook fork`` take as flags (generated from
 #: planbook.engine.config.OPTIONS); ``store`` is the command line's own ``--store``/``--no-store``
 #: (its default is the store file, not nowhere), ``executor`` is an object no flag can name

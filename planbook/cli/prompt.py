@@ -22,10 +22,10 @@ import threading
 import time
 from typing import Any, TextIO
 
-from ..engine.approvals import ApprovalContext, Decision, check_edit
 from ..data.models import Step
-from ..outbound import REDACTED_TEXT, RunSecrets, is_secret_name, plain_gate, shown_arg
 from ..data.refs import resolve
+from ..engine.approvals import ApprovalContext, Decision, check_edit
+from ..outbound import REDACTED_TEXT, RunSecrets, is_secret_name, plain_gate, shown_arg
 
 CHOICES = "[a]pprove [s]kip [e]dit [q]uit"
 #: what the prompt answers when the run's deadline passed while it asked (the run's own

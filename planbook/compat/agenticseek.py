@@ -36,8 +36,17 @@ from typing import TYPE_CHECKING, Any
 from ..data.errors import PlanError, PlanningError, Problem
 from ..data.models import Plan, RunResult, Status, Step
 from .agenticseek_answers import (  # the reader, re-exported: this module's API is unchanged
-    AGENTS, FENCE, ParsedAnswer, SeedTask, json_blocks, looks_like_answer, need_report, parse_answer,
-    plan_from_answer, seed_task, task_names,
+    AGENTS,
+    FENCE,
+    ParsedAnswer,
+    SeedTask,
+    json_blocks,
+    looks_like_answer,
+    need_report,
+    parse_answer,
+    plan_from_answer,
+    seed_task,
+    task_names,
 )
 
 if TYPE_CHECKING:  # Plan.parse reads answers through this module: it stays free of the model layer

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..workers.agents import AgentContext, AgentReply
 from ..data.models import Plan, RunResult, Status
 from ..outbound import html_text
+from ..workers.agents import AgentContext, AgentReply
 from .scenarios import Scenario, trip
 from .strategies import strategy_named
 

@@ -21,13 +21,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..workers.agents import AgentContext, AgentReply, as_agents
 from ..data.errors import PlanError, PlanningError, Problem
-from ..llm.text import shorten
 from ..data.models import Event, Plan, RunResult, Status, Step
-from ..workers.planners import PlanningContext
 from ..engine.runner import Runner
+from ..llm.text import shorten
 from ..spec.formats import is_plan_spec
+from ..workers.agents import AgentContext, AgentReply, as_agents
+from ..workers.planners import PlanningContext
 from .model import as_chat_model
 from .openmanus import PlanningTool, ToolError
 from .openmanus_agents import SEED_AGENT_MAX_STEPS, ScriptedReActAgent

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..workers.agents import AgentContext, ScriptedAgent
 from ..data.models import Plan, Step
+from ..workers.agents import AgentContext, ScriptedAgent
 
 __all__ = ["Scenario", "TaskStep", "trip"]
 

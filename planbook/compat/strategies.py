@@ -30,16 +30,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..workers.agents import AgentContext, as_agents
 from ..data.errors import PlanError, Problem, closest
 from ..data.models import Plan, RunResult, Status, Step
-from ..workers.planners import planner_steps, tell_planner
-from ..spec.formats import is_plan_spec
 from ..engine.config import DEFAULTS
+from ..spec.formats import is_plan_spec
+from ..workers.agents import AgentContext, as_agents
+from ..workers.planners import planner_steps, tell_planner
 
 if TYPE_CHECKING:
-    from ..workers.planners import PlanningContext
     from ..engine.runner import Runner
+    from ..workers.planners import PlanningContext
     from .agenticseek import AgenticSeekPlanner
     from .openmanus_flow import PlanningFlow
 

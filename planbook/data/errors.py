@@ -38,9 +38,9 @@ import difflib
 import os
 import socket
 import time
-from functools import lru_cache
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from ..outbound import neutralise, shown_error

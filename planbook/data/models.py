@@ -8,17 +8,17 @@ executes anything.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import cached_property
 from enum import Enum
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, field_serializer, model_validator
 
-from . import budgets
-from .render import render
 from ..outbound import RunSecrets, shown_arg
 from ..outbound.checkpoint import mask_text
+from . import budgets
 from .refs import find_refs
+from .render import render
 from .secret import from_json_refs, to_json_refs
 from .timeline import Execution, Timeline, build_timeline
 

@@ -15,7 +15,8 @@ from typing import Any
 def version() -> str:
     """The installed distribution's version (pyproject.toml is the one place it is written);
     a checkout used without installing (``PYTHONPATH=.``) says so instead of guessing."""
-    from importlib.metadata import PackageNotFoundError, version as installed
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
 
     try:
         return installed("planbook")

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import planchanges
-from ._algo import NO_WINDOW, has_run, holding, idle_move, mid_run, paused_after
 from ..data.gcwindow import freeze_window
+from ..data.lineage import kept_note
 from ..data.models import RunResult, Status, Step, started_data
 from ..data.refs import resolve
 from ..workers.interrupts import checkpoint, interrupt_gate
+from . import planchanges
+from ._algo import NO_WINDOW, has_run, holding, idle_move, mid_run, paused_after
 from ._parts import RunnerParts
 from .dispatch import Flight
 from .execute import stdout_routing, summarize
 from .persistence import UNCACHED_NOTE, uses_cache
-from ..data.lineage import kept_note
 from .state import CACHED_NOTE, INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 
 

@@ -9,16 +9,16 @@ review (:mod:`planbook.engine.planchanges`). Part of :class:`~planbook.engine.ru
 
 from __future__ import annotations
 
+from ..data.models import Status, Step, finished_data
+from ..outbound import REDACTED_TEXT
 from . import planchanges
 from ._algo import NO_WINDOW, step_times, thread_hint
-from ..data.models import Status, Step, finished_data
 from ._parts import RunnerParts
 from .dispatch import Flight
 from .execute import summarize
 from .executors import NotReached
 from .policies import chain_for, handle_failure
 from .state import INTERRUPTED_NOTE, KEPT_NOTE, failure_line
-from ..outbound import REDACTED_TEXT
 
 #: what of an outcome may echo a secret, hidden before the step's record and event are made
 _SCRUBBED = ("error", "traceback", "output", "summary")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 import traceback as traceback_module
 
-from ._algo import completion
 from ..data.models import RunReason, RunStatus, Status
+from ._algo import completion
 from ._parts import RunnerParts
 from .state import STILL_RUNNING_NOTE
 

@@ -38,13 +38,14 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..data.errors import RunEnded
+from ..data.models import Status, Step
+from ..outbound.text import bounded
+from ..workers.interrupts import call_user
+from ..workers.interrupts import waiting as interruptible
 from .approvals import ApprovalContext, Decision, StepRef, Who, check_edit
 from .asking import AskingThread
 from .execute import describe_exception
-from ..data.errors import RunEnded
-from ..outbound.text import bounded
-from ..workers.interrupts import call_user, waiting as interruptible
-from ..data.models import Status, Step
 from .planchanges import edit_step
 from .steering import WAITING_NOTE, Steering
 

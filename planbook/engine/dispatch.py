@@ -14,15 +14,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..data.models import Plan, Step
 from ..workers.agents import AgentContext
+from ..workers.interrupts import waiting
 from .config import RunConfig
 from .eventbus import EventBus
-from .execute import (CallHandle, CallInterrupted, Outcome, call_inline, call_step, describe_exception,
-                      prepare_tool_call)
+from .execute import CallHandle, CallInterrupted, Outcome, call_inline, call_step, describe_exception, prepare_tool_call
 from .executors import HALTED, Call, FuturesExecutor, InlineExecutor, NotReached, StepAbandoned, ThreadPool
-from ..workers.interrupts import waiting
 from .liveoutput import LiveOutput, OutputRelay
-from ..data.models import Plan, Step
 
 #: a tool call shorter than this runs on the runner's thread even while a view is shown
 FAST_CALL = 0.02

@@ -29,14 +29,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..workers.agents import AgentContext, AgentReply
-from .executors import StepAbandoned
-from ..workers.interrupts import call_user_with, defer_interrupt, waiting
 from ..data.models import Step
 from ..data.refs import resolve
 from ..data.secret import Secret, reveal
 from ..outbound.checkpoint import mask_text, remember
+from ..workers.agents import AgentContext, AgentReply
+from ..workers.interrupts import call_user_with, defer_interrupt, waiting
 from ..workers.tools import Tool, may_hold_secrets, secret_free_args
+from .executors import StepAbandoned
 
 
 @dataclass(slots=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import replanning
-from .changes import Change, FirstPlan, Reject, Revise
 from ..data.diff import diff_plans
 from ..data.models import PlanDiff, Status, Step
+from . import replanning
+from .changes import Change, FirstPlan, Reject, Revise
 
 if TYPE_CHECKING:
     from .runner import Runner

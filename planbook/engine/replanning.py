@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..spec.acceptance import accept_steps
-from .changes import Change, End, FirstPlan, Reject, Revise
 from ..data.errors import PlanError, PlanningError
-from .execute import describe_exception
-from ..workers.interrupts import call_user
 from ..data.models import Plan, Status, Step, _clone
+from ..spec.acceptance import accept_steps
+from ..workers.interrupts import call_user
 from ..workers.planners import PlanningContext, make_plan, planner_steps, tell_planner
+from .changes import Change, End, FirstPlan, Reject, Revise
+from .execute import describe_exception
 from .state import failure_line
 
 if TYPE_CHECKING:

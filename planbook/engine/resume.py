@@ -13,14 +13,14 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..workers.agents import AgentsLike
 from ..data.errors import NothingToResume, ResumeError
 from ..data.models import Plan, RunResult, Status
+from ..workers.agents import AgentsLike
 from ..workers.planners import Planner
+from ..workers.tools import ToolsLike, as_toolbox
 from .config import DEFAULTS, resumed_options
 from .runner import Runner
 from .state import INTERRUPTED_NOTE, RunState
-from ..workers.tools import ToolsLike, as_toolbox
 
 
 def _open(store: Any, *, readonly: bool = False) -> Any:

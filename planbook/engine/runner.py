@@ -23,31 +23,32 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+from ..data import results
+from ..data.errors import PlanError, Problem
+from ..data.gcwindow import collector_paused, worth_keeping
+from ..data.ids import new_run_id
+from ..data.models import Event, EventKind, Plan, RunResult, Step
+from ..outbound import RunSecrets
+from ..spec.formats import is_plan_spec, slug
+from ..spec.validate import checked_positions
 from ..workers.agents import AgentsLike, as_agents
-from .approvals import ApproveLike
-from .budget import Budget
-from .config import DEFAULTS, RunConfig
+from ..workers.planners import Planner
+from ..workers.tools import ToolsLike, as_toolbox
 from . import _algo, decisions
 from ._loop import TickLoop
 from ._record import Recording
 from ._stop import Stopping
+from .approvals import ApproveLike
+from .budget import Budget
+from .config import DEFAULTS, RunConfig
 from .dispatch import Dispatcher
-from ..data.errors import PlanError, Problem
 from .eventbus import RUN_HOOKS, EventBus, EventHandler
-from ..data.gcwindow import collector_paused, worth_keeping
-from ..data.ids import new_run_id
 from .liveoutput import OutputRelay
-from ..data import results
-from ..data.models import Event, EventKind, Plan, RunResult, Step
-from ..outbound import RunSecrets
 from .persistence import RunRecorder
-from ..workers.planners import Planner
 from .scheduler import Scheduler
-from ..spec.formats import is_plan_spec, slug
-from .steering import Steering, build as build_steering
 from .state import INTERRUPTED_NOTE, RunState
-from ..workers.tools import ToolsLike, as_toolbox
-from ..spec.validate import checked_positions
+from .steering import Steering
+from .steering import build as build_steering
 
 F = TypeVar("F", bound=Callable[..., Any])
 

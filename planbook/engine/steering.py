@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from .approvals import ApprovalContext, ApprovalRule, ApproveLike, Decision, StepRef
 from ..data.models import Status, Step
+from .approvals import ApprovalContext, ApprovalRule, ApproveLike, Decision, StepRef
 
 if TYPE_CHECKING:
     from .runner import Runner

@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..workers.agents import AgentContext, AgentReply
-from ..engine.execute import _call
-from ..workers.tools import Toolbox, ToolsLike, as_toolbox
 from ..data.wording import plural
+from ..engine.execute import _call
+from ..workers.agents import AgentContext, AgentReply
+from ..workers.tools import Toolbox, ToolsLike, as_toolbox
 from . import prompts
 from .cassette import Cassette
 from .client import ModelClient, UsesModel

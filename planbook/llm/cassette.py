@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from ..data.errors import CassetteError, CassetteMismatch
 from .cassette_file import FORMAT_VERSION, MODE_ENV, read_cassette
-from .config import LLMConfigError, SETUP_HELP
+from .config import SETUP_HELP, LLMConfigError
 from .sdk import http_module, mask_strings
 from .text import redact_data, shorten
 

@@ -7,7 +7,6 @@ one clear :class:`ModelCallError` (secrets redacted) and reports an ``llm.call``
 
 from __future__ import annotations
 
-
 import json
 import time
 import weakref
@@ -17,13 +16,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from ..outbound import remember
 from .cassette import Cassette, cassette_for
 from .cassette_file import CassetteError
 from .completion import ChatAnswer, NotACompletion, ToolCall, read_completion
 from .config import PLACEHOLDER_KEY, LLMConfig, ModelCallError, missing_setup_error, resolve_config
 from .sdk import http_module, masking_transport
 from .text import estimate_tokens, redact_data, redact_url
-from ..outbound import remember
 
 __all__ = ["ChatAnswer", "ModelClient", "ToolCall", "UsesModel", "estimate_tokens", "http_module"]
 

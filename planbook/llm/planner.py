@@ -18,10 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..data.errors import PlanningError, Problem
 from ..data.models import Plan, Step, StepWork, Usage
-from ..workers.planners import PlanningContext
 from ..spec.formats import steps_from_dicts
-from ..workers.tools import default_toolbox
 from ..spec.validate import check_replacement, plan_problems
+from ..workers.planners import PlanningContext
+from ..workers.tools import default_toolbox
 from . import prompts
 from .cassette import Cassette
 from .client import ChatAnswer, ModelClient, UsesModel

@@ -19,9 +19,9 @@ import threading
 from collections.abc import Generator, Mapping
 from typing import Any
 
+from ..data.models import Plan, RunResult, Status
 from ..engine.approvals import Decision, Who, check_edit
 from ..engine.decisions import Door, RunEnded
-from ..data.models import Plan, RunResult, Status
 from ..engine.runner import Runner, takes_runner_options
 
 __all__ = ["RunHandle", "start", "start_runner"]

@@ -26,16 +26,27 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 
 from ..data.errors import PlanError, RunFailed, closest
 from ..data.models import Event, Plan, RunResult, Status
-from ..outbound import one_line
-from ..workers.planners import make_plan
 from ..engine.runner import Runner
+from ..outbound import one_line
 from ..spec.formats import is_plan_spec
-from ..workers.tools import as_toolbox, default_toolbox
 from ..spec.validate import validate_plan
 from ..views.text import format_planning
-from .magicargs import (CACHE_HELP, NO_CACHE_HELP, check_name, given_options, ident, parse, readable_help,
-                        refuse_shadowing, resolved_options, run_arguments, same)
+from ..workers.planners import make_plan
+from ..workers.tools import as_toolbox, default_toolbox
 from . import forkmagic
+from .magicargs import (
+    CACHE_HELP,
+    NO_CACHE_HELP,
+    check_name,
+    given_options,
+    ident,
+    parse,
+    readable_help,
+    refuse_shadowing,
+    resolved_options,
+    run_arguments,
+    same,
+)
 from .session import Origin, Run, Session
 from .words import CellPlanError, RunInterrupted, cell_plan_error, magic_words, with_hints
 

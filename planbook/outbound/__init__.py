@@ -21,11 +21,20 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from ..data.refs import WHOLE_REF, find_refs
-from .redact import (MIN_SECRET_LENGTH, REDACTED_TEXT, Redactor, is_secret_name, masked_names, named_secrets,
-                     secret_texts, shown_arg, suspicious)
 from .checkpoint import mask_bytes, mask_data, mask_text, remember
-from .vault import VAULT
+from .redact import (
+    MIN_SECRET_LENGTH,
+    REDACTED_TEXT,
+    Redactor,
+    is_secret_name,
+    masked_names,
+    named_secrets,
+    secret_texts,
+    shown_arg,
+    suspicious,
+)
 from .text import TEXT_LIMIT, bounded, html_text, indent_lines, md_code, md_text, neutralise, one_line
+from .vault import VAULT
 
 #: the parts of a reference after a step id: ``$login.token``, ``$login[0]``
 _REF_TAIL = re.compile(r"[.\[]")

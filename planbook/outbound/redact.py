@@ -32,15 +32,14 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 from functools import lru_cache
 from typing import Any, NamedTuple
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 
 from ..data.refs import WHOLE_REF
 from . import vault
 from .shapes import REDACTED_TEXT, mask_shapes
 from .vault import VAULT
-
 
 _HOLDING_WORDS = frozenset({
     "key", "token", "secret", "secrets", "password", "passwords", "passwd", "pwd", "pw", "passphrase",

@@ -25,12 +25,12 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from ..data.errors import PlanError, Problem, closest
+from ..data.gcwindow import collector_paused
 from ..data.ids import id_problem
 from ..data.models import Plan, PolicyName, Step, StepSpec, register_plan_reader
-from ..data.gcwindow import collector_paused
+from ..data.wording import slug  # noqa: F401  (plan ids from a goal: planners and the runner use it from here)
 from .load import MAX_DEPTH, load_spec
 from .load import depth as _depth
-from ..data.wording import slug  # noqa: F401  (plan ids from a goal: planners and the runner use it from here)
 
 #: a step's fields, from the one definition in :class:`~planbook.data.models.StepSpec`
 STEP_FIELDS: tuple[str, ...] = tuple(StepSpec.model_fields)

@@ -36,10 +36,16 @@ from typing import Any
 
 from ..data.secret import Secret
 from ..outbound.redact import is_secret_name
+from .keyparts import CODE_MEMBERS as _CODE_MEMBERS
+from .keyparts import EMPTY as _EMPTY
 from .keyparts import STATE_BYTES, STATE_VALUES, CoercionTypes, TooLarge, Uncacheable
-from .keyparts import (CODE_MEMBERS as _CODE_MEMBERS, EMPTY as _EMPTY, TYPE_FORMS as _TYPE_FORMS,
-                       cell_value as _cell_value, hidden_state as _hidden_state, made_here as _made_here,
-                       python_class as _python_class, qualname as _qualname, wrapped_of as _wrapped_of)
+from .keyparts import TYPE_FORMS as _TYPE_FORMS
+from .keyparts import cell_value as _cell_value
+from .keyparts import hidden_state as _hidden_state
+from .keyparts import made_here as _made_here
+from .keyparts import python_class as _python_class
+from .keyparts import qualname as _qualname
+from .keyparts import wrapped_of as _wrapped_of
 from .values import Redacted, Unrestorable
 
 #: bumped when the encoding below changes, so old keys miss instead of colliding

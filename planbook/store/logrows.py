@@ -40,8 +40,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..data.models import Event, Step
 from ..data.errors import StoreFormatError
+from ..data.models import Event, Step
 from .base import RunSummary
 from .records import event_from_record, redacted_paths, step_from_record
 from .values import UNRESTORABLE_ARGS, Encoded, KeptResult, clone, decode, place_markers

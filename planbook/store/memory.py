@@ -15,15 +15,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..data.models import Event, Plan, Step
 from ..data.errors import StoreError
 from ..data.ids import new_run_id
+from ..data.models import Event, Plan, Step
+from ..outbound.redact import Redactor
 from .base import CacheHit, RunStateLike, RunSummary, StoredRun, counters_of, not_found
 from .records import (
-    config_json, counters_json, diffs_from_records, diffs_json, event_from_record, event_json, plan_from_record,
-    plan_json, step_from_record, step_json,
+    config_json,
+    counters_json,
+    diffs_from_records,
+    diffs_json,
+    event_from_record,
+    event_json,
+    plan_from_record,
+    plan_json,
+    step_from_record,
+    step_json,
 )
-from ..outbound.redact import Redactor
 from .values import Unrestorable, clone, plain_json_text, redact_args, shown, type_name
 
 LOCATION = ":memory:"

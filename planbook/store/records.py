@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
-from ..data.models import Event, Plan, PlanDiff, Status, Step
 from ..data.errors import StoreError
+from ..data.models import Event, Plan, PlanDiff, Status, Step
 from ..data.secret import from_json_refs
 from ..outbound.checkpoint import mask_text
 from ..outbound.redact import DeferredChecks, Redactor

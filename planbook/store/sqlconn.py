@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ..outbound.redact import Redactor
 from ..data.errors import StoreError, StoreFormatError
+from ..outbound.redact import Redactor
 from .runcache import RunCache
 from .schema import DAMAGED, connect_readonly, is_busy
 

@@ -40,8 +40,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..outbound.redact import Redactor
 from ..data.errors import StoreError
+from ..outbound.redact import Redactor
 from .schema import SCHEMA_VERSION, check_file, create_schema
 from .sqlcache import SQLiteStepCache
 from .sqlread import SQLiteReads

@@ -15,8 +15,21 @@ from ..data.errors import RunNotFound, StoreFormatError
 from ..data.models import Step
 from .base import RunSummary, StoredRun, not_found
 from .logrows import (
-    LAST_LOG_ROW, RUN_FIRST, RUN_LAST, SUMMARY_JSON, Damage, Reading, Replay, json_check, number, parsed, run_range,
-    shown, step_of, summary_of, value_of,
+    LAST_LOG_ROW,
+    RUN_FIRST,
+    RUN_LAST,
+    SUMMARY_JSON,
+    Damage,
+    Reading,
+    Replay,
+    json_check,
+    number,
+    parsed,
+    run_range,
+    shown,
+    step_of,
+    summary_of,
+    value_of,
 )
 from .records import diffs_from_records, event_from_record, plan_from_record, redacted_paths, step_from_record
 from .schema import V1_COLUMNS

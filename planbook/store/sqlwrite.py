@@ -17,18 +17,34 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..data.models import Event, Plan, Status, Step
-from ..outbound.redact import DeferredChecks
 from ..data.errors import StoreError
 from ..data.ids import new_run_id
 from ..data.lineage import is_kept
+from ..data.models import Event, Plan, Status, Step
+from ..outbound.redact import DeferredChecks
 from .base import RunStateLike, counters_key, counters_of, not_found
 from .claims import RunClaimed, is_me, refuse_claim, this_host
 from .logrows import (
-    INSERT_LOG, RUN_FIRST, RUN_LAST, document, entry_json, log_id, meta_json, run_range, statuses_after, value_json,
+    INSERT_LOG,
+    RUN_FIRST,
+    RUN_LAST,
+    document,
+    entry_json,
+    log_id,
+    meta_json,
+    run_range,
+    statuses_after,
+    value_json,
 )
 from .records import (
-    config_json, counters_json, diffs_json, events_json, plan_json, record_texts, record_values, step_record,
+    config_json,
+    counters_json,
+    diffs_json,
+    events_json,
+    plan_json,
+    record_texts,
+    record_values,
+    step_record,
 )
 from .runcache import IMMUTABLE, STARTED, UNSTARTED, RunCache, comparable, row_signature
 from .sqlconn import SQLiteConnection

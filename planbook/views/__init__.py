@@ -36,7 +36,6 @@ from .text import (
     summary_line,
 )
 
-
 for _name, _fn in (("plan_text", format_plan), ("plan_bundle", plan_mimebundle), ("diff_text", format_diff),
                    ("diff_bundle", diff_mimebundle), ("result_text", format_result), ("result_bundle", result_mimebundle),
                    ("step_pane", step_pane), ("rundiff_text", rundiff_text), ("rundiff_html", rundiff_html),

@@ -45,8 +45,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..data.models import STATUS_MARKS, Plan
-from ..outbound import RunSecrets
 from ..data.wording import plural
+from ..outbound import RunSecrets
 from .html import DIM, FILLS, cached_text, esc, fill, format_duration, gate_of, shown_call
 from .marks import CACHED_MARK, CacheMark
 from .state import Execution

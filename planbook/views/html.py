@@ -14,10 +14,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..data.models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
-from ..outbound import TEXT_LIMIT, RunSecrets, html_text
 from ..data.lineage import REUSED_PREFIXES
+from ..data.models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
 from ..engine.state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
+from ..outbound import TEXT_LIMIT, RunSecrets, html_text
 from .marks import CACHED_MARK, CacheMark, cached_count_text
 from .state import ViewState, row_window, shown, verdict_line
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..data.models import Event, Plan, Status
 from ..data.lineage import KEPT_FROM_NOTE, PINNED_NOTE, REUSED_PREFIXES
+from ..data.models import Event, Plan, Status
 
 #: the mark a cached or resumed step shows after its status mark
 CACHED_MARK = "⟲"

@@ -20,11 +20,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..engine.liveoutput import OUTPUT_TAIL
 from ..data.models import Status, Step
+from ..engine.liveoutput import OUTPUT_TAIL
+from ..engine.state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 from ..outbound import bounded, html_text
 from ..outbound.redact import REDACTED_TEXT
-from ..engine.state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 
 if TYPE_CHECKING:
     from ..outbound import RunSecrets

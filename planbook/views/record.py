@@ -26,9 +26,10 @@ from typing import Any
 
 from ..data.errors import PlanbookError
 from ..data.models import Event, RunResult, Status, Step
-from ..outbound import RunSecrets, bounded, one_line
 from ..engine.state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
+from ..outbound import RunSecrets, bounded, one_line
 from .charts import graph_html, timeline_html
+from .forkbox import step_code_line
 from .html import (
     DIM,
     NO_MATH,
@@ -45,7 +46,6 @@ from .html import (
     verdict_html,
     windowed,
 )
-from .forkbox import step_code_line
 from .marks import CacheMark, cache_marks
 from .panes import PANE_CAP, PaneBudget, pane
 from .publish import ensure_checkpoint

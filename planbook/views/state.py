@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
-from ..outbound import RunSecrets, bounded
+
 # the one record of an execution and its builder live in the data layer; here for the views' callers
 from ..data.timeline import Execution, TimelineBuilder, critical_chain, with_overlaps
+from ..outbound import RunSecrets, bounded
 
 #: how a run's verdict looks: ``ok`` (green), ``warn`` (amber), ``bad`` (red), ``info`` (blue)
 RUN_TONES = {"completed": "ok", "failed": "bad", "interrupted": "warn", "paused": "info", "running": "info"}

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..data.models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
-from ..outbound import TEXT_LIMIT, RunSecrets, bounded, indent_lines, md_code, md_text, one_line, shown_arg
 from ..data.lineage import REUSED_PREFIXES
-from .forkbox import headline
+from ..data.models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
 from ..data.wording import plural
+from ..outbound import TEXT_LIMIT, RunSecrets, bounded, indent_lines, md_code, md_text, one_line, shown_arg
+from .forkbox import headline
 from .publish import ensure_checkpoint
 from .state import LINE_LIMIT, ViewState, budget_line, shown, verdict_line
 

@@ -38,16 +38,17 @@ import anywidget
 import traitlets as t
 
 from ..data.models import Status, Step
+from ..outbound import TEXT_LIMIT
+from .forkbox import ERROR_KEY as FORK_ERROR
+from .forkbox import editor_args, fork_from_view, forkable, headline, store_text
 from .html import DIM, NO_MATH, cached_text, esc, state_html
 from .marks import CacheMark, MarkBuilder, cached_count_text
 from .panes import PaneBudget, _rel, pane
-from .forkbox import ERROR_KEY as FORK_ERROR
-from .forkbox import editor_args, fork_from_view, forkable, headline, store_text
 from .publish import display, ensure_checkpoint
 from .record import decision_lines
 from .state import ELAPSED_MEANS, ViewState, budget_line, verdict_line, window_of_codes
-from ..outbound import TEXT_LIMIT
 from .text import SHOWN_STEPS, format_state, progress_line, shown, shown_diff, state_markdown
+
 # how long the widget lives (kept open for a reloaded page, closed when garbage); LEFT_OPEN and
 # _LEFT are read here by tests
 from .widgetlife import _LEFT, LEFT_OPEN, _close, _close_unshown, _leave_open, _Shown, _WeakHandler  # noqa: F401

@@ -15,6 +15,7 @@ import threading
 import weakref
 from typing import Any
 
+
 class _WeakHandler:
     """The widget's message callback, holding its view (a ``PlanView``) weakly: a view nobody holds is garbage."""
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from threading import get_ident
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from threading import get_ident
 from types import FrameType
 from typing import Any
 

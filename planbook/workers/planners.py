@@ -22,13 +22,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union
 
-from ..spec.acceptance import accept_steps
-from .agents import AgentsLike, as_agents
 from ..data.errors import PlanError, PlanningError, Problem
 from ..data.models import Plan, Step
+from ..spec.acceptance import accept_steps
 from ..spec.formats import parse_plan, slug, steps_from_dicts
-from .tools import Tool, ToolsLike, as_toolbox
+from .agents import AgentsLike, as_agents
 from .interrupts import call_user
+from .tools import Tool, ToolsLike, as_toolbox
 
 
 class Planner(Protocol):

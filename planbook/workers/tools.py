@@ -11,8 +11,8 @@ import copy
 import inspect
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator, Mapping
 import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model

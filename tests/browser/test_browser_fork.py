@@ -20,8 +20,19 @@ from typing import Any
 
 import pytest
 
-from browser_support import (COLOUR_JS, KERNEL_IDLE_JS, RUN_TIMEOUT_MS, Lab, _command, _shot, browser, execute_notebook,  # noqa: F401
-                             lab, set_theme, write_notebook)
+from browser_support import (  # noqa: F401
+    COLOUR_JS,
+    KERNEL_IDLE_JS,
+    RUN_TIMEOUT_MS,
+    Lab,
+    _command,
+    _shot,
+    browser,
+    execute_notebook,
+    lab,
+    set_theme,
+    write_notebook,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -20,10 +20,9 @@ from typing import Any
 
 import pytest
 
-from browser_support import Lab, write_notebook
+from browser_support import KERNEL_IDLE_JS, RUN_TIMEOUT_MS, Lab, _command, browser, lab, write_notebook  # noqa: F401
 from planbook.views import charts, html
 from planbook.views.state import Execution
-from browser_support import KERNEL_IDLE_JS, RUN_TIMEOUT_MS, _command, browser, lab  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

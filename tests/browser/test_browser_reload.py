@@ -23,8 +23,17 @@ from typing import Any
 
 import pytest
 
-from browser_support import Lab, write_notebook
-from browser_support import ARTIFACTS, KERNEL_IDLE_JS, RUN_TIMEOUT_MS, _command, browser, lab, notebook7  # noqa: F401
+from browser_support import (  # noqa: F401
+    ARTIFACTS,
+    KERNEL_IDLE_JS,
+    RUN_TIMEOUT_MS,
+    Lab,
+    _command,
+    browser,
+    lab,
+    notebook7,
+    write_notebook,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -29,8 +29,16 @@ from typing import Any
 
 import pytest
 
-from browser_support import (COLOUR_JS, Lab, chromium_path, execute_notebook, launched_chromium, set_theme, start_lab,
-                             write_notebook)
+from browser_support import (
+    COLOUR_JS,
+    Lab,
+    chromium_path,
+    execute_notebook,
+    launched_chromium,
+    set_theme,
+    start_lab,
+    write_notebook,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from browser_support import (
     ARTIFACTS,
     COLOUR_JS,

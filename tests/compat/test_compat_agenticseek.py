@@ -7,8 +7,20 @@ import pytest
 import planbook
 from planbook import Plan, PlanError, PlanningError, ScriptedAgent, Status, Step, validate_plan
 from planbook.compat.agenticseek import (
-    NO_UPDATE, RETRY_PROMPT, AgenticSeekPlanner, all_answers, last_answer, looks_like_answer, need_context,
-    need_prompt, need_report, parse_answer, planner_prompt, review_update, update_prompt, work_result,
+    NO_UPDATE,
+    RETRY_PROMPT,
+    AgenticSeekPlanner,
+    all_answers,
+    last_answer,
+    looks_like_answer,
+    need_context,
+    need_prompt,
+    need_report,
+    parse_answer,
+    planner_prompt,
+    review_update,
+    update_prompt,
+    work_result,
 )
 from planbook.compat.model import OpenAIChatModel, ScriptedModel
 from planbook.spec.formats import is_plan_spec

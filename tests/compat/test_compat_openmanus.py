@@ -12,13 +12,24 @@ import sys
 
 import pytest
 
-from planbook import AgentReply, Plan, PlanError, ScriptedAgent, Status, Step, format_plan as planbook_text
+from planbook import AgentReply, Plan, PlanError, ScriptedAgent, Status, Step
+from planbook import format_plan as planbook_text
 from planbook.compat.model import OpenAIChatModel, ScriptedModel
 from planbook.compat.openmanus import (
-    DESCRIPTION, PlanningTool, ToolError, format_plan, parse_plan_text, step_from_text, step_text,
+    DESCRIPTION,
+    PlanningTool,
+    ToolError,
+    format_plan,
+    parse_plan_text,
+    step_from_text,
+    step_text,
 )
 from planbook.compat.openmanus_flow import (
-    PLANNING_REQUEST, PLANNING_SYSTEM, SUMMARY_SYSTEM, PlanningFlow, ScriptedReActAgent,
+    PLANNING_REQUEST,
+    PLANNING_SYSTEM,
+    SUMMARY_SYSTEM,
+    PlanningFlow,
+    ScriptedReActAgent,
 )
 from planbook.llm import LLMPlanner
 from planbook.testing import FakeOpenAIServer, Reply

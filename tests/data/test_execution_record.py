@@ -119,8 +119,8 @@ def _execution_like_classes() -> list[str]:
 def test_there_is_one_type_for_what_an_execution_was() -> None:
     assert _execution_like_classes() == ["planbook/data/timeline.py:Execution"]
     # the older names still reach it (an import path, not another type)
-    from planbook.data import models
     from planbook import views
+    from planbook.data import models
 
     assert models.Execution is views.Execution is views.state.Execution is Execution
     assert not hasattr(models, "TimelineEntry")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
-from helpers import Lab
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import Lab
 from planbook import Plan, Step, Toolbox, diff_plans, run
 from planbook.data.refs import find_refs, resolve
 from planbook.spec.validate import find_cycle, plan_problems

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import Lab
 
+from helpers import Lab
 from planbook import AgentReply, Plan, Runner, ScriptedAgent, run
 from planbook.data.refs import args_with_refs, find_refs, resolve
 

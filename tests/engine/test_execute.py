@@ -8,8 +8,8 @@ import sys
 import threading
 
 import pytest
-from helpers import Lab, Ticker, events_of, kinds
 
+from helpers import Lab, Ticker, events_of, kinds
 from planbook import Runner, ScriptedPlanner, Toolbox, run
 from planbook.engine.execute import capture_stdout
 

@@ -14,9 +14,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from helpers import events_of
 
 import planbook
+from helpers import events_of
 from planbook import Plan, Runner, Status, Step, Toolbox
 
 WAIT = 30.0

@@ -12,7 +12,6 @@ import threading
 from typing import Any
 
 from helpers import Ticker, kinds
-
 from planbook import Event, Runner, Toolbox
 from planbook.engine.liveoutput import EVERY
 from planbook.store import open_store

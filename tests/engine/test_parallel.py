@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import events_of
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import planbook
+from helpers import events_of
 from planbook import Plan, Runner, Status, Step, Toolbox
 
 #: how long a barrier or event waits before the test gives up (only reached when the engine is wrong)

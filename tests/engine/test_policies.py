@@ -4,9 +4,20 @@ replan may and may not do to the plan."""
 from __future__ import annotations
 
 import pytest
-from helpers import Lab, events_of, kinds, step_trace
 
-from planbook import Plan, PlanError, PlanningError, PlanningContext, Runner, ScriptedPlanner, Status, Step, make_plan, run
+from helpers import Lab, events_of, kinds, step_trace
+from planbook import (
+    Plan,
+    PlanError,
+    PlanningContext,
+    PlanningError,
+    Runner,
+    ScriptedPlanner,
+    Status,
+    Step,
+    make_plan,
+    run,
+)
 
 
 def three_steps(middle: dict) -> str:

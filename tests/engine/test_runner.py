@@ -5,10 +5,9 @@ planner written as a ScriptedPlanner in a few lines."""
 from __future__ import annotations
 
 import pytest
-from helpers import GOAL, X, Y, Lab, events_of, kinds, lesson_planner, step_trace
 
+from helpers import GOAL, Lab, X, Y, events_of, kinds, lesson_planner, step_trace
 from planbook import Runner, ScriptedPlanner, run
-
 
 
 def test_linear_success() -> None:

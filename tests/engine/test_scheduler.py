@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from helpers import Lab, events_of, step_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import Lab, events_of, step_trace
 from planbook import Plan, Runner, Status, Step, Toolbox, run
 from planbook.engine.scheduler import Scheduler
 from planbook.spec.validate import find_cycle, plan_problems

@@ -351,9 +351,8 @@ def test_a_waiting_run_is_listed_as_waiting_and_a_resumed_one_asks_again(tmp_pat
 def _view_of(runner: Any) -> Any:
     from planbook.notebook.handle import RunHandle
     from planbook.views.live import LiveView
-    from planbook.views.widget import PlanView
-
     from planbook.views.steer import connect
+    from planbook.views.widget import PlanView
 
     target = PlanView(runner, note="live", controls=True)
     bridge = LiveView(runner, target)

@@ -21,8 +21,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 import planbook  # noqa: E402
-from planbook import AgentReply, Step, Toolbox  # noqa: E402
-from planbook import otel  # noqa: E402
+from planbook import (  # noqa: E402
+    AgentReply,
+    Step,
+    Toolbox,
+    otel,  # noqa: E402
+)
 
 
 @pytest.fixture

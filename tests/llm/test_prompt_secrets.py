@@ -20,8 +20,7 @@ import pytest
 
 import planbook
 from planbook import Plan, Secret, Step, Toolbox
-from planbook.llm import Cassette, LLMPlanner
-from planbook.llm import prompts
+from planbook.llm import Cassette, LLMPlanner, prompts
 from planbook.outbound.redact import echo_forms
 from planbook.testing import Reply
 

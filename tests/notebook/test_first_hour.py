@@ -6,15 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers import Kernel
 from IPython.core.error import UsageError
 
 import planbook
 import planbook.mcp
+from browser_support import browser, lab, notebook7  # noqa: F401  (the browser test's fixtures)
+from helpers import Kernel
 from planbook import Plan, Toolbox
 from planbook.notebook.magics import magics_of
-
-from browser_support import browser, lab, notebook7  # noqa: F401  (the browser test's fixtures)
 
 CHAIN = """\
 steps:

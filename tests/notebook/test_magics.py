@@ -9,12 +9,12 @@ import types
 from typing import Any
 
 import pytest
-from helpers import Kernel, started_kernel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
 import planbook
+from helpers import Kernel, started_kernel
 from planbook import Plan, PlanError, RunFailed, RunResult, ScriptedPlanner, Status, Toolbox
 from planbook.notebook.magics import CellPlanError, RunInterrupted, magics_of
 from planbook.spec.write import plan_spec

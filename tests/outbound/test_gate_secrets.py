@@ -16,9 +16,9 @@ import pytest
 
 import planbook
 from planbook import Plan, Step, Toolbox
+from planbook.engine.resume import load_run
 from planbook.outbound import RunSecrets
 from planbook.outbound.redact import echo_forms
-from planbook.engine.resume import load_run
 
 TOKEN = "Tok-Zq81-secret-abc"
 PASSWORD = "hunter2-Qx9-staging"

@@ -313,8 +313,9 @@ def test_planbook_check_and_the_mcp_answer_do_not_quote_a_refused_plan_s_secrets
     assert code != 0 and "expects dict[str, str]" in out + err and "named like a secret" in out + err
     assert not _leaks(out + err, "err-route15-key-c3d4", "Dollar-route15-pw")
     pytest.importorskip("mcp")
-    from planbook.cli.mcpserve import PlanbookServer
     import route_tools  # type: ignore[import-not-found]
+
+    from planbook.cli.mcpserve import PlanbookServer
 
     text, structured, failed = PlanbookServer(tools=route_tools.box).call("run_plan", {"spec": spec})
     assert failed and not _leaks(text + repr(structured), "err-route15-key-c3d4", "Dollar-route15-pw")

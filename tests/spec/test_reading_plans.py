@@ -5,8 +5,8 @@ themselves."""
 from __future__ import annotations
 
 import pytest
-from helpers import Lab
 
+from helpers import Lab
 from planbook import Plan, PlanError, Runner, ScriptedAgent, ScriptedPlanner, run
 from planbook.spec.formats import is_plan_spec
 from planbook.views.text import format_plan, summary_line

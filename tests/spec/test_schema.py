@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from planbook.data.models import StepSpec
-from planbook.spec.schema import plan_schema
 from planbook.spec.formats import ALIASES, STEP_FIELDS, is_plan_spec
+from planbook.spec.schema import plan_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from planbook import Plan, PlanError, Step
-from planbook.workers.planners import planner_steps, to_steps
 from planbook.spec.formats import plan_from_dict, steps_from_dicts
+from planbook.workers.planners import planner_steps, to_steps
 
 
 def table(plan: Plan) -> list[tuple]:

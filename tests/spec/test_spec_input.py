@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from planbook import Plan, PlanError, Step, Toolbox
-from planbook.spec import load as specload
 from planbook.data.ids import id_problem, is_step_id
+from planbook.spec import load as specload
 from planbook.spec.formats import steps_from_dicts
 from planbook.spec.validate import plan_problems
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from helpers import Lab
 
+from helpers import Lab
 from planbook import Plan, PlanError, Problem, Runner, Step, validate_plan
 from planbook.data.errors import closest
 from planbook.spec.validate import check_replacement, find_cycle, plan_problems

@@ -19,9 +19,9 @@ import pytest
 from pydantic import BaseModel
 
 from planbook.data.refs import resolve
+from planbook.outbound.redact import Redactor
 from planbook.store import Unrestorable, step_cache_key
 from planbook.store.cachekey import code_fingerprint, fingerprint_problem, why_uncacheable
-from planbook.outbound.redact import Redactor
 from planbook.store.values import REDACTED
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -10,7 +10,14 @@ import pytest
 from planbook.data.models import Event, Plan, PlanDiff, Status, Step
 from planbook.engine.runner import RunState
 from planbook.store import (
-    CacheHit, MemoryStore, RunNotFound, RunStore, StoreError, Unrestorable, default_store_path, open_store,
+    CacheHit,
+    MemoryStore,
+    RunNotFound,
+    RunStore,
+    StoreError,
+    Unrestorable,
+    default_store_path,
+    open_store,
     step_cache_key,
 )
 from planbook.store.sqlite import SQLiteStore

@@ -10,8 +10,8 @@ import pytest
 
 from planbook.data.models import Event, Plan, Status, Step
 from planbook.engine.runner import RunState
-from planbook.store import MemoryStore, Redacted, Unrestorable
 from planbook.outbound.redact import Redactor, is_secret_name
+from planbook.store import MemoryStore, Redacted, Unrestorable
 from planbook.store.sqlite import SQLiteStore
 
 ENV_KEY = "sk-envkey0123456789abcdefXYZ"

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+
 import pytest
 
 from planbook.data.models import Event, Plan, Status, Step

@@ -4,9 +4,9 @@ encoders, a paused plan edited in place, store paths with ``~``, reading without
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
 import subprocess
-import os
 import sys
 from pathlib import Path
 from typing import Any

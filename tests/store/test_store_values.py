@@ -16,8 +16,8 @@ import pytest
 
 from planbook.data.models import Plan, Status, Step
 from planbook.engine.runner import RunState
-from planbook.store import MemoryStore, Redacted, Unrestorable
 from planbook.outbound.redact import Redactor
+from planbook.store import MemoryStore, Redacted, Unrestorable
 from planbook.store.sqlite import SQLiteStore
 from planbook.store.values import decode, encode, encode_args, is_plain_json
 

@@ -161,8 +161,7 @@ def test_result_of_an_unstarted_budget() -> None:
 
 def test_live_html_of_a_long_plan_shows_a_window_around_the_running_step() -> None:
     from planbook.views.html import state_html
-    from planbook.views.state import frontier
-    from planbook.views.state import ViewState
+    from planbook.views.state import ViewState, frontier
 
     plan = Plan(id="long", steps=[planbook.Step(id=str(i), tool="fetch", args={"source": "s"}) for i in range(120)])
     for step in plan.steps[:60]:
@@ -181,7 +180,14 @@ def test_live_html_of_a_long_plan_shows_a_window_around_the_running_step() -> No
 
 # ------------------------------------------------------------------ timelines you can read
 from planbook.views.charts import (  # noqa: E402
-    BUCKETS, MAX_BARS, MAX_NODES, MIN_BAR, graph_html, lanes_of, linear_ticks, timeline_html,
+    BUCKETS,
+    MAX_BARS,
+    MAX_NODES,
+    MIN_BAR,
+    graph_html,
+    lanes_of,
+    linear_ticks,
+    timeline_html,
 )
 from planbook.views.state import Execution  # noqa: E402
 

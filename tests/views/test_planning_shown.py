@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 
 import planbook
+from helpers import Kernel, started_kernel
 from planbook import Toolbox
 from planbook.testing import FakeOpenAIServer, Reply
 from planbook.views.text import format_planning
-
-from helpers import Kernel, started_kernel
 
 KEY = "sk-test-planning-shown-0123456789"
 WRONG = [{"id": "1", "tool": "add_numbers", "args": {"a": 1, "b": 1}}]  # no such tool

@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 import pytest
-from helpers import fake_clock
 
+from helpers import fake_clock
 from planbook import Runner, Toolbox
 from planbook.cli.demo import demo_plan, demo_planner, demo_tools
 from planbook.spec.formats import plan_from_dict
@@ -19,10 +19,8 @@ from planbook.spec.formats import plan_from_dict
 rich = pytest.importorskip("rich")
 from rich.console import Console  # noqa: E402
 
-from planbook.views.terminal import MAX_ROWS, ROWS_BEFORE, TerminalView  # noqa: E402
 from planbook.views import ViewState  # noqa: E402
-
-
+from planbook.views.terminal import MAX_ROWS, ROWS_BEFORE, TerminalView  # noqa: E402
 
 
 def console() -> Console:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import Lab
-from helpers import GOAL, X, lesson_planner
-
+from helpers import GOAL, Lab, X, lesson_planner
 from planbook import Plan, PlanDiff, Step, format_diff, format_plan, format_result, run
 from planbook.views.text import format_markdown, plan_mimebundle, step_line, summary_line
 

@@ -13,10 +13,10 @@ import pytest
 
 import planbook
 from planbook import Runner, Toolbox
+from planbook.data.wording import plural, slug
 from planbook.views.live import LiveView
 from planbook.views.panes import INTERRUPTED_STATUS, PaneBudget, pane
 from planbook.views.state import ELAPSED_MEANS, ViewState
-from planbook.data.wording import plural, slug
 
 
 class Clock:

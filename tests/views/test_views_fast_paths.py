@@ -8,8 +8,8 @@ import struct
 from typing import Any
 
 import pytest
-from helpers import fake_clock
 
+from helpers import fake_clock
 from planbook import Runner, Status
 from planbook.views.live import LiveView, Throttle
 from planbook.views.state import TimelineBuilder, row_window, window_of_codes

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import Lab, fake_clock
 
 import planbook
-from planbook import Event, Plan, RunResult, Runner, ScriptedPlanner, Status, Step
+from helpers import Lab, fake_clock
+from planbook import Event, Plan, Runner, RunResult, ScriptedPlanner, Status, Step
 from planbook.spec.formats import plan_from_dict
 from planbook.views import TimelineBuilder, ViewState, budget_line, row_window, verdict_line
 from planbook.views.html import result_html, state_html

@@ -10,14 +10,14 @@ import time
 from typing import Any
 
 import pytest
-from helpers import fake_clock
 
 import planbook
+from helpers import fake_clock
 from planbook import Plan, Runner, ScriptedPlanner, Status, Toolbox
+from planbook.spec.formats import plan_from_dict
 from planbook.views.live import HtmlView, LiveView, Throttle
 from planbook.views.show import show_live, watch, widgets_available
 from planbook.views.state import ViewState
-from planbook.spec.formats import plan_from_dict
 from planbook.views.text import format_markdown, format_plan
 
 widgets = pytest.importorskip("ipywidgets")
@@ -25,8 +25,6 @@ pytest.importorskip("anywidget")
 from ipywidgets.widgets import widget as widget_module  # noqa: E402
 
 from planbook.views.widget import EAGER_ROWS, PlanView  # noqa: E402
-
-
 
 
 class Table:

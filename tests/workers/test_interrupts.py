@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Kernel, events_of, started_kernel
 
 import planbook
+from helpers import Kernel, events_of, started_kernel
 from planbook import AgentReply, Plan, PlanError, Runner, RunResult, Status, Step, Toolbox
 
 

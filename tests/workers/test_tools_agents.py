@@ -8,9 +8,9 @@ from typing import Annotated, Any, Optional
 
 import pytest
 from pydantic import Field
-from helpers import Lab
 
 import planbook
+from helpers import Lab
 from planbook import AgentContext, AgentReply, FunctionAgent, ScriptedAgent, Step, Tool, Toolbox, run
 from planbook.workers.agents import as_agents
 from planbook.workers.tools import as_toolbox
