@@ -229,7 +229,8 @@ READ_JS = r"""(rootClass) => {
       first, misaligned, marked: marked.map(tr => tr.textContent.trim().slice(0, 40)),
       stepHeads: heads(steps), totalHeads: heads(root.querySelector('table.planbook-rundiff-totals')),
       firstCells: box ? Array.from(box.querySelectorAll('td')).map(td => ({ text: td.textContent.trim(), left: left(td) })) : [],
-      openDetails: Array.from(root.querySelectorAll('details')).map(d => d.open && shown(d.querySelector('table') || d)),
+      openDetails: Array.from(root.querySelectorAll('tr.planbook-fold details')).map(d => d.open && shown(d.querySelector('table') || d)),
+      panes: Array.from(root.querySelectorAll('tr.planbook-panes details')).map(d => d.open && shown(d.querySelector('table') || d)),
     });
   }
   return out;
@@ -265,6 +266,9 @@ def test_the_saved_comparison_reads_untrusted_in_light_and_dark(server: tuple[La
             assert full["openDetails"] and all(full["openDetails"]), f"{theme}: the unchanged steps' fold did not open"
             assert "b1 … b3" in full["text"] and "b2" in full["text"].split("b1 … b3", 1)[1], theme
             assert not changed_only["openDetails"], f"{theme}: changed only still holds a fold to open"
+            # each changed step after the first divergence (a2, a3, join) opens its runs side by side, in both
+            for got in (full, changed_only):
+                assert len(got["panes"]) == 3 and all(got["panes"]), f"{theme}: a changed step's panes did not open"
             for i, name in enumerate(("full", "changed-only")):
                 page.locator(f".{ROOT_CLASS}").nth(i).screenshot(
                     path=str(_artifacts() / f"rundiff-untrusted-{'light' if light == 'true' else 'dark'}-{name}.png"))
