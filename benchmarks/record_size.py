@@ -59,7 +59,7 @@ def _tools() -> planbook.Toolbox:
 
 
 def serial(n: int) -> planbook.RunResult:
-    steps = [f"  - {{id: s1, task: Step 1, tool: inc, args: {{x: 1}}}}"]
+    steps = ["  - {id: s1, task: Step 1, tool: inc, args: {x: 1}}"]
     steps += [f"  - {{id: s{i}, task: Step {i}, tool: inc, args: {{x: $s{i - 1}}}}}" for i in range(2, n + 1)]
     result = planbook.run("goal: a serial run\nsteps:\n" + "\n".join(steps), tools=_tools(), max_steps=n)
     assert result.status == "completed", result.error

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any
 
 from kernel_view import execute, size  # one way to drive a kernel and count what it sends
 

@@ -7,6 +7,12 @@ from typing import Any
 
 import pytest
 
+# the browser tests' fixtures (tests/browser/ and the first-hour test), found by pytest under these
+# names here rather than imported into each test module, where each use would redefine the import
+from browser_support import browser, lab, notebook7
+
+__all__ = ["browser", "lab", "notebook7"]
+
 
 @pytest.fixture(scope="session")
 def ip() -> Any:

@@ -268,9 +268,8 @@ def load_tools(ref: str) -> Toolbox:
     try:
         return as_toolbox(obj)
     except (TypeError, ValueError, PlanbookError) as exc:
-        if not isinstance(obj, (Mapping, list, tuple, set)):
-            exc = f"is {_a(type(obj).__name__)}, not tools"
-        raise UsageProblem(f"{label}: {exc}: give a Toolbox, a {{name: function}} mapping or a list of functions") \
+        problem = str(exc) if isinstance(obj, (Mapping, list, tuple, set)) else f"is {_a(type(obj).__name__)}, not tools"
+        raise UsageProblem(f"{label}: {problem}: give a Toolbox, a {{name: function}} mapping or a list of functions") \
             from None
 
 

@@ -37,7 +37,6 @@ from ..data.errors import PlanError, PlanningError, Problem
 from ..data.models import Plan, RunResult, Status, Step
 from .agenticseek_answers import (  # the reader, re-exported: this module's API is unchanged
     AGENTS,
-    FENCE,
     ParsedAnswer,
     SeedTask,
     json_blocks,
@@ -46,7 +45,6 @@ from .agenticseek_answers import (  # the reader, re-exported: this module's API
     parse_answer,
     plan_from_answer,
     seed_task,
-    task_names,
 )
 
 if TYPE_CHECKING:  # Plan.parse reads answers through this module: it stays free of the model layer

@@ -24,6 +24,11 @@ def version() -> str:
         return "0+unknown"
 
 
+#: declared, not assigned: the module's ``__getattr__`` makes it when first read (this line
+#: tells readers and checkers the name exists; an assignment here would end the laziness)
+__version__: str
+
+
 def __getattr__(name: str) -> Any:
     """``__version__``, made when first read."""
     if name == "__version__":

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..data.gcwindow import freeze_window
-from ..data.lineage import kept_note
+from ..data.lineage import CACHED_NOTE, kept_note
 from ..data.models import RunResult, Status, Step, started_data
 from ..data.refs import resolve
 from ..workers.interrupts import checkpoint, interrupt_gate
@@ -21,7 +21,7 @@ from ._parts import RunnerParts
 from .dispatch import Flight
 from .execute import stdout_routing, summarize
 from .persistence import UNCACHED_NOTE, uses_cache
-from .state import CACHED_NOTE, INTERRUPTED_NOTE, STILL_RUNNING_NOTE
+from .state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 
 
 class TickLoop(RunnerParts):

@@ -10,7 +10,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..data.lineage import CACHED_NOTE
 from ..data.models import Event, Plan, PlanDiff, RunReason, RunStatus, Step
 
 #: the note on a step whose call was interrupted before it completed

@@ -17,10 +17,11 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from ..outbound import remember
+from ..outbound.redact import PLACEHOLDER_KEY
 from .cassette import Cassette, cassette_for
 from .cassette_file import CassetteError
 from .completion import ChatAnswer, NotACompletion, ToolCall, read_completion
-from .config import PLACEHOLDER_KEY, LLMConfig, ModelCallError, missing_setup_error, resolve_config
+from .config import LLMConfig, ModelCallError, missing_setup_error, resolve_config
 from .sdk import http_module, masking_transport
 from .text import estimate_tokens, redact_data, redact_url
 

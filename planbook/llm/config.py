@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..data.errors import LLMConfigError, ModelCallError
-from ..outbound.redact import PLACEHOLDER_KEY, model_secrets, redact, redact_url
+from ..outbound.redact import model_secrets, redact, redact_url
 
 __all__ = ["DEFAULT_MODEL", "LLMConfig", "LLMConfigError", "ModelCallError", "redact", "redact_url", "resolve_config"]
 

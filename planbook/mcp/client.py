@@ -161,9 +161,6 @@ def _program(name: str) -> str:
     """A server installed in the kernel's own environment (``pip install mcp-server-time`` in a
     virtualenv whose ``bin`` is not on PATH, as when Jupyter was started without activating it)
     is found beside the interpreter; anything else is left for the OS to find, or to report."""
-    import shutil
-    import sys
-
     if os.sep in name or (os.altsep and os.altsep in name) or shutil.which(name):
         return name
     beside = shutil.which(name, path=os.path.dirname(sys.executable))

@@ -27,7 +27,6 @@ from .redact import (
     REDACTED_TEXT,
     Redactor,
     is_secret_name,
-    masked_names,
     named_secrets,
     secret_texts,
     shown_arg,

@@ -35,9 +35,7 @@ from types import UnionType
 from typing import Any, Literal, Protocol, Union, get_args, get_origin, runtime_checkable
 
 from ..data import budgets, results
-
-# StoreError and StoreFormatError are defined with every planbook error; importable from here as before
-from ..data.errors import RunNotFound, StoreError, StoreFormatError
+from ..data.errors import RunNotFound
 from ..data.models import Event, Plan, PlanDiff, RunResult, Status, Step
 from . import claims
 from .values import Redacted, Unrestorable, has_marker

@@ -29,7 +29,6 @@ import hashlib
 import math
 import pathlib
 import types
-import typing
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any

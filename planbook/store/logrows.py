@@ -28,7 +28,7 @@ counters of later rows only. Every piece is encoded once, when it is written, an
 document is joined from the pieces' JSON text, never encoded again.
 
 **A damaged row** (a row that is not what planbook wrote: bad JSON, a NULL, a text where a
-time belongs) is one :class:`~planbook.store.base.StoreFormatError` naming the store, the
+time belongs) is one :class:`~planbook.data.errors.StoreFormatError` naming the store, the
 run, the row and the damage (:class:`Reading`), never a raw ``JSONDecodeError`` or
 ``TypeError``; ``list_runs`` marks such a run (:func:`summary_of`) and lists the others.
 """

@@ -1,7 +1,7 @@
 """The connection and the locking of an SQLite run store: one connection per process (never
 carried across ``fork``), used under a lock; every statement in a transaction that is
 retried with backoff while another process holds the file, until ``lock_timeout``; SQLite's
-errors turned into :class:`~planbook.store.base.StoreError` naming the file.
+errors turned into :class:`~planbook.data.errors.StoreError` naming the file.
 
 :class:`SQLiteConnection` is the base the reads, the writes and the step cache of
 :class:`~planbook.store.sqlite.SQLiteStore` build on; the store's constructor sets what it

@@ -1,6 +1,6 @@
 """Reading an SQLite run store: a run (its row, its steps, its log replayed), the list of
 runs (a running run's totals from its last log row), the latest run. A damaged row is one
-:class:`~planbook.store.base.StoreFormatError` naming the run and the row; a store of an
+:class:`~planbook.data.errors.StoreFormatError` naming the run and the row; a store of an
 older schema version is read as it is.
 """
 

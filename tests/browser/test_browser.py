@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from browser_support import (  # noqa: F401  (lab, browser, notebook7: fixtures)
+from browser_support import (
     ARTIFACTS,
     CHROMIUM_ENV,
     COLOUR_JS,
@@ -41,12 +41,9 @@ from browser_support import (  # noqa: F401  (lab, browser, notebook7: fixtures)
     _command,
     _require_chromium,
     _shot,
-    browser,
     chromium_path,
     copy_notebooks,
     execute_notebook,
-    lab,
-    notebook7,
     trust,
     write_notebook,
 )

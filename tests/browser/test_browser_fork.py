@@ -20,16 +20,14 @@ from typing import Any
 
 import pytest
 
-from browser_support import (  # noqa: F401
+from browser_support import (
     COLOUR_JS,
     KERNEL_IDLE_JS,
     RUN_TIMEOUT_MS,
     Lab,
     _command,
     _shot,
-    browser,
     execute_notebook,
-    lab,
     set_theme,
     write_notebook,
 )

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from browser_support import KERNEL_IDLE_JS, RUN_TIMEOUT_MS, Lab, _command, browser, lab, write_notebook  # noqa: F401
+from browser_support import KERNEL_IDLE_JS, RUN_TIMEOUT_MS, Lab, _command, write_notebook
 from planbook.views import charts, html
 from planbook.views.state import Execution
 

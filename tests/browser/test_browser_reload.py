@@ -23,15 +23,12 @@ from typing import Any
 
 import pytest
 
-from browser_support import (  # noqa: F401
+from browser_support import (
     ARTIFACTS,
     KERNEL_IDLE_JS,
     RUN_TIMEOUT_MS,
     Lab,
     _command,
-    browser,
-    lab,
-    notebook7,
     write_notebook,
 )
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from browser_support import (  # noqa: F401
+from browser_support import (
     ARTIFACTS,
     KERNEL_IDLE_JS,
     RUN_TIMEOUT_MS,
@@ -30,9 +30,6 @@ from browser_support import (  # noqa: F401
     Lab,
     _command,
     _shot,
-    browser,
-    lab,
-    notebook7,
     write_notebook,
 )
 
@@ -191,8 +188,8 @@ def test_approve_edit_and_stop_from_the_live_view(request: pytest.FixtureRequest
         _run_cell(page, STEERED.format(action="pause"), "pause arrived")
         _run_cell(page, "gate.set(); print('released h1')", "released h1")
         live.locator("button[data-control='continue']").wait_for(timeout=RUN_TIMEOUT_MS)  # paused
-        assert live.locator(f".pb-row[data-step='h1'].planbook-completed").count() == 1
-        assert live.locator(f".pb-row[data-step='h2'].planbook-not_started").count() == 1
+        assert live.locator(".pb-row[data-step='h1'].planbook-completed").count() == 1
+        assert live.locator(".pb-row[data-step='h2'].planbook-not_started").count() == 1
         _shot(page, f"steer-{front_end}-paused")
         _run_cell(page, "gate.clear(); print('holding h2')", "holding h2")
         live.locator("button[data-control='continue']").click()

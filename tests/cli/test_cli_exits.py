@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from planbook.cli.streams import MaskingStream, masked_streams
 TOKEN = "canary-cli-Zq81Xv93LmPp"
 ENV_TOKEN = "canary-env-Wk27Rt55NnQq"
 
-TOOLS = f'''
+TOOLS = '''
 import sys
 import planbook
 
@@ -28,7 +27,7 @@ box = planbook.Toolbox()
 def leak(token: str) -> str:
     """Prints its token straight to stderr, whole, as a repr, and in two flushed parts."""
     sys.stderr.write("whole: " + token + "\\n")
-    print("repr:", repr({{"t": token}}), file=sys.stderr)
+    print("repr:", repr({"t": token}), file=sys.stderr)
     sys.stderr.write("parts: " + token[:11])
     sys.stderr.flush()
     sys.stderr.write(token[11:] + "\\n")

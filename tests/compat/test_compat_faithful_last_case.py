@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from planbook import AgentReply, PlanError, run
-from planbook.compat.agenticseek import SEED_EXAMPLE_IDS, parse_answer, planner_prompt, task_names
+from planbook.compat.agenticseek import SEED_EXAMPLE_IDS, parse_answer, planner_prompt
+from planbook.compat.agenticseek_answers import task_names
 from planbook.compat.model import ScriptedModel
 from planbook.compat.openmanus import PlanningTool, ToolError
 from planbook.compat.openmanus_flow import PlanningFlow, ScriptedReActAgent

@@ -29,7 +29,7 @@ CALLS: collections.Counter[str] = collections.Counter()
 
 @planbook.tool
 def inc(x: int, by: int = 1) -> int:
-    CALLS[f"inc"] += 1
+    CALLS["inc"] += 1
     return x + by
 
 

@@ -10,7 +10,6 @@ from IPython.core.error import UsageError
 
 import planbook
 import planbook.mcp
-from browser_support import browser, lab, notebook7  # noqa: F401  (the browser test's fixtures)
 from helpers import Kernel
 from planbook import Plan, Toolbox
 from planbook.notebook.magics import magics_of

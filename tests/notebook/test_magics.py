@@ -18,7 +18,7 @@ from helpers import Kernel, started_kernel
 from planbook import Plan, PlanError, RunFailed, RunResult, ScriptedPlanner, Status, Toolbox
 from planbook.notebook.magics import CellPlanError, RunInterrupted, magics_of
 from planbook.spec.write import plan_spec
-from planbook.views.text import format_markdown, format_plan, summary_line
+from planbook.views.text import format_plan
 
 SPEC = """\
 goal: add up {numbers} for $5

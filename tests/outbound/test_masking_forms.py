@@ -19,7 +19,7 @@ import html
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -181,7 +181,7 @@ def _boom() -> None:
 def test_a_huge_error_makes_a_bounded_store_row_and_load_run_says_it_was_cut(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite"
     store = SQLiteStore(path)
-    result = planbook.run(Plan(goal="g", steps=[Step(id="b", tool="boom")]), tools={"boom": _boom}, store=store)
+    planbook.run(Plan(goal="g", steps=[Step(id="b", tool="boom")]), tools={"boom": _boom}, store=store)
     store.close()
     con = sqlite3.connect(path)
     sizes = [sum(len(v) for v in row if isinstance(v, (str, bytes)))

@@ -16,7 +16,7 @@ from planbook.data.models import PlanDiff, Status
 from planbook.outbound import remember
 from planbook.outbound.html import STYLES_LEFT_OUT_NOTE, kept_style, sanitize_html
 from planbook.spec.formats import plan_from_dict
-from planbook.views import ViewState, format_diff, format_state
+from planbook.views import ViewState, format_state
 from planbook.views.panes import PaneBudget, pane
 from planbook.views.record import record_bundle
 
