@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import compat as _compat  # noqa: F401  (imported for its effect: the seed designs register their plan formats and strategy= with the layers below
+# compat is imported for its effect: the seed designs register their plan formats and strategy= with the layers below
+from . import compat as _compat  # noqa: F401  (used only for its registrations)
 from .data.diff import diff_plans
 from .data.errors import (
     CassetteError,
