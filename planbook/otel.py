@@ -173,7 +173,7 @@ def masked_span_class() -> type:
     extra is imported only when tracing)."""
     from opentelemetry import trace
 
-    class MaskedSpan(trace.Span):  # type: ignore[misc]
+    class MaskedSpan(trace.Span):
         """A span whose name, attributes, events, links' attributes and status pass the checkpoint
         (:func:`~planbook.outbound.mask_text`) as they are set: what the exporter later reads was
         masked on its way in, whichever handler set it."""

@@ -180,7 +180,7 @@ class _MaskingBuffer:
         return True
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._text.inner.buffer, name)  # type: ignore[attr-defined]
+        return getattr(self._text.inner.buffer, name)
 
 
 @contextlib.contextmanager

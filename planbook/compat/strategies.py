@@ -447,6 +447,6 @@ def flow_of(runner: Runner) -> PlanningFlow:
     for agent in runner.agents.values():
         flow = getattr(agent, "flow", None)
         if flow is not None:
-            return flow  # type: ignore[no-any-return]
+            return flow
     raise ValueError(f"this run's strategy is {getattr(runner, 'strategy', 'planbook')!r}: only strategy "
                      "'openmanus' runs through a PlanningFlow")

@@ -62,7 +62,7 @@ class _MaskedRepr:
     passes the process's checkpoint, whatever the fields hold in memory for the run."""
 
     def __repr__(self) -> str:
-        return mask_text(super().__repr__())  # type: ignore[misc]
+        return mask_text(super().__repr__())
 
 
 class StepWork(_MaskedRepr, BaseModel):
@@ -73,17 +73,17 @@ class StepWork(_MaskedRepr, BaseModel):
     """
 
     id: str = Field(description="short unique id, e.g. '1'")
-    task: str = Field("", description="what the step does, in words")
-    tool: str | None = Field(None, description="name of the tool to call (or leave empty and name an agent)")
+    task: str = Field(default="", description="what the step does, in words")
+    tool: str | None = Field(default=None, description="name of the tool to call (or leave empty and name an agent)")
     args: dict[str, Any] = Field(default_factory=dict, description="tool arguments; '$ID' is the result of step ID")
-    agent: str | None = Field(None, description="name of the agent that does the task (no args)")
+    agent: str | None = Field(default=None, description="name of the agent that does the task (no args)")
     needs: list[str] = Field(default_factory=list, description="ids of earlier steps whose results this step uses")
-    expect: str = Field("", description="what success looks like")
+    expect: str = Field(default="", description="what success looks like")
 
     @field_serializer("args", when_used="json")
     def _args_json(self, args: dict[str, Any]) -> dict[str, Any]:
         """A :class:`~planbook.data.secret.Secret` is written as its reference, never its value."""
-        return to_json_refs(args)  # type: ignore[no-any-return]
+        return to_json_refs(args)
 
     @model_validator(mode="after")
     def _secret_refs(self) -> "StepWork":
@@ -101,7 +101,8 @@ class StepSpec(StepWork):
     """Everything a plan spec may say about a step: its work and what a failure of it does."""
 
     on_failure: PolicyName | None = Field(
-        None, description="what a failure of this step does (abort, skip, retry, replan), instead of the run's policy"
+        default=None,
+        description="what a failure of this step does (abort, skip, retry, replan), instead of the run's policy",
     )
 
 
@@ -221,15 +222,15 @@ class Step(StepSpec):
 
 
 _STEP_FIELD_NAMES = frozenset(Step.model_fields)
-class _SharedFields(set):  # type: ignore[type-arg]
+class _SharedFields(set):
     """A set of field names shared by many step copies: never changed in place."""
 
     def _refuse(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("this set of field names is shared by several steps; give the step its own first")
 
-    add = update = discard = remove = pop = clear = _refuse  # type: ignore[assignment]
+    add = update = discard = remove = pop = clear = _refuse
     __ior__ = __iand__ = __isub__ = __ixor__ = _refuse  # type: ignore[assignment]
-    difference_update = intersection_update = symmetric_difference_update = _refuse  # type: ignore[assignment]
+    difference_update = intersection_update = symmetric_difference_update = _refuse
 
 
 #: the field-name sets copies share (see Step._copy): a handful of distinct sets in practice

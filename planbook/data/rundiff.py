@@ -230,11 +230,11 @@ class RunDiff:
     # ------------------------------------------------------------------ views
     def text(self, changed_only: bool = False, *, times: bool = True) -> str:
         """The comparison as text (``times=False``: no durations, for a deterministic ``text/plain``)."""
-        return render("rundiff_text", self, changed_only, times)  # type: ignore[no-any-return]
+        return render("rundiff_text", self, changed_only, times)
 
     def html(self, changed_only: bool = False) -> str:
         """The comparison as static HTML (readable untrusted, without JavaScript)."""
-        return render("rundiff_html", self, changed_only)  # type: ignore[no-any-return]
+        return render("rundiff_html", self, changed_only)
 
     def __str__(self) -> str:
         return self.text()
@@ -247,7 +247,7 @@ class RunDiff:
         return dataclasses.replace(self, changed_only=True)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return render("rundiff_bundle", self)  # type: ignore[no-any-return]
+        return render("rundiff_bundle", self)
 
 
 # ---------------------------------------------------------------------- building
@@ -437,7 +437,7 @@ def same_value(a: Any, b: Any) -> bool:
     if kind is float:
         return a == b or (math.isnan(a) and math.isnan(b))
     if kind is str or kind is int or kind is bool or kind is bytes:
-        return a == b  # type: ignore[no-any-return]
+        return a == b
     try:
         equals = getattr(a, "equals", None)
         if callable(equals):

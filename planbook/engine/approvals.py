@@ -216,7 +216,7 @@ class ApprovalRule:
         elif approve is True:
             self.every = True
         elif callable(approve):
-            self.callback = approve  # type: ignore[assignment]
+            self.callback = approve
         elif isinstance(approve, str) or isinstance(approve, Iterable):
             names = [approve] if isinstance(approve, str) else list(approve)
             bad = [n for n in names if not isinstance(n, str)]

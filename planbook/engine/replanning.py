@@ -112,7 +112,7 @@ def replan(run: Runner, failed: Step) -> Change:
         plan=shown.plan(run.plan),
         kept_ids=[st.id for st in kept],
         validate=lambda steps: accept_steps(run.plan, kept, list(steps), run.tools, run.agents)[2],
-        emit=lambda kind, **data: run.emit(kind, **data),  # type: ignore[arg-type]
+        emit=lambda kind, **data: run.emit(kind, **data),
     )
     tell_planner(run.planner, context)
     try:

@@ -177,7 +177,7 @@ def _object(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         what = "missing" if value is None else f"a JSON {json_kind(value)}, not an object"
         _fail(f"an object whose '{where}' is {what}, not a chat completion")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _show(value: Any) -> str:

@@ -321,7 +321,7 @@ class RunSecrets:
                 break
         else:
             return data  # nothing to hide: the dict itself (its shared key table kept)
-        return redactor.data(data)  # type: ignore[no-any-return]
+        return redactor.data(data)
 
     def result(self, step: Any) -> Any:
         """What may be shown of ``step``'s result: ``***`` for a step that holds a secret."""

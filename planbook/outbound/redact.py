@@ -81,7 +81,7 @@ def environment_secrets(env: Mapping[str, str] | None = None) -> list[str]:
 
 _MODEL_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
 try:  # os.environ's own mapping and how it spells a key (bytes on POSIX, upper case on Windows)
-    _RAW_KEYS = tuple(os.environ.encodekey(k) for k in _MODEL_VARIABLES)  # type: ignore[attr-defined]
+    _RAW_KEYS = tuple(os.environ.encodekey(k) for k in _MODEL_VARIABLES)
     _RAW_DATA = os.environ._data  # type: ignore[attr-defined]
 except (AttributeError, TypeError):  # another Python: read it the documented way
     _RAW_KEYS, _RAW_DATA = (), None

@@ -130,7 +130,7 @@ def step_record(step: Step, values: tuple[Any, ...] | None = None,
         record["status"] = status._value_  # the member's value, without the enum's descriptor
     for name in BOUNDED_FIELDS:
         text = record.get(name)
-        if text.__class__ is str and len(text) > TEXT_LIMIT:  # type: ignore[union-attr]
+        if text.__class__ is str and len(text) > TEXT_LIMIT:
             record[name] = bounded_text(text, redactor)
     return record
 

@@ -113,7 +113,7 @@ def fit(bars: list[tuple[float, float, Any, Any, Any]]) -> list[tuple[float, flo
         bar[1] = max(MIN_BAR, min(bar[1], limit - bar[0]))
         bar[0] = max(0.0, limit - bar[1])
         limit = bar[0]
-    return [tuple(bar) for bar in out]  # type: ignore[misc]
+    return [tuple(bar) for bar in out]
 
 
 def _state(ex: Execution) -> str:
@@ -135,7 +135,7 @@ def timeline_html(executions: Sequence[Execution], *, origin: float | None, now:
     for ex in executions:
         end = ex.end if ex.end is not None else (now if now is not None else ex.start)
         items.append((max(0.0, ex.start - base), max(0.0, end - base), ex))
-    items += [(max(0.0, (m.at or base) - base),) * 2 + (m,) for m in marks.values()]  # type: ignore[misc]
+    items += [(max(0.0, (m.at or base) - base),) * 2 + (m,) for m in marks.values()]
     span = max([end for _, end, _ in items] + [1e-6])
     cached = f", {len(marks)} answered without running ({CACHED_MARK})" if marks else ""
     if len(items) > MAX_BARS:

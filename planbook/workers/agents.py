@@ -155,7 +155,7 @@ class ScriptedAgent:
 AgentsLike = Mapping[str, Any] | Iterable[Any] | None
 
 
-class AgentRegistry(dict):  # type: ignore[type-arg]
+class AgentRegistry(dict):
     """Agents by name, matched without regard to case.
 
     OpenManus routes ``[DATA_ANALYSIS]`` tags to an agent keyed ``data_analysis``; here
@@ -184,9 +184,9 @@ class AgentRegistry(dict):  # type: ignore[type-arg]
         return super().__contains__(self._key(name))
 
     def __getitem__(self, name: str) -> Agent:
-        return super().__getitem__(self._key(name))  # type: ignore[no-any-return]
+        return super().__getitem__(self._key(name))
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:
         return super().get(self._key(name), default)
 
 
