@@ -209,7 +209,7 @@ class Cassette:
         cassette = self
         hidden = list(secrets or [])
 
-        class CassetteTransport(http.BaseTransport):
+        class CassetteTransport(http.BaseTransport):  # type: ignore[name-defined]  # a module found at run time (httpx or httpx2)
             def handle_request(self, request: Any) -> Any:
                 body = _json_body(request.read())
                 cassette._check(body, recording=inner is not None)

@@ -32,7 +32,7 @@ def masking_transport(inner: Any) -> Any:
     secret the process knows."""
     http = http_module()
 
-    class MaskingTransport(http.BaseTransport):
+    class MaskingTransport(http.BaseTransport):  # type: ignore[name-defined]  # a module found at run time (httpx or httpx2)
         def handle_request(self, request: Any) -> Any:
             return inner.handle_request(masked_request(request))
 
