@@ -50,3 +50,22 @@ def own_run_store(tmp_path_factory: Any, monkeypatch: Any) -> Any:
     if magics is not None:
         magics.store_choice, magics._store, magics.cache = None, None, None
     return home
+
+
+@pytest.fixture(autouse=True, scope="module")
+def vault_of_this_module() -> Any:
+    """The process's vault of secrets as each test module found it, put back when the module ends.
+
+    A process keeps every secret it learns for good (planbook.outbound.vault), and the test session
+    is one process: a module that teaches it ``"a number"`` (a store test) would mask that phrase in
+    every later module's errors, and a secret that shows up in a plan's text makes a store write it
+    step by step. Within a module the secrets stay, as in a real session (a module-scoped run's
+    secrets stay hidden for all its tests)."""
+    from planbook.outbound.vault import VAULT
+
+    before = VAULT.texts
+    yield
+    if VAULT.texts != before:
+        with VAULT._lock:  # the vault has no public way to forget: only the tests may
+            VAULT._texts = before
+            VAULT.version += 1  # every redactor rebuilds its patterns
