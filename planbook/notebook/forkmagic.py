@@ -62,10 +62,13 @@ def fork_runner(magics: Any, name: str, value: Any, args: Any, who: dict[str, An
     pinned = magics._lookup(args.result, "--result") if args.result else UNSET
     plan_name = value.id if isinstance(value, Plan) else name
     given = {k: v for k, v in options.items() if v is not None}
+    # a planner with no other edit plans again from the fork point: only when the line asks for it
+    # (--planner); the one %%plan used plans the child's replans when the line edits a step
+    planner = who["planner"] if args.planner or args.set or args.result else None
     try:
         return fork(plan_name, at=args.fork_at, args=parse_sets(args.set) if args.set else None, result=pinned,
                     reuse=args.reuse or "independent", store=store, tools=who["tools"], agents=who["agents"],
-                    planner=who["planner"], rerun=args.rerun, start=False, **given)
+                    planner=planner, rerun=args.rerun, start=False, **given)
     except (ForkError, PlanbookError) as exc:
         raise UsageError(f"%run_plan {name} --fork-at {args.fork_at}: {exc}") from None
 

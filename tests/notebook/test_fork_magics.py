@@ -96,3 +96,24 @@ def test_diff_runs_name_compares_the_latest_fork_with_its_parent(ip: Any, chains
 def test_diff_runs_of_a_plan_without_forks_says_how_to_make_one(ip: Any, chains: Any) -> None:
     with pytest.raises(UsageError, match="has no forked run in the store; make one with %run_plan chains --fork-at"):
         ip.run_line_magic("diff_runs", "chains")
+
+
+def test_a_control_fork_of_a_planned_plan_is_a_control_fork_and_planner_asks_for_a_replan(ip: Any, chains: Any) -> None:
+    """The planner %%plan used is not a request to plan again: --fork-at alone is a control fork;
+    --planner VAR plans again from the fork point."""
+    asked: list[str] = []
+
+    def planner(goal: str, history: list[Any], last_error: str | None) -> list[Any]:
+        asked.append(last_error or "")
+        return [planbook.Step(id="join", tool="pair", args={"a": "$a2", "b": 5})]
+
+    ip.user_ns["again"] = planner
+    from planbook.notebook.magics import magics_of
+
+    origin = magics_of(ip).session.origin_of("chains", ip.user_ns["chains"])
+    assert origin is not None  # %%plan chains made it: its planner becomes "again" (as %%plan --planner again would)
+    origin.planner_obj, origin.planner = planner, "again"
+    control = ip.run_line_magic("run_plan", "chains --no-view --fork-at join")
+    assert asked == [] and control.outputs["join"] == 2002 and sum(CALLS.values()) == 1
+    replanned = ip.run_line_magic("run_plan", "chains --no-view --fork-at join --planner again")
+    assert len(asked) == 1 and "plan again from step join" in asked[0] and replanned.outputs["join"] == 2005
