@@ -200,7 +200,7 @@ class TickLoop(RunnerParts):
             if self.door is not None:
                 cleared = self.door.clear(step)
                 if cleared is None:
-                    return  # one step at a time: nothing after a waiting step starts
+                    return None  # one step at a time: nothing after a waiting step starts
                 if not cleared:
                     continue  # it waits for a decision (or one was applied): look again
             refused = self.budget.execution_refused(s.executions, step.id, retry=bool(step.attempts))

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from ..data.gcwindow import FreezeWindow
     from ..data.models import Plan, RunResult, Step
     from ..outbound import RunSecrets
+    from ..workers.agents import AgentRegistry
+    from ..workers.planners import Planner
     from ..workers.tools import Toolbox
     from .budget import Budget
     from .config import RunConfig
@@ -37,6 +39,8 @@ class RunnerParts:
         scheduler: Scheduler
         bus: EventBus
         tools: Toolbox
+        agents: AgentRegistry
+        planner: Planner | None
         secrets: RunSecrets
         recorder: RunRecorder | None
         door: Door | None

@@ -12,17 +12,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..data.diff import diff_plans
-from ..data.models import PlanDiff, Status, Step
+from ..data.models import PlanDiff, RunReason, RunStatus, Status, Step
 from . import replanning
 from .changes import Change, FirstPlan, Reject, Revise
 
 if TYPE_CHECKING:
-    from .runner import Runner
+    from ._parts import RunnerParts
 
 __all__ = ["apply", "edit_step", "first_plan", "replan", "review", "stop_after"]
 
 
-def edit_step(runner: Runner, step: Step, args: dict[str, Any], who: str) -> None:
+def edit_step(runner: RunnerParts, step: Step, args: dict[str, Any], who: str) -> None:
     """Give a step that has not started new arguments: a new revision with a ``revised`` diff,
     like a replan by a person (it costs no replan budget). Changed in place, so calls in flight
     keep their steps."""
@@ -37,7 +37,7 @@ def edit_step(runner: Runner, step: Step, args: dict[str, Any], who: str) -> Non
         runner.recorder.save(s)
 
 
-def apply(runner: Runner, change: Change) -> bool:
+def apply(runner: RunnerParts, change: Change) -> bool:
     """Carry out what a replan, a review or the first planning returned; False when the run ended."""
     s = runner.state
     if change is None:
@@ -73,7 +73,7 @@ def apply(runner: Runner, change: Change) -> bool:
     return False
 
 
-def replan(runner: Runner, failed: Step) -> None:
+def replan(runner: RunnerParts, failed: Step) -> None:
     """Ask the planner for a new plan after ``failed``, and apply what it returned."""
     try:
         change = replanning.replan(runner, failed)
@@ -83,16 +83,16 @@ def replan(runner: Runner, failed: Step) -> None:
     apply(runner, change)
 
 
-def review(runner: Runner, step: Step) -> None:
+def review(runner: RunnerParts, step: Step) -> None:
     """Ask ``after_step`` whether the rest of the plan changes, and apply its answer."""
     apply(runner, replanning.review(runner, step))
 
 
-def first_plan(runner: Runner) -> bool:
+def first_plan(runner: RunnerParts) -> bool:
     return apply(runner, replanning.first_plan(runner))
 
 
-def stop_after(runner: Runner, step: Step, why: str) -> None:
+def stop_after(runner: RunnerParts, step: Step, why: str) -> None:
     """An agent said the goal is reached: skip what has not started and end the run."""
     for other in runner.plan.steps:
         if other.status is Status.not_started:
@@ -100,12 +100,13 @@ def stop_after(runner: Runner, step: Step, why: str) -> None:
             other.notes = f"not run: step {step.id} ended the run ({why})"
             runner.emit("step.skipped", step=other.id, reason=why, by=step.id)
             runner._changed(other)
-    runner._ending = ("completed", "stopped", f"step {step.id} ended the run: {why}")
+    ending: tuple[RunStatus, RunReason, str] = ("completed", "stopped", f"step {step.id} ended the run: {why}")
+    runner._ending = ending
     if not runner.dispatch.inflight:
-        runner._finish(*runner._ending)
+        runner._finish(*ending)
 
 
-def _emit_diff(runner: Runner, diff: PlanDiff) -> None:
+def _emit_diff(runner: RunnerParts, diff: PlanDiff) -> None:
     data: dict[str, Any] = {"removed": diff.removed, "added": diff.added, "revised": diff.revised,
                             "from_revision": diff.from_revision, "to_revision": diff.to_revision,
                             "reason": diff.reason}

@@ -24,8 +24,8 @@ from ..data.models import Step
 class FailureHandling(Protocol):
     """What a policy may ask of the run (the runner implements it)."""
 
-    retries: int
-
+    @property
+    def retries(self) -> int: ...  # read only: the run's option
     def retries_used(self, step: Step) -> int: ...
     def retry(self, step: Step) -> None: ...
     def skip(self, step: Step) -> None: ...

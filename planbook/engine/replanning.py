@@ -23,7 +23,7 @@ from .execute import describe_exception
 from .state import failure_line
 
 if TYPE_CHECKING:
-    from .runner import Runner
+    from ._parts import RunnerParts
 
 
 class Shown:
@@ -36,7 +36,7 @@ class Shown:
     the planner proposes under an id it was shown gets back, argument by argument, what it keeps
     of what was hidden (:meth:`~planbook.outbound.RunSecrets.kept_secrets`)."""
 
-    def __init__(self, run: Runner) -> None:
+    def __init__(self, run: RunnerParts) -> None:
         self.secrets = run.secrets
         #: step id -> (the run's step, its args as shown, its task as shown)
         self.steps: dict[str, tuple[Step, dict[str, Any], str]] = {}
@@ -76,7 +76,7 @@ class Shown:
         return None
 
 
-def first_plan(run: Runner) -> Change:
+def first_plan(run: RunnerParts) -> Change:
     """The first plan of a run given a goal (or why there is none)."""
     assert run.planner is not None and run.goal_only is not None
     try:
@@ -93,7 +93,7 @@ def first_plan(run: Runner) -> Change:
     return FirstPlan(plan)
 
 
-def replan(run: Runner, failed: Step) -> Change:
+def replan(run: RunnerParts, failed: Step) -> Change:
     """The planner's new plan after ``failed`` (a replan is counted once the planner was asked)."""
     s = run.state
     assert run.planner is not None
@@ -139,7 +139,7 @@ def replan(run: Runner, failed: Step) -> Change:
     return Revise(candidate, new_steps, reason=why)
 
 
-def review(run: Runner, step: Step) -> Change:
+def review(run: RunnerParts, step: Step) -> Change:
     """Ask ``after_step`` whether the rest of the plan changes (None: it does not)."""
     s = run.state
     assert run.after_step is not None

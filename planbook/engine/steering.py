@@ -20,7 +20,7 @@ from ..data.models import Status, Step
 from .approvals import ApprovalContext, ApprovalRule, ApproveLike, Decision, StepRef
 
 if TYPE_CHECKING:
-    from .runner import Runner
+    from ._parts import RunnerParts
 
 #: how a step's note begins while it waits for a decision
 WAITING_NOTE = "waiting for approval"
@@ -78,7 +78,7 @@ class Steering:
         """Decisions come from another thread (a background run's handle or its view)."""
         self.remote = True
 
-    def check_askers(self, runner: Runner) -> None:
+    def check_askers(self, runner: RunnerParts) -> None:
         """Before a run: a step that would ask with nobody to answer is an error now, not a hang."""
         if self.prompt is None and not self.remote:
             asking = [s.id for s in runner.plan.steps if s.status is Status.not_started and self.rule.asks(s)
