@@ -108,8 +108,9 @@ def _result_json(path: str) -> Any:
         raise UsageProblem(f"cannot read --result-json {path!r}: {exc.strerror}") from None
     try:
         return json.loads(text)
-    except ValueError as exc:
-        raise UsageProblem(f"--result-json {path!r} is not JSON ({exc.msg} at line {exc.lineno}): give the "
+    except ValueError as exc:  # a JSONDecodeError, or a plain ValueError (an integer of too many digits)
+        why = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise UsageProblem(f"--result-json {path!r} is not JSON ({why}): give the "
                            "result the step should have returned, as JSON") from None
 
 

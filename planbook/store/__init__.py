@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from ..data.errors import RunNotFound, StoreError, StoreFormatError
 from .base import CacheHit, RunStateLike, RunStore, RunSummary, StoredRun
@@ -51,8 +51,16 @@ def default_store_path(env: Mapping[str, str] | None = None, cwd: str | os.PathL
     return Path(cwd if cwd is not None else os.getcwd()) / ".planbook" / STORE_FILE
 
 
-def open_store(store: "str | os.PathLike[str] | RunStore | None", *, secrets: Iterable[str] = (),
-               readonly: bool = False) -> "RunStore | None":
+@overload
+def open_store(store: None, *, secrets: Iterable[str] = (), readonly: bool = False) -> None: ...
+@overload
+def open_store(store: str | os.PathLike[str] | RunStore, *, secrets: Iterable[str] = (),
+               readonly: bool = False) -> RunStore: ...
+@overload
+def open_store(store: str | os.PathLike[str] | RunStore | None, *, secrets: Iterable[str] = (),
+               readonly: bool = False) -> RunStore | None: ...
+def open_store(store: str | os.PathLike[str] | RunStore | None, *, secrets: Iterable[str] = (),
+               readonly: bool = False) -> RunStore | None:
     """A store from what ``store=`` was given: None, a path (``~`` is the home folder),
     ``":memory:"`` or a store object. ``readonly``: to list or show runs — a path with no
     store is an error, and nothing is created or changed."""

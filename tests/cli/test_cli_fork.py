@@ -223,6 +223,19 @@ def test_bad_input_is_one_line_exit_2_and_nothing_created(project: Any, capsys: 
     assert store_rows(path) == before and project[1].CALLS == []
 
 
+def test_result_json_refused_by_json_for_its_size_is_one_line_exit_2(project: Any,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """json.loads raises a plain ValueError (not a JSONDecodeError, which has .msg and .lineno) for an
+    integer of more digits than Python converts: it is bad input like any other, not a crash."""
+    ran(project)
+    (project[0] / "big.json").write_text("1" * 5000)
+    capsys.readouterr()
+    assert cli(project, "fork", "chains", "--at", "a1", "--result-json", "big.json", *tools(project), "--plain") == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "is not JSON" in err and "digits" in err, err
+    assert project[1].CALLS == []
+
+
 def test_no_store_at_the_path_is_one_line_and_creates_nothing(project: Any, capsys: pytest.CaptureFixture[str]) -> None:
     folder = project[0]
     for argv in (["fork", "chains", "--at", "a1"], ["diff", "a", "b"]):
