@@ -272,8 +272,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "demo":  # the demo's plan is known good: an error in its run is not a usage error
         from .demo import demo_plan, demo_planner, demo_tools
 
-        tools = paced(demo_tools, args.pace) if args.pace else demo_tools
-        result = _execute(Runner(demo_plan(), planner=demo_planner, tools=tools), args.plain)
+        toolbox = paced(demo_tools, args.pace) if args.pace else demo_tools
+        result = _execute(Runner(demo_plan(), planner=demo_planner, tools=toolbox), args.plain)
         return EXIT_OK if result.ok else EXIT_FAILED
     servers: list[Any] = []  # MCP servers started for --mcp: stopped when the run ends
     try:

@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 from ..data.errors import ForkError, PlanError, closest
 from ..data.lineage import (
@@ -397,6 +397,60 @@ def _side_effects(child: ForkPlan, parent: Parent, toolbox: Any, rerun: Iterable
             f"(planbook fork ... {' '.join('--rerun ' + s for s in again)}) to run them again anyway")
 
 
+@overload
+def fork(
+    run: Any,
+    *,
+    at: str | Sequence[str] | None = None,
+    args: Mapping[str, Any] | None = None,
+    result: Any = UNSET,
+    plan: Plan | str | None = None,
+    planner: Planner | None = None,
+    reuse: Reuse = "independent",
+    store: Any = None,
+    tools: ToolsLike = None,
+    agents: AgentsLike = None,
+    rerun: Iterable[str] = (),
+    on_event: Any = None,
+    start: Literal[True] = True,
+    **options: Any,
+) -> RunResult: ...
+@overload
+def fork(
+    run: Any,
+    *,
+    at: str | Sequence[str] | None = None,
+    args: Mapping[str, Any] | None = None,
+    result: Any = UNSET,
+    plan: Plan | str | None = None,
+    planner: Planner | None = None,
+    reuse: Reuse = "independent",
+    store: Any = None,
+    tools: ToolsLike = None,
+    agents: AgentsLike = None,
+    rerun: Iterable[str] = (),
+    on_event: Any = None,
+    start: Literal[False],
+    **options: Any,
+) -> Runner: ...
+@overload
+def fork(
+    run: Any,
+    *,
+    at: str | Sequence[str] | None = None,
+    args: Mapping[str, Any] | None = None,
+    result: Any = UNSET,
+    plan: Plan | str | None = None,
+    planner: Planner | None = None,
+    reuse: Reuse = "independent",
+    store: Any = None,
+    tools: ToolsLike = None,
+    agents: AgentsLike = None,
+    rerun: Iterable[str] = (),
+    on_event: Any = None,
+    start: bool = True,
+    **options: Any,
+) -> RunResult | Runner: ...
 def fork(
     run: Any,
     *,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 from ..data.errors import NothingToResume, ResumeError
 from ..data.models import Plan, RunResult, Status
@@ -105,6 +105,54 @@ def _latest(store: Any) -> str:
     return str(run_id)
 
 
+@overload
+def resume(
+    run_id: str | None = None,
+    *,
+    store: Any,
+    tools: ToolsLike = None,
+    agents: AgentsLike = None,
+    planner: Planner | None = None,
+    plan: Plan | None = None,
+    rerun: Iterable[str] = (),
+    on_event: Any = None,
+    executor: Any = DEFAULTS.executor,
+    run: Literal[True] = True,
+    approve: Any = DEFAULTS.approve,
+    force: bool = False,
+) -> RunResult: ...
+@overload
+def resume(
+    run_id: str | None = None,
+    *,
+    store: Any,
+    tools: ToolsLike = None,
+    agents: AgentsLike = None,
+    planner: Planner | None = None,
+    plan: Plan | None = None,
+    rerun: Iterable[str] = (),
+    on_event: Any = None,
+    executor: Any = DEFAULTS.executor,
+    run: Literal[False],
+    approve: Any = DEFAULTS.approve,
+    force: bool = False,
+) -> Runner: ...
+@overload
+def resume(
+    run_id: str | None = None,
+    *,
+    store: Any,
+    tools: ToolsLike = None,
+    agents: AgentsLike = None,
+    planner: Planner | None = None,
+    plan: Plan | None = None,
+    rerun: Iterable[str] = (),
+    on_event: Any = None,
+    executor: Any = DEFAULTS.executor,
+    run: bool = True,
+    approve: Any = DEFAULTS.approve,
+    force: bool = False,
+) -> RunResult | Runner: ...
 def resume(
     run_id: str | None = None,
     *,
