@@ -157,6 +157,7 @@ class Step(StepSpec):
         values.update(update)
         object.__setattr__(copied, "__dict__", values)
         fields = self.__pydantic_fields_set__
+        shared: _SharedFields | None
         if type(fields) is _SharedFields and update.keys() <= fields:
             shared = fields
         else:
@@ -452,6 +453,13 @@ _new, _set = object.__new__, object.__setattr__
 # a normal dict to everyone who reads or changes it, at about half the memory.
 class _EventFields:
     """An event's fields, as the instance dict of this class (see above)."""
+
+    # declared for type checkers only (no class attributes: the instance dict stays as it was)
+    kind: EventKind
+    time: float
+    step: str | None
+    revision: int
+    data: dict[str, Any]
 
 
 class _StartedData:

@@ -26,13 +26,19 @@ __all__ = ["Execution", "Timeline", "TimelineBuilder", "build_timeline", "critic
 
 
 class _Event(Protocol):
-    """What the builder reads of an event (:class:`planbook.data.models.Event`)."""
+    """What the builder reads of an event (:class:`planbook.data.models.Event`): read only, so an
+    event whose ``kind`` is narrower (a Literal) is one."""
 
-    kind: str
-    time: float
-    step: str | None
-    revision: int
-    data: dict[str, Any]
+    @property
+    def kind(self) -> str: ...
+    @property
+    def time(self) -> float: ...
+    @property
+    def step(self) -> str | None: ...
+    @property
+    def revision(self) -> int: ...
+    @property
+    def data(self) -> dict[str, Any]: ...
 
 
 class _Step(Protocol):
@@ -131,11 +137,11 @@ class TimelineBuilder:
             self._count = number if number > count else count
             attempt = data.get("attempt") or 1
             worker = data.get("worker")
-            ex = Execution(number, step, attempt if type(attempt) is int else int(attempt), event.revision,
-                           worker if worker is None or type(worker) is str else str(worker), event.time)
-            self._open[step] = ex
-            self.executions.append(ex)
-            return ex
+            new = Execution(number, step, attempt if type(attempt) is int else int(attempt), event.revision,
+                            worker if worker is None or type(worker) is str else str(worker), event.time)
+            self._open[step] = new
+            self.executions.append(new)
+            return new
         if kind == "step.finished" or kind == "step.failed":
             step = event.step
             if step is None:
@@ -346,5 +352,5 @@ def build_timeline(records: Sequence[Execution], history: Sequence[_Step]) -> Ti
     overlaps = overlaps_of(done)
     path, critical = critical_chain(done, lambda i, r: needs[i])
     entries = [replace(r, overlaps=overlaps[r.execution]) for r in done]
-    wall = max(r.end for r in done) - min(r.start for r in done)  # type: ignore[type-var]
+    wall = max(r.end for r in done if r.end is not None) - min(r.start for r in done)
     return Timeline.model_construct(executions=entries, critical_path=path, wall=wall, critical=critical)

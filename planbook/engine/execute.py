@@ -91,10 +91,12 @@ class _Summary(reprlib.Repr):
         return "{" + ", ".join(pieces + (["..."] if len(x) > self.maxdict else [])) + "}"
 
     def repr_set(self, x: set[Any], level: int) -> str:
-        return self._repr_iterable(x, level, "{", "}", self.maxset) if x else "set()"
+        # reprlib's own helper: private, so typeshed's stub of Repr does not declare it
+        return self._repr_iterable(x, level, "{", "}", self.maxset) if x else "set()"  # type: ignore[attr-defined]
 
     def repr_frozenset(self, x: frozenset[Any], level: int) -> str:
-        return self._repr_iterable(x, level, "frozenset({", "})", self.maxfrozenset) if x else "frozenset()"
+        return self._repr_iterable(  # type: ignore[attr-defined]  # reprlib's private helper, as above
+            x, level, "frozenset({", "})", self.maxfrozenset) if x else "frozenset()"
 
     def repr_instance(self, x: Any, level: int) -> str:
         try:  # reprlib's own fallback shows a memory address: not deterministic

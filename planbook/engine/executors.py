@@ -270,7 +270,7 @@ class FuturesExecutor:
         :class:`Batch`), each outcome in place first.
         """
         batch = Batch()
-        calls = [BatchedCall(batch) for _ in fns]
+        calls: list[Call] = [BatchedCall(batch) for _ in fns]
 
         def settle(future: Any) -> None:
             try:

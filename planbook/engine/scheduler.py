@@ -59,7 +59,8 @@ class Scheduler:
         unmet: dict[str, int] = {}
         self.dependents, self.unmet = dependents, unmet
         #: failed steps whose dependents run anyway
-        released = self.released = getattr(self, "released", set()) & position.keys()
+        kept: set[str] = getattr(self, "released", set())
+        released = self.released = kept & position.keys()
         heap: list[int] = []
         self._heap = heap
         dead: list[Step] = []
