@@ -305,9 +305,9 @@ def counters_key(state: RunStateLike) -> tuple[Any, ...]:
         pick = (itemgetter(*containers) if len(containers) > 1 else
                 (lambda t, i=containers[0]: (t[i],)) if containers else (lambda t: ()))
         known = _COUNTER_KEYS[type(state)] = (getter, pick)
-    getter, pick = known
-    flat = getter(state.__dict__)
-    return flat + tuple(map(_snapshot, pick(flat)))
+    get_flat, get_containers = known
+    flat = get_flat(state.__dict__)
+    return flat + tuple(map(_snapshot, get_containers(flat)))
 
 
 def _may_hold_container(field: Any) -> bool:

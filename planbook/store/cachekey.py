@@ -249,7 +249,7 @@ class _Encoder(CoercionTypes):
             self.text(b"K", value.ref)
         elif isinstance(value, (int, float, str, bytes)):  # subclasses: the type is part of the value
             self.text(b"x", name)
-            base = next(b for b in (int, float, str, bytes) if isinstance(value, b))
+            base: type[Any] = next(b for b in (int, float, str, bytes) if isinstance(value, b))  # value is one
             self.value(base(value))
         elif isinstance(value, (decimal.Decimal, uuid.UUID, pathlib.PurePath, datetime.date, datetime.time,
                                 datetime.timedelta, complex)):

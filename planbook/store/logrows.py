@@ -290,6 +290,13 @@ def number(value: Any) -> float:
     return value
 
 
+def whole(value: Any) -> int:
+    """A key column, which must hold an integer; :class:`Damage` else."""
+    if type(value) is not int:
+        raise Damage(f"is {shown(value)}, not an integer")
+    return value
+
+
 class Reading:
     """Which part of a run a reader is at, so that an error in what it reads (see
     :data:`DATA_ERRORS`) leaves as one :class:`StoreFormatError` naming the store, the run,

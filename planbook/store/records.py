@@ -212,7 +212,7 @@ def config_json(config: Mapping[str, Any] | None, redactor: Redactor) -> str:
         raise StoreError(f"a run's config must be JSON data (names, numbers, lists): {exc}") from None
 
 
-def counters_json(counters: dict[str, Any], redactor: Redactor) -> str:
+def counters_json(counters: dict[str, Any], redactor: Redactor | DeferredChecks) -> str:
     try:
         return _bounded_json(counters, redactor)
     except (TypeError, ValueError) as exc:
@@ -227,7 +227,7 @@ def diffs_from_records(records: list[dict[str, Any]]) -> list[PlanDiff]:
     return [PlanDiff.model_validate(r) for r in records]
 
 
-def _jsonable(value: Any, redactor: Redactor) -> Any:
+def _jsonable(value: Any, redactor: Redactor | DeferredChecks) -> Any:
     """Plain JSON data: containers walked, str subclasses made str, other objects their repr."""
     if isinstance(value, dict):
         return {str(k): _jsonable(v, redactor) for k, v in value.items()}

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from pathlib import Path
 from urllib.parse import quote
 
@@ -105,8 +106,9 @@ DAMAGED = ("file is not a database", "malformed", "corrupt", "not a database")
 
 
 def is_busy(exc: BaseException) -> bool:
+    # sqlite_errorcode and the SQLITE_* constants are Python 3.11's; before it, the message tells
     code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
+    if sys.version_info >= (3, 11) and code is not None:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return isinstance(exc, sqlite3.OperationalError) and any(s in str(exc) for s in _BUSY)
 

@@ -30,6 +30,7 @@ from .logrows import (
     step_of,
     summary_of,
     value_of,
+    whole,
 )
 from .records import diffs_from_records, event_from_record, plan_from_record, redacted_paths, step_from_record
 from .schema import V1_COLUMNS
@@ -69,7 +70,7 @@ class SQLiteReads(SQLiteConnection):
                 replay = Replay(int(number(log_seq)), plan_only=plan_only)
                 if self.version >= 3:
                     reading.part = "its log key (runs.log_key)"
-                    first, last_id = run_range(number(log_key))
+                    first, last_id = run_range(whole(log_key))
                     for i, at, executions, record in con.execute(
                             "SELECT id, time, executions, record FROM log WHERE id BETWEEN ? AND ? ORDER BY id",
                             (first, last_id)):

@@ -436,6 +436,7 @@ class SQLiteWrites(SQLiteConnection):
         cache.row_written(step.id, position, row_signature(step, args, self.redactor),
                           step.args if args.kind == "json" and not paths and type(step.args) is dict else None)
         last = cache.results.get(step.id)
+        payload: str | bytes
         if cache.parent is not None and is_kept(step):  # a fork's kept step: its parent's row holds the result
             kind, payload, meta, ref = "kept", cache.parent, None, None
         elif last is not None and last[0] is step.result:

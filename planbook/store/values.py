@@ -170,8 +170,10 @@ def decode(kind: str, payload: str | bytes | None, shown_text: str | None = None
     if kind == "json":
         return json.loads(payload if payload is not None else "null")
     if kind == "pickle":
+        if isinstance(payload, str) and payload:  # a damaged row: text where a pickle's bytes belong
+            return Unrestorable(shown_text or "", type_, "its pickle no longer loads (it was stored as text)")
         try:
-            return pickle.loads(payload if isinstance(payload, bytes) else bytes(payload or b""))
+            return pickle.loads(payload if isinstance(payload, bytes) else b"")
         except Exception as exc:  # the class is gone, renamed, or the module is not importable
             return Unrestorable(shown_text or "", type_, f"its pickle no longer loads ({type(exc).__name__}: {exc})")
     if kind == "repr":

@@ -104,6 +104,8 @@ DAMAGES = {
                   "its revisions (runs.revisions)", "is not JSON"),
     "created": (lambda path, run: damage(path, "UPDATE runs SET created = 'yesterday' WHERE id = ?", run),
                 "its creation time (runs.created)", "is 'yesterday', not a number"),
+    "log_key": (lambda path, run: damage(path, "UPDATE runs SET log_key = log_key + 0.5 WHERE id = ?", run),
+                "its log key (runs.log_key)", "not an integer"),
     "log_row_deep": (lambda path, run: damage_log_row(path, run, 1, "[" * 200_000 + "]" * 200_000), "its log row 1",
                      "is not JSON planbook writes (it is nested too deeply to read)"),
     "log_row_fields": (lambda path, run: damage_log_row(path, run, 3, '{"h": [{"r": {"id": "x"}}]}'), "its log row 3",

@@ -106,6 +106,13 @@ def test_a_pickle_whose_class_is_gone_loads_as_a_marker(tmp_path: Path) -> None:
     assert "no longer loads" in back.reason
 
 
+@pytest.mark.parametrize("payload", ["text, not a pickle's bytes", "", None])
+def test_a_pickle_row_without_bytes_loads_as_a_marker(payload: str | None) -> None:
+    """A damaged row (SQLite keeps whatever type was written): a marker that says so, as before."""
+    back = decode("pickle", payload, "shown", "mod.T")
+    assert isinstance(back, Unrestorable) and back.repr == "shown" and "no longer loads" in back.reason
+
+
 def test_a_huge_repr_is_cut() -> None:
     class Big:
         def __repr__(self) -> str:
