@@ -67,7 +67,7 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool = False) ->
         own_version = version("planbook")
     except PackageNotFoundError:
         own_version = None
-    tracer = provider.get_tracer(SCOPE, own_version)
+    tracer: Any = provider.get_tracer(SCOPE, own_version)  # the API's Tracer, or the SDK's (with an id_generator)
     ids = _RunTraceIds(getattr(tracer, "id_generator", None))
     if ids.inner is not None:
         tracer.id_generator = ids  # the SDK's tracer: a stored run's trace id comes from its run id
@@ -126,7 +126,8 @@ class _RunTraceIds:
         self.inner = inner
         self.local = threading.local()
         if inner is not None:
-            self.generate_span_id = inner.generate_span_id  # one call less per span
+            # the instance takes the SDK's bound method over the class's: one call less per span
+            self.generate_span_id = inner.generate_span_id  # type: ignore[method-assign]
 
     def is_trace_id_random(self) -> bool:
         return False  # a run's trace id is a hash of its run id, not random bits
@@ -314,9 +315,9 @@ class RunSpans:
         """A fork's origin on its run span: the parent's id, fork points and how, and a link to the
         parent's run span when its context is known here (else the parent's derived trace id)."""
         lineage = getattr(self.runner.state, "lineage", None)
-        parent = lineage.get("parent") if isinstance(lineage, dict) else None
-        if not parent:
+        if not isinstance(lineage, dict) or not lineage.get("parent"):
             return None
+        parent = lineage["parent"]
         attributes["planbook.fork.parent"] = str(parent)
         attributes["planbook.fork.at"] = [str(x) for x in lineage.get("at") or ()]
         attributes["planbook.fork.how"] = str(lineage.get("how") or "control")
@@ -445,7 +446,7 @@ class RunSpans:
 
     def _mark(self, event: Event) -> None:
         """Retries, skips and blocks: events on the run's span (they take no time of their own)."""
-        attributes = {"planbook.step.id": event.step or ""}
+        attributes: dict[str, str | int | float | bool] = {"planbook.step.id": event.step or ""}
         for key, value in event.data.items():
             if isinstance(value, (str, int, float, bool)):
                 attributes[f"planbook.{key}"] = value if not isinstance(value, str) else self._text(value)

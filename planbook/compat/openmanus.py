@@ -308,11 +308,11 @@ class PlanningTool:
             kept = [by_text[text].popleft() if by_text[text] else None for text in texts]
         taken = {s.id for s in kept if s is not None}
         steps = []
-        for index, (text, step) in enumerate(zip(texts, kept)):
-            if step is None:
-                step = self._from_text(plan_id, text, _free_id(taken, index))
-                taken.add(step.id)
-            steps.append(step)
+        for index, (text, found) in enumerate(zip(texts, kept)):
+            if found is None:
+                found = self._from_text(plan_id, text, _free_id(taken, index))
+                taken.add(found.id)
+            steps.append(found)
         return steps
 
     def _list(self) -> str:

@@ -372,9 +372,10 @@ class PlanningFlow:
                     if step.status is Status.not_started:
                         step.status, step.notes = Status.blocked, f"not run: the run ended ({event.data.get('reason')})"
             return
-        step = next((s for s in plan.steps if s.id == event.step), None)
-        if step is None:
+        found = next((s for s in plan.steps if s.id == event.step), None)
+        if found is None:
             return
+        step = found
         if event.kind == "step.finished":
             step.status = Status.completed
         elif self.faithful:  # a raising step stays in progress until it runs again  # the seed never writes blocked, nor anything about a failure
@@ -430,6 +431,8 @@ class _FlowAgent:
 
     def __call__(self, task: str, context: AgentContext) -> Any:
         flow, tool = self.flow, self.flow.tool
+        if context.step is None:  # the runner always gives the step; a direct call may not
+            raise ValueError(f"{self!r} works on one step of the flow's plan: give AgentContext(step=...)")
         index = tool.index_of(context.step.id, flow.plan_id)
         tool.execute(command="mark_step", plan_id=flow.plan_id, step_index=index, step_status="in_progress")
         plan_text = tool.execute(command="get", plan_id=flow.plan_id)
@@ -491,6 +494,9 @@ class OpenManusPlanner:
         context, self.context = self.context, None
         emit = context.emit if context is not None else None
         flow, tool = self.flow, self.flow.tool
+        model = flow.model
+        if model is None:  # PlanningFlow.run and strategy="openmanus" make this planner only with a model
+            raise ValueError("OpenManusPlanner plans with its flow's model: make the PlanningFlow with planner=a model")
         first = last_error is None and (context is None or context.plan is None)
         if first:
             user = PLANNING_REQUEST.format(request=goal)
@@ -500,8 +506,8 @@ class OpenManusPlanner:
         messages: list[dict[str, Any]] = [{"role": "system", "content": flow.system_prompt()}, {"role": "user", "content": user}]
         attempts: list[dict[str, Any]] = []
         for attempt in range(1, flow.max_attempts + 1):
-            answer = flow.model.chat(messages, tools=[tool.to_param()], purpose="plan" if first else "replan",
-                                     attempt=attempt, emit=emit)
+            answer = model.chat(messages, tools=[tool.to_param()], purpose="plan" if first else "replan",
+                                attempt=attempt, emit=emit)
             attempts.append(answer.raw())
             problem = self._apply(answer, goal, first)
             if problem is None:
@@ -524,7 +530,8 @@ class OpenManusPlanner:
         """Carry out the model's planning call as the seed does; the problem in words, or None."""
         flow, tool = self.flow, self.flow.tool
         if flow.faithful and first:
-            return self._seed_apply(answer, goal)
+            self._seed_apply(answer, goal)
+            return None
         calls = [c for c in answer.tool_calls if c.name == tool.name]
         if not calls:
             said = shorten(answer.content or "(nothing)", 200)

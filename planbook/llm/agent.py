@@ -96,6 +96,8 @@ class LLMAgent(UsesModel):
         return [{"type": "function", "function": t.schema()} for t in self.tools.values()] + [finish_tool()]
 
     def __call__(self, task: str, context: AgentContext) -> AgentReply:
+        if context.step is None:  # the runner always gives the step; a direct call may not
+            raise ValueError(f"{self!r} works on one step: give AgentContext(step=...)")
         step = context.step.model_copy(update={"task": task})
         system = self.system_prompt or prompts.AGENT_SYSTEM.format(name=self.name, description=self.description)
         user = prompts.agent_request(context.goal, context.plan_text, step, context.needs, self.result_limit)

@@ -131,8 +131,8 @@ def _content(content: Any) -> str | None:
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):  # content parts: keep their text
-        texts = [p.get("text") for p in content if isinstance(p, dict)]
-        if all(isinstance(t, str) for t in texts) and len(texts) == len(content):
+        texts = [t for p in content if isinstance(p, dict) and isinstance(t := p.get("text"), str)]
+        if len(texts) == len(content):  # every part a dict with a text
             return "".join(texts)
     return _fail(f"a chat completion whose 'choices[0].message.content' is a JSON {json_kind(content)} ({_show(content)}), "
                  "not text")

@@ -141,9 +141,13 @@ class Connection:
         self.thread.start()
         ready: Future[list[Any]] = Future()
         self._main = asyncio.run_coroutine_threadsafe(self._serve(ready), self.loop)
-        self._main.add_done_callback(lambda f: ready.done() or ready.set_exception(
-            (None if f.cancelled() else f.exception())
-            or MCPError(f"the MCP server {self.label} ended before listing its tools")))
+
+        def ended(f: Future[Any]) -> None:  # before the tools were listed: that is the error
+            if not ready.done():
+                ready.set_exception((None if f.cancelled() else f.exception())
+                                    or MCPError(f"the MCP server {self.label} ended before listing its tools"))
+
+        self._main.add_done_callback(ended)
         try:
             return ready.result(timeout)
         except BaseException as exc:

@@ -66,7 +66,9 @@ def _annotation(schema: Any, defs: dict[str, Any], refs: tuple[str, ...], depth:
         kinds = dict.fromkeys(k for k in kind if isinstance(k, str))
         return _union([_annotation({**schema, "type": k}, defs, refs, depth + 1, typed) for k in kinds])
     if kind == "array":
-        return list[_annotation(schema["items"], defs, refs, depth + 1, typed)] if "items" in schema else list[Any]
+        if "items" not in schema:
+            return list[Any]
+        return list[_annotation(schema["items"], defs, refs, depth + 1, typed)]  # type: ignore[misc]  # built at run time
     if kind == "object":
         return dict[str, Any]
     return _SIMPLE.get(kind, Any) if isinstance(kind, str) else Any

@@ -199,7 +199,8 @@ def _parse_markdown(text: str) -> Plan:
 
 def _parse_mapping(text: str) -> Plan:
     loaded = load_spec(text)
-    data, prefix = loaded.data, ("steps",)
+    data = loaded.data
+    prefix: tuple[str, ...] = ("steps",)
     if isinstance(data, list):
         data, prefix = {"steps": data}, ()
     if not isinstance(data, Mapping):

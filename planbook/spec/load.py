@@ -122,7 +122,8 @@ class _JsonReader:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.scan = json.JSONDecoder(object_pairs_hook=_pairs).scan_once
+        # the C scanner a decoder makes in its __init__ (typeshed's stub does not declare it)
+        self.scan = json.JSONDecoder(object_pairs_hook=_pairs).scan_once  # type: ignore[attr-defined]
         self.result = LoadedSpec(None)
         self._line, self._line_pos = 1, 0
 

@@ -401,7 +401,7 @@ class Toolbox(Mapping[str, Tool]):
         names = list(prefixes) if prefixes is not None else [""] * len(boxes)
         if len(names) != len(boxes):
             raise ValueError(f"merge: {len(names)} prefixes for {len(boxes)} toolboxes; give one per toolbox ('' for none)")
-        merged, origin = Toolbox(), {}
+        merged, origin = Toolbox(), dict[str, int]()  # a tool's name -> the index of its toolbox
         for index, (box, prefix) in enumerate(zip(boxes, names)):
             for name, fn in as_toolbox(box).items():
                 new_name = prefix + name

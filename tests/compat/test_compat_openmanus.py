@@ -637,3 +637,17 @@ def test_openai_chat_model_accepts_an_openai_client():
     with FakeOpenAIServer([Reply.tool_call("planning", planning(["[MANUS] go"])["arguments"]), Reply.text("ok")]) as server:
         model = OpenAIChatModel("fake-model", client=server.client())
         assert PlanningFlow(agents(), planner=model).run("r").summary == "ok"
+
+
+def test_the_flows_planner_and_agents_called_without_what_they_need_say_so():
+    """Called directly (not by the runner): a planner of a flow with no model and an agent given
+    no step are a clear ValueError, not an AttributeError on None."""
+    from planbook import AgentContext
+    from planbook.compat.openmanus_flow import OpenManusPlanner
+
+    flow = PlanningFlow(agents(), planner=None)
+    with pytest.raises(ValueError, match="planner=a model"):
+        OpenManusPlanner(flow)("report", [], None)
+    routed = flow.runner_options(None, {})["agents"]["manus"]
+    with pytest.raises(ValueError, match=r"AgentContext\(step=\.\.\.\)"):
+        routed("task", AgentContext(goal="report"))

@@ -162,3 +162,13 @@ def test_a_tool_named_finish_is_refused(server):
     box.add(lambda: None, name="finish")
     with pytest.raises(ValueError, match="may not be called 'finish'"):
         agent(server, box)
+
+
+def test_an_agent_called_with_no_step_says_so() -> None:
+    """Called directly with a context that has no step: a clear ValueError, not an AttributeError on None."""
+    from planbook import AgentContext
+    from planbook.llm import LLMAgent
+
+    agent = LLMAgent("writer", "writes", model="m", api_key="k", base_url="http://127.0.0.1:9")
+    with pytest.raises(ValueError, match=r"AgentContext\(step=\.\.\.\)"):
+        agent("task", AgentContext(goal="a goal"))
