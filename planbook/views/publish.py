@@ -181,7 +181,7 @@ def install_checkpoint(shell: Any = None) -> bool:
     kernel = getattr(shell, "kernel", None)
     session = getattr(kernel, "session", None)
     send = getattr(session, "send", None)
-    if send is None:
+    if session is None or send is None:  # (no session has no send)
         return False
     if not getattr(send, MARK, False):
         session.send = CheckpointSend(send)

@@ -171,7 +171,8 @@ def _plan_change_words(plan_diff: Any) -> str:
 
 def _totals(diff: RunDiff, times: bool) -> list[tuple[str, list[tuple[str, str, int]]]]:
     """``[(what, [(value, delta, direction) per run])]``: executions, time, model calls and tokens."""
-    def row(what: str, get: Callable[[RunSummary], Any], fmt: Callable[[Any], str], delta: Callable[..., tuple[str, int]]):
+    def row(what: str, get: Callable[[RunSummary], Any], fmt: Callable[[Any], str],
+            delta: Callable[..., tuple[str, int]]) -> tuple[str, list[tuple[str, str, int]]]:
         base = get(diff.summaries[0])
         cells = [(fmt(base), "", 0)]
         for s in diff.summaries[1:]:

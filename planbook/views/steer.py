@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 from .live import LIVE_NOTE, LiveView
 from .publish import update_display
@@ -37,9 +38,19 @@ def background_view(runner: Any, *, required: bool = False) -> LiveView | None:
     return LiveView(runner, target)
 
 
+@runtime_checkable
+class Steerable(Protocol):
+    """A view with buttons (the widget's :class:`~planbook.views.widget.PlanView`)."""
+
+    def attach_handle(self, handle: Any, control: Callable[[dict[str, Any]], str]) -> None: ...
+
+
 def connect(bridge: LiveView, handle: Any) -> None:
     """Wire the view's buttons to ``handle`` (the run's thread draws; clicks arrive on the main thread)."""
-    bridge.target.attach_handle(handle, lambda content: on_control(handle, content))
+    target = bridge.target
+    if not isinstance(target, Steerable):  # background_view's bridges draw on a PlanView: it has them
+        raise TypeError(f"{type(target).__name__} has no buttons to wire to a run's handle")
+    target.attach_handle(handle, lambda content: on_control(handle, content))
 
 
 def on_control(handle: Any, content: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from ..data.models import STATUS_MARKS, Event, Status, Step
 from ..outbound.text import neutralise, one_line
@@ -64,6 +64,15 @@ def safe_console(file: Any = None) -> Any:
     return Console(file=file, highlight=False, emoji=False, markup=False)
 
 
+class _Throttle(TypedDict):
+    """The live view's pacing, given to the :class:`~planbook.views.live.LiveView` made on enter."""
+
+    rate: float
+    burst: int
+    clock: Callable[[], float]
+    heartbeat: float
+
+
 class TerminalView:
     """A live table of ``runner``'s run on a ``rich`` console; use it around the run::
 
@@ -93,7 +102,7 @@ class TerminalView:
         self.redraws = 0
         self.marks = STATUS_MARKS if can_encode(self.console, "".join(STATUS_MARKS.values()) + "…→·") else ASCII_MARKS
         self.ellipsis = "…" if self.marks is STATUS_MARKS else "..."
-        self._throttle = {"rate": rate, "burst": burst, "clock": clock, "heartbeat": heartbeat}
+        self._throttle: _Throttle = {"rate": rate, "burst": burst, "clock": clock, "heartbeat": heartbeat}
         self.bridge: LiveView | None = None
         # no refresh thread: the view redraws only when told, on the runner's thread
         self.live = Live(self.renderable(ViewState.of_runner(runner)), console=self.console, auto_refresh=False,

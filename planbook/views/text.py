@@ -10,7 +10,7 @@ a step line (``b. [✓] ...``) in what a model reads.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..data.lineage import REUSED_PREFIXES
@@ -75,13 +75,13 @@ def format_plan(plan: Plan, gate: RunSecrets | None = None, *, max_steps: int | 
         lines.append(f"Goal: {indent_lines(shown(plan.goal, hide), MORE)}")
     lines += ["", "Steps:"]
     steps = plan.steps
-    head, left_out = len(steps), 0
+    first, left_out = len(steps), 0  # the steps before the cut; how many are left out
     if max_steps is not None and len(steps) > max_steps:
-        head = max_steps - max_steps // 2
+        first = max_steps - max_steps // 2
         left_out = len(steps) - max_steps
     for i, step in enumerate(steps):
-        if head <= i < head + left_out:
-            if i == head:
+        if first <= i < first + left_out:
+            if i == first:
                 lines.append(f"   … {left_out:,} steps left out (print() lists every step)")
             continue
         lines.append(step_line(step, hide))
@@ -184,13 +184,15 @@ def format_markdown(plan: Plan, gate: RunSecrets | None = None, *, max_steps: in
     ]
     if plan.goal and plan.goal != plan.display_title:
         lines += [f"*Goal:* {md_text(shown(plan.goal, hide))}", ""]
-    steps = plan.steps
+    steps: Sequence[Step | None] = plan.steps  # None: where the steps left out were
+    left_out = 0
     if max_steps is not None and len(steps) > max_steps:
         head = max_steps - max_steps // 2
         steps = [*steps[:head], None, *steps[len(steps) - max_steps // 2:]]
+        left_out = len(plan.steps) - max_steps
     for step in steps:
         if step is None:
-            lines.append(f"- … {len(plan.steps) - max_steps:,} steps left out (print() lists every step)")
+            lines.append(f"- … {left_out:,} steps left out (print() lists every step)")
             continue
         lines.append(f"- `{STATUS_MARKS[step.status]}` **{md_text(step.id)}** {md_text(shown(step_body(step), hide))}")
         if step.error and step.status in (Status.failed, Status.skipped):

@@ -122,10 +122,10 @@ class PlanWidget(anywidget.AnyWidget):
     _esm = (STATIC / "planview.js").read_text(encoding="utf-8")
 
     head = t.Dict().tag(sync=True)
-    rows = t.List().tag(sync=True)
+    rows: t.List[Any] = t.List().tag(sync=True)
     statuses = t.Unicode("").tag(sync=True)
     batch = t.Dict().tag(sync=True)
-    revisions = t.List().tag(sync=True)
+    revisions: t.List[Any] = t.List().tag(sync=True)
     selected = t.Unicode("").tag(sync=True)
     #: names this model's store of panes in the browser (set at creation, so it is there at once)
     uid = t.Unicode("").tag(sync=True)
@@ -138,9 +138,9 @@ class PlanWidget(anywidget.AnyWidget):
     #: a paused run: the arguments of steps that have not started (they can be edited), and the
     #: failed or skipped steps (they can be retried)
     editable = t.Dict().tag(sync=True)
-    retryable = t.List().tag(sync=True)
+    retryable: t.List[Any] = t.List().tag(sync=True)
     #: the decisions people gave, in order: ``[what, line]`` (the record's words: record.decision_lines)
-    decisions = t.List().tag(sync=True)
+    decisions: t.List[Any] = t.List().tag(sync=True)
     #: the run's display is its record now (:meth:`PlanView.leave`): a page that still shows the
     #: widget (reloaded during the run, so the record's display update missed it) asks for the record
     #: and puts it in its notebook in the widget's place
@@ -209,7 +209,9 @@ class PlanView:
             # saved in a notebook has no model without its kernel. ``display(view.widget)`` shows the widget.
             return self.record(), {}
         ensure_checkpoint()  # the widget's comm and its state sync leave by the kernel's session too
-        data, metadata = self.widget._repr_mimebundle_()
+        bundle = self.widget._repr_mimebundle_()
+        assert bundle is not None  # anywidget gives None only to a widget with no _view_name; AnyWidget has one
+        data, metadata = bundle
         self._shown.shown = True
         data = dict(data)
         # a run going on: a window of rows (where widgets do not render, the final update
