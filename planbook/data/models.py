@@ -157,9 +157,8 @@ class Step(StepSpec):
         values.update(update)
         object.__setattr__(copied, "__dict__", values)
         fields = self.__pydantic_fields_set__
-        shared: _SharedFields | None
         if type(fields) is _SharedFields and update.keys() <= fields:
-            shared = fields
+            shared: _SharedFields | None = fields
         else:
             key = frozenset(fields).union(update)
             shared = _SHARED_FIELD_SETS.get(key)
@@ -432,7 +431,7 @@ class Event(_MaskedRepr, BaseModel):
         its generic bookkeeping than a no-op step takes.
         """
         event = _new(cls)  # object's own __new__ and __setattr__, bound once: a third of the time
-        fields = _EventFields()
+        fields: Any = _EventFields()  # a plain instance: the attributes set next become the event's fields
         fields.kind, fields.time, fields.step, fields.revision, fields.data = kind, time, step, revision, data
         _set(event, "__dict__", fields.__dict__)
         _set(event, "__pydantic_fields_set__", _EVENT_FIELDS)
@@ -453,13 +452,6 @@ _new, _set = object.__new__, object.__setattr__
 # a normal dict to everyone who reads or changes it, at about half the memory.
 class _EventFields:
     """An event's fields, as the instance dict of this class (see above)."""
-
-    # declared for type checkers only (no class attributes: the instance dict stays as it was)
-    kind: EventKind
-    time: float
-    step: str | None
-    revision: int
-    data: dict[str, Any]
 
 
 class _StartedData:
