@@ -53,6 +53,9 @@ class RunHandle:
         self._future: concurrent.futures.Future[RunResult] = concurrent.futures.Future()
         #: notified when a step starts waiting, and when the run ends (wait_for_approval)
         self._asked = threading.Condition()
+        #: the steps whose ``step.waiting`` was announced: the run writes the wait to its store first,
+        #: and a step is in ``waiting`` a moment before that (wait_for_approval returns after both)
+        self._announced: set[str] = set()
         runner.subscribe(self._on_event)
         #: the live view's bridge (planbook.views.live.LiveView) when one is shown
         self.view = view
@@ -95,6 +98,8 @@ class RunHandle:
     def _on_event(self, event: Any) -> None:
         if event.kind in ("step.waiting", "run.finished", "run.paused"):
             with self._asked:
+                if event.kind == "step.waiting" and event.step is not None:
+                    self._announced.add(event.step)
                 self._asked.notify_all()
 
     def _close_view(self) -> None:
@@ -162,7 +167,12 @@ class RunHandle:
         """Block until a step waits for your decision (or the run ended or paused); returns the
         steps that wait ([] when none does). TimeoutError after ``timeout`` s."""
         with self._asked:
-            if not self._asked.wait_for(lambda: self.waiting or self.done or self.status == "paused", timeout):
+            # a step counts once its wait was announced: by then it is in the store too (a process that
+            # copies the store when this returns finds the run waiting, as a crash would leave it)
+            # (a step the run's callable or prompt is asked about has no announcement: it counts at once)
+            asking = self.steering.asking
+            told = lambda: any(step in self._announced or step in asking for step in self.waiting)  # noqa: E731
+            if not self._asked.wait_for(lambda: told() or self.done or self.status == "paused", timeout):
                 raise TimeoutError(f"no step of plan {self.runner.plan.id!r} asked for a decision within "
                                    f"{timeout:g} s (the run is {self.status})")
         return self.waiting
