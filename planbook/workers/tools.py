@@ -312,6 +312,10 @@ def _resolve_annotation(fn: Callable[..., Any], tool: str, arg: str, text: str) 
         return Any
 
 
+#: the attribute a function registered with ``@tool`` / ``@box.tool`` carries: its Tool, options included
+REGISTERED = "__planbook_tool__"
+
+
 class Toolbox(Mapping[str, Tool]):
     """A named set of tools. ``@box.tool`` registers; a Toolbox is a read-only mapping."""
 
@@ -334,14 +338,20 @@ class Toolbox(Mapping[str, Tool]):
     ) -> Tool:
         """Register ``fn`` (replacing a tool of the same name: re-running a notebook cell must work)."""
         given = (name, description, main_thread, cache, idempotent, version, approve)
-        if isinstance(fn, Tool) and all(v is None for v in given):
-            tool_obj = fn
+        # a function registered with @tool(...) / @box.tool(...) carries its Tool: given again (tools=[fn]),
+        # it keeps its options (idempotent=False, approve=True, cache=...) instead of losing them quietly
+        # (a wrapper made with functools.wraps copies the attribute: it keeps the options, and its own code)
+        source: Any = fn if isinstance(fn, Tool) else getattr(fn, REGISTERED, None) or fn
+        call = fn.fn if isinstance(fn, Tool) else fn
+        if isinstance(source, Tool) and source.fn is call and all(v is None for v in given):
+            tool_obj = source
         else:
             def option(value: Any, attr: str, default: Any) -> Any:
-                return value if value is not None else getattr(fn, attr, default)
+                return value if value is not None else getattr(source, attr, default)
 
-            tool_obj = Tool(fn.fn if isinstance(fn, Tool) else fn, name=name or getattr(fn, "name", None),
-                            description=description, main_thread=bool(option(main_thread, "main_thread", False)),
+            tool_obj = Tool(call, name=name or getattr(source, "name", None),
+                            description=description or (source.description if isinstance(source, Tool) else None),
+                            main_thread=bool(option(main_thread, "main_thread", False)),
                             cache=option(cache, "cache", None),
                             idempotent=bool(option(idempotent, "idempotent", True)),
                             version=option(version, "version", None),
@@ -367,8 +377,12 @@ class Toolbox(Mapping[str, Tool]):
         """
 
         def register(f: Callable[..., Any]) -> Callable[..., Any]:
-            self.add(f, name=name, description=description, main_thread=main_thread, cache=cache,
-                     idempotent=idempotent, version=version, approve=approve)
+            made = self.add(f, name=name, description=description, main_thread=main_thread, cache=cache,
+                            idempotent=idempotent, version=version, approve=approve)
+            try:
+                setattr(f, REGISTERED, made)  # tools=[f] elsewhere keeps these options
+            except (AttributeError, TypeError):  # a builtin or a bound method takes no attribute: nothing to keep
+                pass
             return f
 
         return register(fn) if fn is not None else register
