@@ -79,9 +79,10 @@ def read_parent(run: Any, store: Any = None) -> Parent:
                         "in (the magics and the CLI use .planbook/runs.sqlite under the current directory)")
     opened: Any = open_store(where)
     try:
-        run_id = _stored_id(opened, run)
+        listed = {summary.run_id: summary for summary in opened.list_runs()}  # read once, for both checks
+        run_id = _stored_id(opened, run, listed)
+        _refuse_live_writer(listed[run_id], run_id)
         stored = opened.load_run(run_id, plan_only=True)  # a fork needs its parent's plan, not its history
-        _refuse_live_writer(opened, run_id)
     except BaseException:
         if here:
             opened.close()
@@ -90,13 +91,13 @@ def read_parent(run: Any, store: Any = None) -> Parent:
                   store=opened, opened_here=here, lineage=stored.counters.get("lineage"))
 
 
-def _stored_id(store: Any, run: Any) -> str:
+def _stored_id(store: Any, run: Any, listed: Mapping[str, Any]) -> str:
     """The id of the stored run ``run`` names: a result's id, a run id, or a plan's latest run."""
     wanted = run.run_id if isinstance(run, RunResult) else run
     if not isinstance(wanted, str) or not wanted:
         raise ForkError(f"fork takes a RunResult, a run id or a plan name; got {type(run).__name__}")
-    ids = [summary.run_id for summary in store.list_runs()]
-    if wanted in ids:
+    ids = list(listed)
+    if wanted in listed:
         return wanted
     latest = store.latest_run_id(plan_id=wanted)
     if latest is not None:
@@ -106,18 +107,15 @@ def _stored_id(store: Any, run: Any) -> str:
                     f"(planbook.runs() lists its runs)")
 
 
-def _refuse_live_writer(store: Any, run_id: str) -> None:
+def _refuse_live_writer(summary: Any, run_id: str) -> None:
     """A run another live process is writing is not forked: its state is not final (the claim's wording)."""
     from ..store.claims import RunClaimed, refuse_claim
 
-    for summary in store.list_runs():
-        if summary.run_id == run_id:
-            try:
-                refuse_claim(run_id, summary.status, summary.writer_pid, summary.writer_host, summary.writer_since,
-                             force=False)
-            except RunClaimed as exc:
-                raise ForkError(f"{exc}: fork it once that run has stopped") from None
-            return
+    try:
+        refuse_claim(run_id, summary.status, summary.writer_pid, summary.writer_host, summary.writer_since,
+                     force=False)
+    except RunClaimed as exc:
+        raise ForkError(f"{exc}: fork it once that run has stopped") from None
 
 
 @dataclass
