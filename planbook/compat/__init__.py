@@ -38,7 +38,7 @@ def _looks_like_plan_text(text: str) -> bool:
 
 
 def _read_plan_text(text: str) -> Plan:
-    from .openmanus import parse_plan_text
+    from .openmanus_text import parse_plan_text
 
     return parse_plan_text(text)
 

@@ -35,24 +35,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.errors import PlanError, PlanningError, Problem
 from ..data.models import Plan, RunResult, Status, Step
-from .agenticseek_answers import (  # the reader, re-exported: this module's API is unchanged
-    AGENTS,
-    ParsedAnswer,
-    SeedTask,
-    json_blocks,
-    looks_like_answer,
-    need_report,
-    parse_answer,
-    plan_from_answer,
-    seed_task,
-)
+from .agenticseek_answers import AGENTS, ParsedAnswer, SeedTask, looks_like_answer, need_report, parse_answer
 
 if TYPE_CHECKING:  # Plan.parse reads answers through this module: it stays free of the model layer
     from ..workers.planners import PlanningContext
 
+# the reader of answers (parse_answer, ParsedAnswer, AGENTS, ...) is planbook.compat.agenticseek_answers
 __all__ = [
-    "AGENTS", "NO_UPDATE", "RETRY_PROMPT", "AgenticSeekPlanner", "ParsedAnswer", "all_answers", "last_answer",
-    "SeedTask", "json_blocks", "looks_like_answer", "need_context", "seed_task", "need_prompt", "need_report", "parse_answer", "plan_from_answer",
+    "NO_UPDATE", "RETRY_PROMPT", "AgenticSeekPlanner", "all_answers", "last_answer", "need_context", "need_prompt",
     "planner_prompt", "review_update", "update_prompt", "work_result",
 ]
 
@@ -357,9 +347,9 @@ class AgenticSeekPlanner:
         It lower-cases the task's title (a ``task`` that is not text, with no headlines, is a
         title without ``.lower()``) and looks the task's ``need`` up among the answers kept so
         far (``null``, a number or a list in it cannot be looked up). Raises
-        :class:`~planbook.compat.upstream.UpstreamCrash`; nothing for a step not read faithfully.
+        :class:`~planbook.UpstreamCrash`; nothing for a step not read faithfully.
         """
-        from .upstream import UpstreamCrash
+        from ..data.errors import UpstreamCrash
 
         seed = self.seeds.get(step_id)
         if seed is None:

@@ -199,8 +199,8 @@ def _parse_answer(text: str, agents: Iterable[str] | Mapping[str, Any] | None, f
 def _parse_seed(text: str, agents: Iterable[str] | Mapping[str, Any] | None) -> ParsedAnswer:
     """Read as upstream's ``parse_agent_tasks``: block by block, task by task, stopping at the first
     refusal (a :class:`~planbook.PlanError`: upstream returns no tasks and asks again) or raising
-    :class:`~planbook.compat.upstream.UpstreamCrash` where upstream's own operations raise."""
-    from .upstream import UpstreamCrash
+    :class:`~planbook.UpstreamCrash` where upstream's own operations raise."""
+    from ..data.errors import UpstreamCrash
 
     blocks = json_blocks(text, faithful=True)
     if not blocks:
@@ -247,7 +247,7 @@ def seed_task(raw: Any, position: int, known: dict[str, str] | None) -> tuple[tu
     :class:`SeedTask`, never checked. The step's planbook id is its position (``t1``, ``t2``...:
     upstream allows the same id twice) and it has no planbook ``needs``: upstream's need is a
     soft constraint and its tasks run in array order. A task upstream crashes on raises
-    :class:`~planbook.compat.upstream.UpstreamCrash` (:func:`parse_answer` reads a whole answer)."""
+    :class:`~planbook.UpstreamCrash` (:func:`parse_answer` reads a whole answer)."""
     try:
         parsed = _parse_seed(f"```json\n{json.dumps({'plan': [raw]})}\n```",
                              None if known is None else list(known.values()))

@@ -15,11 +15,12 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, Union, runtime_checkable
 
-from ..llm.client import ChatAnswer, ModelClient, ToolCall
+from ..llm.client import ModelClient
+from ..llm.completion import ChatAnswer, ToolCall
 from ..llm.text import estimate_tokens
 from .openmanus_text import parse_plan_text
 
-__all__ = ["ChatAnswer", "ChatModel", "ModelScriptExhausted", "OpenAIChatModel", "ScriptedModel", "ToolCall", "as_chat_model"]
+__all__ = ["ChatModel", "ModelScriptExhausted", "OpenAIChatModel", "ScriptedModel", "as_chat_model"]
 
 Emit = Callable[..., Any]
 

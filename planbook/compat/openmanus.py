@@ -37,12 +37,10 @@ from collections import defaultdict, deque
 from typing import Any, Literal
 
 from ..data.models import Plan, Status, Step
-from .openmanus_text import TAG, format_plan, one_line, parse_plan_text, step_from_text, step_text
+from .openmanus_text import format_plan, one_line, parse_plan_text, step_from_text, step_text
 
-__all__ = [
-    "COMMANDS", "DESCRIPTION", "PARAMETERS", "PlanningTool", "STEP_STATUSES", "TAG", "ToolError",
-    "format_plan", "one_line", "parse_plan_text", "step_from_text", "step_text",
-]
+# the plan's text (format_plan, parse_plan_text, step_text, ...) is planbook.compat.openmanus_text
+__all__ = ["COMMANDS", "DESCRIPTION", "PARAMETERS", "PlanningTool", "STEP_STATUSES", "ToolError"]
 
 COMMANDS = ("create", "update", "list", "get", "set_active", "mark_step", "delete")
 #: the statuses ``mark_step`` accepts (planbook's ``failed`` and ``skipped`` are shown, not set by the tool)

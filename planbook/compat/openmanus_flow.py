@@ -30,12 +30,12 @@ from ..workers.agents import AgentContext, AgentReply, as_agents
 from ..workers.planners import PlanningContext
 from .model import as_chat_model
 from .openmanus import PlanningTool, ToolError
-from .openmanus_agents import SEED_AGENT_MAX_STEPS, ScriptedReActAgent
+from .openmanus_agents import SEED_AGENT_MAX_STEPS
 from .openmanus_text import TAG, step_text
 
 __all__ = [
     "AGENTS_NOTE", "DEFAULT_STEPS", "FlowResult", "OpenManusPlanner", "PLANNING_REQUEST", "PLANNING_SYSTEM",
-    "PlanningFlow", "RERUN_FOREVER", "SEED_STEP_PROMPT", "STEP_PROMPT", "SUMMARY_REQUEST", "SUMMARY_SYSTEM", "ScriptedReActAgent",
+    "PlanningFlow", "RERUN_FOREVER", "SEED_STEP_PROMPT", "STEP_PROMPT", "SUMMARY_REQUEST", "SUMMARY_SYSTEM",
 ]
 
 # The seed's prompts, word for word (typos included: a ported prompt must be the same prompt).
@@ -558,9 +558,9 @@ class OpenManusPlanner:
         """The seed's first planning call: the first ``planning`` call whose arguments are JSON is
         carried out (others are skipped), else the 3-step default plan is created. Where the seed
         raises (a tool error, arguments that are not an object) the request ends there:
-        :class:`~planbook.compat.upstream.UpstreamCrash`, and ``execute()`` says
+        :class:`~planbook.UpstreamCrash`, and ``execute()`` says
         ``Execution failed: ...``; no plan under the flow's id is ``Failed to create plan for: ...``."""
-        from .upstream import UpstreamCrash
+        from ..data.errors import UpstreamCrash
 
         flow, tool = self.flow, self.flow.tool
         try:

@@ -182,7 +182,7 @@ def _lesson(options: Options, faithful: bool) -> Options:
 def _route(flow: PlanningFlow, steps: Iterable[Step], plan: Plan | None = None) -> list[Step]:
     """Steps routed as OpenManus does: the ``[TAG]`` of an agent step names its agent, untagged steps
     go to the primary agent (tool steps stay as they are); every routing problem at once."""
-    from .openmanus import step_text
+    from .openmanus_text import step_text
 
     routed, problems = [], []
     for index, step in enumerate(steps):
@@ -278,8 +278,8 @@ class _Review:
         seed = self.planner.seeds.get(step.id)
         if seed is None:
             return self.planner.review(goal, plan, step.id, answer, succeeded, emit=self._emit)
+        from ..data.errors import UpstreamCrash
         from .agenticseek import work_result
-        from .upstream import UpstreamCrash
 
         try:
             self.results[seed.id] = work_result(answer, succeeded)
@@ -356,7 +356,7 @@ def _agenticseek(options: Options, faithful: bool) -> Options:
         raise ValueError("strategy 'agenticseek' asks the planner after every step, failures included, so "
                          "on_failure 'replan' would ask twice: choose abort, skip, retry or continue")
     if planner.faithful and isinstance(options.plan, str) and not _is_goal(options):
-        from .agenticseek import looks_like_answer
+        from .agenticseek_answers import looks_like_answer
 
         if looks_like_answer(options.plan):  # a written answer, read as upstream reads the model's
             steps = planner.read(options.plan)  # raises UpstreamCrash where upstream's reading raises

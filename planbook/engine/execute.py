@@ -418,7 +418,7 @@ class ToolCall:
         started = time.time()
         with capture_stdout() as out:
             try:
-                value = _call(self.fn, **self.args)
+                value = call_awaited(self.fn, **self.args)
                 outcome = _succeeded(value, "tool", getattr(self.fn, "__name__", "of step " + repr(self.step_id)),
                                      out.getvalue())
             except KeyboardInterrupt:
@@ -502,13 +502,15 @@ def _masked(outcome: Outcome) -> Outcome:
     return outcome
 
 
-def _call(fn: Callable[..., Any], *args: Any, _handle: CallHandle | None = None, **kwargs: Any) -> Any:
-    """Call a tool or an agent (interruptible only while inside it); await what it returns."""
+def call_awaited(fn: Callable[..., Any], *args: Any, _handle: CallHandle | None = None, **kwargs: Any) -> Any:
+    """Call a tool or an agent (interruptible only while inside it); await what it returns.
+
+    Public for the model layer's agent, which calls the tools a model asks for as a step's tool is called."""
     return _call_with(fn, args, kwargs, _handle)
 
 
 def _call_with(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], handle: CallHandle | None) -> Any:
-    """:func:`_call` with the arguments as they are held (a step's args are passed on, not repacked)."""
+    """:func:`call_awaited` with the arguments as they are held (a step's args are passed on, not repacked)."""
     value = call_user_with(fn, args, kwargs)
     # an attribute lookup on the type: inspect.isawaitable's ABC check costs more than a no-op tool
     if hasattr(type(value), "__await__") and inspect.isawaitable(value):
@@ -564,7 +566,7 @@ def _call_captured(
             value = _call_with(tool.fn, (), args, handle)
             return _succeeded(value, "tool", step.tool, out.getvalue())
         agent = agents[step.agent or ""]
-        reply = _call(agent, step.task, context(), _handle=handle)
+        reply = call_awaited(agent, step.task, context(), _handle=handle)
         if not isinstance(reply, AgentReply):
             return Outcome(
                 ok=False,

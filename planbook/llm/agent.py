@@ -13,14 +13,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..data.errors import ModelCallError
 from ..data.wording import plural
-from ..engine.execute import _call
+from ..engine.execute import call_awaited
 from ..workers.agents import AgentContext, AgentReply
 from ..workers.tools import Toolbox, ToolsLike, as_toolbox
 from . import prompts
 from .cassette import Cassette
 from .client import ModelClient, UsesModel
-from .config import ModelCallError
 
 FINISH = "finish"
 
@@ -169,7 +169,7 @@ class LLMAgent(UsesModel):
         if problems:
             return "error: " + "; ".join(problems)
         try:
-            value = _call(tool.fn, **tool.coerce(args))
+            value = call_awaited(tool.fn, **tool.coerce(args))
         except (Exception, SystemExit) as exc:  # the model reads the error and decides what to do; a tool's
             return f"error: {type(exc).__name__}: {exc}"  # sys.exit() ends its call, not the step
         return prompts.shorten(value, self.result_limit)

@@ -31,11 +31,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from ..data.errors import CassetteError, CassetteMismatch
+from ..data.errors import CassetteError, CassetteMismatch, LLMConfigError
+from ..outbound.redact import redact_data
 from .cassette_file import FORMAT_VERSION, MODE_ENV, read_cassette
-from .config import SETUP_HELP, LLMConfigError
+from .config import SETUP_HELP
 from .sdk import http_module, mask_strings
-from .text import redact_data, shorten
+from .text import shorten
 
 CassetteMode = Literal["auto", "replay", "record", "off"]
 MODES = ("auto", "replay", "record", "off")

@@ -16,7 +16,7 @@ from typing import Any
 from ..data.errors import CassetteError
 from .text import json_cut_off, json_kind, shorten
 
-__all__ = ["FORMAT_VERSION", "CassetteError", "read_cassette"]
+__all__ = ["FORMAT_VERSION", "MODE_ENV", "read_cassette"]
 
 FORMAT_VERSION = 1
 MODE_ENV = "PLANBOOK_CASSETTE_MODE"

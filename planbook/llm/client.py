@@ -16,16 +16,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from ..data.errors import CassetteError, ModelCallError
 from ..outbound import remember
-from ..outbound.redact import PLACEHOLDER_KEY
+from ..outbound.redact import PLACEHOLDER_KEY, redact_data, redact_url
 from .cassette import Cassette, cassette_for
-from .cassette_file import CassetteError
-from .completion import ChatAnswer, NotACompletion, ToolCall, read_completion
-from .config import LLMConfig, ModelCallError, missing_setup_error, resolve_config
+from .completion import ChatAnswer, NotACompletion, read_completion
+from .config import LLMConfig, missing_setup_error, resolve_config
 from .sdk import http_module, masking_transport
-from .text import estimate_tokens, redact_data, redact_url
 
-__all__ = ["ChatAnswer", "ModelClient", "ToolCall", "UsesModel", "estimate_tokens", "http_module"]
+__all__ = ["ModelClient", "UsesModel"]
 
 Emit = Callable[..., Any]
 #: Where the SDK sends requests when no base URL is set.

@@ -13,10 +13,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..data.errors import LLMConfigError, ModelCallError
-from ..outbound.redact import model_secrets, redact, redact_url
+from ..data.errors import LLMConfigError
+from ..outbound.redact import model_secrets, redact_url
 
-__all__ = ["DEFAULT_MODEL", "LLMConfig", "LLMConfigError", "ModelCallError", "redact", "redact_url", "resolve_config"]
+__all__ = ["DEFAULT_MODEL", "LLMConfig", "resolve_config"]
 
 #: Used when neither ``model=`` nor PLANBOOK_MODEL says which model to ask.
 DEFAULT_MODEL = "gpt-4o-mini"

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..data.errors import PlanningError, Problem
+from ..data.errors import ModelCallError, PlanningError, Problem
 from ..data.models import Plan, Step, StepWork, Usage
 from ..spec.formats import steps_from_dicts
 from ..spec.validate import check_replacement, plan_problems
@@ -24,8 +24,8 @@ from ..workers.planners import PlanningContext
 from ..workers.tools import default_toolbox
 from . import prompts
 from .cassette import Cassette
-from .client import ChatAnswer, ModelClient, UsesModel
-from .config import ModelCallError
+from .client import ModelClient, UsesModel
+from .completion import ChatAnswer
 
 SUBMIT_PLAN = "submit_plan"
 

@@ -21,7 +21,7 @@ from .text import shorten
 
 __all__ = [
     "AGENT_SYSTEM", "FEEDBACK", "PLANNER_SYSTEM", "agent_request", "feedback", "plan_request", "planner_system",
-    "replan_request", "shorten",
+    "replan_request",
 ]
 
 PLANNER_SYSTEM = """\

@@ -9,9 +9,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# the model layer's redaction is the gate's (planbook.outbound): re-exported for its callers here
-from ..outbound.redact import MIN_SECRET_LENGTH, redact, redact_data, redact_url, url_secrets  # noqa: F401
-
 
 def shorten(value: Any, limit: int = 200, *, as_json: bool = False) -> str:
     """A value as a prompt or a message shows it (its repr, or JSON), cut to ``limit`` characters."""

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["MCPError", "MCPToolbox", "connect", "close_all"]
+# MCPError, like every error, is planbook's: import it from planbook
+__all__ = ["MCPToolbox", "connect", "close_all"]
 
 
 def __getattr__(name: str) -> Any:

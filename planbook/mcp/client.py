@@ -19,11 +19,11 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..data.errors import MCPError, MCPServerNotFound  # noqa: F401 - MCPServerNotFound: callers import it here
+from ..data.errors import MCPError
 from ..data.secret import Secret
 from ..outbound import mask_text
-from ..workers.tools import Tool, Toolbox, _plain_fields
-from .connection import Connection, _reason
+from ..workers.tools import Tool, Toolbox
+from .connection import Connection, reason_of
 from .schema import Argument, args_model, arguments, python_signature
 
 #: seconds to wait for a server to start and list its tools
@@ -64,8 +64,7 @@ class MCPTool(Tool):
         args, notes = arguments(input_schema)
         model, attrs, refused = args_model(name, args)
         self.args_model = model
-        self._fields = {arg: model.model_fields[attr] for arg, attr in attrs.items()}
-        self._plain, self._required = _plain_fields(self._fields)
+        self._use_fields({arg: model.model_fields[attr] for arg, attr in attrs.items()})
         #: the server's argument name -> the model's field name, where they differ
         self._renamed = {arg: attr for arg, attr in attrs.items() if arg != attr}
         #: no readable ``properties``: any argument is passed on unchecked
@@ -157,7 +156,7 @@ _LIVE: list[MCPToolbox] = []
 
 
 
-def _program(name: str) -> str:
+def server_program(name: str) -> str:
     """A server installed in the kernel's own environment (``pip install mcp-server-time`` in a
     virtualenv whose ``bin`` is not on PATH, as when Jupyter was started without activating it)
     is found beside the interpreter; anything else is left for the OS to find, or to report."""
@@ -207,7 +206,7 @@ def connect(
             raise ValueError("connect(): the command is empty; give the server's command line, "
                              "e.g. connect('mcp-server-time --local-timezone UTC')")
         label = shlex.join(argv)
-        argv[0] = _program(argv[0])
+        argv[0] = server_program(argv[0])
     else:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"connect(url=...): {url!r} is not an http(s) URL of a streamable-HTTP MCP endpoint")
@@ -242,7 +241,7 @@ def connect(
             try:
                 tool = _make_tool(connection, spec, name, cache, call_timeout, approve)
             except Exception as exc:  # noqa: BLE001 - named in the warning
-                warnings.warn(f"skipped the MCP tool {spec.name!r} of {label}: {_reason(exc)}; the other tools "
+                warnings.warn(f"skipped the MCP tool {spec.name!r} of {label}: {reason_of(exc)}; the other tools "
                               "work", stacklevel=2)
                 continue
             if tool.untyped:
@@ -300,7 +299,7 @@ def close_all() -> None:
 atexit.register(close_all)
 
 
-__all__ = ["MCPError", "MCPTool", "MCPToolbox", "close_all", "connect"]
+__all__ = ["MCPTool", "MCPToolbox", "close_all", "connect", "server_program"]
 
 
 def with_servers(tools: Any, commands: Sequence[str], *, cache: bool = False) -> tuple[Toolbox, list[MCPToolbox]]:

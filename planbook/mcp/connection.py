@@ -161,7 +161,7 @@ class Connection:
                                f"({phase}), so it was stopped. {self._advice(phase)}{self._log_tail()}") from None
             if self.command and isinstance(_innermost(exc), FileNotFoundError) and shutil.which(self.command[0]) is None:
                 raise MCPServerNotFound(self.label, self.command[0]) from None
-            raise MCPError(f"could not start the MCP server {self.label}: {_reason(exc)}{self._log_tail()}") from None
+            raise MCPError(f"could not start the MCP server {self.label}: {reason_of(exc)}{self._log_tail()}") from None
 
     def _advice(self, phase: str) -> str:
         """What to do about a start that ran out of time, by how far it got."""
@@ -306,8 +306,8 @@ class Connection:
         except (Exception, asyncio.CancelledError) as exc:  # cancelled: the session was torn down
             if self.pid is not None and not _alive(self.pid) or self._main.done():
                 raise MCPError(f"the MCP server {self.label} stopped during the call to {name!r}"
-                               f"{self._exit_note()}: {_reason(exc)}{self._log_tail()}") from None
-            raise MCPError(f"MCP tool {name!r} on {self.label} failed: {_reason(exc)}") from None
+                               f"{self._exit_note()}: {reason_of(exc)}{self._log_tail()}") from None
+            raise MCPError(f"MCP tool {name!r} on {self.label} failed: {reason_of(exc)}") from None
         if result.is_error:
             raise MCPError(f"MCP tool {name!r} on {self.label} reported an error: {_text_of(result) or '(no message)'}")
         if result.structured_content is not None:
@@ -402,8 +402,9 @@ def _innermost(exc: BaseException) -> BaseException:
     return exc
 
 
-def _reason(exc: BaseException) -> str:
-    """The innermost useful message of an exception (task groups wrap them)."""
+def reason_of(exc: BaseException) -> str:
+    """The innermost useful message of an exception (task groups wrap them): what a connection's
+    errors and the client's warnings about a skipped tool say went wrong."""
     exc = _innermost(exc)
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

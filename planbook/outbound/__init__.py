@@ -24,7 +24,6 @@ from ..data.refs import WHOLE_REF, find_refs
 from .checkpoint import mask_bytes, mask_data, mask_text, remember
 from .redact import (
     MIN_SECRET_LENGTH,
-    REDACTED_TEXT,
     Redactor,
     is_secret_name,
     named_secrets,
@@ -32,6 +31,7 @@ from .redact import (
     shown_arg,
     suspicious,
 )
+from .shapes import REDACTED_TEXT
 from .text import TEXT_LIMIT, bounded, html_text, indent_lines, md_code, md_text, neutralise, one_line
 from .vault import VAULT
 

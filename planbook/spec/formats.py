@@ -28,7 +28,7 @@ from ..data.errors import PlanError, Problem, closest
 from ..data.gcwindow import collector_paused
 from ..data.ids import id_problem
 from ..data.models import Plan, PolicyName, Step, StepSpec, register_plan_reader
-from ..data.wording import slug  # noqa: F401  (plan ids from a goal: planners and the runner use it from here)
+from ..data.wording import slug
 from .load import MAX_DEPTH, load_spec
 from .load import depth as _depth
 

@@ -43,6 +43,9 @@ def shown(text: str, hide: Any, limit: int = LINE_LIMIT) -> str:
     return bounded(hide(text), limit) if text else text
 
 
+#: rows of a going run in a view that cannot scroll the widget's way (the live view's fallback,
+#: which re-sends them; the widget's static copy): a window around the running step, every row once it stops
+LIVE_ROWS = 50
 #: what ``elapsed`` means, wherever it is shown (the widget's tooltip says it)
 ELAPSED_MEANS = "the run's working time: time paused at a breakpoint or after an interrupt is not counted"
 

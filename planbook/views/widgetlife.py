@@ -13,22 +13,24 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 
-class _WeakHandler:
-    """The widget's message callback, holding its view (a ``PlanView``) weakly: a view nobody holds is garbage."""
+class WeakHandler:
+    """The widget's message callback, holding its view's handler (a ``PlanView`` method) weakly: a
+    view nobody holds is garbage."""
 
-    def __init__(self, view: Any) -> None:
-        self._view = weakref.ref(view)
+    def __init__(self, method: Callable[[Any, Any, Any], None]) -> None:
+        self._method = weakref.WeakMethod(method)
 
     def __call__(self, widget: Any, content: Any, buffers: Any) -> None:
-        view = self._view()
-        if view is not None:
-            view._on_front_end(widget, content, buffers)
+        method = self._method()
+        if method is not None:
+            method(widget, content, buffers)
 
 
-class _Shown:
+class Shown:
     """What the finalizer of a view needs to know of it (it cannot hold the view): whether a display
     was given the widget, and whether that display is a live view whose run has ended (its
     display is replaced by the run's record: by :class:`~planbook.views.live.LiveView` for a
@@ -43,26 +45,26 @@ class _Shown:
 #: finished runs' widgets kept open for a page to ask their record (the latest ones; see
 #: :meth:`~planbook.views.widget.PlanView.leave`): a few, holding the JSON they sent and the record's text, never a plan
 LEFT_OPEN = 3
-#: those widgets by model id, oldest first
-_LEFT: dict[str, Any] = {}
+#: those widgets by model id, oldest first (a test counts them apart from the widgets a view holds)
+LEFT_WIDGETS: dict[str, Any] = {}
 _LEFT_LOCK = threading.Lock()
 
 
-def _leave_open(widget: Any, record: dict[str, str]) -> None:
+def leave_open(widget: Any, record: dict[str, str]) -> None:
     """Keep ``widget`` open, answering a page that asks for ``record``, until a page says its
     notebook shows the record or :data:`LEFT_OPEN` later runs left theirs (without an IPython
     shell there is no page: it is closed now). Not "until the next cell": Run All queues the next
     cells before a reload, and they start before the reloaded page can ask."""
     if _shell() is None or widget.comm is None:
-        _close(widget)
+        close_widget(widget)
         return
     widget.on_msg(_RecordAnswer(record))
     with _LEFT_LOCK:
-        _LEFT[widget.model_id] = widget
-        older = list(_LEFT)[:-LEFT_OPEN]
-        closing = [_LEFT.pop(model_id) for model_id in older]
+        LEFT_WIDGETS[widget.model_id] = widget
+        older = list(LEFT_WIDGETS)[:-LEFT_OPEN]
+        closing = [LEFT_WIDGETS.pop(model_id) for model_id in older]
     for old in closing:
-        _close(old)
+        close_widget(old)
 
 
 def _shell() -> Any:
@@ -88,12 +90,12 @@ class _RecordAnswer:
             widget.send({"type": "record", "data": self.record})
         elif kind == "recorded":
             with _LEFT_LOCK:
-                held = _LEFT.pop(widget.model_id, None)
+                held = LEFT_WIDGETS.pop(widget.model_id, None)
             if held is not None:
-                _close(held)
+                close_widget(held)
 
 
-def _close(widget: Any) -> None:
+def close_widget(widget: Any) -> None:
     """Close the widget and the layout ipywidgets made for it (a widget of its own, kept too)."""
     layout = widget._trait_values.get("layout")  # made when the widget opened; do not make one now
     widget.close()
@@ -101,8 +103,8 @@ def _close(widget: Any) -> None:
         layout.close()
 
 
-def _close_unshown(widget: Any, shown: _Shown) -> None:
+def close_unshown(widget: Any, shown: Shown) -> None:
     """The view is garbage: close its widget unless a display still shows it (it would go blank
     there; that widget holds the JSON it sent, not the plan)."""
     if not shown.left and (not shown.shown or shown.ended):
-        _close(widget)
+        close_widget(widget)

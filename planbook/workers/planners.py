@@ -24,8 +24,9 @@ from typing import Any, Protocol, Union
 
 from ..data.errors import PlanError, PlanningError, Problem
 from ..data.models import Plan, Step
+from ..data.wording import slug
 from ..spec.acceptance import accept_steps
-from ..spec.formats import parse_plan, slug, steps_from_dicts
+from ..spec.formats import parse_plan, steps_from_dicts
 from .agents import AgentsLike, as_agents
 from .interrupts import call_user
 from .tools import Tool, ToolsLike, as_toolbox

@@ -52,9 +52,7 @@ class Tool:
         self.description = description if description is not None else (doc.splitlines()[0] if doc else "")
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
         self.args_model = _args_model(fn, self.name)
-        self._fields = dict(self.args_model.model_fields)  # looked up on every call: cache it
-        #: per argument, the types pydantic passes through unchanged (None: any value); see coerce
-        self._plain, self._required = _plain_fields(self._fields)
+        self._use_fields(dict(self.args_model.model_fields))
         #: always run on the runner's thread, even when a live view runs steps in a worker
         #: thread (for objects bound to a thread: a sqlite3 connection, signal handlers, GUI calls)
         self.main_thread = main_thread
@@ -129,6 +127,13 @@ class Tool:
                         f"{shown_arg(arg, err['input'], repr)} ({err['msg']})"  # a password is not echoed
                     )
         return problems
+
+    def _use_fields(self, fields: dict[str, Any]) -> None:
+        """Keep the arguments' fields (looked up on every call) and, per argument, the types pydantic
+        passes through unchanged (None: any value), for :meth:`coerce`. A subclass that types its
+        arguments another way (an MCP tool, from the server's schema) gives its own fields here."""
+        self._fields = fields
+        self._plain, self._required = _plain_fields(fields)
 
     def coerce(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """The args as the function will receive them (pydantic-coerced). Raises ValueError.
