@@ -1,6 +1,10 @@
 """``planbook`` on the command line: run a plan spec with a live terminal view, or the demo.
 
 Exit codes: 0 the run completed, 1 it failed or was interrupted, 2 a bad spec or usage.
+Each subcommand is one function, found in one table (:data:`COMMANDS`, as pip's ``commands_dict``);
+what a command starts (the ``--mcp`` servers, a run's store) is registered with the one
+:class:`~contextlib.ExitStack` :func:`_main` holds, and stopped there once, however the command ends
+(as click's ``Context.with_resource``).
 Everything it prints from a run or a store (results, printed output, errors, run lists)
 goes through the gate (:func:`~planbook.outbound.text.neutralise`): stored text cannot drive the terminal.
 And every byte written to ``sys.stdout``/``sys.stderr`` while the command runs, by planbook or
@@ -18,22 +22,31 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
-from ..data.errors import PlanbookError, PlanError
-from ..data.models import Plan, RunResult
+from ..data.errors import NothingToResume, PlanbookError, PlanError
+from ..data.models import RunResult
 from ..engine.runner import Runner
 from ..outbound import neutralise, one_line
 from ..views.text import format_result, summary_line
 from ..workers.tools import Toolbox
 from . import forking
 from . import runs as cli_runs
-from .common import UsageProblem, final_outputs, load_object, printable
+from .common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    USAGE_ERRORS,
+    UsageProblem,
+    final_outputs,
+    load_given,
+    printable,
+    read_spec,
+)
 from .options import RUN_FLAGS, add_run_options, run_options
 from .streams import masked_streams
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MAX_OUTPUT_LINES = 20  # what a step printed is shown after the run, this much of it
 
 
@@ -56,7 +69,8 @@ _MORE_HELP = {
 }
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The ``planbook`` parser: one subcommand per entry of :data:`COMMANDS` (a test holds them equal)."""
     parser = argparse.ArgumentParser(prog="planbook", description="Run plan-and-execute plans.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -94,18 +108,6 @@ def _parser() -> argparse.ArgumentParser:
     cli_runs.add_commands(sub, load_help)
     forking.add_commands(sub, load_help)
     return parser
-
-
-def _read_spec(path: str) -> Plan:
-    if path == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-        except OSError as exc:
-            raise UsageProblem(f"cannot read plan spec {path!r}: {exc.strerror}") from None
-    return Plan.parse(text)
 
 
 def _execute(runner: Runner, plain: bool) -> RunResult:
@@ -237,115 +239,179 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "schema":
-        import json
+    """Parse, then run the command's function. What the command started is stopped here, once,
+    whether it returned, failed or was interrupted (argparse has already refused a name not in
+    :data:`COMMANDS`, naming the known ones)."""
+    args = build_parser().parse_args(argv)
+    with contextlib.ExitStack() as resources:
+        return COMMANDS[args.command](args, resources)
 
-        from ..spec.schema import plan_schema
 
-        print(json.dumps(plan_schema(), indent=2, ensure_ascii=False))
-        return EXIT_OK
-    if args.command in ("runs", "show"):
-        try:
-            if args.command == "runs":
-                print(neutralise(cli_runs.list_runs(args)))
-            else:
-                print(printable(cli_runs.show_run(args)))
-        except PlanbookError as exc:  # no store there, no such run, a damaged run: one line each
-            print(one_line(f"planbook: {exc}"), file=sys.stderr)
-            return EXIT_USAGE
-        return EXIT_OK
-    if args.command == "resume":
-        return _resume(args)
-    if args.command == "fork":
-        return forking.fork_command(args, _execute)
-    if args.command == "diff":
-        return forking.diff_command(args)
-    if args.command == "mcp":
-        from .mcpserve import serve
+# ------------------------------------------------------------------ the commands, one function each
+#: a command: the parsed arguments, and the stack that stops what it starts when it ends; its exit code
+Command = Callable[[argparse.Namespace, contextlib.ExitStack], int]
 
-        try:
-            return serve(tools=args.tools, store=args.store)
-        except UsageProblem as exc:  # raised before the server starts: nothing was served
-            print(one_line(f"planbook: {exc}"), file=sys.stderr)
-            return EXIT_USAGE
-    if args.command == "demo":  # the demo's plan is known good: an error in its run is not a usage error
-        from .demo import demo_plan, demo_planner, demo_tools
 
-        toolbox = paced(demo_tools, args.pace) if args.pace else demo_tools
-        result = _execute(Runner(demo_plan(), planner=demo_planner, tools=toolbox), args.plain)
-        return EXIT_OK if result.ok else EXIT_FAILED
-    servers: list[Any] = []  # MCP servers started for --mcp: stopped when the run ends
+def _verdict(result: RunResult) -> int:
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _refuse(line: str) -> int:
+    """A usage problem, said in one line on stderr: exit code 2."""
+    print(line, file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _ready(runner: Runner, resources: contextlib.ExitStack) -> Runner:
+    """Every runner a command builds: its store is released when the command ends (an open
+    connection keeps the write-ahead log beside the file), and a step that asks for approval
+    asks on the terminal."""
+    resources.callback(runner.release_store)
+    from .prompt import attach_prompt
+
+    attach_prompt(runner)
+    return runner
+
+
+def _loaded(args: argparse.Namespace, resources: contextlib.ExitStack) -> tuple[Any, Any, Any]:
+    """``run``'s and ``check``'s tools (with the tools of each ``--mcp`` server, stopped when the
+    command ends), agents and plan spec."""
+    tools = load_given(args.tools, "tools")
+    if args.mcp:
+        from ..mcp.client import with_servers
+
+        tools, servers = with_servers(tools, args.mcp)
+        for server in servers:
+            resources.callback(server.close)
+    return tools, load_given(args.agents, "agents"), read_spec(args.file)
+
+
+def _bad_spec(args: argparse.Namespace, exc: Exception) -> int:
+    """A bad spec, option or ``--store`` of ``run``/``check``; unknown tools with none given: the flags' hint."""
+    print(neutralise(f"planbook: {exc}"), file=sys.stderr)
+    if isinstance(exc, PlanError) and not (args.tools or args.agents or args.mcp):
+        codes = set(exc.codes)
+        if "unknown_tool" in codes or "unknown_agent" in codes:
+            print("planbook: hint: name the tools with --tools module:object (and agents with --agents module:object)",
+                  file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _run(args: argparse.Namespace, resources: contextlib.ExitStack) -> int:
+    """``planbook run``: the plan spec, run with the live view (or ``--plain``)."""
     try:
-        tools = load_object(args.tools, "tools") if args.tools else None
-        if getattr(args, "mcp", None):
-            from ..mcp.client import with_servers
-
-            tools, servers = with_servers(tools, args.mcp)
-        agents = load_object(args.agents, "agents") if args.agents else None
-        plan = _read_spec(args.file)
-        if args.command == "check":
-            from ..spec.validate import validate_plan
-            from ..workers.agents import as_agents
-            from ..workers.tools import as_toolbox
-
-            try:
-                validate_plan(plan, as_toolbox(tools), as_agents(agents))
-            finally:
-                for server in servers:
-                    server.close()
-            print(f"{args.file}: valid plan with {len(plan.steps)} steps")
-            return EXIT_OK
-        planner = load_object(args.planner, "planner") if args.planner else None
+        tools, agents, plan = _loaded(args, resources)
+        planner = load_given(args.planner, "planner")
         if args.cache and args.no_store:
             raise UsageProblem("--cache reuses results stored by earlier runs, and --no-store keeps no store: "
                                "drop one of them")
-        runner = Runner(plan, planner=planner, tools=tools, agents=agents,
-                        store=None if args.no_store else cli_runs.store_path(args), **run_options(args, RUN_FLAGS))
-        from .prompt import attach_prompt
-
-        attach_prompt(runner)
-    except (PlanbookError, UsageProblem, ValueError, TypeError) as exc:  # a bad spec, option or --store
-        for server in servers:
-            server.close()
-        print(neutralise(f"planbook: {exc}"), file=sys.stderr)
-        if isinstance(exc, PlanError) and not (args.tools or args.agents or getattr(args, "mcp", None)):
-            codes = set(exc.codes)
-            if "unknown_tool" in codes or "unknown_agent" in codes:
-                print("planbook: hint: name the tools with --tools module:object (and agents with --agents module:object)",
-                      file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        result = _execute(runner, args.plain)
-    finally:
-        for server in servers:
-            server.close()
-    return EXIT_OK if result.ok else EXIT_FAILED
+        runner = _ready(Runner(plan, planner=planner, tools=tools, agents=agents,
+                               store=None if args.no_store else cli_runs.store_path(args),
+                               **run_options(args, RUN_FLAGS)), resources)
+    except USAGE_ERRORS as exc:
+        return _bad_spec(args, exc)
+    return _verdict(_execute(runner, args.plain))
 
 
-def _resume(args: argparse.Namespace) -> int:
-    from ..engine.resume import NothingToResume, resume
+def _check(args: argparse.Namespace, resources: contextlib.ExitStack) -> int:
+    """``planbook check``: the spec validated against the tools and agents, nothing run."""
+    from ..spec.validate import validate_plan
+    from ..workers.agents import as_agents
+    from ..workers.tools import as_toolbox
 
     try:
-        runner = resume(
-            args.run_id, store=cli_runs.store_path(args), rerun=args.rerun,
-            tools=load_object(args.tools, "tools") if args.tools else None,
-            agents=load_object(args.agents, "agents") if args.agents else None,
-            planner=load_object(args.planner, "planner") if args.planner else None,
-            plan=_read_spec(args.plan) if args.plan else None, run=False, force=args.force,
-        )
-        from .prompt import attach_prompt
+        tools, agents, plan = _loaded(args, resources)
+        validate_plan(plan, as_toolbox(tools), as_agents(agents))
+    except USAGE_ERRORS as exc:
+        return _bad_spec(args, exc)
+    print(f"{args.file}: valid plan with {len(plan.steps)} steps")
+    return EXIT_OK
 
-        attach_prompt(runner)  # a step that was waiting asks again, on the terminal
+
+def _demo(args: argparse.Namespace, resources: contextlib.ExitStack) -> int:
+    """``planbook demo``: its plan is known good, so an error in its run is not a usage error."""
+    from .demo import demo_plan, demo_planner, demo_tools
+
+    toolbox = paced(demo_tools, args.pace) if args.pace else demo_tools
+    return _verdict(_execute(Runner(demo_plan(), planner=demo_planner, tools=toolbox), args.plain))
+
+
+def _schema(args: argparse.Namespace, resources: contextlib.ExitStack) -> int:
+    """``planbook schema``: the JSON Schema of plan files."""
+    import json
+
+    from ..spec.schema import plan_schema
+
+    print(json.dumps(plan_schema(), indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _mcp(args: argparse.Namespace, resources: contextlib.ExitStack) -> int:
+    """``planbook mcp serve``: until the client closes the connection."""
+    from .mcpserve import serve
+
+    try:
+        return serve(tools=args.tools, store=args.store)
+    except UsageProblem as exc:  # raised before the server starts: nothing was served
+        return _refuse(one_line(f"planbook: {exc}"))
+
+
+def _from_store(read: Callable[[], str]) -> int:
+    """What ``read`` says of the store; no store there, no such run, a damaged run: one line each."""
+    try:
+        text = read()
+    except PlanbookError as exc:
+        return _refuse(one_line(f"planbook: {exc}"))
+    print(text)
+    return EXIT_OK
+
+
+def _runs(args: argparse.Namespace, resources: contextlib.ExitStack) -> int:
+    """``planbook runs``: the store's runs, newest first."""
+    return _from_store(lambda: neutralise(cli_runs.list_runs(args)))
+
+
+def _show(args: argparse.Namespace, resources: contextlib.ExitStack) -> int:
+    """``planbook show``: a stored run, or one step's pane."""
+    return _from_store(lambda: printable(cli_runs.show_run(args)))
+
+
+def _resume(args: argparse.Namespace, resources: contextlib.ExitStack) -> int:
+    """``planbook resume``: a stored run finished; a run that already ended is shown."""
+    from ..engine.resume import resume
+
+    try:
+        runner = _ready(resume(args.run_id, store=cli_runs.store_path(args), rerun=args.rerun,
+                               tools=load_given(args.tools, "tools"), agents=load_given(args.agents, "agents"),
+                               planner=load_given(args.planner, "planner"),
+                               plan=read_spec(args.plan) if args.plan else None, run=False, force=args.force),
+                        resources)
     except NothingToResume:  # a finished run: say so, show it
         result = cli_runs.show_run(args)
         print(f"run {args.run_id or 'latest'} already ended; nothing to resume\n{printable(result)}")
-        return EXIT_OK if result.ok else EXIT_FAILED
-    except PlanbookError as exc:
-        print(neutralise(f"planbook: {exc}"), file=sys.stderr)
-        return EXIT_USAGE
-    except (UsageProblem, ValueError, TypeError) as exc:
-        print(neutralise(f"planbook: {exc}"), file=sys.stderr)
-        return EXIT_USAGE
-    result = _execute(runner, args.plain)
-    return EXIT_OK if result.ok else EXIT_FAILED
+        return _verdict(result)
+    except USAGE_ERRORS as exc:
+        return _refuse(neutralise(f"planbook: {exc}"))
+    return _verdict(_execute(runner, args.plain))
+
+
+def _fork(args: argparse.Namespace, resources: contextlib.ExitStack) -> int:
+    """``planbook fork``: the lineage headline, then the child's run as ``planbook run`` shows it."""
+    try:
+        runner = _ready(forking.fork_runner(args), resources)
+    except USAGE_ERRORS as exc:
+        return _refuse(one_line(f"planbook: {forking.with_flags(str(exc))}"))
+    print(forking.headline(runner))
+    return _verdict(_execute(runner, args.plain))
+
+
+def _diff(args: argparse.Namespace, resources: contextlib.ExitStack) -> int:
+    """``planbook diff``: stored runs compared; ``--fail-on`` sets the exit code."""
+    return forking.diff_command(args)
+
+
+#: each subcommand's function: the one place a command's name meets its code
+COMMANDS: dict[str, Command] = {
+    "run": _run, "check": _check, "demo": _demo, "schema": _schema, "mcp": _mcp,
+    "runs": _runs, "show": _show, "resume": _resume, "fork": _fork, "diff": _diff,
+}

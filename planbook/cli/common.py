@@ -1,5 +1,6 @@
-"""What the command line and ``planbook mcp serve`` share: loading ``module:object`` refs,
-a run's answers, and printing values through the gate.
+"""What the command line and ``planbook mcp serve`` share: the exit codes, the errors that are a
+usage problem, loading ``module:object`` refs and plan specs, a run's answers, and printing values
+through the gate.
 
 Kept apart from :mod:`planbook.cli.app` (the argument parsing and the commands) so the MCP
 server uses them without importing the command line, and the command line can start the
@@ -13,13 +14,21 @@ import os
 import sys
 from typing import Any
 
-from ..data.errors import closest
-from ..data.models import RunResult
+from ..data.errors import PlanbookError, closest
+from ..data.models import Plan, RunResult
 from ..outbound import RunSecrets, neutralise, plain_gate
+
+#: the command's exit codes: the run completed; it failed or was interrupted; a bad spec or usage
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class UsageProblem(Exception):
     """A command-line mistake: printed with the usage hint, exit code 2."""
+
+
+#: what a command reports as one line and exit code 2 (a bad spec, flag, ref or ``--store``), and
+#: what an MCP tool answers as an error for the client's model to read
+USAGE_ERRORS = (PlanbookError, UsageProblem, ValueError, TypeError)
 
 
 def load_object(ref: str, what: str, *, label: str | None = None) -> Any:
@@ -46,6 +55,25 @@ def load_object(ref: str, what: str, *, label: str | None = None) -> Any:
             raise UsageProblem(f"{label}: {where} has no {part!r}{closest(part, public)}")
         obj, where = getattr(obj, part), f"{module_name}:{'.'.join(parts[: i + 1])}"
     return obj
+
+
+def load_given(ref: str | None, what: str) -> Any:
+    """The object a ``--tools``/``--agents``/``--planner`` flag names; None when it is not given."""
+    return load_object(ref, what) if ref else None
+
+
+def read_spec(path: str) -> Plan:
+    """The plan spec in the file ``path`` (``-``: standard input); a file that cannot be read is a
+    usage problem naming it."""
+    if path == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise UsageProblem(f"cannot read plan spec {path!r}: {exc.strerror}") from None
+    return Plan.parse(text)
 
 
 def _local_modules() -> list[str]:
@@ -83,4 +111,5 @@ def final_outputs(result: RunResult) -> dict[str, Any]:
     return {sid: gate.value(sid, value) for sid, value in result.outputs.items() if sid not in needed}
 
 
-__all__ = ["UsageProblem", "final_outputs", "load_object", "printable"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "USAGE_ERRORS", "UsageProblem", "final_outputs", "load_given",
+           "load_object", "printable", "read_spec"]

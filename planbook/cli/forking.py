@@ -13,19 +13,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..data.errors import ForkError, PlanbookError, closest
+from ..data.errors import ForkError, closest
 from ..data.lineage import REUSE_CHOICES, Lineage
-from ..data.models import Plan, RunResult
+from ..data.models import RunResult
 from ..outbound import neutralise, one_line
-from .common import UsageProblem, load_object
+from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, USAGE_ERRORS, UsageProblem, load_given, read_spec
 from .options import RUN_FLAGS, add_run_options
 from .runs import STORE_HELP, store_path
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 SET_HELP = ("change argument NAME of the --at step to VALUE; repeatable. VALUE is read as JSON when it parses "
             "as JSON (5, true, null, [1, 2], {\"a\": 1}, \"quoted text\"), else taken as the text it is "
@@ -114,14 +112,6 @@ def _result_json(path: str) -> Any:
                            "result the step should have returned, as JSON") from None
 
 
-def _read_plan(path: str) -> Plan:
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageProblem(f"cannot read plan spec {path!r}: {exc.strerror}") from None
-    return Plan.parse(text)
-
-
 def _check_flags(args: argparse.Namespace) -> None:
     """Flags that cannot go together, named both, before anything is read or run."""
     if args.sets and args.result_json:
@@ -143,41 +133,27 @@ def fork_runner(args: argparse.Namespace) -> Any:
     _check_flags(args)
     edits = parse_sets(args.sets) if args.sets else None
     result = _result_json(args.result_json) if args.result_json else UNSET
-    plan = _read_plan(args.plan) if args.plan else None
+    plan = read_spec(args.plan) if args.plan else None
     options = {name: getattr(args, name) for name in RUN_FLAGS if getattr(args, name, None) is not None}
     return fork(args.run, at=args.at, args=edits, result=result, plan=plan, reuse=args.reuse,
                 store=store_path(args), rerun=args.rerun,
-                tools=load_object(args.tools, "tools") if args.tools else None,
-                agents=load_object(args.agents, "agents") if args.agents else None,
-                planner=load_object(args.planner, "planner") if args.planner else None,
+                tools=load_given(args.tools, "tools"), agents=load_given(args.agents, "agents"),
+                planner=load_given(args.planner, "planner"),
                 start=False, **options)
 
 
-def fork_command(args: argparse.Namespace, execute: Callable[[Any, bool], RunResult]) -> int:
-    """``planbook fork``: the lineage headline, then the child's run as ``planbook run`` shows it."""
-    runner = None
-    try:
-        runner = fork_runner(args)
-        from .prompt import attach_prompt
+def with_flags(text: str) -> str:
+    """An engine error as the command line says it: where it says ``pass tools=``, the flags too."""
+    if "pass tools=" in text or "pass agents=" in text:  # the engine's words: say the flag too
+        text += " (on the command line: --tools / --agents MODULE:OBJECT)"
+    return text
 
-        attach_prompt(runner)  # a re-run step that asks for approval asks on the terminal
-    except (PlanbookError, UsageProblem, ValueError, TypeError) as exc:
-        if runner is not None:
-            runner.release_store()
-        text = str(exc)
-        if "pass tools=" in text or "pass agents=" in text:  # the engine's words: say the flag too
-            text += " (on the command line: --tools / --agents MODULE:OBJECT)"
-        print(one_line(f"planbook: {text}"), file=sys.stderr)
-        return EXIT_USAGE
+
+def headline(runner: Any) -> str:
+    """What ``planbook fork`` prints before the child runs: its lineage headline, and its run id."""
     lineage = runner.state.lineage
-    if lineage:
-        print(runner.secrets.terminal(Lineage(**lineage).headline()))
-    print(neutralise(f"run {runner.run_id}"))
-    try:
-        result = execute(runner, args.plain)
-    finally:
-        runner.release_store()
-    return EXIT_OK if result.ok else EXIT_FAILED
+    top = [runner.secrets.terminal(Lineage(**lineage).headline())] if lineage else []
+    return "\n".join([*top, neutralise(f"run {runner.run_id}")])
 
 
 # ------------------------------------------------------------------------------------ diff
@@ -231,7 +207,7 @@ def diff_command(args: argparse.Namespace) -> int:
         from ..data.rundiff import diff_runs
 
         diff = diff_runs(results[0], *results[1:])
-    except (PlanbookError, UsageProblem, ValueError, TypeError) as exc:
+    except USAGE_ERRORS as exc:
         print(one_line(f"planbook: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     is_changed = changed(diff)
@@ -254,4 +230,5 @@ def diff_json(diff: Any, changed_only: bool, is_changed: bool, is_regressed: boo
             "rows": diff.rows(changed_only=changed_only)}
 
 
-__all__ = ["add_commands", "changed", "diff_command", "diff_json", "fork_command", "load_runs", "parse_sets", "regressed"]
+__all__ = ["add_commands", "changed", "diff_command", "diff_json", "fork_runner", "headline", "load_runs", "parse_sets",
+           "regressed", "with_flags"]

@@ -17,11 +17,13 @@ Every answer, an error included, passes the checkpoint in one place (:meth:`Plan
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
 
-from ..compat.openmanus import PlanningTool, ToolError
+from ..compat.openmanus import PlanningTool
 from ..data.errors import PlanbookError
 from ..data.lineage import REUSE_CHOICES
 from ..engine.config import from_json, json_properties
@@ -80,6 +82,45 @@ SHOW_RUN_SCHEMA: dict[str, Any] = {
 }
 
 
+#: one tool's answer: its text, its structured content (or None), whether it is an error
+Answer: TypeAlias = tuple[str, dict[str, Any] | None, bool]
+#: a tool's function: the server, the call's arguments, ``progress(done, total, message)`` or None
+Handler: TypeAlias = Callable[["PlanbookServer", dict[str, Any], Any], Answer]
+
+
+@dataclass(frozen=True)
+class ServerTool:
+    """A tool the server offers: what the client's listing shows of it, and the function that answers it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: Handler
+
+    def spec(self) -> dict[str, Any]:
+        """The tool as the listing shows it (a copy: a caller cannot change the server's schema)."""
+        return {"name": self.name, "description": self.description, "input_schema": copy.deepcopy(self.input_schema)}
+
+
+#: the server's tools, in the order they are listed: the one table :meth:`PlanbookServer.tool_specs`
+#: lists and :meth:`PlanbookServer.call` answers from (as the MCP SDK's ``@server.tool()``)
+TOOLS: dict[str, ServerTool] = {}
+
+
+def _serves(name: str, description: str, input_schema: dict[str, Any]) -> Callable[[Handler], Handler]:
+    """Register a method of :class:`PlanbookServer` as the function of the tool ``name``."""
+    def register(handler: Handler) -> Handler:
+        if name in TOOLS:
+            raise ValueError(f"the MCP tool {name!r} is registered twice: give each tool one function")
+        TOOLS[name] = ServerTool(name, description, input_schema, handler)
+        return handler
+
+    return register
+
+
+_PLANNING = PlanningTool().to_param()["function"]
+
+
 class PlanbookServer:
     """The tools a client sees, and what each call does (no MCP types: testable alone)."""
 
@@ -89,63 +130,43 @@ class PlanbookServer:
         self.planning = PlanningTool()
 
     def tool_specs(self) -> list[dict[str, Any]]:
-        param = self.planning.to_param()["function"]
-        return [
-            {"name": param["name"], "description": param["description"], "input_schema": param["parameters"]},
-            {"name": "run_plan", "description": "Run a plan spec with planbook and return the result: each step's "
-                                                "status and the outputs.", "input_schema": RUN_PLAN_SCHEMA},
-            {"name": "list_runs", "description": "List the runs in planbook's run store, newest first.",
-             "input_schema": LIST_RUNS_SCHEMA},
-            {"name": "show_run", "description": "Show a stored run: its plan with marks, the verdict, every diff.",
-             "input_schema": SHOW_RUN_SCHEMA},
-            {"name": "fork_run", "description": "Fork a stored run at a step with new arguments or a pinned result: "
-                                                "the steps the change cannot reach are kept, the rest run again.",
-             "input_schema": FORK_RUN_SCHEMA},
-            {"name": "diff_runs", "description": "Compare stored runs step by step: what differs, the first "
-                                                 "divergence, edits told apart from replay noise, a verdict.",
-             "input_schema": DIFF_RUNS_SCHEMA},
-        ]
+        """Every tool of :data:`TOOLS`: name, description and input schema."""
+        return [tool.spec() for tool in TOOLS.values()]
 
-    def call(self, name: str, args: dict[str, Any], progress: Any = None) -> tuple[str, dict[str, Any] | None, bool]:
+    def call(self, name: str, args: dict[str, Any], progress: Any = None) -> Answer:
         """``(text, structured, is_error)`` for one call; ``progress(done, total, message)`` per finished step.
 
         The one door every answer leaves by: its text and its structured content pass the
         checkpoint (:func:`~planbook.outbound.mask_text`, :func:`~planbook.outbound.mask_data`) here,
-        an error of any kind included, so a handler that forgets the gate cannot answer a secret."""
+        an error of any kind included, so a handler that forgets the gate cannot answer a secret.
+        A bad call (a bad command, an invalid plan: :data:`~planbook.cli.common.USAGE_ERRORS`,
+        the planning tool's ``ToolError``) and a fault of a handler are both error answers."""
+        tool = TOOLS.get(name)
         try:
-            text, structured, is_error = self._answer(name, args, progress)
-        except Exception as exc:  # noqa: BLE001 - a fault of a handler is an error answer, masked like the rest
+            if tool is None:
+                text, structured, is_error = f"unknown tool {name!r}; this server has {', '.join(TOOLS)}", None, True
+            else:
+                text, structured, is_error = tool.handler(self, args, progress)
+        except Exception as exc:  # noqa: BLE001 - an error answer, masked like the rest, for the model to read
             text, structured, is_error = neutralise(f"{type(exc).__name__}: {exc}"), None, True
         shown = mask_text(text)
         return bounded(shown) if is_error else shown, mask_data(structured), is_error
-
-    def _answer(self, name: str, args: dict[str, Any], progress: Any) -> tuple[str, dict[str, Any] | None, bool]:
-        try:
-            if name == "planning":
-                return self.planning.execute(**args), None, False
-            if name == "run_plan":
-                return self._run_plan(args, progress)
-            if name == "list_runs":
-                return self._list_runs(int(args.get("limit", 20))), None, False
-            if name == "show_run":
-                from ..engine.resume import load_run
-
-                return printable(load_run(args.get("run_id"), store=self._store_path())), None, False
-            if name == "fork_run":
-                return self._fork_run(args, progress)
-            if name == "diff_runs":
-                return self._diff_runs(args)
-        except (ToolError, PlanbookError, UsageProblem, ValueError, TypeError) as exc:
-            return neutralise(f"{type(exc).__name__}: {exc}"), None, True
-        known = ", ".join(spec["name"] for spec in self.tool_specs())
-        return f"unknown tool {name!r}; this server has {known}", None, True
 
     def _store_path(self) -> Any:
         from ..store import default_store_path
 
         return self.store or default_store_path()
 
-    def _run_plan(self, args: dict[str, Any], progress: Any) -> tuple[str, dict[str, Any], bool]:
+    # ------------------------------------------------------------------ the tools, one function each
+    @_serves("planning", _PLANNING["description"], _PLANNING["parameters"])
+    def _planning(self, args: dict[str, Any], progress: Any) -> Answer:
+        """OpenManus's ``planning`` tool: its seven commands over planbook plans."""
+        return self.planning.execute(**args), None, False
+
+    @_serves("run_plan", "Run a plan spec with planbook and return the result: each step's status and the "
+                         "outputs.", RUN_PLAN_SCHEMA)
+    def _run_plan(self, args: dict[str, Any], progress: Any) -> Answer:
+        """``run_plan``: a plan spec run with this server's tools and store."""
         spec = args.get("spec")
         if not isinstance(spec, str) or not spec.strip():
             raise ValueError("run_plan needs `spec`: the plan as YAML/JSON text or a numbered list")
@@ -157,7 +178,26 @@ class PlanbookServer:
         structured = {"status": result.status, "reason": result.reason, "run_id": run_id, "outputs": outputs}
         return format_result(result), structured, result.status != "completed"
 
-    def _fork_run(self, args: dict[str, Any], progress: Any) -> tuple[str, dict[str, Any], bool]:
+    @_serves("list_runs", "List the runs in planbook's run store, newest first.", LIST_RUNS_SCHEMA)
+    def _list_runs(self, args: dict[str, Any], progress: Any) -> Answer:
+        """``list_runs``: the text of ``planbook runs``."""
+        import argparse
+
+        from .runs import list_runs
+
+        limit = int(args.get("limit", 20))
+        return neutralise(list_runs(argparse.Namespace(store=self._store_path(), limit=limit))), None, False
+
+    @_serves("show_run", "Show a stored run: its plan with marks, the verdict, every diff.", SHOW_RUN_SCHEMA)
+    def _show_run(self, args: dict[str, Any], progress: Any) -> Answer:
+        """``show_run``: the text of ``planbook show``."""
+        from ..engine.resume import load_run
+
+        return printable(load_run(args.get("run_id"), store=self._store_path())), None, False
+
+    @_serves("fork_run", "Fork a stored run at a step with new arguments or a pinned result: the steps the "
+                         "change cannot reach are kept, the rest run again.", FORK_RUN_SCHEMA)
+    def _fork_run(self, args: dict[str, Any], progress: Any) -> Answer:
         """``fork_run``: :func:`planbook.engine.fork.fork` over this server's store and tools."""
         from ..data.lineage import Lineage
         from ..data.secret import from_json_refs
@@ -189,7 +229,9 @@ class PlanbookServer:
                       "outputs": outputs}
         return f"{headline}\n{format_result(result)}", structured, result.status != "completed"
 
-    def _diff_runs(self, args: dict[str, Any]) -> tuple[str, dict[str, Any], bool]:
+    @_serves("diff_runs", "Compare stored runs step by step: what differs, the first divergence, edits told "
+                          "apart from replay noise, a verdict.", DIFF_RUNS_SCHEMA)
+    def _diff_runs(self, args: dict[str, Any], progress: Any) -> Answer:
         """``diff_runs``: the comparison's text, and its JSON (as ``planbook diff --json``)."""
         from ..data.rundiff import diff_runs
         from .forking import changed, diff_json, load_runs, regressed
@@ -202,13 +244,6 @@ class PlanbookServer:
         only = bool(args.get("changed_only", False))
         data = diff_json(diff, only, changed(diff), any(regressed(results[0], r) for r in results[1:]))
         return diff.hider()(diff.text(changed_only=only)), data, False
-
-    def _list_runs(self, limit: int) -> str:
-        import argparse
-
-        from .runs import list_runs
-
-        return neutralise(list_runs(argparse.Namespace(store=self._store_path(), limit=limit)))
 
 
 def _report_progress(runner: Runner, progress: Any) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from planbook.cli.app import final_outputs, main
+from planbook.cli.app import main
+from planbook.cli.common import final_outputs
 
 TOOLS_MODULE = '''
 import planbook

@@ -85,7 +85,7 @@ def test_a_fault_no_command_expected_prints_its_traceback_masked(project: Path, 
     def broken(path: str) -> None:
         raise RuntimeError(f"the spec reader broke on {ENV_TOKEN}")
 
-    monkeypatch.setattr(app, "_read_spec", broken)
+    monkeypatch.setattr(app, "read_spec", broken)
     code = main(["run", "leak.yaml", "--no-store", "--plain"])
     out, err = capsys.readouterr()
     assert code == 1 and "Traceback" in err and "RuntimeError: the spec reader broke on ***" in err
@@ -138,8 +138,11 @@ def test_the_demo_still_prints_through_the_writer(capsys: pytest.CaptureFixture[
 
 
 # ------------------------------------------------------------------ planbook mcp serve's answers
-def test_every_mcp_server_answer_passes_the_checkpoint_errors_included(tmp_path: Path) -> None:
-    from planbook.cli.mcpserve import PlanbookServer
+def test_every_mcp_server_answer_passes_the_checkpoint_errors_included(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from planbook.cli.mcpserve import TOOLS, PlanbookServer
 
     secret = "canary-mcp-Hq72Ls08XyTt"
     planbook.Secret(secret, name="mcp-answer")
@@ -158,7 +161,10 @@ def test_every_mcp_server_answer_passes_the_checkpoint_errors_included(tmp_path:
         app.call("list_runs", {"limit": secret}),
         app.call("run_plan", {"spec": f"steps:\n  - {{id: e, tool: echo, args: {{text: '{secret}'}}}}\n"}),
     ]
-    app._list_runs = lambda limit: (_ for _ in ()).throw(RuntimeError(f"the store broke on {secret}"))  # type: ignore
+    def broken(server: PlanbookServer, args: dict, progress: object) -> tuple[str, None, bool]:
+        raise RuntimeError(f"the store broke on {secret}")
+
+    monkeypatch.setitem(TOOLS, "list_runs", dataclasses.replace(TOOLS["list_runs"], handler=broken))
     answers.append(app.call("list_runs", {}))  # a fault of a handler: an error answer, not an exception
     text = repr(answers)
     assert_clean(text, secret)

@@ -15,9 +15,9 @@ import pytest
 from IPython.core.error import UsageError
 
 import planbook
-from planbook.cli.app import RUN_FLAGS, _parser
+from planbook.cli.app import build_parser
 from planbook.cli.mcpserve import RUN_OPTIONS, RUN_PLAN_SCHEMA, PlanbookServer
-from planbook.cli.options import run_options
+from planbook.cli.options import RUN_FLAGS, run_options
 from planbook.engine.config import COLLABORATORS, DEFAULTS, OPTION, OPTIONS, RunConfig, json_properties
 from planbook.notebook.magicargs import RUN_PLAN_OPTIONS, resolved_options
 from planbook.notebook.magics import magics_of
@@ -97,7 +97,7 @@ def test_resume_takes_its_options_defaults_from_the_options() -> None:
 
 
 def _cli_run_parser() -> Any:
-    parser = _parser()
+    parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     return sub.choices["run"]
 
