@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
 from ..data.errors import NothingToResume, PlanbookError, PlanError
-from ..data.models import RunResult
+from ..data.models import Plan, RunResult
 from ..engine.runner import Runner
 from ..outbound import neutralise, one_line
 from ..views.text import format_result, summary_line
@@ -273,7 +273,7 @@ def _ready(runner: Runner, resources: contextlib.ExitStack) -> Runner:
     return runner
 
 
-def _loaded(args: argparse.Namespace, resources: contextlib.ExitStack) -> tuple[Any, Any, Any]:
+def _loaded(args: argparse.Namespace, resources: contextlib.ExitStack) -> tuple[Any, Any, Plan]:
     """``run``'s and ``check``'s tools (with the tools of each ``--mcp`` server, stopped when the
     command ends), agents and plan spec."""
     tools = load_given(args.tools, "tools")

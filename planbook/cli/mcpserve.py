@@ -103,7 +103,7 @@ class ServerTool:
 
 
 #: the server's tools, in the order they are listed: the one table :meth:`PlanbookServer.tool_specs`
-#: lists and :meth:`PlanbookServer.call` answers from (as the MCP SDK's ``@server.tool()``)
+#: lists and :meth:`PlanbookServer.call` answers from (as the MCP SDK's FastMCP keeps its ``@mcp.tool()``s)
 TOOLS: dict[str, ServerTool] = {}
 
 
