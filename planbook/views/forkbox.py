@@ -22,9 +22,10 @@ from typing import Any
 
 from ..data.errors import PlanbookError
 from ..data.lineage import lineage_of
-from ..data.models import Status, Step
+from ..data.models import RunResult, Status, Step
 from ..data.secret import Secret
 from ..outbound import RunSecrets
+from .steered import SteeredRun
 
 #: the key of a fork's error in the widget's ``errors`` trait (beside Edit's, which is the step id)
 ERROR_KEY = "fork:"
@@ -122,7 +123,7 @@ def parse_json(text: Any, what: str, example: str) -> tuple[Any, str]:
         return None, f"the {what} are not JSON ({exc.msg} at character {exc.pos}): write them as {example}"
 
 
-def fork_from_view(handle: Any, content: Mapping[str, Any]) -> tuple[Any, str]:
+def fork_from_view(handle: SteeredRun, content: Mapping[str, Any]) -> tuple[SteeredRun | None, str]:
     """Fork the run ``handle`` steers at ``content["step"]`` (a Fork click): ``(child_handle, '')``,
     or ``(None, error)`` with nothing created. ``content``: ``args`` (the editor's JSON, as the gate
     showed it: a secret shown as ``***`` keeps its value) and ``result`` (the pin box's JSON, or empty)."""
@@ -167,7 +168,7 @@ def fork_from_view(handle: Any, content: Mapping[str, Any]) -> tuple[Any, str]:
     store = getattr(recorder, "store", None)
     location = getattr(store, "location", None)
     if store is None:
-        parent: Any = runner.result()  # a run without a store is forked in memory
+        parent: RunResult | str = runner.result()  # a run without a store is forked in memory
     else:
         parent = runner.run_id
         # a file store is opened again (the child owns its connection); a store in memory is shared

@@ -47,6 +47,7 @@ from .panes import PaneBudget, _rel, pane
 from .publish import display, ensure_checkpoint
 from .record import decision_lines
 from .state import ELAPSED_MEANS, ViewState, budget_line, verdict_line, window_of_codes
+from .steered import SteeredRun
 from .text import SHOWN_STEPS, format_state, progress_line, shown, shown_diff, state_markdown
 
 # how long the widget lives (kept open for a reloaded page, closed when garbage); LEFT_OPEN and
@@ -163,9 +164,9 @@ class PlanView:
         ensure_checkpoint()  # before the widget's comm opens: its first state leaves by the kernel's session
         uid = secrets.token_hex(16)  # the model's id too: the browser finds the outputs showing it by it
         self.widget = PlanWidget(uid=uid, model_id=uid, controls=controls)
-        #: the RunHandle the buttons steer (planbook.views.steer)
-        self.handle: Any = None
-        self._control: Any = None
+        #: the handle of the background run the buttons steer (planbook.views.steer)
+        self.handle: SteeredRun | None = None
+        self._control: Callable[[dict[str, Any]], str] | None = None
         self._decisions: list[list[str]] = []
         self._events_read = 0
         self.note = note
@@ -184,7 +185,7 @@ class PlanView:
         self._last_marks: dict[str, CacheMark] = {}  # the steps answered from the cache or a resume, now
         self.state = ViewState.of(source)
         #: the handles of the forks started from this view's Fork buttons (planbook.views.forkbox)
-        self.forks: list[Any] = []
+        self.forks: list[SteeredRun] = []
         # ipywidgets keeps every open widget (and its callbacks) in a registry for the kernel's
         # life: the callback holds the view weakly, so a view nobody holds is garbage, and then its
         # widget is closed unless a display shows it
@@ -451,6 +452,8 @@ class PlanView:
     def _fork(self, content: dict[str, Any]) -> None:
         """A click on Fork: start the child in the background and show its live view below this one
         (the browser puts it in a new output), or say in the pane why nothing ran."""
+        if self.handle is None:  # no run to fork: the Fork button shows only with a handle
+            return
         child, error = fork_from_view(self.handle, content)
         key = FORK_ERROR + str(content.get("step") or "")
         errors = dict(self.widget.errors)
@@ -484,6 +487,8 @@ class PlanView:
     def _read_decisions(self) -> bool:
         """Add the decisions among the run's new events (read once each), worded as the run's record
         lists them; True when some were added."""
+        if self.handle is None:
+            return False
         events = self.handle.runner.state.events
         end = len(events)
         added = decision_lines(events[self._events_read:end], self.state.gate) if end > self._events_read else []
@@ -491,7 +496,7 @@ class PlanView:
         self._decisions.extend([what, line] for what, line in added)
         return bool(added)
 
-    def attach_handle(self, handle: Any, control: Any) -> None:
+    def attach_handle(self, handle: SteeredRun, control: Callable[[dict[str, Any]], str]) -> None:
         """Let the view's buttons steer ``handle`` (a background run): ``control(message)`` applies
         a button's message and returns the error to show ('' when it was taken)."""
         self.handle, self._control = handle, control

@@ -349,16 +349,16 @@ def test_a_waiting_run_is_listed_as_waiting_and_a_resumed_one_asks_again(tmp_pat
 
 # ------------------------------------------------------------------ the live view's controls
 def _view_of(runner: Any) -> Any:
-    from planbook.notebook.handle import RunHandle
+    from planbook.notebook.handle import NotebookHandle
     from planbook.views.live import LiveView
     from planbook.views.steer import connect
     from planbook.views.widget import PlanView
 
     target = PlanView(runner, note="live", controls=True)
     bridge = LiveView(runner, target)
-    handle = RunHandle(runner, view=bridge)
+    handle = NotebookHandle(runner, view=bridge)
     connect(bridge, handle)
-    return target, handle._begin()
+    return target, handle.begin()
 
 
 def test_the_views_buttons_decide_and_show_a_refused_edit_inline() -> None:

@@ -445,7 +445,7 @@ def test_an_edit_from_the_live_view_keeps_a_password_the_editor_showed_as_stars(
     import json
 
     from planbook import Runner
-    from planbook.notebook.handle import RunHandle
+    from planbook.notebook.handle import NotebookHandle
     from planbook.views.live import LiveView
     from planbook.views.steer import connect
     from planbook.views.widget import PlanView
@@ -462,9 +462,9 @@ def test_an_edit_from_the_live_view_keeps_a_password_the_editor_showed_as_stars(
                     tools=box, approve=["d"])
     target = PlanView(runner, note="live", controls=True)
     bridge = LiveView(runner, target)
-    handle = RunHandle(runner, view=bridge)
+    handle = NotebookHandle(runner, view=bridge)
     connect(bridge, handle)
-    handle = handle._begin()
+    handle = handle.begin()
     try:
         handle.wait_for_approval(timeout=30)
         target.render(runner)
