@@ -1,2 +1,3 @@
-"""The notebook surface: the ``%%plan`` and ``%run_plan`` magics and the handle of a run in
-the background (:func:`planbook.start`). Loaded by ``%load_ext planbook``, never at import."""
+"""The notebook surface: the ``%%plan`` and ``%run_plan`` magics and the notebook front of a run in
+the background (:class:`~planbook.notebook.handle.NotebookHandle`: the engine's handle plus its live
+view). Loaded by ``%load_ext planbook`` or by ``planbook.start`` in a kernel, never at import."""
