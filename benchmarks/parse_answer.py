@@ -19,7 +19,7 @@ import json
 import sys
 import time
 
-from planbook.compat.agenticseek import parse_answer
+from planbook.compat.agenticseek_answers import parse_answer
 
 QUICK = "--quick" in sys.argv[1:]
 SIZES = (100, 800) if QUICK else (1_000, 8_000)

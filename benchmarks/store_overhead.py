@@ -38,7 +38,7 @@ from typing import Any
 
 import planbook
 from planbook.data.models import Plan, Status, Step
-from planbook.engine.runner import RunState
+from planbook.engine.state import RunState
 from planbook.outbound import redact
 from planbook.store import values
 from planbook.store.sqlite import SQLiteStore

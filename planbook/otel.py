@@ -496,5 +496,5 @@ class RunSpans:
         return text if len(text) <= CONTENT_LIMIT else text[: CONTENT_LIMIT - 1] + "…"
 
 
-__all__ = ["MaskedTracer", "OTelMissing", "RunSpans", "instrument", "instrument_from_environment", "run_span_context",
+__all__ = ["MaskedTracer", "RunSpans", "instrument", "instrument_from_environment", "run_span_context",
            "trace_id_of", "uninstrument"]

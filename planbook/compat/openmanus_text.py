@@ -144,5 +144,5 @@ def parse_plan_text(text: str, *, plan_id: str | None = None) -> Plan:
     if not steps:
         raise PlanError([Problem("no step lines ('0. [ ] task') in the plan text", code="empty")])
     plan = Plan(id=plan_id or found_id or "plan", title=title, goal=goal, steps=steps)
-    plan._lines = lines
+    plan.keep_lines(lines)
     return plan

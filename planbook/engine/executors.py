@@ -307,7 +307,7 @@ class FuturesExecutor:
         worker forever; the runner asks this while it waits, so such a call becomes a
         failed step instead of a hang. Other executors cannot tell, and are trusted.
         """
-        client = getattr(self.executor, "_client", None)
+        client = getattr(self.executor, "_client", None)  # not planbook's: dask's ClientExecutor keeps its client there
         if client is None or not callable(getattr(client, "nthreads", None)):
             return None
         if getattr(client, "status", "running") in ("closing", "closed"):

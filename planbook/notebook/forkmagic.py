@@ -59,7 +59,7 @@ def fork_runner(magics: Any, name: str, value: Any, args: Any, who: dict[str, An
     if store is None:
         raise UsageError("--fork-at forks the plan's latest stored run, and this session keeps no runs "
                          "(%plan_store off): %plan_store PATH turns the store on")
-    pinned = magics._lookup(args.result, "--result") if args.result else UNSET
+    pinned = magics.lookup(args.result, "--result") if args.result else UNSET
     plan_name = value.id if isinstance(value, Plan) else name
     given = {k: v for k, v in options.items() if v is not None}
     # a planner with no other edit plans again from the fork point: only when the line asks for it

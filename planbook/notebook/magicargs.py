@@ -18,7 +18,7 @@ from typing import Any, Callable
 from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
 
-from ..engine.config import DEFAULTS, NO_CACHE_HELP, OPTION, argument_spec
+from ..engine.config import DEFAULTS, OPTION, argument_spec
 from .words import magic_words
 
 #: the run options ``%run_plan`` takes as flags. ``store`` and the default of ``cache`` are the
@@ -120,5 +120,5 @@ def same(old: Any, new: Any) -> bool:
     return old is new or (isinstance(old, str) and old == new)
 
 
-__all__ = ["CACHE_HELP", "NO_CACHE_HELP", "RUN_PLAN_OPTIONS", "check_name", "given_options", "ident", "parse",
+__all__ = ["CACHE_HELP", "RUN_PLAN_OPTIONS", "check_name", "given_options", "ident", "parse",
            "readable_help", "refuse_shadowing", "resolved_options", "run_arguments", "same"]

@@ -24,8 +24,9 @@ from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 
-from ..data.errors import PlanError, RunFailed, closest
+from ..data.errors import CellPlanError, PlanError, RunFailed, closest
 from ..data.models import Event, Plan, RunResult, Status
+from ..engine.config import NO_CACHE_HELP
 from ..engine.runner import Runner
 from ..outbound import one_line
 from ..spec.formats import is_plan_spec
@@ -36,7 +37,6 @@ from ..workers.tools import as_toolbox, default_toolbox
 from . import forkmagic
 from .magicargs import (
     CACHE_HELP,
-    NO_CACHE_HELP,
     check_name,
     given_options,
     ident,
@@ -48,7 +48,7 @@ from .magicargs import (
     same,
 )
 from .session import Origin, Run, Session
-from .words import CellPlanError, RunInterrupted, cell_plan_error, magic_words, with_hints
+from .words import RunInterrupted, cell_plan_error, magic_words, with_hints
 
 LLM = "llm"
 
@@ -115,8 +115,8 @@ class PlanMagics(Magics):
         if args.review and not args.planner:
             raise UsageError("--review shows a planner's plan for you to edit: add --planner VAR or --planner llm")
         planning: list[Event] = []  # the planner's llm.call events: the plan's first run counts them
-        tools = self._lookup(args.tools, "--tools") if args.tools else default_toolbox
-        agents = self._lookup(args.agents, "--agents") if args.agents else None
+        tools = self.lookup(args.tools, "--tools") if args.tools else default_toolbox
+        agents = self.lookup(args.agents, "--agents") if args.agents else None
         toolbox, agent_map = _toolbox(tools), _agents(agents)
         planner = self._planner(args.planner, args.model) if args.planner else None
         # a spec body with --planner is the plan (the cell --review inserts); the planner does replans
@@ -308,7 +308,7 @@ class PlanMagics(Magics):
         # (a planner is made there: --planner llm without its setup must not hide a bad option)
         given = given_options(args)
         options = resolved_options(given)
-        options["executor"] = self._lookup(args.executor, "--executor") if args.executor else None
+        options["executor"] = self.lookup(args.executor, "--executor") if args.executor else None
         options["cache"] = cache
         who = self._collaborators(args, *names)
         if forking:
@@ -350,8 +350,8 @@ class PlanMagics(Magics):
                        planner_var: str | None, model: str | None) -> dict[str, Any]:
         """The tools, agents and planner of the run, looked up from their names (see :meth:`_names`)
         (``key``: the planner as the run's options compare it)."""
-        tools = self._lookup(tools_var, "--tools") if tools_var else None
-        agents = self._lookup(agents_var, "--agents") if agents_var else None
+        tools = self.lookup(tools_var, "--tools") if tools_var else None
+        agents = self.lookup(agents_var, "--agents") if agents_var else None
         if planner_var is None:
             planner = None
         elif not args.planner and origin is not None and origin.planner_obj is not None and model == origin.model:
@@ -491,7 +491,9 @@ class PlanMagics(Magics):
             )
         return value
 
-    def _lookup(self, var: str, option: str) -> Any:
+    def lookup(self, var: str, option: str) -> Any:
+        """The value of the user's variable ``var`` a flag names (``--tools box``); a UsageError naming
+        ``option`` and the nearest name if there is none. The fork magic reads ``--result`` with it."""
         ns = self.ip.user_ns
         if var not in ns:
             known = [k for k in ns if not k.startswith("_")]
@@ -503,7 +505,7 @@ class PlanMagics(Magics):
             from ..llm import LLMPlanner  # imports openai: only when asked for
 
             return LLMPlanner(model=model)
-        planner = self._lookup(var, "--planner")
+        planner = self.lookup(var, "--planner")
         if not callable(planner) and not hasattr(planner, "chat"):  # a model drives --strategy openmanus/agenticseek
             raise UsageError(
                 f"--planner {var}: {var!r} is a {type(planner).__name__}; a planner is a callable "
@@ -584,4 +586,4 @@ def magics_of(ipython: Any) -> PlanMagics | None:
     return found if isinstance(found, PlanMagics) else None
 
 
-__all__ = ["CellPlanError", "PlanMagics", "RunInterrupted", "magic_words", "magics_of", "register", "unregister"]
+__all__ = ["PlanMagics", "magics_of", "register", "unregister"]

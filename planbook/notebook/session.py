@@ -130,7 +130,8 @@ class Session:
     def resumed(self, name: str, plan: Any, *, tools: Any, agents: Any, planner: Any, rerun: list[str],
                 executor: Any, force: bool = False) -> Any:
         """The latest stored run of plan NAME, ready to continue (or its result, if it ended)."""
-        from ..engine.resume import NothingToResume, ResumeError, resume
+        from ..data.errors import NothingToResume, ResumeError
+        from ..engine.resume import resume
 
         store = self.store()
         if store is None:

@@ -84,4 +84,4 @@ def with_hints(exc: PlanError, args: Any) -> list[Problem]:
     ]
 
 
-__all__ = ["CellPlanError", "RunInterrupted", "cell_plan_error", "magic_words", "with_hints"]
+__all__ = ["RunInterrupted", "cell_plan_error", "magic_words", "with_hints"]

@@ -258,7 +258,7 @@ class RunSecrets:
         cached = self._sorted_forms
         if cached is not None and cached[0] is patterns:
             return cached[1]
-        forms = tuple(sorted(self.redactor._known_forms))  # the same package's redactor: its forms
+        forms = tuple(sorted(self.redactor.known_forms))
         self._sorted_forms = (patterns, forms, max(map(len, forms), default=0))
         return forms
 

@@ -41,12 +41,14 @@ from . import vault
 from .shapes import REDACTED_TEXT, mask_shapes
 from .vault import VAULT
 
-_HOLDING_WORDS = frozenset({
+#: an argument or field named with one of these words holds a secret (its value is masked)
+HOLDING_WORDS = frozenset({
     "key", "token", "secret", "secrets", "password", "passwords", "passwd", "pwd", "pw", "passphrase",
     "auth", "authorization", "cookie", "cookies", "credential", "credentials", "apikey", "privatekey",
     "session", "sessions",
 })
-_HOLDING_SUFFIXES = ("key", "token", "secret", "password", "passwd", "passphrase", "auth", "cookie", "credentials")
+#: ... or a name ending in one of these (``api_key``, ``github_token``)
+HOLDING_SUFFIXES = ("key", "token", "secret", "password", "passwd", "passphrase", "auth", "cookie", "credentials")
 #: a last word like these names a property of a secret, not the secret itself
 _DESCRIBING_WORDS = frozenset({
     "count", "counts", "limit", "limits", "max", "min", "len", "length", "size", "type", "kind", "name",
@@ -66,7 +68,7 @@ def is_secret_name(name: str) -> bool:
     if not words or words[-1] in _DESCRIBING_WORDS:
         return False
     return any(
-        w in _HOLDING_WORDS or (w.endswith(_HOLDING_SUFFIXES) and w not in _NOT_KEYS) for w in words
+        w in HOLDING_WORDS or (w.endswith(HOLDING_SUFFIXES) and w not in _NOT_KEYS) for w in words
     )
 
 
@@ -93,7 +95,7 @@ def _model_variables(env: Mapping[str, str]) -> tuple[object, object]:
     Every text a run shows is redacted and first asks this; ``os.environ.get`` encodes the key,
     decodes the value and, for a missing key, raises and catches twice (about 4 µs, more than
     hiding a clean text): ``os.environ``'s own mapping answers in two dictionary lookups."""
-    if env is os.environ and _RAW_DATA is not None and env._data is _RAW_DATA:  # type: ignore[attr-defined]
+    if env is os.environ and _RAW_DATA is not None and os.environ._data is _RAW_DATA:  # type: ignore[attr-defined]
         return _RAW_DATA.get(_RAW_KEYS[0]), _RAW_DATA.get(_RAW_KEYS[1])
     return env.get(_MODEL_VARIABLES[0]), env.get(_MODEL_VARIABLES[1])
 
@@ -143,7 +145,8 @@ class Redactor:
         self._known_bytes: tuple[bytes, ...] = ()
         self._known_text: re.Pattern[str] | None = None
         self._known_at: re.Pattern[str] | None = None
-        self._known_forms: tuple[str, ...] = ()
+        #: every form of every secret it knows (as is, escaped, encoded): the gate's checks search texts for them
+        self.known_forms: tuple[str, ...] = ()
         self._exact: frozenset[str] = frozenset()
         self.refresh()
 
@@ -183,7 +186,7 @@ class Redactor:
         self._known = self._known_text = known.pattern
         self._known_at = known.starts
         self._known_bytes = known.as_bytes
-        self._known_forms = known.forms
+        self.known_forms = known.forms
 
     @property
     def patterns(self) -> re.Pattern[str] | None:
@@ -222,7 +225,7 @@ class Redactor:
         see :data:`SUSPECT_WORDS`)."""
         if self._env_key is None or self._vault_version != VAULT.version:
             self.refresh()
-        return not suspicious(text) and not any(s in text for s in self._known_forms)
+        return not suspicious(text) and not any(s in text for s in self.known_forms)
 
     def json_record(self, value: dict[str, Any], texts: list[str]) -> str:
         """Like :meth:`json_text` for data whose names are planbook's own and whose every text

@@ -193,7 +193,7 @@ def _parse_markdown(text: str) -> Plan:
     if problems:
         raise PlanError(problems)
     plan = Plan(goal=goal, steps=steps)
-    plan._lines = lines
+    plan.keep_lines(lines)
     return plan
 
 
@@ -214,7 +214,7 @@ def _parse_mapping(text: str) -> Plan:
     if problems:
         raise PlanError(problems)
     assert plan is not None
-    plan._lines, plan._duplicate_lines = source.plan_lines()
+    plan.keep_lines(*source.plan_lines())
     return plan
 
 
@@ -296,12 +296,11 @@ def _at_step(problem: Problem, source: _Source) -> Problem:
 def field_line(plan: Plan, step_id: str, *where: Any) -> int | None:
     """The line of a step's field (``"needs"``), arg (``"args", "city"``) or need
     (``"needs", "b"``) in the spec the plan was read from; the nearest known line, else None."""
-    lines: Mapping[Any, int] = plan._lines
     for end in range(len(where), 0, -1):
-        line = lines.get((step_id, *where[:end]))
+        line = plan.line_of(step_id, *where[:end])
         if line is not None:
             return line
-    return lines.get(step_id)
+    return plan.line_of(step_id)
 
 
 def plan_from_dict(data: Mapping[str, Any]) -> Plan:

@@ -75,7 +75,7 @@ def _check(
         if step.id in first:
             add(f"duplicate step id {step.id!r}: every step needs its own id", step, "duplicate_id")
             n = repeats[step.id] = repeats.get(step.id, 0) + 1
-            later = plan._duplicate_lines.get(step.id, [])
+            later = plan.repeat_lines(step.id)
             if len(later) >= n:  # point at the repeat, not at the first use of the id
                 problems[-1] = replace(problems[-1], line=later[n - 1])
         else:

@@ -31,7 +31,7 @@ from typing import Any, Union
 from ..llm.cassette import FAKE_SERVER_HEADER  # one definition, shared with the cassettes
 from ..llm.text import estimate_tokens  # the same estimate as planbook.llm.estimate_tokens
 
-__all__ = ["FAKE_SERVER_HEADER", "FakeOpenAIServer", "FakeRequest", "Reply", "estimate_tokens"]
+__all__ = ["FakeOpenAIServer", "FakeRequest", "Reply"]
 
 
 @dataclass

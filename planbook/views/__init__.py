@@ -21,7 +21,7 @@ from ..data import render as _render
 from .html import diff_html, plan_html, result_html, state_html
 from .record import record_html, step_pane  # registers the static record of a stopped run with .html
 from .rundiff import rundiff_bundle, rundiff_html, rundiff_text
-from .state import Execution, TimelineBuilder, ViewState, budget_line, frontier, row_window, verdict_line
+from .state import ViewState, budget_line, frontier, row_window, verdict_line
 from .text import (
     diff_mimebundle,
     format_diff,
@@ -63,7 +63,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "Execution", "TimelineBuilder", "ViewState", "budget_line", "diff_html", "format_diff", "format_markdown",
+    "ViewState", "budget_line", "diff_html", "format_diff", "format_markdown",
     "format_plan", "format_result", "format_state", "frontier", "plan_html", "plan_mimebundle", "progress_line",
     "record_html", "result_html", "result_mimebundle", "row_window", "state_bundle", "state_html", "summary_line",
     "verdict_line",

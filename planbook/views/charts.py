@@ -45,11 +45,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..data.models import STATUS_MARKS, Plan
+from ..data.timeline import Execution
 from ..data.wording import plural
 from ..outbound import RunSecrets
 from .html import DIM, FILLS, cached_text, esc, fill, format_duration, gate_of, shown_call
 from .marks import CACHED_MARK, CacheMark
-from .state import Execution
 
 #: the narrowest bar, in percent of the timeline's width (about 4 px at its widest)
 MIN_BAR = 0.6

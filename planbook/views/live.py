@@ -20,17 +20,15 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..data.models import Event, RunResult, Usage
+from ..data.timeline import TimelineBuilder
 from .html import NO_MATH
 from .publish import ensure_checkpoint, update_display
-from .state import TimelineBuilder, ViewState, verdict_line
+from .state import LIVE_ROWS, ViewState, verdict_line
 
 FLUSH_NOW = frozenset({"run.paused", "run.finished"})
 
 #: above the static copy of a live view (shown where widgets do not run, e.g. on GitHub)
 LIVE_NOTE = "Live view (where widgets do not run, this is how the run stood when the cell finished)"
-
-#: rows the fallback view re-sends while a run is going (all rows once it stops)
-LIVE_ROWS = 50
 
 
 class ViewTarget(Protocol):

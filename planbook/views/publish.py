@@ -28,7 +28,8 @@ from typing import Any
 
 from ..outbound import vault
 from ..outbound.checkpoint import mask_text
-from ..outbound.redact import REDACTED_TEXT, Redactor, dump_json, is_secret_name
+from ..outbound.redact import Redactor, dump_json, is_secret_name
+from ..outbound.shapes import REDACTED_TEXT
 
 #: keys whose string values are ids or protocol names, not text: never masked (a 4-character
 #: secret inside a comm id would otherwise break the message's routing)

@@ -25,8 +25,10 @@ The words, precisely:
   its own, nor through ``self`` when neither its class nor a base class defines it; nor import a
   private module (``planbook.engine._algo``) from outside its package. Private attributes of other
   libraries (``os.environ._data``, a private attribute of a non-planbook base class) are not
-  planbook's and are not checked. A private name another module needs is made public, with a
-  docstring saying what it is for.
+  planbook's and are not checked; where the checker cannot tell (``getattr(executor, "_client")``
+  on a user's Dask executor), the line says ``# not planbook's: ...``. A private name another
+  module needs is made public, with a docstring saying what it is for. A test in ``tests/engine/``
+  may import ``planbook.engine``'s private modules: it tests that package's parts.
 
 Where each holds: re-exports and pass-through imports in planbook/ and in every user of it (a test
 that imports a shim keeps the shim alive); private names in planbook/, and for the users only the
@@ -47,10 +49,11 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "planbook"
 USERS = ("tests", "benchmarks", "examples")
 NOTEBOOKS = ROOT / "notebooks"
-#: Being restructured (runner state one writer): the door and the plan changes still write the runner's
-#: private state (``runner._ending``, ``runner._finish(...)``) until the runner's state has one writer
-#: with public methods. Remove a file from here when it reaches no private name of another module.
-BEING_RESTRUCTURED = {"planbook/engine/decisions.py", "planbook/engine/planchanges.py"}
+#: Being restructured (runner state one writer): the runner's parts call each other's private methods
+#: (``self._finish``, ``self._record``, declared for the type checker in engine/_parts.py, defined in a
+#: sibling part) until the runner's state has one owner with public methods. Remove a file from here
+#: when it reaches no private name of another module (the test below says when one is not needed).
+BEING_RESTRUCTURED = {"planbook/engine/_loop.py", "planbook/engine/_record.py", "planbook/engine/_stop.py"}
 #: base classes that give a subclass no private attribute to use
 PLAIN_BASES = {"typing", "typing_extensions", "abc", "collections.abc", "enum", "dataclasses", "builtins"}
 
@@ -90,6 +93,7 @@ class Module:
     path: str
     is_package: bool
     tree: ast.Module
+    lines: list[str]
     defined: set[str] = field(default_factory=set)              #: top-level names it defines
     imported: dict[str, Binding] = field(default_factory=dict)  #: top-level names bound by an import
     classes: dict[str, ClassInfo] = field(default_factory=dict)  #: top-level classes
@@ -164,6 +168,19 @@ def _runtime(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
+def _walk_runtime(node: ast.AST) -> list[ast.AST]:
+    """``ast.walk`` without what is under ``if TYPE_CHECKING:`` (declarations for the checker)."""
+    out, todo = [], [node]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        if isinstance(current, ast.If) and "TYPE_CHECKING" in ast.unparse(current.test):
+            todo.extend(current.orelse)
+        else:
+            todo.extend(ast.iter_child_nodes(current))
+    return out
+
+
 def _class_info(node: ast.ClassDef) -> ClassInfo:
     own: set[str] = set()
     for stmt in _runtime(node.body):
@@ -178,7 +195,7 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
 
 def read_module(path: str, source: str) -> Module:
     tree = ast.parse(source, path)
-    mod = Module(module_name(path), path, path.endswith("__init__.py"), tree)
+    mod = Module(module_name(path), path, path.endswith("__init__.py"), tree, source.splitlines())
     for stmt in _top_level(tree.body):
         if isinstance(stmt, ast.ImportFrom):
             for alias in stmt.names:
@@ -199,10 +216,10 @@ def read_module(path: str, source: str) -> Module:
     mod.defined -= set(mod.imported)
     in_all = {id(n) for stmt in tree.body for t in _targets(stmt) if isinstance(t, ast.Name) and t.id == "__all__"
               for n in ast.walk(stmt)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Load, ast.Del)) and id(node) not in in_all:
-            mod.read.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and is_private(node.name):
+    mod.read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Load, ast.Del))
+                and id(n) not in in_all}
+    for node in _walk_runtime(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and is_private(node.name):
             mod.privates.add(node.name)
         elif isinstance(node, ast.ClassDef):
             mod.privates |= _class_info(node).privates
@@ -340,6 +357,9 @@ class PrivateReach(ast.NodeVisitor):
         self.generic_visit(node)
 
     def check(self, node: ast.AST, base: ast.expr, attr: str) -> None:
+        line = self.mod.lines[getattr(node, "lineno", 1) - 1]
+        if "not planbook's" in line:  # another library's private attribute, said so on its line
+            return
         if not is_private(attr) or (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
                                     and isinstance(base, ast.Name) and base.id in ("self", "cls")):
             return
@@ -390,7 +410,8 @@ def private_reaches(sources: dict[str, str], importers: dict[str, str] | None = 
                 parts = loaded.split(".")
                 private = next((i for i, p in enumerate(parts) if is_private(p)), None)
                 package = ".".join(parts[:private or 0])
-                if private is not None and not (mod.name + ".").startswith(package + "."):
+                tests_of = "tests." + package.partition(".")[2]  # tests/engine/ tests engine/'s parts
+                if private is not None and not (mod.name + ".").startswith((package + ".", tests_of + ".")):
                     found.append(f"{mod.path}:{node.lineno} imports {loaded}, a module private to {package}: use "
                                  f"what {package} makes public")
         if not imports_only:
@@ -437,6 +458,11 @@ def test_no_module_reaches_another_modules_private_names() -> None:
     assert found == [], "a private name is its module's own:\n" + "\n".join(found)
 
 
+def test_each_allow_listed_file_still_needs_it() -> None:
+    reaching = {f.split(":")[0] for f in private_reaches(_package())}
+    assert BEING_RESTRUCTURED <= reaching, f"no longer reaching a private name, take off the list: {BEING_RESTRUCTURED - reaching}"
+
+
 def test_the_users_import_no_private_name() -> None:
     found = private_reaches(_package(), _users(), imports_only=True)
     assert found == [], "\n".join(found)
@@ -448,3 +474,106 @@ def test_the_scan_reads_the_package_its_users_and_the_allow_list_is_real() -> No
     assert "tests/architecture/test_no_shims.py" in users and "notebooks/05-three-designs.ipynb.py" in users
     assert any(p.startswith("benchmarks/") for p in users)
     assert all((ROOT / path).is_file() for path in BEING_RESTRUCTURED), BEING_RESTRUCTURED
+
+
+# ------------------------------------------------------------------ the checks find what they must
+def _plant(extra: dict[str, str]) -> dict[str, str]:
+    """A small package, clean as it is (the test below proves it), with ``extra`` modules added or replaced."""
+    base = {
+        "planbook/__init__.py": "from .data.errors import PlanError\nfrom .data.models import Plan\n"
+                                "__all__ = ['Plan', 'PlanError']\n",
+        "planbook/data/__init__.py": "",
+        "planbook/data/errors.py": "class PlanError(Exception): ...\n",
+        "planbook/data/wording.py": "def slug(text): return text\n",
+        "planbook/data/models.py": "from pydantic import BaseModel, PrivateAttr\nfrom .wording import slug\n"
+                                   "def _clone(v): return v\n"
+                                   "class Plan(BaseModel):\n    _lines: dict = PrivateAttr()\n"
+                                   "    def line_of(self, i): return self._lines.get(i)\n"
+                                   "    def _copy(self): return Plan(id=slug(self.id))\n"
+                                   "    def __eq__(self, other): return self._lines == other._lines\n",
+        "planbook/engine/__init__.py": "",
+        "planbook/engine/_algo.py": "def rule(): return 1\n",
+        "planbook/engine/parts.py": "class Parts:\n    def _finish(self): ...\n    def _go(self): self._finish()\n",
+        "planbook/engine/runner.py": "import os\nfrom ._algo import rule\nfrom .parts import Parts\n"
+                                     "class Runner(Parts):\n    def __init__(self):\n        self._ending = None\n"
+                                     "        self._finish()\n        self._x, self._y = rule(), os.environ._data\n"
+                                     "    def _stop(self): self._ending = 'x'\n",
+        "planbook/llm/__init__.py": "from .text import shorten\n__all__ = ['shorten']\n",
+        "planbook/llm/text.py": "def shorten(t): return t\n",
+        "planbook/compat/__init__.py": "from . import seed  # registers its format\n",
+        "planbook/compat/seed.py": "from ..data.models import Plan\n"
+                                   "def read(text): return Plan()\n",
+        "planbook/views/widget.py": "from anywidget import AnyWidget\nclass View(AnyWidget):\n"
+                                    "    def f(self): return self._send\n",
+    }
+    return {**base, **extra}
+
+
+def test_the_planted_package_is_clean() -> None:
+    fake = _plant({})
+    users = {"tests/engine/test_algo.py": "from planbook.engine._algo import rule\nfrom planbook import PlanError\n"
+                                          "from planbook.llm import shorten\nfrom planbook.data.models import Plan\n"}
+    assert re_exports(fake) == pass_through_imports(fake) == pass_through_imports(fake, users) == []
+    assert private_reaches(fake) == private_reaches(fake, users) == []
+
+
+@pytest.mark.parametrize("path, source, found", [
+    # a name imported and handed on: never read, or listed in __all__ while the owner is elsewhere
+    ("planbook/spec/formats.py", "from ..data.wording import slug  # noqa: F401\n",
+     "planbook/spec/formats.py:1 re-exports slug (its owner is planbook.data.wording): it never reads it"),
+    ("planbook/llm/text.py", "from ..data.wording import slug\n__all__ = ['slug']\ndef shorten(t): return slug(t)\n",
+     "planbook/llm/text.py:1 re-exports slug (its owner is planbook.data.wording): it lists it in __all__"),
+    ("planbook/compat/upstream.py", "from ..data.errors import PlanError\n__all__ = ['PlanError']\n",
+     "planbook/compat/upstream.py:1 re-exports PlanError (its owner is planbook.data.errors)"),
+    # a package's __init__ gathers its own folder, not another's
+    ("planbook/llm/__init__.py", "from ..data.errors import PlanError\nfrom .text import shorten\n"
+     "__all__ = ['PlanError', 'shorten']\n", "planbook/llm/__init__.py:1 re-exports PlanError"),
+])
+def test_the_re_export_check_finds_a_shim(path: str, source: str, found: str) -> None:
+    got = re_exports(_plant({path: source}))
+    assert len(got) == 1 and got[0].startswith(found), got
+
+
+@pytest.mark.parametrize("path, source, found", [
+    ("planbook/engine/fork.py", "from .runner import os\n", "imports os from planbook.engine.runner, which only "
+     "imports it: import it from its owner, os"),
+    ("planbook/compat/flow.py", "def f():\n    from .seed import Plan\n", "planbook/compat/flow.py:2 imports Plan "
+     "from planbook.compat.seed, which only imports it: import it from its owner, planbook.data.models"),
+    ("planbook/views/state.py", "from ..data.models import slug\n", "imports slug from planbook.data.models"),
+])
+def test_the_pass_through_check_finds_an_import_from_a_non_owner(path: str, source: str, found: str) -> None:
+    got = pass_through_imports(_plant({path: source}))
+    assert len(got) == 1 and found in got[0], got
+    user = pass_through_imports(_plant({}), {"tests/test_x.py": source.replace("from ..", "from planbook.")
+                                             .replace("from .", f"from {module_name(path).rpartition('.')[0]}.")})
+    assert len(user) == 1, user  # a test importing the same way is named too
+
+
+@pytest.mark.parametrize("path, source, found", [
+    ("planbook/engine/replanning.py", "from ..data.models import _clone\n", "imports _clone, private to "
+     "planbook.data.models"),
+    ("planbook/spec/formats.py", "def f(plan):\n    plan._lines = {}\n", "reaches plan._lines: _lines is private "
+     "to planbook.data.models"),
+    ("planbook/engine/fork.py", "def f(step):\n    return step._copy()\n", "reaches step._copy: _copy is private to planbook.data.models"),
+    ("planbook/engine/fork.py", "from ..data import models\ndef f():\n    return models._clone\n",
+     "reaches models._clone"),
+    ("planbook/views/steer.py", "def f(view):\n    return getattr(view.runner, '_ending', None)\n",
+     "reaches getattr(view.runner, '_ending', None)"),
+    ("planbook/engine/decisions.py", "def f(runner):\n    runner._finish()\n", "reaches runner._finish: _finish is private to planbook.engine.parts"),
+    ("planbook/engine/loop.py", "from .parts import Parts\nclass Loop(Parts):\n    def f(self): self._stop()\n",
+     "reaches self._stop: _stop is private to planbook.engine.runner"),  # the Runner's, not a base class's
+    ("planbook/engine/loop.py", "from typing import TYPE_CHECKING\nclass Loop:\n    if TYPE_CHECKING:\n"
+     "        def _stop(self): ...\n    def f(self): self._stop()\n", "reaches self._stop"),  # declared for the checker only: defined nowhere here
+    ("planbook/views/live.py", "from ..engine._algo import rule\n", "imports planbook.engine._algo, a module "
+     "private to planbook.engine"),
+])
+def test_the_private_check_finds_a_reach_into_another_module(path: str, source: str, found: str) -> None:
+    got = private_reaches(_plant({path: source}))
+    assert len(got) == 1 and found in got[0], got
+
+
+def test_the_private_check_holds_the_users_to_imports() -> None:
+    users = {"tests/views/test_x.py": "from planbook.data.models import _clone\nfrom planbook.engine._algo import rule\n"
+                                      "def f(plan):\n    return plan._lines\n"}
+    got = private_reaches(_plant({}), users, imports_only=True)
+    assert [g.split(" imports ")[1].split(",")[0] for g in got] == ["_clone", "planbook.engine._algo"], got

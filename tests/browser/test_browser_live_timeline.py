@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from browser_support import KERNEL_IDLE_JS, RUN_TIMEOUT_MS, Lab, _command, write_notebook
+from planbook.data.timeline import Execution
 from planbook.views import charts, html
-from planbook.views.state import Execution
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -12,16 +12,14 @@ from planbook.compat.agenticseek import (
     AgenticSeekPlanner,
     all_answers,
     last_answer,
-    looks_like_answer,
     need_context,
     need_prompt,
-    need_report,
-    parse_answer,
     planner_prompt,
     review_update,
     update_prompt,
     work_result,
 )
+from planbook.compat.agenticseek_answers import looks_like_answer, need_report, parse_answer
 from planbook.compat.model import OpenAIChatModel, ScriptedModel
 from planbook.spec.formats import is_plan_spec
 from planbook.testing import FakeOpenAIServer, Reply

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from planbook import Plan, PlanError
-from planbook.compat.agenticseek import SeedTask, json_blocks, parse_answer
+from planbook.compat.agenticseek_answers import SeedTask, json_blocks, parse_answer
 
 
 def task(agent: str, id: object, text: str, **more: object) -> dict:
@@ -72,7 +72,7 @@ def test_deeply_nested_answers_are_a_plan_error(where: str) -> None:
         parse_answer(answer)
     with pytest.raises(PlanError, match="nested too deeply"):
         Plan.parse(answer)
-    from planbook.compat.upstream import UpstreamCrash
+    from planbook import UpstreamCrash
 
     with pytest.raises(UpstreamCrash) as raised:  # upstream's json.loads raised it, and only JSONDecodeError is caught
         parse_answer(answer, faithful=True)

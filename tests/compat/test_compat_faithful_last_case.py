@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from planbook import AgentReply, PlanError, run
-from planbook.compat.agenticseek import SEED_EXAMPLE_IDS, parse_answer, planner_prompt
-from planbook.compat.agenticseek_answers import task_names
+from planbook import AgentReply, PlanError, UpstreamCrash, run
+from planbook.compat.agenticseek import SEED_EXAMPLE_IDS, planner_prompt
+from planbook.compat.agenticseek_answers import parse_answer, task_names
 from planbook.compat.model import ScriptedModel
 from planbook.compat.openmanus import PlanningTool, ToolError
-from planbook.compat.openmanus_flow import PlanningFlow, ScriptedReActAgent
+from planbook.compat.openmanus_agents import ScriptedReActAgent
+from planbook.compat.openmanus_flow import PlanningFlow
 from planbook.compat.strategies import strategy_named
-from planbook.compat.upstream import UpstreamCrash
 
 #: Python 3.11 added the index type to this message; upstream's text is the interpreter's
 STRING_INDICES = "string indices must be integers" + ("" if sys.version_info < (3, 11) else ", not 'str'")

@@ -15,22 +15,10 @@ import pytest
 from planbook import AgentReply, Plan, PlanError, ScriptedAgent, Status, Step
 from planbook import format_plan as planbook_text
 from planbook.compat.model import OpenAIChatModel, ScriptedModel
-from planbook.compat.openmanus import (
-    DESCRIPTION,
-    PlanningTool,
-    ToolError,
-    format_plan,
-    parse_plan_text,
-    step_from_text,
-    step_text,
-)
-from planbook.compat.openmanus_flow import (
-    PLANNING_REQUEST,
-    PLANNING_SYSTEM,
-    SUMMARY_SYSTEM,
-    PlanningFlow,
-    ScriptedReActAgent,
-)
+from planbook.compat.openmanus import DESCRIPTION, PlanningTool, ToolError
+from planbook.compat.openmanus_agents import ScriptedReActAgent
+from planbook.compat.openmanus_flow import PLANNING_REQUEST, PLANNING_SYSTEM, SUMMARY_SYSTEM, PlanningFlow
+from planbook.compat.openmanus_text import format_plan, parse_plan_text, step_from_text, step_text
 from planbook.llm import LLMPlanner
 from planbook.testing import FakeOpenAIServer, Reply
 

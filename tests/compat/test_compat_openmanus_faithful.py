@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from planbook.compat.openmanus import PlanningTool, ToolError, format_plan
+from planbook.compat.openmanus import PlanningTool, ToolError
+from planbook.compat.openmanus_text import format_plan
 
 HEAD = "Plan: {title} (ID: p)\n{rule}\n\nProgress: {done}/{total} steps completed ({pct})\n" \
        "Status: {done} completed, 0 in progress, 0 blocked, {todo} not started\n\nSteps:\n"

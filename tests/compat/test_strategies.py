@@ -14,7 +14,7 @@ from planbook import Runner, ScriptedAgent, Status, run
 from planbook.cli import main
 from planbook.compat.agenticseek import AgenticSeekPlanner
 from planbook.compat.model import ScriptedModel
-from planbook.compat.openmanus_flow import ScriptedReActAgent
+from planbook.compat.openmanus_agents import ScriptedReActAgent
 from planbook.compat.scenarios import trip
 from planbook.compat.strategies import STRATEGIES, adjust, flow_of, strategy_named
 

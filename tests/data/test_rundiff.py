@@ -15,7 +15,7 @@ import pytest
 
 import planbook
 from planbook.data.models import Event, Usage
-from planbook.data.rundiff import RunDiff, _needs_first, diff_runs, same_value
+from planbook.data.rundiff import RunDiff, diff_runs, needs_first, same_value
 from planbook.engine.fork import fork
 
 
@@ -290,10 +290,10 @@ def test_needs_come_first_without_recursion_however_deep_or_ordered() -> None:
         {"id": f"s{i}", "tool": "inc", "args": {"x": 0}, "needs": [f"s{i - 1}"] if i > 1 else []}]}).steps[0]
         for i in range(1, n + 1)}
     order = [f"s{i}" for i in range(n, 0, -1)]  # the last step first
-    assert _needs_first(order, steps) == [f"s{i}" for i in range(1, n + 1)]
+    assert needs_first(order, steps) == [f"s{i}" for i in range(1, n + 1)]
     a, b = (planbook.Plan.model_validate({"steps": [{"id": x, "tool": "inc", "args": {"x": 0}, "needs": [y]}]}).steps[0]
             for x, y in (("a", "b"), ("b", "a")))
-    assert sorted(_needs_first(["a", "b"], {"a": a, "b": b})) == ["a", "b"]
+    assert sorted(needs_first(["a", "b"], {"a": a, "b": b})) == ["a", "b"]
 
 
 def test_decisions_of_each_run_are_listed_a_kept_step_asks_no_more() -> None:

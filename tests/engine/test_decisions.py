@@ -394,7 +394,7 @@ def test_the_prompts_edit_keeps_a_secret_given_as_stars() -> None:
 
 # ------------------------------------------------------------------ after the end; no deadline outlives a run
 def test_a_decision_after_the_run_ended_is_one_line_and_a_deadline_does_not_outlive_the_run() -> None:
-    from planbook.engine.decisions import RunEnded
+    from planbook import RunEnded
 
     sent: list[tuple[str, str]] = []
     before = set(threading.enumerate())
@@ -563,7 +563,7 @@ def test_the_terminal_prompt_keeps_approve_timeout() -> None:
 
 
 def test_every_decision_after_the_run_ended_is_one_line() -> None:
-    from planbook.engine.decisions import RunEnded
+    from planbook import RunEnded
 
     handle = planbook.start("steps:\n  - {id: a, tool: noop_tool, args: {}}\n", tools=_noop_box(), view=False)
     handle.wait(30)

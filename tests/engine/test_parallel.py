@@ -539,8 +539,7 @@ def test_a_dask_executor_runs_a_fan_out() -> None:
 
 def test_the_timeline_from_known_records() -> None:
     """Overlaps and the critical path computed from fixed times (no clock involved)."""
-    from planbook.data.models import Execution
-    from planbook.data.timeline import build_timeline
+    from planbook.data.timeline import Execution, build_timeline
 
     def record(n: int, step: str, start: float, end: float, attempt: int = 1, ok: bool = True) -> Execution:
         return Execution(execution=n, step=step, attempt=attempt, revision=1, worker=f"w{n}", start=start, end=end,

@@ -21,9 +21,9 @@ import pytest
 
 import planbook
 from helpers import store_files
-from planbook import Plan, ResumeError, RunResult, Step, Toolbox
+from planbook import Plan, ResumeError, RunNotFound, RunResult, Step, StoreFormatError, Toolbox
 from planbook.data.models import Status
-from planbook.store import RunNotFound, StoreFormatError, Unrestorable
+from planbook.store import Unrestorable
 from planbook.store.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -235,7 +235,7 @@ def test_connecting_again_leaves_one_server_and_close_leaves_none() -> None:
         second = connect(TIME, env=env)  # a notebook cell run again
     assert first.closed and not alive(first.pid) and alive(second.pid)
     assert time_servers().count(second.pid) == 1 and first.pid not in time_servers()
-    with pytest.raises(planbook.mcp.MCPError, match="is closed: connect again"):
+    with pytest.raises(planbook.MCPError, match="is closed: connect again"):
         first["get_current_time"](timezone="UTC")
     second.close()
     assert wait_gone(second.pid, within=1.0) is True  # close() waited for the process itself
@@ -260,7 +260,8 @@ def test_mcp_results_are_not_cached_unless_asked(tmp_path: Path) -> None:
 
 @needs_servers
 def test_a_server_that_cannot_start_is_an_error_naming_it(tmp_path: Path) -> None:
-    from planbook.mcp import MCPError, connect
+    from planbook import MCPError
+    from planbook.mcp import connect
 
     with pytest.raises(MCPError, match="the MCP server no-such-mcp-server --x is not installed here"):
         connect(["no-such-mcp-server", "--x"])
@@ -470,7 +471,8 @@ def test_a_step_timeout_gives_up_on_a_slow_call_and_ctrl_c_stops_a_call(probe_sc
 
 @needs_servers
 def test_a_call_past_call_timeout_is_given_up_and_the_session_keeps_working(probe_script: Path) -> None:
-    from planbook.mcp import MCPError, connect
+    from planbook import MCPError
+    from planbook.mcp import connect
 
     with connect([sys.executable, str(probe_script)], call_timeout=0.5) as probe:
         with pytest.raises(MCPError, match=r"MCP tool 'slow' on .* did not answer within 0.5 s"):
@@ -528,19 +530,19 @@ def test_a_server_in_the_kernels_environment_is_found_without_an_activated_path(
     import os
     import shutil
 
-    from planbook.mcp.client import _program
+    from planbook.mcp.client import server_program
 
     if shutil.which("mcp-server-time", path=os.path.dirname(sys.executable)) is None:
         pytest.skip("mcp-server-time is not installed beside this interpreter")
     monkeypatch.setenv("PATH", os.defpath)
     assert shutil.which("mcp-server-time") is None or os.path.dirname(shutil.which("mcp-server-time")) != os.path.dirname(sys.executable)
-    found = _program("mcp-server-time")
+    found = server_program("mcp-server-time")
     assert os.path.dirname(found) == os.path.dirname(sys.executable)
     from planbook.mcp import connect
 
     with connect("mcp-server-time --local-timezone UTC") as tools:
         assert "get_current_time" in tools
-    assert _program("no-such-mcp-server-xyz") == "no-such-mcp-server-xyz"  # left for the OS to report
+    assert server_program("no-such-mcp-server-xyz") == "no-such-mcp-server-xyz"  # left for the OS to report
 
 
 @needs_servers

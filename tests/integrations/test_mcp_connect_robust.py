@@ -250,7 +250,8 @@ def _read_pid(path: Path) -> int:
 @pytest.mark.parametrize("kind", ["silent", "stubborn"])  # stubborn: ignores SIGTERM too
 def test_a_server_that_never_answers_initialize_is_given_up_at_the_deadline_and_ended(kind: str,
                                                                                       tmp_path: Path) -> None:
-    from planbook.mcp import MCPError, connect
+    from planbook import MCPError
+    from planbook.mcp import connect
 
     script, pidfile = tmp_path / "silent.py", tmp_path / "silent.pid"
     script.write_text(SILENT_SERVER)
@@ -269,7 +270,8 @@ def test_a_server_that_never_answers_initialize_is_given_up_at_the_deadline_and_
 @pytest.mark.slow
 @needs_sdk
 def test_a_server_that_pages_its_tool_list_for_ever_is_given_up_at_the_deadline_and_ended(tmp_path: Path) -> None:
-    from planbook.mcp import MCPError, connect
+    from planbook import MCPError
+    from planbook.mcp import connect
 
     script, pidfile = tmp_path / "paging.py", tmp_path / "paging.pid"
     script.write_text(PAGING_SERVER)

@@ -7,8 +7,8 @@ import json
 import pytest
 
 import planbook
-from planbook import Toolbox
-from planbook.llm import Cassette, CassetteMismatch, LLMAgent, LLMConfigError, LLMPlanner
+from planbook import CassetteMismatch, LLMConfigError, Toolbox
+from planbook.llm import Cassette, LLMAgent, LLMPlanner
 from planbook.testing import Reply
 
 KEY = "sk-test-cassette-55555-secret"

@@ -9,8 +9,8 @@ import openai
 import pytest
 
 import planbook
-from planbook import ScriptedAgent, Toolbox
-from planbook.llm import Cassette, CassetteMismatch, LLMAgent, LLMConfigError, LLMPlanner
+from planbook import CassetteMismatch, LLMConfigError, ScriptedAgent, Toolbox
+from planbook.llm import Cassette, LLMAgent, LLMPlanner
 from planbook.llm.sdk import http_module
 from planbook.testing import FakeOpenAIServer, Reply
 

@@ -9,7 +9,8 @@ import urllib.request
 import openai
 import pytest
 
-from planbook.testing import FakeOpenAIServer, Reply, estimate_tokens
+from planbook.llm import estimate_tokens
+from planbook.testing import FakeOpenAIServer, Reply
 
 
 @pytest.fixture(scope="module")

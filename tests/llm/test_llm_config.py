@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from planbook.llm import DEFAULT_MODEL, LLMAgent, LLMConfigError, LLMPlanner, resolve_config
+from planbook import LLMConfigError
+from planbook.llm import DEFAULT_MODEL, LLMAgent, LLMPlanner, resolve_config
 from planbook.testing import FakeOpenAIServer, Reply
 from planbook.testing.helpers import MODEL_ENV, model_env_removed
 
@@ -105,7 +106,7 @@ SECRET_URL = "http://user:s3cretpw@127.0.0.1:9/v1?token=abc123xyz"
 
 
 def test_credentials_in_the_base_url_are_masked_where_it_is_shown():
-    from planbook.llm import redact_url
+    from planbook.outbound.redact import redact_url
 
     assert redact_url(SECRET_URL) == "http://***@127.0.0.1:9/v1?token=***"
     assert redact_url("https://h.example:8443/v1?a=1&key=k%2Fx&flag#frag") == "https://h.example:8443/v1?a=***&key=***&flag#***"
@@ -175,9 +176,8 @@ def test_shared_helpers_have_one_definition():
     import planbook.testing.fake_server as fake_server
     from planbook.llm import cassette, estimate_tokens, prompts
     from planbook.llm.client import UsesModel
-    from planbook.testing import estimate_tokens as testing_estimate
 
-    assert testing_estimate is estimate_tokens is fake_server.estimate_tokens
+    assert fake_server.estimate_tokens is estimate_tokens
     assert "FAKE_SERVER_HEADER" not in vars(fake_server) or fake_server.FAKE_SERVER_HEADER is cassette.FAKE_SERVER_HEADER
     assert cassette.FAKE_SERVER_HEADER in cassette.KEPT_HEADERS
     assert not hasattr(cassette, "_short") and prompts.shorten.__module__ == "planbook.llm.text"

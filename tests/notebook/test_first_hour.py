@@ -274,7 +274,7 @@ def test_a_missing_mcp_server_is_one_line_that_says_how_to_install_it(ip: Any, c
                                                                        monkeypatch: pytest.MonkeyPatch,
                                                                        tmp_path: Any) -> None:
     pytest.importorskip("mcp")
-    from planbook.mcp.client import MCPError, MCPServerNotFound
+    from planbook import MCPError, MCPServerNotFound
 
     # a server the index has under its command's name, and that is not installed here
     monkeypatch.setitem(MCPServerNotFound.KNOWN, "mcp-server-nowhere27", "mcp-server-nowhere27")

@@ -15,8 +15,9 @@ from IPython.core.error import UsageError
 
 import planbook
 from helpers import Kernel, started_kernel
-from planbook import Plan, PlanError, RunFailed, RunResult, ScriptedPlanner, Status, Toolbox
-from planbook.notebook.magics import CellPlanError, RunInterrupted, magics_of
+from planbook import CellPlanError, Plan, PlanError, RunFailed, RunResult, ScriptedPlanner, Status, Toolbox
+from planbook.notebook.magics import magics_of
+from planbook.notebook.words import RunInterrupted
 from planbook.spec.write import plan_spec
 from planbook.views.text import format_plan
 

@@ -22,7 +22,8 @@ import pytest
 import planbook
 from planbook import Secret, Toolbox
 from planbook.store import step_cache_key
-from planbook.store.cachekey import STATE_VALUES, code_fingerprint, fingerprint_problem
+from planbook.store.cachekey import code_fingerprint, fingerprint_problem
+from planbook.store.keyparts import STATE_VALUES
 
 
 def cell(source: str, name: str = "notebook_cell_types") -> types.ModuleType:

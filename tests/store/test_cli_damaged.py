@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 import planbook
+from planbook import StoreError, StoreFormatError
 from planbook.cli import main
-from planbook.store import SQLiteStore, StoreError, StoreFormatError
+from planbook.store import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 STORE_V2 = Path(__file__).resolve().parents[1] / "fixtures" / "store_v2.sqlite"

@@ -18,9 +18,8 @@ import pytest
 
 import planbook
 from helpers import note_tools
-from planbook import Plan, ResumeError, Step
-from planbook.store import RunClaimed
-from planbook.store.claims import this_host
+from planbook import Plan, ResumeError, RunClaimed, Step
+from planbook.data.errors import this_host
 
 ROOT = Path(__file__).resolve().parents[2]
 #: a generous bound for a busy machine; the tests wait on files, never on the clock

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from planbook.data.models import Plan, Status, Step
-from planbook.engine.runner import RunState
+from planbook.engine.state import RunState
 from planbook.store.schema import SCHEMA_VERSION
 from planbook.store.sqlite import SQLiteStore
 

@@ -7,19 +7,10 @@ from typing import Any, Iterator
 
 import pytest
 
+from planbook import RunNotFound, StoreError
 from planbook.data.models import Event, Plan, PlanDiff, Status, Step
-from planbook.engine.runner import RunState
-from planbook.store import (
-    CacheHit,
-    MemoryStore,
-    RunNotFound,
-    RunStore,
-    StoreError,
-    Unrestorable,
-    default_store_path,
-    open_store,
-    step_cache_key,
-)
+from planbook.engine.state import RunState
+from planbook.store import CacheHit, MemoryStore, RunStore, Unrestorable, default_store_path, open_store, step_cache_key
 from planbook.store.sqlite import SQLiteStore
 
 

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import pytest
 
 from planbook.data.models import Event, Plan, Status, Step
-from planbook.engine.runner import RunState
+from planbook.engine.state import RunState
 from planbook.outbound.redact import Redactor, is_secret_name
 from planbook.store import MemoryStore, Redacted, Unrestorable
 from planbook.store.sqlite import SQLiteStore
@@ -209,7 +209,7 @@ def test_a_known_secret_escaped_in_json_is_still_found() -> None:
 
 
 def test_every_secret_word_is_suspicious() -> None:
-    from planbook.outbound.redact import _HOLDING_SUFFIXES, _HOLDING_WORDS, suspicious
+    from planbook.outbound.redact import HOLDING_SUFFIXES, HOLDING_WORDS, suspicious
 
-    for word in (*_HOLDING_WORDS, *_HOLDING_SUFFIXES):
+    for word in (*HOLDING_WORDS, *HOLDING_SUFFIXES):
         assert suspicious(word), word

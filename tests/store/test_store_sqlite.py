@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from planbook import StoreError, StoreFormatError
 from planbook.data.models import Event, Plan, Status, Step
-from planbook.engine.runner import RunState
-from planbook.store import StoreError, StoreFormatError, open_store
-from planbook.store.sqlite import SCHEMA_VERSION, SQLiteStore
+from planbook.engine.state import RunState
+from planbook.store import open_store
+from planbook.store.schema import SCHEMA_VERSION
+from planbook.store.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,10 +15,11 @@ import pytest
 
 import planbook
 from helpers import note_tools, store_files
-from planbook import Plan, Step, Toolbox
+from planbook import Plan, Step, StoreError, Toolbox
 from planbook.engine.runner import Runner
-from planbook.store import MemoryStore, StoreError, Unrestorable, open_store
-from planbook.store.sqlite import SCHEMA_VERSION, SQLiteStore
+from planbook.store import MemoryStore, Unrestorable, open_store
+from planbook.store.schema import SCHEMA_VERSION
+from planbook.store.sqlite import SQLiteStore
 
 # ------------------------------------------------------- values that break the encoders
 
@@ -305,7 +306,7 @@ def test_run_plan_resume_finds_the_latest_run_of_its_plan_with_one_query(
 
 def test_an_event_holding_values_json_cannot_write_is_stored_as_text(tmp_path: Path) -> None:
     from planbook.data.models import Event
-    from planbook.engine.runner import RunState
+    from planbook.engine.state import RunState
 
     store = SQLiteStore(tmp_path / "runs.sqlite")
     plan = _two_step_plan()
@@ -321,7 +322,7 @@ def test_an_event_holding_values_json_cannot_write_is_stored_as_text(tmp_path: P
 
 def test_args_changed_in_place_to_an_equal_value_of_another_type_are_written_again(tmp_path: Path) -> None:
     from planbook.data.models import Status
-    from planbook.engine.runner import RunState
+    from planbook.engine.state import RunState
 
     store = SQLiteStore(tmp_path / "runs.sqlite")
     plan = _two_step_plan()

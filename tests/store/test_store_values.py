@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from planbook.data.models import Plan, Status, Step
-from planbook.engine.runner import RunState
+from planbook.engine.state import RunState
 from planbook.outbound.redact import Redactor
 from planbook.store import MemoryStore, Redacted, Unrestorable
 from planbook.store.sqlite import SQLiteStore

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from planbook.data.models import Plan, Status, Step
-from planbook.engine.runner import RunState
+from planbook.engine.state import RunState
 from planbook.store.sqlite import SQLiteStore
 
 

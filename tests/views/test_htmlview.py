@@ -179,6 +179,7 @@ def test_live_html_of_a_long_plan_shows_a_window_around_the_running_step() -> No
 
 
 # ------------------------------------------------------------------ timelines you can read
+from planbook.data.timeline import Execution  # noqa: E402
 from planbook.views.charts import (  # noqa: E402
     BUCKETS,
     MAX_BARS,
@@ -189,7 +190,6 @@ from planbook.views.charts import (  # noqa: E402
     linear_ticks,
     timeline_html,
 )
-from planbook.views.state import Execution  # noqa: E402
 
 
 def _bars(page: str) -> list[tuple[str, int, float, float, str]]:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from planbook import Plan, Runner, Toolbox
+from planbook.data.timeline import Execution
 from planbook.views import charts, html, marks
-from planbook.views.state import Execution
 
 JS = (Path(charts.__file__).parent / "static" / "planview.js").read_text(encoding="utf-8")
 

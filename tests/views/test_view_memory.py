@@ -43,7 +43,7 @@ def live_counts():
     from ipywidgets.widgets import widget as registry
 
     from planbook.data.models import Step
-    from planbook.views import widget as views_widget
+    from planbook.views import widgetlife
     from planbook.views.widget import PlanView, PlanWidget
 
     while gc.collect():  # a finalizer that closes a widget frees more on the next pass
@@ -54,7 +54,7 @@ def live_counts():
     if open_widgets is None:  # ipywidgets before 8.1
         open_widgets = next(getattr(registry.Widget, name) for name in ("widgets", "_active_widgets")
                             if hasattr(registry.Widget, name))
-    left = views_widget._LEFT
+    left = widgetlife.LEFT_WIDGETS
     held = set(left) | {w._trait_values["layout"].model_id for w in left.values() if "layout" in w._trait_values}
     return (sum(issubclass(k, Step) for k in kinds), sum(issubclass(k, PlanView) for k in kinds),
             sum(issubclass(k, PlanWidget) for k in kinds) - len(left), len(set(open_widgets) - held), len(left))
@@ -99,7 +99,7 @@ def test_twenty_view_runs_keep_nothing_beyond_what_the_user_holds(kernel: Kernel
         ok(kernel, "_ = %run_plan p --tools box")
     after = counts(kernel)
     assert after[:4] == before[:4], f"(steps, views, widgets, registry) before {before}, after 20 view runs {after}"
-    from planbook.views.widget import LEFT_OPEN
+    from planbook.views.widgetlife import LEFT_OPEN
 
     assert after[4] == LEFT_OPEN  # the latest runs' widgets, left open for a reloaded page; no more
 
@@ -123,7 +123,7 @@ for t in threading.enumerate():  # a run's thread lets go of its handle just aft
         t.join(60)
 """, timeout=240)
     after = counts(kernel)
-    from planbook.views.widget import LEFT_OPEN
+    from planbook.views.widgetlife import LEFT_OPEN
 
     assert after[:4] == before[:4] and after[4] <= LEFT_OPEN, (before, after)
 

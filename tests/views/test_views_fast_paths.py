@@ -11,8 +11,9 @@ import pytest
 
 from helpers import fake_clock
 from planbook import Runner, Status
+from planbook.data.timeline import TimelineBuilder
 from planbook.views.live import LiveView, Throttle
-from planbook.views.state import TimelineBuilder, row_window, window_of_codes
+from planbook.views.state import row_window, window_of_codes
 
 pytest.importorskip("ipywidgets")
 pytest.importorskip("anywidget")

@@ -13,10 +13,11 @@ import pytest
 import planbook
 from helpers import Lab, fake_clock
 from planbook import Event, Plan, Runner, RunResult, ScriptedPlanner, Status, Step
+from planbook.data.timeline import TimelineBuilder, with_overlaps
 from planbook.spec.formats import plan_from_dict
-from planbook.views import TimelineBuilder, ViewState, budget_line, row_window, verdict_line
+from planbook.views import ViewState, budget_line, row_window, verdict_line
 from planbook.views.html import result_html, state_html
-from planbook.views.state import critical_path, frontier, with_overlaps
+from planbook.views.state import critical_path, frontier
 
 ROOT = Path(__file__).resolve().parents[2]
 

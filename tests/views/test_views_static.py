@@ -266,8 +266,8 @@ def test_the_widget_head_and_panes_carry_the_cache_marks(tmp_path: Path) -> None
 
 
 def test_a_timeline_of_one_execution_says_one_execution() -> None:
+    from planbook.data.timeline import Execution
     from planbook.views.charts import timeline_html
-    from planbook.views.state import Execution
 
     page = timeline_html([Execution(1, "a", 1, 1, None, 0.0, 0.5, ok=True)], origin=0.0)
     assert "1 execution in 1 lane," in page

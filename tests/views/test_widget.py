@@ -17,7 +17,7 @@ from planbook import Plan, Runner, ScriptedPlanner, Status, Toolbox
 from planbook.spec.formats import plan_from_dict
 from planbook.views.live import HtmlView, LiveView, Throttle
 from planbook.views.show import show_live, watch, widgets_available
-from planbook.views.state import ViewState
+from planbook.views.state import LIVE_ROWS, ViewState
 from planbook.views.text import format_markdown, format_plan
 
 widgets = pytest.importorskip("ipywidgets")
@@ -270,7 +270,6 @@ def test_a_long_plans_live_display_is_one_line_of_text_not_the_whole_plan() -> N
     # the first display of a live view costs what the run's record will replace: a window of rows
     # in HTML and one line of text for a long plan (its whole text and Markdown are the record's)
     from planbook.views.live import LIVE_NOTE
-    from planbook.views.widget import LIVE_ROWS
 
     box = Toolbox()
     box.tool(lambda x: x, name="same")
@@ -540,8 +539,6 @@ def test_terminal_ipython_draws_the_rich_table_not_display_updates(ip: Any, monk
 
 
 def test_a_kernel_without_anywidget_gets_the_html_view_updated_in_place(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from planbook.views import live
-
     published: list[dict[str, Any]] = []
 
     def publish(data: Any, metadata: Any = None, source: Any = None, *, transient: Any = None, update: bool = False, **kw: Any) -> None:
@@ -563,7 +560,7 @@ def test_a_kernel_without_anywidget_gets_the_html_view_updated_in_place(ip: Any,
     running = [u["data"] for u in updates if "Run running" in u["data"]["text/html"]]
     assert running, "no update while the run was going"
     for data in running:  # while running: a window of rows around the running step, and a progress line
-        assert data["text/html"].count('<tr data-step=') == live.LIVE_ROWS
+        assert data["text/html"].count('<tr data-step=') == LIVE_ROWS
         assert "steps below" in data["text/html"] or "steps above" in data["text/html"]
         assert data["text/plain"].startswith("Plan count: ") and "\n" not in data["text/plain"]
 

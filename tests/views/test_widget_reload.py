@@ -81,7 +81,7 @@ def test_a_page_that_still_shows_the_widget_gets_the_record_and_then_it_closes(k
 
 
 def test_where_no_page_answers_only_the_latest_few_stay_open(kernel: Kernel) -> None:
-    from planbook.views.widget import LEFT_OPEN
+    from planbook.views.widgetlife import LEFT_OPEN
 
     opened = []
     for _ in range(LEFT_OPEN + 1):
