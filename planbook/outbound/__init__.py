@@ -392,10 +392,6 @@ class RunSecrets:
         """One line of text for a terminal or a table cell: secrets hidden, breaks shown as ⏎."""
         return one_line(self.text(text))
 
-    def markdown(self, text: str | None) -> str:
-        """Inert Markdown of ``text``, secrets hidden."""
-        return md_text(self.text(text))
-
 
 #: the key of a secret's JSON form, ``{"$secret": "env:NAME"}``: :data:`planbook.data.secret.SECRET_KEY`
 #: (that module imports this package, through the vault and the errors: it cannot be imported here)
