@@ -3,8 +3,8 @@
 A fork is a new run whose history starts from its parent's (see :func:`planbook.fork`):
 the steps an edit cannot reach are *kept* — their results read from the parent, never run
 again — and the edited steps and everything that depends on them run again. This module
-holds the data of that (the :class:`Lineage` a run carries, the marks a kept or pinned
-step wears) and the pure rules of what an edit reaches; the engine applies them.
+holds the data of that (the :class:`Lineage` a run carries, the notes a kept or pinned
+step gets; its typed mark is :mod:`.stepmark`'s) and the pure rules of what an edit reaches; the engine applies them.
 """
 
 from __future__ import annotations
@@ -15,16 +15,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from .models import Plan, Status, Step
+from .stepmark import REUSED, StepMark
 from .wording import plural
 
+# The notes below are prose for people (``step.notes``); what a step *is* — cached, kept, pinned —
+# is its typed mark (:class:`~planbook.data.stepmark.StepMark`), which the views and the store read.
 #: how the note of a step answered from the cross-run step cache begins
 CACHED_NOTE = "cached: "
-#: how the note of a step kept from the parent begins (views mark it as they mark a cached step)
+#: how the note of a step kept from the parent begins
 KEPT_FROM_NOTE = "kept from run "
 #: how the note of a step whose result the fork pinned begins
 PINNED_NOTE = "pinned: "
-#: every note that says "this result was not made by a call of this run" (cached, kept, pinned)
-REUSED_PREFIXES = (CACHED_NOTE, KEPT_FROM_NOTE, PINNED_NOTE)
 
 Reuse = Literal["independent", "identical", "ancestors"]
 #: what each choice of ``reuse=`` keeps, for errors and help
@@ -146,12 +147,13 @@ def kept_note(parent: str, step: Step) -> str:
 
 def is_reused(step: Step) -> bool:
     """Whether ``step``'s result came from elsewhere (cache, parent run, a pin): views mark it."""
-    return step.status is Status.completed and step.notes.startswith(REUSED_PREFIXES)
+    return step.status is Status.completed and step.mark in REUSED
 
 
 def is_kept(step: Step) -> bool:
-    return step.status is Status.completed and step.notes.startswith(KEPT_FROM_NOTE)
+    """Whether ``step`` holds its parent run's result, kept by a fork (the store writes it as a reference)."""
+    return step.status is Status.completed and step.mark == StepMark.kept
 
 
-__all__ = ["CACHED_NOTE", "KEPT_FROM_NOTE", "PINNED_NOTE", "REUSED_PREFIXES", "REUSE_CHOICES", "Lineage", "Reuse", "ancestors",
+__all__ = ["CACHED_NOTE", "KEPT_FROM_NOTE", "PINNED_NOTE", "REUSE_CHOICES", "Lineage", "Reuse", "ancestors",
            "dependents", "is_kept", "is_reused", "kept_note", "kept_steps", "lineage_of"]

@@ -20,6 +20,7 @@ from . import budgets
 from .refs import find_refs
 from .render import render
 from .secret import from_json_refs, to_json_refs
+from .stepmark import StepMark
 from .timeline import Execution, Timeline, build_timeline
 
 
@@ -116,10 +117,13 @@ class Step(StepSpec):
     error: str | None = None
     traceback: str | None = None
     output: str = ""
-    notes: str = ""
+    notes: str = ""  # prose for people: no state is read back from it (that is ``mark``)
     attempts: int = 0
     started_at: float | None = None
     finished_at: float | None = None
+    mark: StepMark | None = None  # its state beyond its status (see .stepmark); from_*: a reused result's origin
+    from_run: str | None = None
+    from_step: str | None = None
 
     @model_validator(mode="after")
     def _refs_are_needs(self) -> "Step":
@@ -245,7 +249,7 @@ def _own_fields_set(step: Step) -> Step:
     return step
 _RUN_STATE_DEFAULTS: dict[str, Any] = {
     "status": Status.not_started, "result": None, "error": None, "traceback": None, "output": "", "notes": "",
-    "attempts": 0, "started_at": None, "finished_at": None,
+    "attempts": 0, "started_at": None, "finished_at": None, "mark": None, "from_run": None, "from_step": None,
 }
 
 
@@ -372,10 +376,6 @@ class PlanDiff(_MaskedRepr, BaseModel):
 
     def __str__(self) -> str:
         return render("diff_text", self)
-
-    def __repr__(self) -> str:
-        # a diff's texts quote steps and errors: its repr leaves as masked as its views
-        return mask_text(super().__repr__())
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))

@@ -29,10 +29,11 @@ from typing import Any
 
 from ..outbound import RunSecrets, bounded, one_line
 from .diff import diff_plans
-from .lineage import CACHED_NOTE, KEPT_FROM_NOTE, PINNED_NOTE, Lineage
+from .lineage import Lineage
 from .models import PlanDiff, RunResult, Status, Step
 from .refs import resolve
 from .render import render
+from .stepmark import REUSED, StepMark
 from .wording import plural
 
 #: how a step came to be in a run, in words (``absent``: the step is not in that run's plan)
@@ -300,14 +301,9 @@ def _side(step: Step | None, in_base: bool, index: int, fork: bool, tokens: dict
 
 
 def _how(step: Step, fork: bool) -> str:
-    status, notes = step.status, step.notes
-    if status is _COMPLETED and notes:
-        if notes.startswith(KEPT_FROM_NOTE):
-            return "kept"
-        if notes.startswith(PINNED_NOTE):
-            return "pinned"
-        if notes.startswith(CACHED_NOTE):
-            return "cached"
+    status, mark = step.status, step.mark
+    if status is _COMPLETED and mark in REUSED:
+        return str(mark)  # "kept", "pinned", "cached"
     if status in _NOT_RUN and not step.attempts:
         return "not run"
     return "re-ran" if fork else "ran"
@@ -397,7 +393,7 @@ def _compare(a: Step, b: Step, base_results: dict[str, Any], other_results: dict
 
 
 def _pinned(step: Step) -> bool:
-    return step.status is _COMPLETED and step.notes.startswith(PINNED_NOTE)
+    return step.status is _COMPLETED and step.mark == StepMark.pinned
 
 
 def _same_outcome(a: Step, b: Step) -> bool:

@@ -14,6 +14,7 @@ from ..data.gcwindow import freeze_window
 from ..data.lineage import CACHED_NOTE, kept_note
 from ..data.models import RunResult, Status, Step, started_data
 from ..data.refs import resolve
+from ..data.stepmark import StepMark, unmarked
 from ..workers.interrupts import checkpoint, interrupt_gate
 from . import planchanges
 from ._algo import NO_WINDOW, has_run, holding, idle_move, mid_run, paused_after
@@ -21,7 +22,6 @@ from ._parts import RunnerParts
 from .dispatch import Flight
 from .execute import stdout_routing, summarize
 from .persistence import UNCACHED_NOTE, uses_cache
-from .state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 
 
 class TickLoop(RunnerParts):
@@ -241,7 +241,7 @@ class TickLoop(RunnerParts):
                 step = self._next_ready(limit, batchable=True)
         except KeyboardInterrupt:  # Ctrl-C as steps join: none of them has started
             for flight in flights:
-                self._uncount(flight, "")
+                self._uncount(flight, None)
             raise
         by_id = self.scheduler.by_id
         self.dispatch.start_batch(flights, [{n: by_id[n].result for n in f.step.needs} for f in flights])
@@ -268,6 +268,7 @@ class TickLoop(RunnerParts):
         self._unshare(step)
         step.set_state(status=Status.completed, result=hit.result, error=None, traceback=None, output="",
                        notes=f"{CACHED_NOTE}the result of step {hit.step_id} in run {hit.run_id}",
+                       mark=StepMark.cached, from_run=hit.run_id, from_step=hit.step_id,
                        started_at=now, finished_at=now)
         self.scheduler.completed(step)
         self.emit("step.cached", step=step.id, from_run=hit.run_id, from_step=hit.step_id, result=summarize(hit.result))
@@ -292,6 +293,7 @@ class TickLoop(RunnerParts):
         self._unshare(step)
         step.set_state(status=Status.completed, result=old_result, error=None, traceback=None, output="",
                        notes=f"{kept_note(parent, step)} (its call, resolved, was the parent's: reuse='identical')",
+                       mark=StepMark.kept, from_run=parent, from_step=step.id,
                        started_at=now, finished_at=now)
         self.scheduler.completed(step)
         self.emit("step.cached", step=step.id, from_run=parent, from_step=step.id, kept=True,
@@ -306,7 +308,7 @@ class TickLoop(RunnerParts):
             by_id = self.scheduler.by_id
             self.dispatch.start(flight, executor, {n: by_id[n].result for n in step.needs})
         except KeyboardInterrupt:  # Ctrl-C inside an inline call: it did not complete
-            self._uncount(flight, INTERRUPTED_NOTE)
+            self._uncount(flight, StepMark.interrupted)
             raise
 
     def _begin(self, step: Step, executor: Any) -> Flight:
@@ -318,7 +320,7 @@ class TickLoop(RunnerParts):
         step.set_state(
             attempts=step.attempts + 1, status=Status.in_progress, error=None, traceback=None, output="",
             started_at=started, finished_at=None,
-            **({"notes": ""} if step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE) else {}),
+            **unmarked(step.mark),  # it runs: a mark (and an interrupt's note) no longer holds
         )
         flight = Flight(step, s.executions)
         if self._cache_keys:
@@ -328,7 +330,7 @@ class TickLoop(RunnerParts):
             self.bus.publish("step.started", step.id, started_data(step.attempts, s.executions, executor.name),
                              started)
         except KeyboardInterrupt:  # Ctrl-C in a view as the step starts: it has not started
-            self._uncount(flight, "")
+            self._uncount(flight, None)
             raise
         if self.recorder is not None:
             self.recorder.before_call(step, s)

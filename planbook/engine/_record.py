@@ -10,6 +10,7 @@ review (:mod:`planbook.engine.planchanges`). Part of :class:`~planbook.engine.ru
 from __future__ import annotations
 
 from ..data.models import Status, Step, finished_data
+from ..data.stepmark import StepMark
 from ..outbound import REDACTED_TEXT
 from . import planchanges
 from ._algo import NO_WINDOW, step_times, thread_hint
@@ -18,7 +19,7 @@ from .dispatch import Flight
 from .execute import summarize
 from .executors import NotReached
 from .policies import chain_for, handle_failure
-from .state import INTERRUPTED_NOTE, KEPT_NOTE, failure_line
+from .state import CUT_NOTES, KEPT_NOTE, failure_line
 
 #: what of an outcome may echo a secret, hidden before the step's record and event are made
 _SCRUBBED = ("error", "traceback", "output", "summary")
@@ -38,7 +39,7 @@ class Recording(RunnerParts):
         outcome = self.dispatch.outcome_of(flight)
         if outcome is None:
             # a batch's call after a failure never started: it is simply ready again
-            self._uncount(flight, "" if isinstance(flight.future.exception(), NotReached) else INTERRUPTED_NOTE)
+            self._uncount(flight, None if isinstance(flight.future.exception(), NotReached) else StepMark.interrupted)
             if isinstance(flight.future.exception(), KeyboardInterrupt):
                 # the call itself was interrupted (a tool raised it, on any thread or executor): so is the run
                 raise KeyboardInterrupt(f"the call of step {step.id!r} raised KeyboardInterrupt")
@@ -127,8 +128,8 @@ class Recording(RunnerParts):
                 and step.status in (Status.failed, Status.skipped) and self._replan_for is None:
             planchanges.review(self, step)
 
-    def _uncount(self, flight: Flight, note: str) -> None:
-        """An execution that did not complete did not happen: it runs again."""
+    def _uncount(self, flight: Flight, mark: StepMark | None) -> None:
+        """An execution that did not complete did not happen: it runs again (``mark``: how it was cut)."""
         step = flight.step
         if flight.token is not None:
             self.bus.live.discard(flight.token)
@@ -136,7 +137,8 @@ class Recording(RunnerParts):
             self.dispatch.relay.drop(flight.live)  # type: ignore[union-attr]
         self._unshare(step)
         self.state.executions -= 1
-        step.set_state(attempts=max(step.attempts - 1, 0), status=Status.not_started, notes=note)
+        step.set_state(attempts=max(step.attempts - 1, 0), status=Status.not_started, notes=CUT_NOTES.get(mark, ""),
+                       mark=mark)
         self.scheduler.again(step)
         self._changed(step)
 

@@ -12,9 +12,9 @@ import sys
 import traceback as traceback_module
 
 from ..data.models import RunReason, RunStatus, Status
+from ..data.stepmark import StepMark
 from ._algo import completion
 from ._parts import RunnerParts
-from .state import STILL_RUNNING_NOTE
 
 
 class Stopping(RunnerParts):
@@ -66,7 +66,7 @@ class Stopping(RunnerParts):
         for flight in self.dispatch.inflight:
             if flight.handle is not None:
                 flight.handle.cancel()  # an awaited coroutine stops at its next await
-            self._uncount(flight, STILL_RUNNING_NOTE)
+            self._uncount(flight, StepMark.still_running)
             self.dispatch.leftovers.append(flight)
         self.dispatch.inflight = []
         self._ending = None if self.finished else self._ending
@@ -98,7 +98,7 @@ class Stopping(RunnerParts):
                 continue  # interrupted (it runs again), or the step was changed by hand meanwhile
             self.state.executions += 1
             self._unshare(flight.step)
-            flight.step.set_state(attempts=flight.step.attempts + 1, notes="")
+            flight.step.set_state(attempts=flight.step.attempts + 1, notes="", mark=None)
             self._stale = True
             self._record(flight, kept=True)
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..data.errors import RunEnded
 from ..data.models import Status, Step
+from ..data.stepmark import StepMark
 from ..outbound.text import bounded
 from ..workers.interrupts import call_user
 from ..workers.interrupts import waiting as interruptible
@@ -425,9 +426,9 @@ class Door:
                 self._start_timer(step.id, since, steering.timeout)
             self._ask_next()
         elif verdict.kind == "wait":
-            since = time.monotonic()
-            steering.waiting[step.id] = since
-            step.notes = WAITING_NOTE
+            since = steering.waiting[step.id] = time.monotonic()
+            step.notes, step.mark = WAITING_NOTE, StepMark.waiting
+            runner._changed(step)  # the store keeps the mark: a crashed run shows who waited
             self.note_waiting()  # in the store before anyone hears of it
             runner.emit("step.waiting", step=step.id, tool=step.tool, args=dict(step.args))
             if steering.timeout is not None:
@@ -479,8 +480,8 @@ class Door:
             edit_step(runner, step, args, decision.who)
         else:
             runner.emit("step.decided", step=step.id, **decision.as_data())
-        if step.notes == WAITING_NOTE:
-            step.notes = ""
+        if step.mark == StepMark.waiting:
+            step.notes, step.mark = "", None
         if decision.action in ("approve", "edit"):
             self.steering.approved[step.id] = (StepRef.of(step, runner.plan.revision), decision.who)
             runner.scheduler.again(step)

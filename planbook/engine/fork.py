@@ -34,6 +34,7 @@ from ..data.lineage import (
 )
 from ..data.models import Event, Plan, RunResult, Status, Step
 from ..data.refs import resolve
+from ..data.stepmark import StepMark
 from ..outbound.redact import shown_arg
 from ..workers.agents import AgentsLike, as_agents
 from ..workers.planners import Planner
@@ -184,7 +185,8 @@ def plan_fork(parent: Parent, *, at: str | Sequence[str] | None, args: Mapping[s
         old = by_parent.get(st.id)
         if st.id in kept and old is not None:
             step = old.snapshot()
-            step.set_state(notes=kept_note(parent.run_id, old))
+            step.set_state(notes=kept_note(parent.run_id, old), mark=StepMark.kept, from_run=parent.run_id,
+                           from_step=old.id)
         else:
             step = st.fresh()
         if st.id == (points[0] if points else None) and args is not None:
@@ -193,7 +195,7 @@ def plan_fork(parent: Parent, *, at: str | Sequence[str] | None, args: Mapping[s
         elif st.id == (points[0] if points else None) and result is not UNSET:
             pinned.add(st.id)
             step.set_state(status=Status.completed, result=result, notes=f"{PINNED_NOTE}the fork gave this result",
-                           error=None, traceback=None)
+                           error=None, traceback=None, mark=StepMark.pinned, from_run=None, from_step=None)
             edit[st.id] = {"result": _shown(st.id, result)}
         steps.append(step)
     if parent.store is not None:

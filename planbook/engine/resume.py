@@ -15,6 +15,7 @@ from typing import Any, Literal, overload
 
 from ..data.errors import NothingToResume, ResumeError
 from ..data.models import Plan, RunResult, Status
+from ..data.stepmark import StepMark
 from ..workers.agents import AgentsLike
 from ..workers.planners import Planner
 from ..workers.tools import ToolsLike, as_toolbox
@@ -202,7 +203,8 @@ def resume(
                 f"rerun=[{step_id!r}] (planbook resume --rerun {step_id}; %run_plan NAME --resume --rerun {step_id}) "
                 "to run it again"
             )
-        step.set_state(status=Status.not_started, attempts=max(step.attempts - 1, 0), notes=INTERRUPTED_NOTE)
+        step.set_state(status=Status.not_started, attempts=max(step.attempts - 1, 0), notes=INTERRUPTED_NOTE,
+                       mark=StepMark.interrupted)
     for step_id in stored.steps_to_rerun():  # a result the store could not keep, and a later step needs it
         step = state.plan.step(step_id)
         step.set_state(status=Status.not_started, result=None,

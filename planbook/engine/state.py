@@ -11,7 +11,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..data.models import Event, Plan, PlanDiff, RunReason, RunStatus, Step
+from ..data.stepmark import StepMark
 
+# The notes below are prose the runner writes for people (``step.notes``); what the step *is*
+# is its typed mark (:class:`~planbook.data.stepmark.StepMark`), which views and stores read.
 #: the note on a step whose call was interrupted before it completed
 INTERRUPTED_NOTE = "interrupted; it runs again when the run continues"
 #: the note on a step whose call was still running in a worker thread at the interrupt
@@ -20,6 +23,9 @@ STILL_RUNNING_NOTE = ("interrupted while its call was still running in a worker 
                       "complete)")
 #: the note on a step whose call completed around an interrupt and was kept (not run again)
 KEPT_NOTE = "kept: its call completed while the run was interrupted; it did not run again"
+#: the note that goes with each mark of a cut call (a step put back as not started)
+CUT_NOTES: dict[StepMark | None, str] = {StepMark.interrupted: INTERRUPTED_NOTE,
+                                         StepMark.still_running: STILL_RUNNING_NOTE}
 
 
 class RunState(BaseModel):

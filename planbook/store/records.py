@@ -14,9 +14,11 @@ from typing import Any
 from ..data.errors import StoreError
 from ..data.models import Event, Plan, PlanDiff, Status, Step
 from ..data.secret import from_json_refs
+from ..data.stepmark import StepMark
 from ..outbound.checkpoint import mask_text
 from ..outbound.redact import DeferredChecks, Redactor
 from ..outbound.text import TEXT_LIMIT, bounded
+from .oldmarks import needs_explicit_none, old_mark
 from .values import REPR_LIMIT
 
 #: a step's fields that go into its record (every field but args and result)
@@ -128,6 +130,11 @@ def step_record(step: Step, values: tuple[Any, ...] | None = None,
     status = record.get("status")
     if status is not None:
         record["status"] = status._value_  # the member's value, without the enum's descriptor
+    mark = record.get("mark")
+    if mark is not None:
+        record["mark"] = mark._value_ if isinstance(mark, StepMark) else StepMark(mark)._value_
+    elif "notes" in record and needs_explicit_none(record):
+        record["mark"] = None  # its note reads like an old mark: it has none (see .oldmarks)
     for name in BOUNDED_FIELDS:
         text = record.get(name)
         if text.__class__ is str and len(text) > TEXT_LIMIT:
@@ -143,9 +150,14 @@ def _step_text(record: dict[str, Any], redactor: Redactor | DeferredChecks) -> s
 
 
 def step_from_record(record: dict[str, Any], args: dict[str, Any], result: Any) -> Step:
-    """A Step from its record (fields this planbook does not know are left out)."""
+    """A Step from its record (fields this planbook does not know are left out). A record
+    written before marks were typed has none: its mark is read from its note (:mod:`.oldmarks`)."""
     fields = {k: v for k, v in record.items() if k in _STEP_FIELDS}
     fields["status"] = Status(fields.get("status", "not_started"))
+    if "mark" not in fields:
+        fields.update(old_mark(fields))
+    elif fields["mark"] is not None:
+        fields["mark"] = StepMark(fields["mark"])
     # a Secret was written as its reference ({"$secret": "env:NAME"}): a Secret again, which the
     # resumed run's call reveals anew (an environment secret is read in this process)
     return Step.model_construct(**fields, args=from_json_refs(args), result=result)

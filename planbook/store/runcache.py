@@ -12,6 +12,7 @@ from operator import itemgetter
 from typing import Any
 
 from ..data.models import Status, Step
+from ..data.stepmark import StepMark
 from ..outbound.redact import DeferredChecks, Redactor
 from .records import RECORD_FIELDS, record_values, step_json
 from .values import Encoded, clone, encode_args, plain_json_text, same_plain
@@ -213,10 +214,10 @@ class RunCache:
 
 
 #: values a row signature holds as they are (immutable: an edit replaces them, never changes them)
-IMMUTABLE = frozenset({str, int, float, bool, type(None), Status})
+IMMUTABLE = frozenset({str, int, float, bool, type(None), Status, StepMark})
 #: the record fields a step's start changes (see ``Runner._begin``), as (name, position)
 STARTED = tuple((name, RECORD_FIELDS.index(name)) for name in (
-    "status", "attempts", "started_at", "finished_at", "error", "traceback", "notes"))
+    "status", "attempts", "started_at", "finished_at", "error", "traceback", "notes", "mark"))
 #: the other record fields but ``needs`` (a list, compared by its copy), from a record's values;
 #: a patch is written only when these are the same values, of the same types, as in the row
 UNSTARTED = itemgetter(*(i for i, name in enumerate(RECORD_FIELDS)

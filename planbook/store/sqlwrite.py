@@ -21,6 +21,7 @@ from ..data.errors import StoreError
 from ..data.ids import new_run_id
 from ..data.lineage import is_kept
 from ..data.models import Event, Plan, Status, Step
+from ..data.stepmark import StepMark
 from ..outbound.redact import DeferredChecks
 from .base import RunStateLike, counters_key, counters_of, not_found
 from .claims import RunClaimed, is_me, refuse_claim, this_host
@@ -376,7 +377,10 @@ class SQLiteWrites(SQLiteConnection):
                 continue
             if kind not in IMMUTABLE:
                 return None
-            patch[name] = value._value_ if kind is Status else value
+            patch[name] = value._value_ if kind is Status or kind is StepMark else value
+        if "notes" in patch and "mark" not in patch:  # said outright: a row without one is read as an old one
+            mark = step.mark
+            patch["mark"] = None if mark is None else StepMark(mark)._value_
         if not cache.args_as_stored(step.args, args_copy, args_kind, args_payload):
             return None
         # only its texts are checked for secrets: the names are planbook's own, numbers never redacted

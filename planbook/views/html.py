@@ -14,9 +14,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..data.lineage import REUSED_PREFIXES
 from ..data.models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
-from ..engine.state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
+from ..data.stepmark import CUT
 from ..outbound import TEXT_LIMIT, RunSecrets, html_text
 from .marks import CACHED_MARK, CacheMark, cached_count_text
 from .state import ViewState, row_window, shown, verdict_line
@@ -174,7 +173,7 @@ def row_kind(step: Step, mark: CacheMark | None = None) -> str:
     ``interrupted`` (an interrupt cut its call; it runs again when the run continues)."""
     if mark is not None:
         return "cached"
-    if step.status is Status.not_started and step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE):
+    if step.status is Status.not_started and step.mark in CUT:
         return "interrupted"
     return step.status.value
 
@@ -195,7 +194,7 @@ def step_row_html(step: Step, *, pane: str = "", mark: CacheMark | None = None, 
     executor = f"[{step.agent.upper()}]" if step.agent else (step.tool or "")
     task = shown(task, hide) if task else ""
     error = step.error if (status is _FAILED or status is _SKIPPED) else None
-    if not error and step.notes and (status is _BLOCKED or step.notes.startswith(REUSED_PREFIXES)):
+    if not error and status is _BLOCKED and step.notes:  # why it did not run (a reused result's mark is no error)
         error = step.notes
     error = shown(error, hide) if error else ""
     if _SPECIAL(f"{sid}{executor}{task}{error}"):  # most rows have nothing to escape: one search, not four

@@ -3,8 +3,9 @@
 A default never hides work, so every view marks such a step (row, pane, timeline, header).
 The marks come from the run's events: ``step.cached`` (the step cache answered, with the
 run and step the result came from) and ``run.started`` with ``resumed=True, stored=True`` (a step that
-completed before it was not run again). A step whose note says it was cached but whose
-events are gone (a plan copied out of a result) is still marked, from the note.
+completed before it was not run again). A step whose events are gone (a plan copied out of
+a result) is still marked, from its typed mark (:class:`~planbook.data.stepmark.StepMark`).
+The words for each mark are here: the runner sets marks, it does not word them.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..data.lineage import KEPT_FROM_NOTE, PINNED_NOTE, REUSED_PREFIXES
-from ..data.models import Event, Plan, Status
+from ..data.models import Event, Plan, Status, Step
+from ..data.stepmark import REUSED
 
 #: the mark a cached or resumed step shows after its status mark
 CACHED_MARK = "⟲"
@@ -92,8 +93,8 @@ class MarkBuilder:
             if step.status is not completed:
                 continue
             mark = found(step.id)
-            if mark is None and (notes := step.notes) and notes.startswith(REUSED_PREFIXES):
-                mark = _noted(step.id, notes)
+            if mark is None and step.mark in REUSED:
+                mark = _marked(step)
             if mark is not None:
                 out[step.id] = mark
         return out
@@ -121,11 +122,6 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _noted(step_id: str, notes: str) -> CacheMark:
-    """The mark a step's note tells (a plan copied out of a result has no events to tell it)."""
-    if notes.startswith(KEPT_FROM_NOTE):
-        parent = notes[len(KEPT_FROM_NOTE):].split(":", 1)[0].strip()
-        return CacheMark(step_id, "kept", parent or None, step_id)
-    if notes.startswith(PINNED_NOTE):
-        return CacheMark(step_id, "pinned")
-    return CacheMark(step_id, "cached")
+def _marked(step: Step) -> CacheMark:
+    """The mark a step carries itself (a plan copied out of a result has no events to tell it)."""
+    return CacheMark(step.id, str(step.mark), step.from_run, step.from_step)

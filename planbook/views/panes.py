@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..data.models import Status, Step
+from ..data.stepmark import CUT
 from ..engine.liveoutput import OUTPUT_TAIL
-from ..engine.state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
 from ..outbound import bounded, html_text
 from ..outbound.redact import REDACTED_TEXT
 
@@ -268,7 +268,7 @@ def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget
         "start": _rel(step.started_at, origin), "end": _rel(step.finished_at, origin),
         "duration": step.duration,
     }
-    if step.status is Status.not_started and step.notes in (INTERRUPTED_NOTE, STILL_RUNNING_NOTE):
+    if step.status is Status.not_started and step.mark in CUT:
         data["status_text"] = INTERRUPTED_STATUS
     used = len(call) + 60  # the numbers and the status
     for key in ("task", "expect", "notes", "error"):

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..data.errors import PlanbookError
 from ..data.models import Event, RunResult, Status, Step
-from ..engine.state import INTERRUPTED_NOTE, STILL_RUNNING_NOTE
+from ..data.stepmark import CUT
 from ..outbound import RunSecrets, bounded, one_line
 from .charts import graph_html, timeline_html
 from .forkbox import step_code_line
@@ -132,7 +132,7 @@ def worth_a_pane(step: Step, marks: dict[str, CacheMark], revised: set[str]) -> 
     if step.attempts > 1 or step.id in revised or step.id in marks:
         return True
     status = step.status
-    return not (status is _COMPLETED or (status is _WAITING and step.notes not in _CUT))
+    return not (status is _COMPLETED or (status is _WAITING and step.mark not in CUT))
 
 
 def has_pane(step: Step) -> bool:
@@ -141,7 +141,6 @@ def has_pane(step: Step) -> bool:
 
 
 _COMPLETED, _WAITING = Status.completed, Status.not_started  # read once (an enum member is a lookup)
-_CUT = (INTERRUPTED_NOTE, STILL_RUNNING_NOTE)
 
 
 def panes_for(steps: Sequence[Step], marks: dict[str, CacheMark], revised: set[str], opened: str = "") -> list[str]:

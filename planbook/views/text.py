@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..data.lineage import REUSED_PREFIXES
 from ..data.models import STATUS_MARKS, Plan, PlanDiff, RunResult, Status, Step
+from ..data.stepmark import REUSED
 from ..data.wording import plural
 from ..outbound import TEXT_LIMIT, RunSecrets, bounded, indent_lines, md_code, md_text, one_line, shown_arg
 from .forkbox import headline
@@ -89,7 +89,7 @@ def format_plan(plan: Plan, gate: RunSecrets | None = None, *, max_steps: int | 
             lines.append(f"   Needs: {one_line(bounded(', '.join(step.needs), LINE_LIMIT))}")
         if step.error and step.status in (Status.failed, Status.skipped):
             lines.append(f"   Error: {indent_lines(shown(step.error, hide), MORE)}")
-        if step.notes and (step.status is not Status.completed or step.notes.startswith(REUSED_PREFIXES)):
+        if step.notes and (step.status is not Status.completed or step.mark in REUSED):
             if not (step.error and step.error in step.notes):  # "skipped after: <error>" says it twice
                 lines.append(f"   Notes: {indent_lines(shown(step.notes, hide), MORE)}")
     return "\n".join(lines)
