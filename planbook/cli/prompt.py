@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from ..data.models import Step
 from ..data.refs import resolve
-from ..engine.approvals import ApprovalContext, Decision, check_edit
+from ..engine.approvals import ApprovalContext, Decision, checked
 from ..outbound import REDACTED_TEXT, RunSecrets, is_secret_name, plain_gate, shown_arg
 
 CHOICES = "[a]pprove [s]kip [e]dit [q]uit"
@@ -144,7 +144,7 @@ class TerminalPrompt:
         try:
             if isinstance(args, dict):  # a secret shown as *** and typed back as *** keeps its value
                 args = self.gate.kept_secrets(args, step.args)
-            return Decision.edit(check_edit(step, args, self.tools), who="cli")
+            return checked(Decision.edit(args, who="cli"), step, self.tools)  # checked once: the run trusts it
         except (TypeError, ValueError) as exc:
             self.stdout.write(f"{self.gate.line(str(exc))}\n")
             return None

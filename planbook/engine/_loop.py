@@ -17,15 +17,18 @@ from ..data.refs import resolve
 from ..data.stepmark import StepMark, unmarked
 from ..workers.interrupts import checkpoint, interrupt_gate
 from . import planchanges
-from ._algo import NO_WINDOW, has_run, holding, idle_move, mid_run, paused_after
-from ._parts import RunnerParts
+from ._algo import NO_WINDOW, has_run, idle_move, mid_run, paused_after
+from ._stop import Stopping
 from .dispatch import Flight
 from .execute import stdout_routing, summarize
 from .persistence import UNCACHED_NOTE, uses_cache
 
 
-class TickLoop(RunnerParts):
+class TickLoop(Stopping):
     """The runner's loop: ``run()``, ``advance()`` and the tick."""
+
+    #: a fork with ``reuse="identical"``: step id -> the parent's (tool, resolved args, result)
+    _parent_calls: dict[str, tuple[Any, Any, Any]]
 
     def run(self, *, until: str | None = None, max_executions: int | None = None) -> RunResult:
         """Advance until the run ends, step ``until`` has run, or ``max_executions`` were made."""
@@ -77,17 +80,17 @@ class TickLoop(RunnerParts):
         self._until = until
         while not self.finished:
             limit = None if max_executions is None else submitted_before + max_executions
-            if self._pause_why is None and limit is not None:
-                self._pause_why = paused_after(limit, self.state.executions, max_executions)
-            if self._pause_why is not None and not self.dispatch.inflight:
-                why, self._pause_why = self._pause_why, None
-                self._pause(why)
+            control = self.control
+            if control.pause_why is None and limit is not None:
+                control.pause_after(paused_after(limit, self.state.executions, max_executions))
+            if control.pause_why is not None and not self.dispatch.inflight:
+                control.pause(control.take_pause() or "")
                 return
             self._tick(limit=limit)
             checkpoint()
-            if until is not None and self._pause_why is None and not self.finished \
+            if until is not None and control.pause_why is None and not self.finished \
                     and has_run(self.scheduler.by_id.get(until)):
-                self._pause_why = f"paused after step {until}"
+                control.pause_after(f"paused after step {until}")
 
     # ------------------------------------------------------------- a tick
     def _start(self) -> bool:
@@ -98,7 +101,7 @@ class TickLoop(RunnerParts):
         resumed = s.status in ("paused", "interrupted")
         if resumed:
             self._settle_leftovers()
-            s.status, s.reason, s.error = "running", None, None
+            self.control.going_on()
             self._stale = True  # a paused plan may have been edited by hand
             # stored=True: continued from the store (planbook.resume), so the steps completed
             # before did not run in this process; False: a pause in this process, going on
@@ -113,7 +116,7 @@ class TickLoop(RunnerParts):
                 config = self.config.model_dump(mode="json")
                 if self.steering is not None and self.steering.rule.stored() is not None:
                     config["approve"] = self.steering.rule.stored()  # a resume asks about the same steps
-                self.recorder.begin(s, config, self._run_id)
+                self.recorder.begin(s, config, self.run_id)
         elif resumed and self.recorder is not None and not self._adopted:
             self.recorder.save(s)  # a paused plan may have been edited by hand
         # a run resumed from its store writes nothing before its first call: the steps a crash
@@ -133,13 +136,13 @@ class TickLoop(RunnerParts):
         return True
 
     def _tick(self, limit: int | None) -> Step | None:
-        s = self.state
+        s, control = self.state, self.control
         if self.finished or not self._start():
             return None
         if self.door is not None:
             self.door.apply_inbox()
         if self.dispatch.batching:
-            self.dispatch.halt(holding(self._ending, self._replan_for, self._pause_why))
+            self.dispatch.halt(control.holding)
         if s.pending_failures:  # a failure's policy was interrupted: apply it first
             pending, s.pending_failures = list(s.pending_failures), []
             for step_id in pending:
@@ -147,23 +150,23 @@ class TickLoop(RunnerParts):
                 if failed is not None and failed.status is Status.failed and not self.finished:
                     self._apply_policy(failed)
             return None
-        if self._replan_for is not None and not self.dispatch.inflight:
-            failed, self._replan_for = self._replan_for, None
+        if control.replan_for is not None and not self.dispatch.inflight:
+            failed = control.take_replan()
+            assert failed is not None
             planchanges.replan(self, failed)
             return None
-        if self._ending is not None and not self.dispatch.inflight:
-            self._finish(*self._ending)
+        if control.end_if_due():
             return None
         self._submit_ready(limit)
         if not self.dispatch.inflight:
-            move = idle_move(self._ending, self.door is not None and bool(self.door.steering.waiting),
-                                   self._replan_for, self._pause_why)
+            move = idle_move(control.ending, self.door is not None and bool(self.door.steering.waiting),
+                             control.replan_for, control.pause_why)
             if move == "finish":
-                self._finish(*self._ending)  # type: ignore[misc]
+                control.end_if_due()
             elif move == "wait":
                 self.door.wait()  # type: ignore[union-attr]  # a decision, a pause, a stop or a deadline wakes it
             elif move == "complete":
-                self._complete()
+                control.complete()
             return None
         return self._collect()
 
@@ -188,7 +191,7 @@ class TickLoop(RunnerParts):
         ``batchable``: only a step that may join a batch (otherwise it waits for its own turn).
         """
         s = self.state
-        while not holding(self._ending, self._replan_for, self._pause_why) \
+        while not self.control.holding \
                 and (limit is None or s.executions < limit):
             step = self.scheduler.peek()
             if step is None or (batchable and not self._may_join(step)):
@@ -205,7 +208,7 @@ class TickLoop(RunnerParts):
                     continue  # it waits for a decision (or one was applied): look again
             refused = self.budget.execution_refused(s.executions, step.id, retry=bool(step.attempts))
             if refused is not None:
-                self._ending = ("failed", "step_budget", refused)
+                self.control.end_later("failed", "step_budget", refused)
                 return None
             return self.scheduler.take_peeked()
         return None
@@ -272,7 +275,7 @@ class TickLoop(RunnerParts):
                        started_at=now, finished_at=now)
         self.scheduler.completed(step)
         self.emit("step.cached", step=step.id, from_run=hit.run_id, from_step=hit.step_id, result=summarize(hit.result))
-        self._changed(step)
+        self.control.changed(step)
         return True
 
     def _from_parent(self, step: Step) -> bool:
@@ -298,7 +301,7 @@ class TickLoop(RunnerParts):
         self.scheduler.completed(step)
         self.emit("step.cached", step=step.id, from_run=parent, from_step=step.id, kept=True,
                   result=summarize(old_result))
-        self._changed(step)
+        self.control.changed(step)
         return True
 
     def _submit(self, step: Step, executor: Any) -> None:
@@ -350,7 +353,7 @@ class TickLoop(RunnerParts):
             self._record(flight)
             last = flight.step
         if self.dispatch.batching:  # a batch in another lane starts no call a plain run would not
-            self.dispatch.halt(holding(self._ending, self._replan_for, self._pause_why))
+            self.dispatch.halt(self.control.holding)
         return last
 
 

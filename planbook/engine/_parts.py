@@ -11,17 +11,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..data.gcwindow import FreezeWindow
-    from ..data.models import Plan, RunResult, Step
-    from ..data.stepmark import StepMark
+    from ..data.models import Plan, RunResult
     from ..outbound import RunSecrets
     from ..workers.agents import AgentRegistry
     from ..workers.planners import Planner
     from ..workers.tools import Toolbox
     from .budget import Budget
     from .config import RunConfig
+    from .control import RunControl
     from .decisions import Door
-    from .dispatch import Dispatcher, Flight
+    from .dispatch import Dispatcher
     from .eventbus import EventBus
     from .persistence import RunRecorder
     from .scheduler import Scheduler
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
 
 
 class RunnerParts:
-    """What the runner's parts share: its state, its options and helpers, and each other's methods."""
+    """What the runner's parts read of the runner that is made of them: its state, its options and helpers."""
 
     if TYPE_CHECKING:
         state: RunState
@@ -46,21 +45,14 @@ class RunnerParts:
         recorder: RunRecorder | None
         door: Door | None
         steering: Steering | None
+        control: RunControl
         goal_only: str | None
         after_step: Any
         clock: Any
-        _gc: FreezeWindow
-        _shared: dict[int, int]
         _stale: bool
         _adopted: bool
         _until: str | None
         _cache_keys: dict[str, str]
-        _run_id: str
-        #: a fork with ``reuse="identical"``: step id -> the parent's (tool, resolved args, result)
-        _parent_calls: dict[str, tuple[Any, Any, Any]]
-        _ending: tuple[Any, ...] | None
-        _replan_for: Step | None
-        _pause_why: str | None
 
         @property
         def plan(self) -> Plan: ...
@@ -76,18 +68,7 @@ class RunnerParts:
         def max_replans(self) -> int: ...
         @property
         def parallel(self) -> int: ...
+        @property
+        def run_id(self) -> str: ...
         def emit(self, kind: Any, step: str | None = None, **data: Any) -> Any: ...
         def result(self) -> RunResult: ...
-        # each part's methods the others call
-        def _finish(self, status: Any, reason: Any, error: str | None = None,
-                    exc: BaseException | None = None) -> None: ...
-        def _complete(self) -> None: ...
-        def _pause(self, why: str) -> None: ...
-        def _interrupt(self, why: str = "") -> None: ...
-        def _settle_leftovers(self) -> None: ...
-        def _record(self, flight: Flight, *, kept: bool = False) -> None: ...
-        def _uncount(self, flight: Flight, mark: StepMark | None) -> None: ...
-        def _unshare(self, step: Step) -> None: ...
-        def _unshare_history(self) -> None: ...
-        def _changed(self, step: Step) -> None: ...
-        def _apply_policy(self, step: Step) -> None: ...

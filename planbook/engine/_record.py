@@ -9,6 +9,10 @@ review (:mod:`planbook.engine.planchanges`). Part of :class:`~planbook.engine.ru
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ClassVar
+
+from ..data.gcwindow import FreezeWindow
 from ..data.models import Status, Step, finished_data
 from ..data.stepmark import StepMark
 from ..outbound import REDACTED_TEXT
@@ -18,7 +22,7 @@ from ._parts import RunnerParts
 from .dispatch import Flight
 from .execute import summarize
 from .executors import NotReached
-from .policies import chain_for, handle_failure
+from .policies import Verdict, chain_for, verdict_for
 from .state import CUT_NOTES, KEPT_NOTE, failure_line
 
 #: what of an outcome may echo a secret, hidden before the step's record and event are made
@@ -27,6 +31,11 @@ _SCRUBBED = ("error", "traceback", "output", "summary")
 
 class Recording(RunnerParts):
     """The runner's recording of outcomes and its failure policies' actions."""
+
+    #: the collector's window during ``run()`` (ticked once a recorded call), NO_WINDOW outside it
+    _gc: FreezeWindow = NO_WINDOW
+    #: history entries that are the plan's step itself (id(step) -> index), copied before it changes
+    _shared: dict[int, int]
 
     def _record(self, flight: Flight, *, kept: bool = False) -> None:
         """Record a finished call and apply the policy to a failure.
@@ -101,7 +110,7 @@ class Recording(RunnerParts):
             if own is not None:
                 finished["call_start"], finished["call_end"] = own
             self.bus.publish("step.finished", step.id, finished, now)
-            if kept or self._ending is not None:
+            if kept or self.control.ending is not None:
                 return
             if outcome.stop is not None:
                 planchanges.stop_after(self, step, outcome.stop)
@@ -121,11 +130,11 @@ class Recording(RunnerParts):
         if kept:
             return  # its policy is applied when the run continues
         s.pending_failures.remove(step.id)
-        if self._ending is not None:
+        if self.control.ending is not None:
             return  # the run is ending: running steps only finish
         self._apply_policy(step)
-        if self.after_step is not None and not self.finished and self._ending is None \
-                and step.status in (Status.failed, Status.skipped) and self._replan_for is None:
+        if self.after_step is not None and not self.finished and self.control.ending is None \
+                and step.status in (Status.failed, Status.skipped) and self.control.replan_for is None:
             planchanges.review(self, step)
 
     def _uncount(self, flight: Flight, mark: StepMark | None) -> None:
@@ -140,7 +149,7 @@ class Recording(RunnerParts):
         step.set_state(attempts=max(step.attempts - 1, 0), status=Status.not_started, notes=CUT_NOTES.get(mark, ""),
                        mark=mark)
         self.scheduler.again(step)
-        self._changed(step)
+        self.control.changed(step)
 
     def _unshare(self, step: Step) -> None:
         """``step`` is about to change: if the history holds it, the history gets a copy."""
@@ -157,50 +166,50 @@ class Recording(RunnerParts):
 
     # --------------------------------------------------------------- policies
     def _apply_policy(self, step: Step) -> None:
-        handle_failure(step, chain_for(step, self.policy), self)
+        """Carry out what the failed step's policy chain decides (planbook.engine.policies decides)."""
+        verdict: Verdict = verdict_for(step, chain_for(step, self.policy), self)
+        self._carry_out[verdict](self, step)
 
     def retries_used(self, step: Step) -> int:
         return self.state.retries_used.get(step.id, 0)
 
-    def retry(self, step: Step) -> None:
+    def _retry(self, step: Step) -> None:
         used = self.state.retries_used[step.id] = self.retries_used(step) + 1
         self._unshare(step)
         step.status = Status.not_started
         step.notes = f"retry {used}/{self.retries} after: {step.error}"
         self.scheduler.again(step)
         self.emit("step.retry", step=step.id, retry=used, of=self.retries, error=step.error)
-        self._changed(step)
+        self.control.changed(step)
 
-    def skip(self, step: Step) -> None:
+    def _skip(self, step: Step) -> None:
         self._unshare(step)
         step.status = Status.skipped
         step.notes = f"skipped after: {step.error}"
         self.emit("step.skipped", step=step.id, error=step.error)
-        self._changed(step)
+        self.control.changed(step)
         self.scheduler.ended_without_result(step)
 
-    def replan(self, step: Step) -> None:
-        if self._replan_for is None:
-            self._replan_for = step  # after the running steps finish; they are part of what happened
+    def _replan(self, step: Step) -> None:
+        self.control.replan_after(step)  # after the running steps finish; they are part of what happened
         if not self.dispatch.inflight:
-            failed, self._replan_for = self._replan_for, None
+            failed = self.control.take_replan()
+            assert failed is not None
             planchanges.replan(self, failed)
 
-    def keep_going(self, step: Step) -> None:
+    def _keep_going(self, step: Step) -> None:
         self._unshare(step)
         step.notes = f"failed; its dependents run anyway (on_failure continue): {step.error}"
         self.scheduler.release(step)
-        self._changed(step)
+        self.control.changed(step)
 
-    def abort(self, step: Step) -> None:
-        self._ending = ("failed", "aborted", f"step {step.id} failed: {step.error}")
-        if not self.dispatch.inflight:
-            self._finish(*self._ending)
+    def _abort(self, step: Step) -> None:
+        self.control.end_when_idle("failed", "aborted", f"step {step.id} failed: {step.error}")
+
+    #: each verdict of a policy, and how the runner carries it out
+    _carry_out: ClassVar[dict[Verdict, Callable[[Recording, Step], None]]] = {
+        "abort": _abort, "skip": _skip, "retry": _retry, "replan": _replan, "continue": _keep_going}
 
     def _blocked(self, step: Step, dead: list[str]) -> None:
         self.emit("step.blocked", step=step.id, because=dead)
-        self._changed(step)
-
-    def _changed(self, step: Step) -> None:
-        if self.recorder is not None:
-            self.recorder.changed(step)
+        self.control.changed(step)

@@ -131,6 +131,9 @@ class Decision:
     #: the step as it was when decided (set by whoever gives the decision for a step not yet asked
     #: about: the handle, the view); None: the step as it asks (a callable, the prompt)
     about: StepRef | None = field(default=None, compare=False)
+    #: an edit whose args were checked against the tool when given (:func:`checked`): the run
+    #: does not check them again (a decision is checked once, where it is given)
+    checked: bool = field(default=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
@@ -273,3 +276,11 @@ def check_edit(step: Step, args: Mapping[str, Any], tools: Mapping[str, Any]) ->
         raise ValueError(f"the new arguments of step {step.id!r} do not fit tool {step.tool!r}: "
                          + "; ".join(problems))
     return dict(args)
+
+
+def checked(decision: Decision, step: Step, tools: Mapping[str, Any]) -> Decision:
+    """``decision`` with an edit's args checked against ``step``'s tool (ValueError names each
+    problem), marked so the run does not check them again. Other decisions are returned as they are."""
+    if decision.action != "edit" or decision.checked:
+        return decision
+    return replace(decision, args=check_edit(step, decision.args or {}, tools), checked=True)

@@ -35,6 +35,7 @@ import concurrent.futures
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -44,14 +45,14 @@ from ..data.stepmark import StepMark
 from ..outbound.text import bounded
 from ..workers.interrupts import call_user
 from ..workers.interrupts import waiting as interruptible
-from .approvals import ApprovalContext, Decision, StepRef, Who, check_edit
+from .approvals import ApprovalContext, Decision, StepRef, Who, check_edit, checked
 from .asking import AskingThread
 from .execute import describe_exception
 from .planchanges import edit_step
 from .steering import WAITING_NOTE, Steering
 
 if TYPE_CHECKING:
-    from .runner import Runner
+    from .control import RunAccess
 
 Action = Literal["decide", "pause", "resume", "stop", "edit", "retry", "deadline", "answer"]
 
@@ -76,7 +77,7 @@ class Request:
 class Door:
     """The run's one inbox (any thread gives) and its applier (only the run's thread applies)."""
 
-    def __init__(self, runner: Runner, steering: Steering) -> None:
+    def __init__(self, runner: RunAccess, steering: Steering) -> None:
         self.runner, self.steering = runner, steering
         self._lock = threading.Lock()
         self._queue: deque[Request] = deque()
@@ -121,8 +122,10 @@ class Door:
         return any(r.action == "stop" for r in self._queue)
 
     def decide(self, step: Step, decision: Decision) -> None:
-        """Give ``decision`` about ``step`` (checked by the caller against the rule and the tool)."""
+        """Give ``decision`` about ``step``. An edit's args are checked here, once, in the giver's
+        thread (ValueError names each problem, and nothing is queued); the caller checks the rule."""
         runner = self.runner
+        decision = checked(decision, step, runner.tools)
         if decision.about is None:
             decision = decision.naming(step, runner.plan.revision)
         with self._lock:
@@ -179,6 +182,8 @@ class Door:
 
         Refused at once (RuntimeError) unless the run is paused with no resume or stop on its way:
         then the run's thread is idle and takes it next, so this never waits for the run to go on."""
+        if action == "edit":  # checked once, here, in the giver's thread (ValueError names each problem)
+            args = check_edit(step, args or {}, self.runner.tools)
         done: concurrent.futures.Future[None] = concurrent.futures.Future()
         if threading.get_ident() == self._applier:
             raise RuntimeError(f"the {action} of step {step.id!r} was given on the run's own thread (an on_event "
@@ -211,11 +216,12 @@ class Door:
         while (request := self._take()) is not None:
             self._apply(request)
 
-    def paused(self) -> None:
-        """The run pauses: its status and the door's phase change together, so a resume given
-        at any moment is either for this pause or refused as too early, never lost."""
+    def paused(self, apply: Callable[[], None]) -> None:
+        """The run pauses (``apply`` sets its status): the status and the door's phase change
+        together, so a resume given at any moment is either for this pause or refused as too
+        early, never lost."""
         with self._lock:
-            self.runner.state.status, self.runner.state.reason = "paused", "paused"
+            apply()
             self._phase = ""
             self._pausing = False
 
@@ -237,8 +243,7 @@ class Door:
                     self._stop(request.who, " while paused")
                 else:
                     self._apply(request)
-                if runner._ending is not None:
-                    runner._finish(*runner._ending)
+                runner.control.end_if_due()
             if runner.finished:
                 return False
 
@@ -278,7 +283,7 @@ class Door:
                 with self._lock:
                     self._pausing = True
                 runner.emit("run.steered", action="pause", who=request.who)
-                runner._pause_why = f"paused by you ({request.who})"
+                runner.control.pause_after(f"paused by you ({request.who})")
             elif request.action == "answer":
                 self._answered(request)
             elif request.action == "stop" and not runner.finished:
@@ -293,7 +298,7 @@ class Door:
                     raise ValueError(f"step {step.id!r} is {step.status.value}: only a step that has not started "
                                      "can be edited")
                 runner.emit("step.decided", step=step.id, **Decision.edit(request.args, who=request.who).as_data())
-                edit_step(runner, step, check_edit(step, request.args, runner.tools), request.who)
+                edit_step(runner, step, request.args, request.who)  # checked when given (change_paused)
             elif request.action == "retry":
                 assert request.step is not None
                 self._retry(request.step, request.who)
@@ -310,11 +315,12 @@ class Door:
         agent's stop, a missed deadline): the first cause stays what ended it, and the stop is
         recorded as refused, too late (the run only waited for its running steps to finish)."""
         runner = self.runner
-        if runner._ending is not None:
-            self._too_late(who, str(runner._ending[2]))
+        ending = runner.control.ending
+        if ending is not None:
+            self._too_late(who, str(ending[2]))
             return
         runner.emit("run.steered", action="stop", who=who)
-        runner._ending = ("failed", "aborted", f"stopped by you ({who}){when}")
+        runner.control.end_later("failed", "aborted", f"stopped by you ({who}){when}")
 
     def _too_late(self, who: Who, cause: str) -> None:
         self.runner.emit("run.steered", action="refused", who=who, reason="the stop came too late: the run was "
@@ -391,7 +397,7 @@ class Door:
             if other.status is Status.blocked:
                 other.set_state(status=Status.not_started, notes="")
         runner.emit("step.decided", step=step_id, decision="retry", who=who)
-        runner._changed(step)
+        runner.control.changed(step)
 
     # ------------------------------------------------------------ may a step start?
     def clear(self, step: Step) -> bool | None:
@@ -418,7 +424,7 @@ class Door:
             self.settle(step, verdict.decision, asked=verdict.asked)
         elif verdict.kind == "end":
             runner.scheduler.again(step)
-            runner._ending = ("failed", "aborted", verdict.error, verdict.exc)
+            runner.control.end_later("failed", "aborted", verdict.error, verdict.exc)
         elif verdict.kind == "ask":  # the callable or the prompt answers through the inbox
             since = steering.waiting[step.id] = time.monotonic()
             steering.asking.add(step.id)
@@ -428,7 +434,7 @@ class Door:
         elif verdict.kind == "wait":
             since = steering.waiting[step.id] = time.monotonic()
             step.notes, step.mark = WAITING_NOTE, StepMark.waiting
-            runner._changed(step)  # the store keeps the mark: a crashed run shows who waited
+            runner.control.changed(step)  # the store keeps the mark: a crashed run shows who waited
             self.note_waiting()  # in the store before anyone hears of it
             runner.emit("step.waiting", step=step.id, tool=step.tool, args=dict(step.args))
             if steering.timeout is not None:
@@ -464,9 +470,9 @@ class Door:
         is a bug, not a choice; a person's is refused and the step waits for them again)."""
         runner = self.runner
         if decision.action == "edit":
-            try:
-                args = check_edit(step, decision.args or {}, runner.tools)
-            except (TypeError, ValueError) as exc:  # checked when given; the plan may have changed since
+            try:  # a person's edit was checked when given; a callable's (or the prompt's) answer is checked here
+                args = checked(decision, step, runner.tools).args or {}
+            except (TypeError, ValueError) as exc:
                 runner.emit("step.decided", step=step.id, decision="refused", who=decision.who, reason=str(exc))
                 if not asked and self.steering.remote:
                     since = self.steering.waiting[step.id] = time.monotonic()  # someone can decide again
@@ -474,7 +480,7 @@ class Door:
                         self._start_timer(step.id, since, self.steering.timeout)
                 else:  # a callable's (or prompt's) edit that does not fit: its answer is a bug, not a choice
                     runner.scheduler.again(step)
-                    runner._ending = ("failed", "aborted", f"the edit of step {step.id} was refused: {exc}")
+                    runner.control.end_later("failed", "aborted", f"the edit of step {step.id} was refused: {exc}")
                 return
             runner.emit("step.decided", step=step.id, **decision.as_data())
             edit_step(runner, step, args, decision.who)
@@ -491,13 +497,13 @@ class Door:
             with self._lock:
                 self._final.setdefault(step.id, (decision.who, decision.about))
             runner.emit("step.skipped", step=step.id, reason=decision.reason or "skipped by you", by=decision.who)
-            runner._changed(step)
+            runner.control.changed(step)
             runner.scheduler.ended_without_result(step)
         else:  # stop
             by = "" if decision.who == "timeout" else f" by you ({decision.who})"
             why = f"stopped{by} at step {step.id}" + (f": {decision.reason}" if decision.reason else "")
             runner.scheduler.again(step)
-            runner._ending = ("failed", "aborted", why)
+            runner.control.end_later("failed", "aborted", why)
 
     def note_waiting(self) -> None:
         """The run's reason says it waits for a person (``planbook runs`` shows it), written to the store now."""
@@ -577,8 +583,8 @@ class Door:
             exc = request.exc
             self._stop_waiting(step_id)
             runner.scheduler.again(step)
-            runner._ending = ("failed", "aborted", f"{steering.asker_name()} raised {describe_exception(exc)} when "
-                              f"asked about step {step_id!r}", exc)
+            runner.control.end_later("failed", "aborted", f"{steering.asker_name()} raised {describe_exception(exc)} "
+                                     f"when asked about step {step_id!r}", exc)
             return
         assert request.decision is not None
         if request.decision.who == "timeout" and steering.timeout is not None:

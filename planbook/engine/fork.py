@@ -110,7 +110,8 @@ def _stored_id(store: Any, run: Any, listed: Mapping[str, Any]) -> str:
 
 def _refuse_live_writer(summary: Any, run_id: str) -> None:
     """A run another live process is writing is not forked: its state is not final (the claim's wording)."""
-    from ..store.claims import RunClaimed, refuse_claim
+    from ..data.errors import RunClaimed
+    from ..store.claims import refuse_claim
 
     try:
         refuse_claim(run_id, summary.status, summary.writer_pid, summary.writer_host, summary.writer_since,
@@ -209,7 +210,6 @@ def replan_fork(shaped: ForkPlan, planner: Planner, tools: Any, agents: Any) -> 
     what a replan shows (the kept steps, secrets as ``***``) and asked to replace the fork point and
     what depends on it; its answer passes the one acceptance check, else nothing runs. Its model
     calls are the child's (returned as events, counted in the child's usage)."""
-    from types import SimpleNamespace
 
     from ..outbound import RunSecrets
     from ..spec.acceptance import accept_steps
@@ -219,7 +219,7 @@ def replan_fork(shaped: ForkPlan, planner: Planner, tools: Any, agents: Any) -> 
 
     secrets = RunSecrets()
     secrets.learn_plan(shaped.plan)
-    shown = Shown(SimpleNamespace(secrets=secrets))  # type: ignore[arg-type]
+    shown = Shown(secrets)
     kept = [st for st in shaped.plan.steps if st.status is Status.completed]
     agent_names = list(agents or ())
     events: list[Event] = []
@@ -306,7 +306,7 @@ def same_call(old: Step, new: Step) -> bool:
         return False
     missing = unstored_args(old)
     if missing:
-        old = old._copy({"args": {**old.args, **{k: new.args[k] for k in missing if k in new.args}}})
+        old = old.copy_with({"args": {**old.args, **{k: new.args[k] for k in missing if k in new.args}}})
     return old.signature() == new.signature()
 
 
@@ -343,7 +343,7 @@ def _args_edit(step: Step, args: Mapping[str, Any], tools: Any) -> dict[str, Any
         raise ForkError(f"step {step.id!r} calls tool {step.tool!r}, which is not among the tools given: pass "
                         "tools= with it")
     merged = {**step.args, **dict(args)}
-    if unstored_args(step._copy({"args": merged})):
+    if unstored_args(step.copy_with({"args": merged})):
         return {name: [(_shown(name, step.args[name]) if name in step.args else "(not set)"), _shown(name, value)] for name, value in args.items()}
     try:
         check_edit(step, merged, tools)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..data.gcwindow import collector_paused, worth_keeping
 from ..data.models import Step
+from ..store.base import ClaimingStore, RedactingStore, RunStore
 
 #: how the note on a step begins when the cache was asked for and this call could not use it
 UNCACHED_NOTE = "not cached: "
@@ -22,12 +23,11 @@ UNCACHED_NOTE = "not cached: "
 class RunRecorder:
     """Writes one run to one store; owns the step cache lookups of that run."""
 
-    def __init__(self, store: Any, *, cache: bool | None, run_id: str | None = None, secrets: Any = None) -> None:
+    def __init__(self, store: RunStore, *, cache: bool | None, run_id: str | None = None, secrets: Any = None) -> None:
         self.store = store
-        redactor = getattr(store, "redactor", None)
-        if secrets is not None and redactor is not None:
+        if secrets is not None and isinstance(store, RedactingStore):
             # the run's secrets (a password arg, a token a step returned) reach the file as ***
-            secrets.on_learn(redactor.add_secrets)
+            secrets.on_learn(store.redactor.add_secrets)
         #: the run's cache choice: True (every tool that allows it), False (none), None (only
         #: tools registered with ``cache=True``); see :func:`uses_cache`
         self.cache = cache
@@ -64,14 +64,21 @@ class RunRecorder:
         claim it, so a run another live process took meanwhile stops here, before anything runs."""
         if self._claimed or state.status != "running":
             return
-        claim = getattr(self.store, "claim_run", None)
-        if claim is not None:
-            claim(self.run_id, mine=True)  # this process wrote it last: anyone else meanwhile makes its state stale
+        if isinstance(self.store, ClaimingStore) and self.run_id is not None:
+            # this process wrote it last: anyone else meanwhile makes its state stale
+            self.store.claim_run(self.run_id, mine=True)
         self._claimed = True
 
     def _written(self, state: Any) -> None:
         if state.status != "running":
             self._claimed = False  # paused, interrupted or ended: another process may take it
+
+    def _created(self) -> str:
+        """The run's id in the store (it was created by :meth:`begin`, or adopted from a resume)."""
+        run_id = self.run_id
+        if run_id is None:
+            raise RuntimeError("the run is not in its store yet: begin() creates it before anything is written")
+        return run_id
 
     def changed(self, step: Step) -> None:
         """``step``'s status or result changed: written with the next call's start, or the next save."""
@@ -83,13 +90,13 @@ class RunRecorder:
         self._changed.pop(step.id, None)
         steps = [*self._changed.values(), step]
         self._changed.clear()
-        self.store.record_step(self.run_id, steps, state)
+        self.store.record_step(self._created(), steps, state)
 
     def save(self, state: Any) -> None:
         """Everything: after the plan itself changed (a replan, a first plan, a resumed run)."""
         self._claim(state)
         self._changed.clear()
-        self.store.save_state(self.run_id, state)
+        self.store.save_state(self._created(), state)
         self._written(state)
 
     def flush(self, state: Any) -> None:
@@ -98,7 +105,7 @@ class RunRecorder:
         self._claim(state)
         steps = list(self._changed.values())
         self._changed.clear()
-        self.store.record_step(self.run_id, steps, state)
+        self.store.record_step(self._created(), steps, state)
         self._written(state)
 
     # ------------------------------------------------------------------ cache
@@ -131,16 +138,16 @@ class RunRecorder:
         return key
 
     def _secret_text(self) -> Any:
-        redactor = getattr(self.store, "redactor", None)
-        if redactor is None:
+        if not isinstance(self.store, RedactingStore):
             return None
+        redactor = self.store.redactor
         return lambda text: redactor.text(text) != text
 
     def cached(self, key: str) -> Any:
         return self.store.cache_get(key)
 
     def remember(self, key: str, result: Any, *, tool: str, step_id: str) -> None:
-        self.store.cache_put(key, result, tool=tool, run_id=self.run_id, step_id=step_id)
+        self.store.cache_put(key, result, tool=tool, run_id=self._created(), step_id=step_id)
 
 
 def uses_cache(tool: Any, run_cache: bool | None) -> bool:

@@ -12,17 +12,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..data.diff import diff_plans
-from ..data.models import PlanDiff, RunReason, RunStatus, Status, Step
+from ..data.models import PlanDiff, Status, Step
 from . import replanning
 from .changes import Change, FirstPlan, Reject, Revise
 
 if TYPE_CHECKING:
-    from ._parts import RunnerParts
+    from .control import RunAccess
 
 __all__ = ["apply", "edit_step", "first_plan", "replan", "review", "stop_after"]
 
 
-def edit_step(runner: RunnerParts, step: Step, args: dict[str, Any], who: str) -> None:
+def edit_step(runner: RunAccess, step: Step, args: dict[str, Any], who: str) -> None:
     """Give a step that has not started new arguments: a new revision with a ``revised`` diff,
     like a replan by a person (it costs no replan budget). Changed in place, so calls in flight
     keep their steps."""
@@ -37,7 +37,7 @@ def edit_step(runner: RunnerParts, step: Step, args: dict[str, Any], who: str) -
         runner.recorder.save(s)
 
 
-def apply(runner: RunnerParts, change: Change) -> bool:
+def apply(runner: RunAccess, change: Change) -> bool:
     """Carry out what a replan, a review or the first planning returned; False when the run ended."""
     s = runner.state
     if change is None:
@@ -66,14 +66,14 @@ def apply(runner: RunnerParts, change: Change) -> bool:
             update={"rejected": change.rejected})
         s.revisions.append(diff)
         _emit_diff(runner, diff)
-        runner._finish("failed", "no_plan", change.rejected)
+        runner.control.end("failed", "no_plan", change.rejected)
         return False
     s.replans += change.replans
-    runner._finish(change.status, change.reason, change.error, change.exc)
+    runner.control.end(change.status, change.reason, change.error, change.exc)
     return False
 
 
-def replan(runner: RunnerParts, failed: Step) -> None:
+def replan(runner: RunAccess, failed: Step) -> None:
     """Ask the planner for a new plan after ``failed``, and apply what it returned."""
     try:
         change = replanning.replan(runner, failed)
@@ -83,30 +83,27 @@ def replan(runner: RunnerParts, failed: Step) -> None:
     apply(runner, change)
 
 
-def review(runner: RunnerParts, step: Step) -> None:
+def review(runner: RunAccess, step: Step) -> None:
     """Ask ``after_step`` whether the rest of the plan changes, and apply its answer."""
     apply(runner, replanning.review(runner, step))
 
 
-def first_plan(runner: RunnerParts) -> bool:
+def first_plan(runner: RunAccess) -> bool:
     return apply(runner, replanning.first_plan(runner))
 
 
-def stop_after(runner: RunnerParts, step: Step, why: str) -> None:
+def stop_after(runner: RunAccess, step: Step, why: str) -> None:
     """An agent said the goal is reached: skip what has not started and end the run."""
     for other in runner.plan.steps:
         if other.status is Status.not_started:
             other.status = Status.skipped
             other.notes = f"not run: step {step.id} ended the run ({why})"
             runner.emit("step.skipped", step=other.id, reason=why, by=step.id)
-            runner._changed(other)
-    ending: tuple[RunStatus, RunReason, str] = ("completed", "stopped", f"step {step.id} ended the run: {why}")
-    runner._ending = ending
-    if not runner.dispatch.inflight:
-        runner._finish(*ending)
+            runner.control.changed(other)
+    runner.control.end_when_idle("completed", "stopped", f"step {step.id} ended the run: {why}")
 
 
-def _emit_diff(runner: RunnerParts, diff: PlanDiff) -> None:
+def _emit_diff(runner: RunAccess, diff: PlanDiff) -> None:
     data: dict[str, Any] = {"removed": diff.removed, "added": diff.added, "revised": diff.revised,
                             "from_revision": diff.from_revision, "to_revision": diff.to_revision,
                             "reason": diff.reason}

@@ -8,34 +8,34 @@ soft ``need``; planbook's other policies never let a step use what did not compl
 tries them in order; only a policy that can decline (``retry``, once its retries are
 used) hands the failure on.
 
-A policy only *decides*; the runner carries the decision out through the small
-:class:`FailureHandling` interface, so a new policy is one class here and nothing else.
+A policy only *decides*: it returns a :data:`Verdict` (or None: it declines) from what the
+run tells it (:class:`FailureFacts`), and the runner carries the verdict out. A policy holds no
+handle on the runner, so a new policy is one class here and nothing else, and nobody holding a
+runner has a second way to end it or skip a step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar, Protocol
+from typing import ClassVar, Literal, Protocol
 
 from ..data.errors import closest
 from ..data.models import Step
 
+#: what the runner does with a failed step
+Verdict = Literal["abort", "skip", "retry", "replan", "continue"]
 
-class FailureHandling(Protocol):
-    """What a policy may ask of the run (the runner implements it)."""
+
+class FailureFacts(Protocol):
+    """What a policy may read of the run to decide (the runner offers it)."""
 
     @property
-    def retries(self) -> int: ...  # read only: the run's option
+    def retries(self) -> int: ...  # the run's option
     def retries_used(self, step: Step) -> int: ...
-    def retry(self, step: Step) -> None: ...
-    def skip(self, step: Step) -> None: ...
-    def replan(self, step: Step) -> None: ...
-    def abort(self, step: Step) -> None: ...
-    def keep_going(self, step: Step) -> None: ...
 
 
 class Policy:
-    """Base class: ``handle`` returns True when it dealt with the failure."""
+    """Base class: ``decide`` returns the verdict, or None to hand the failure to the next policy."""
 
     name: ClassVar[str]
     #: True when the policy may decline and hand the failure to the next one in a chain
@@ -43,52 +43,45 @@ class Policy:
     #: True when the policy needs a planner
     needs_planner: ClassVar[bool] = False
 
-    def handle(self, step: Step, run: FailureHandling) -> bool:
+    def decide(self, step: Step, run: FailureFacts) -> Verdict | None:
         raise NotImplementedError
 
 
 class Abort(Policy):
     name = "abort"
 
-    def handle(self, step: Step, run: FailureHandling) -> bool:
-        run.abort(step)
-        return True
+    def decide(self, step: Step, run: FailureFacts) -> Verdict | None:
+        return "abort"
 
 
 class Skip(Policy):
     name = "skip"
 
-    def handle(self, step: Step, run: FailureHandling) -> bool:
-        run.skip(step)
-        return True
+    def decide(self, step: Step, run: FailureFacts) -> Verdict | None:
+        return "skip"
 
 
 class Retry(Policy):
     name = "retry"
     can_decline = True
 
-    def handle(self, step: Step, run: FailureHandling) -> bool:
-        if run.retries_used(step) >= run.retries:
-            return False
-        run.retry(step)
-        return True
+    def decide(self, step: Step, run: FailureFacts) -> Verdict | None:
+        return None if run.retries_used(step) >= run.retries else "retry"
 
 
 class Replan(Policy):
     name = "replan"
     needs_planner = True
 
-    def handle(self, step: Step, run: FailureHandling) -> bool:
-        run.replan(step)
-        return True
+    def decide(self, step: Step, run: FailureFacts) -> Verdict | None:
+        return "replan"
 
 
 class Continue(Policy):
     name = "continue"
 
-    def handle(self, step: Step, run: FailureHandling) -> bool:
-        run.keep_going(step)
-        return True
+    def decide(self, step: Step, run: FailureFacts) -> Verdict | None:
+        return "continue"
 
 
 #: every policy by name; a new one registers itself here
@@ -139,9 +132,11 @@ def chain_for(step: Step, default: tuple[str, ...]) -> tuple[str, ...]:
     return (step.on_failure,)
 
 
-def handle_failure(step: Step, chain: tuple[str, ...], run: FailureHandling) -> None:
-    """Apply ``chain`` to a failed ``step``; when every policy declines, abort."""
+def verdict_for(step: Step, chain: tuple[str, ...], run: FailureFacts) -> Verdict:
+    """What ``chain`` decides about a failed ``step``: the first policy that does not decline
+    (when every one declines: abort)."""
     for name in chain:
-        if REGISTRY[name].handle(step, run):
-            return
-    run.abort(step)
+        verdict = REGISTRY[name].decide(step, run)
+        if verdict is not None:
+            return verdict
+    return "abort"

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..data.errors import PlanError, PlanningError
-from ..data.models import Plan, Status, Step, _clone
+from ..data.models import Plan, Status, Step
+from ..data.plaincopy import clone_data
 from ..spec.acceptance import accept_steps
 from ..workers.interrupts import call_user
 from ..workers.planners import PlanningContext, make_plan, planner_steps, tell_planner
@@ -23,7 +24,8 @@ from .execute import describe_exception
 from .state import failure_line
 
 if TYPE_CHECKING:
-    from ._parts import RunnerParts
+    from ..outbound import RunSecrets
+    from .control import RunAccess
 
 
 class Shown:
@@ -36,8 +38,8 @@ class Shown:
     the planner proposes under an id it was shown gets back, argument by argument, what it keeps
     of what was hidden (:meth:`~planbook.outbound.RunSecrets.kept_secrets`)."""
 
-    def __init__(self, run: RunnerParts) -> None:
-        self.secrets = run.secrets
+    def __init__(self, secrets: RunSecrets) -> None:
+        self.secrets = secrets
         #: step id -> (the run's step, its args as shown, its task as shown)
         self.steps: dict[str, tuple[Step, dict[str, Any], str]] = {}
 
@@ -48,7 +50,7 @@ class Shown:
         args = gate.shown_args(step.args, as_json=False) if step.args else {}
         task = gate.text(step.task)
         self.steps.setdefault(step.id, (step, args, task))
-        update: dict[str, Any] = {"args": _clone(args), "needs": list(step.needs), "task": task}
+        update: dict[str, Any] = {"args": clone_data(args), "needs": list(step.needs), "task": task}
         if step.result is not None:
             update["result"] = gate.result(step) if gate.holds_secret(step.id) else gate.data(step.result)
         return step.model_copy(update=update)
@@ -76,7 +78,7 @@ class Shown:
         return None
 
 
-def first_plan(run: RunnerParts) -> Change:
+def first_plan(run: RunAccess) -> Change:
     """The first plan of a run given a goal (or why there is none)."""
     assert run.planner is not None and run.goal_only is not None
     try:
@@ -93,7 +95,7 @@ def first_plan(run: RunnerParts) -> Change:
     return FirstPlan(plan)
 
 
-def replan(run: RunnerParts, failed: Step) -> Change:
+def replan(run: RunAccess, failed: Step) -> Change:
     """The planner's new plan after ``failed`` (a replan is counted once the planner was asked)."""
     s = run.state
     assert run.planner is not None
@@ -105,7 +107,7 @@ def replan(run: RunnerParts, failed: Step) -> Change:
     if refused is not None:
         return End("failed", refused[0], refused[1])  # type: ignore[arg-type]
     kept = [st for st in run.plan.steps if st.status in (Status.completed, Status.skipped)]
-    shown = Shown(run)
+    shown = Shown(run.secrets)
     context = PlanningContext(
         tools=run.tools,
         agents=run.agents,
@@ -139,11 +141,11 @@ def replan(run: RunnerParts, failed: Step) -> Change:
     return Revise(candidate, new_steps, reason=why)
 
 
-def review(run: RunnerParts, step: Step) -> Change:
+def review(run: RunAccess, step: Step) -> Change:
     """Ask ``after_step`` whether the rest of the plan changes (None: it does not)."""
     s = run.state
     assert run.after_step is not None
-    shown = Shown(run)
+    shown = Shown(run.secrets)
     try:
         answer = call_user(run.after_step, run.secrets.text(run.plan.goal), shown.plan(run.plan), shown.step(step))
         proposed = None if answer is None else planner_steps(answer)

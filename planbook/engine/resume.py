@@ -16,6 +16,7 @@ from typing import Any, Literal, overload
 from ..data.errors import NothingToResume, ResumeError
 from ..data.models import Plan, RunResult, Status
 from ..data.stepmark import StepMark
+from ..store.base import ClaimingStore, RunStore, StoredRun, StoreLike
 from ..workers.agents import AgentsLike
 from ..workers.planners import Planner
 from ..workers.tools import ToolsLike, as_toolbox
@@ -24,7 +25,7 @@ from .runner import Runner
 from .state import INTERRUPTED_NOTE, RunState
 
 
-def _open(store: Any, *, readonly: bool = False) -> Any:
+def _open(store: StoreLike, *, readonly: bool = False) -> RunStore:
     if store is None:
         raise ResumeError("resume needs the store the run was saved in: pass store=PATH (the magics and the CLI "
                           "use .planbook/runs.sqlite under the current directory, or $PLANBOOK_HOME/runs.sqlite)")
@@ -233,17 +234,16 @@ def resume(
         _close_if_opened_here(store, opened)
 
 
-def _claim(store: Any, stored: Any, force: bool) -> None:
+def _claim(store: RunStore, stored: StoredRun, force: bool) -> None:
     """Claim the run for this process before anything of it runs (stores that can be written
     by several processes implement ``claim_run``); the claim also checks that the run was
     not written since it was loaded."""
-    from ..store import RunClaimed
+    from ..data.errors import RunClaimed
 
-    claim = getattr(store, "claim_run", None)
-    if claim is None:
-        return
+    if not isinstance(store, ClaimingStore):
+        return  # a store only this process writes
     try:
-        claim(stored.run_id, force=force, updated=stored.updated)
+        store.claim_run(stored.run_id, force=force, updated=stored.updated)
     except RunClaimed as exc:
         raise ResumeError(str(exc)) from None
 
@@ -264,4 +264,4 @@ def _restore_args(plan: Plan, missing: dict[str, list[str]], given: Plan | None,
         step.args = {**step.args, **{n: by_id[sid].args[n] for n in names if n in by_id[sid].args}}
 
 
-__all__: Sequence[str] = ("NothingToResume", "ResumeError", "load_run", "resume", "runs")
+__all__: Sequence[str] = ("load_run", "resume", "runs")

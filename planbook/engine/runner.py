@@ -10,9 +10,12 @@ up to N independent steps at once.
 This module holds the runner's making (its options checked, its parts built), its events
 and its result. What it does is split by seam, as LangGraph's pregel splits deciding from
 applying: :mod:`~planbook.engine._algo` computes what should happen from plain values;
-:mod:`~planbook.engine._loop` is the tick loop that applies it; :mod:`~planbook.engine._record`
-records a step's outcome and carries out its failure policy; :mod:`~planbook.engine._stop` ends,
-pauses and interrupts a run. :class:`Runner` is made of those three parts.
+:mod:`~planbook.engine.control` owns how the run ends, pauses and replans (the one writer of its
+status); :mod:`~planbook.engine._record` records a step's outcome and carries out the verdict of
+its failure policy; :mod:`~planbook.engine._stop` interrupts a run and lets it continue;
+:mod:`~planbook.engine._loop` is the tick loop that applies it all. Each builds on the one
+before (``Runner(TickLoop(Stopping(Recording)))``): a part calls only what it or a part below
+it defines, never a sibling's private method.
 """
 
 from __future__ import annotations
@@ -28,31 +31,31 @@ from ..data.errors import PlanError, Problem
 from ..data.gcwindow import collector_paused, worth_keeping
 from ..data.ids import new_run_id
 from ..data.models import Event, EventKind, Plan, RunResult, Step
+from ..data.wording import slug
 from ..outbound import RunSecrets
-from ..spec.formats import is_plan_spec, slug
+from ..spec.formats import is_plan_spec
 from ..spec.validate import checked_positions
 from ..workers.agents import AgentsLike, as_agents
 from ..workers.planners import Planner
 from ..workers.tools import ToolsLike, as_toolbox
 from . import _algo, decisions
 from ._loop import TickLoop
-from ._record import Recording
-from ._stop import Stopping
 from .approvals import ApproveLike
 from .budget import Budget
 from .config import DEFAULTS, RunConfig
+from .control import RunControl
 from .dispatch import Dispatcher
 from .eventbus import RUN_HOOKS, EventBus, EventHandler
 from .liveoutput import OutputRelay
 from .persistence import RunRecorder
 from .scheduler import Scheduler
-from .state import INTERRUPTED_NOTE, RunState
+from .state import RunState
 from .steering import Steering
 from .steering import build as build_steering
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["INTERRUPTED_NOTE", "RunState", "Runner", "run"]
+__all__ = ["Runner", "run"]
 
 #: ``resolver(strategy, faithful, **options) -> options``: turns ``strategy=`` into plain run options.
 #: The seed designs (:mod:`planbook.compat`) register it, so the engine never imports them.
@@ -76,7 +79,7 @@ def resolve_strategy(strategy: str | None, faithful: bool, **options: Any) -> An
 AfterStep = Callable[[str, Plan, Step], Any]
 
 
-class Runner(TickLoop, Recording, Stopping):
+class Runner(TickLoop):
     """Executes a plan under a failure policy and budgets, one step or N at a time.
 
     ``plan`` is a :class:`Plan`, a spec string, or — with a ``planner`` — a goal in
@@ -177,10 +180,8 @@ class Runner(TickLoop, Recording, Stopping):
         self.dispatch.relay = OutputRelay(self._announce_output, self.secrets.text, clock, self.dispatch.wake,
                                           secrets=self.secrets)
         self._stale = False  # the scheduler must be rebuilt before the next tick
-        #: set while running steps are allowed to finish before the run ends or replans
-        self._ending: tuple[Any, ...] | None = None  # (status, reason, error[, exception])
-        self._replan_for: Step | None = None
-        self._pause_why: str | None = None
+        #: how the run ends, pauses or replans: the one writer of its status (planbook.engine.control)
+        self.control = RunControl(self)
         #: the step ``run(until=...)`` stops after: no batch reaches past it
         self._until: str | None = None
         self._gc = _algo.NO_WINDOW

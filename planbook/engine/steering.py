@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..data.models import Status, Step
 from .approvals import ApprovalContext, ApprovalRule, ApproveLike, Decision, StepRef
 
 if TYPE_CHECKING:
-    from ._parts import RunnerParts
+    from ..data.models import Plan
 
 #: how a step's note begins while it waits for a decision
 WAITING_NOTE = "waiting for approval"
@@ -30,6 +30,13 @@ NOBODY = ("step {step!r} waits for approval and this run has nobody to ask: pass
           "--background) and decide with handle.approve({step!r}), or on a terminal use planbook run --approve")
 
 Prompt = Callable[[Step, ApprovalContext], Decision]
+
+
+class HasPlan(Protocol):
+    """A run, as far as checking its askers goes."""
+
+    @property
+    def plan(self) -> Plan: ...
 
 
 @dataclass(frozen=True)
@@ -78,7 +85,7 @@ class Steering:
         """Decisions come from another thread (a background run's handle or its view)."""
         self.remote = True
 
-    def check_askers(self, runner: RunnerParts) -> None:
+    def check_askers(self, runner: HasPlan) -> None:
         """Before a run: a step that would ask with nobody to answer is an error now, not a hang."""
         if self.prompt is None and not self.remote:
             asking = [s.id for s in runner.plan.steps if s.status is Status.not_started and self.rule.asks(s)

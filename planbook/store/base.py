@@ -28,7 +28,8 @@ transaction; ``append_events`` is for events outside a run's state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from types import UnionType
@@ -263,6 +264,35 @@ class RunStore(Protocol):
 
     def close(self) -> None:
         ...
+
+
+class StoreRedactor(Protocol):
+    """A store's redaction of what it keeps (planbook.outbound's Redactor is one)."""
+
+    def add_secrets(self, secrets: Iterable[str]) -> None: ...
+    def text(self, text: str) -> str: ...
+
+
+@runtime_checkable
+class RedactingStore(RunStore, Protocol):
+    """A store that masks secrets itself, and learns a run's secrets as the run learns them."""
+
+    redactor: StoreRedactor
+
+
+@runtime_checkable
+class ClaimingStore(RunStore, Protocol):
+    """A store that several processes may write: a run is claimed before it is written again."""
+
+    def claim_run(self, run_id: str, *, force: bool = False, updated: float | None = None,
+                  mine: bool = False) -> None:
+        """Take the run to write it: :class:`~planbook.data.errors.RunClaimed` when another live
+        process writes it (or it was written since ``updated``); ``force`` takes it anyway."""
+        ...
+
+
+#: what ``store=`` takes: a path, ``":memory:"``, a store object, or None (no store)
+StoreLike = Union[str, "os.PathLike[str]", RunStore, None]
 
 
 _COUNTER_NAMES: dict[type, tuple[str, ...]] = {}

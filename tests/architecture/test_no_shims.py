@@ -49,11 +49,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "planbook"
 USERS = ("tests", "benchmarks", "examples")
 NOTEBOOKS = ROOT / "notebooks"
-#: Being restructured (runner state one writer): the runner's parts call each other's private methods
-#: (``self._finish``, ``self._record``, declared for the type checker in engine/_parts.py, defined in a
-#: sibling part) until the runner's state has one owner with public methods. Remove a file from here
-#: when it reaches no private name of another module (the test below says when one is not needed).
-BEING_RESTRUCTURED = {"planbook/engine/_loop.py", "planbook/engine/_record.py", "planbook/engine/_stop.py"}
 #: base classes that give a subclass no private attribute to use
 PLAIN_BASES = {"typing", "typing_extensions", "abc", "collections.abc", "enum", "dataclasses", "builtins"}
 
@@ -454,13 +449,8 @@ def test_the_package_and_its_users_import_each_name_from_its_owner() -> None:
 
 
 def test_no_module_reaches_another_modules_private_names() -> None:
-    found = [f for f in private_reaches(_package()) if f.split(":")[0] not in BEING_RESTRUCTURED]
+    found = private_reaches(_package())
     assert found == [], "a private name is its module's own:\n" + "\n".join(found)
-
-
-def test_each_allow_listed_file_still_needs_it() -> None:
-    reaching = {f.split(":")[0] for f in private_reaches(_package())}
-    assert BEING_RESTRUCTURED <= reaching, f"no longer reaching a private name, take off the list: {BEING_RESTRUCTURED - reaching}"
 
 
 def test_the_users_import_no_private_name() -> None:
@@ -468,12 +458,11 @@ def test_the_users_import_no_private_name() -> None:
     assert found == [], "\n".join(found)
 
 
-def test_the_scan_reads_the_package_its_users_and_the_allow_list_is_real() -> None:
+def test_the_scan_reads_the_package_and_its_users() -> None:
     assert {"planbook", "planbook.engine.runner", "planbook.views.widget"} <= set(read_all(_package()))
     users = _users()
     assert "tests/architecture/test_no_shims.py" in users and "notebooks/05-three-designs.ipynb.py" in users
     assert any(p.startswith("benchmarks/") for p in users)
-    assert all((ROOT / path).is_file() for path in BEING_RESTRUCTURED), BEING_RESTRUCTURED
 
 
 # ------------------------------------------------------------------ the checks find what they must
