@@ -44,7 +44,8 @@ from .engine.background import RunHandle
 from .engine.background import start_runner as _start_runner
 from .engine.fork import fork as _fork_run
 from .engine.resume import load_run, resume, runs
-from .engine.runner import Runner, RunState, run, takes_runner_options
+from .engine.runner import Runner, run, takes_runner_options
+from .engine.state import RunState
 from .spec.validate import validate_plan
 from .views.text import format_diff, format_plan, format_result
 from .workers.agents import Agent, AgentContext, AgentReply, FunctionAgent, ScriptedAgent

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, 
 from ..outbound import RunSecrets, shown_arg
 from ..outbound.checkpoint import mask_text
 from . import budgets
+from .plaincopy import clone_data
 from .refs import find_refs
 from .render import render
 from .secret import from_json_refs, to_json_refs
@@ -148,8 +149,9 @@ class Step(StepSpec):
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> "Step":
         return _own_fields_set(super().__deepcopy__(memo))
 
-    def _copy(self, update: dict[str, Any]) -> "Step":
-        """A shallow copy with ``update`` applied, cheaper in time and memory than ``model_copy``.
+    def copy_with(self, update: dict[str, Any]) -> "Step":
+        """A shallow copy with ``update`` applied, cheaper in time and memory than ``model_copy``
+        (a fork copies the steps it keeps with it too).
 
         A run copies every step of its plan and snapshots a step after each execution;
         pydantic gives each copy its own set of the field names that were set (728 bytes
@@ -206,12 +208,12 @@ class Step(StepSpec):
         No re-validation (the fields are already valid); args are copied so the copy's
         plan cannot be changed through the original's.
         """
-        return self._copy({"args": _clone(self.args), "needs": list(self.needs), **_RUN_STATE_DEFAULTS})
+        return self.copy_with({"args": clone_data(self.args), "needs": list(self.needs), **_RUN_STATE_DEFAULTS})
 
     def snapshot(self) -> "Step":
         """A copy for the history: later changes to this step do not rewrite the past."""
         # args are shared: the runner never mutates them and tools get rebuilt copies (refs.resolve)
-        return self._copy({"needs": list(self.needs)})
+        return self.copy_with({"needs": list(self.needs)})
 
     def describe(self) -> str:
         """One line: what the step does, for diffs and prompts."""
@@ -237,7 +239,7 @@ class _SharedFields(set):
     difference_update = intersection_update = symmetric_difference_update = _refuse
 
 
-#: the field-name sets copies share (see Step._copy): a handful of distinct sets in practice
+#: the field-name sets copies share (see Step.copy_with): a handful of distinct sets in practice
 _SHARED_FIELD_SETS: dict[frozenset[str], _SharedFields] = {}
 
 
@@ -251,17 +253,6 @@ _RUN_STATE_DEFAULTS: dict[str, Any] = {
     "status": Status.not_started, "result": None, "error": None, "traceback": None, "output": "", "notes": "",
     "attempts": 0, "started_at": None, "finished_at": None, "mark": None, "from_run": None, "from_step": None,
 }
-
-
-def _clone(value: Any) -> Any:
-    """Copy the containers of plain data (dicts, lists, tuples); leave other objects shared."""
-    if isinstance(value, dict):
-        return {k: _clone(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clone(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_clone(v) for v in value)
-    return value
 
 
 def _freeze(value: Any) -> Any:
@@ -298,8 +289,8 @@ class Plan(_MaskedRepr, BaseModel):
     title: str = ""
     steps: list[Step] = Field(default_factory=list)
     revision: int = 1
-    #: 1-based line of each step in the spec it was parsed from (for error messages).
-    _lines: dict[str, int] = PrivateAttr(default_factory=dict)
+    #: 1-based line of each step (and of its fields: ``(id, "args", "city")``) in the spec it was parsed from
+    _lines: dict[Any, int] = PrivateAttr(default_factory=dict)
     #: lines of the second, third, ... step using an already used id (for the duplicate error)
     _duplicate_lines: dict[str, list[int]] = PrivateAttr(default_factory=dict)
 
@@ -329,8 +320,17 @@ class Plan(_MaskedRepr, BaseModel):
             counts[s.status] += 1
         return counts
 
-    def line_of(self, step_id: str) -> int | None:
-        return self._lines.get(step_id)
+    def line_of(self, *key: Any) -> int | None:
+        """The line of a step (``"a"``) or of its field or arg (``"a", "args", "city"``) in the spec it was read from."""
+        return self._lines.get(key[0] if len(key) == 1 else key)
+
+    def repeat_lines(self, step_id: str) -> list[int]:
+        """The lines of the second, third, ... step that used ``step_id`` again in the spec."""
+        return self._duplicate_lines.get(step_id, [])
+
+    def keep_lines(self, lines: dict[Any, int], repeats: dict[str, list[int]] | None = None) -> None:
+        """Where the steps stood in the spec (a reader in planbook.spec or compat says it)."""
+        self._lines, self._duplicate_lines = lines, repeats or {}
 
     def copy_plan(self, *, fresh: bool = False) -> "Plan":
         """A copy with copies of the steps; results are kept by reference (they may be large).

@@ -331,7 +331,7 @@ def _changes(order: list[str], base: RunResult, base_steps: dict[str, Step], oth
     def need_change(need: str) -> Change:
         return kinds.get(need, same)  # a need in neither plan (or on a cycle) changes nothing here
 
-    for sid in _needs_first(order, base_steps, other_steps):
+    for sid in needs_first(order, base_steps, other_steps):
         a, b = base_steps.get(sid), other_steps.get(sid)
         if a is None or b is None:
             kinds[sid] = Change("new" if a is None else "removed", None, None)
@@ -342,7 +342,7 @@ def _changes(order: list[str], base: RunResult, base_steps: dict[str, Step], oth
     return [kinds[sid] for sid in order]
 
 
-def _needs_first(order: list[str], *plans: dict[str, Step]) -> list[str]:
+def needs_first(order: list[str], *plans: dict[str, Step]) -> list[str]:
     """``order`` rearranged so that every step comes after the steps it needs in either plan (plan order
     when it already does: the common case costs one pass)."""
     out: list[str] = []

@@ -17,21 +17,20 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from ..data.errors import RunNotFound, StoreError, StoreFormatError
 from .base import CacheHit, RunStateLike, RunStore, RunSummary, StoredRun
 from .cachekey import step_cache_key
-from .claims import RunClaimed
 from .memory import MemoryStore
 from .values import REDACTED, Redacted, Unrestorable
 
 if TYPE_CHECKING:
     from .sqlite import SQLiteStore
 
+# the store's errors (StoreError, StoreFormatError, RunNotFound, RunClaimed) are planbook's, like every error
 __all__ = [
-    "CacheHit", "MemoryStore", "REDACTED", "Redacted", "RunClaimed", "RunNotFound", "RunStateLike", "RunStore",
+    "CacheHit", "MemoryStore", "REDACTED", "Redacted", "RunStateLike", "RunStore",
     "RunSummary",
     "SQLiteStore",
-    "StoreError", "StoreFormatError", "StoredRun", "Unrestorable", "default_store_path", "open_store",
+    "StoredRun", "Unrestorable", "default_store_path", "open_store",
     "step_cache_key", "STORE_FILE", "HOME_ENV",
 ]
 

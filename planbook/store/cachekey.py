@@ -428,7 +428,7 @@ class _Encoder(CoercionTypes):
         finally:
             self.modules.pop()
 
-    def _data(self, name: str, value: Any) -> None:
+    def data_field(self, name: str, value: Any) -> None:
         """A value keyed when it can be; one without a content form, or a secret, is left out (as
         a class attribute is)."""
         start, classes = len(self.out), len(self.classes)
@@ -468,7 +468,7 @@ class _Encoder(CoercionTypes):
         elif not (name.startswith("__") and name.endswith("__")):
             # a class attribute the code may read as self.x: keyed when it has a content form; one
             # without (a client, a lock), or a secret, is left out as a module's globals are
-            self._data(name, member)
+            self.data_field(name, member)
         # dunder data (__module__, __doc__, pydantic's validators and schema) is machinery, not code
 
     def _foreign(self, fn: types.FunctionType) -> None:

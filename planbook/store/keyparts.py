@@ -39,7 +39,7 @@ class TooLarge(Exception):
 
 class CoercionTypes:
     """The part of the cache key's encoder that writes annotations (a mixin of its ``_Encoder``:
-    ``out``, ``modules``, ``text``, ``value``, ``function`` and ``_data`` are the encoder's)."""
+    ``out``, ``modules``, ``text``, ``value``, ``function`` and ``data_field`` are the encoder's)."""
 
     out: list[bytes]
     modules: list[str | None]
@@ -48,7 +48,7 @@ class CoercionTypes:
         def text(self, tag: bytes, text: str) -> None: ...
         def value(self, value: Any) -> None: ...
         def function(self, fn: Any) -> None: ...
-        def _data(self, name: str, value: Any) -> None: ...
+        def data_field(self, name: str, value: Any) -> None: ...
 
     def coercion(self, fn: Any) -> None:
         """The types planbook coerces a call's arguments with: each parameter's annotation, as
@@ -116,7 +116,7 @@ class CoercionTypes:
             self.text(b"s", name)
             self._type(getattr(info, "annotation", None))
             factory = getattr(info, "default_factory", None)
-            self._data(f"{name}.default", getattr(info, "default", None) if factory is None else factory)
+            self.data_field(f"{name}.default", getattr(info, "default", None) if factory is None else factory)
             for part in getattr(info, "metadata", None) or ():
                 self._type(part)
         self.out.append(b")")

@@ -47,7 +47,7 @@ from .sqlcache import SQLiteStepCache
 from .sqlread import SQLiteReads
 from .sqlwrite import SQLiteWrites
 
-__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+__all__ = ["SQLiteStore"]
 
 
 class SQLiteStore(SQLiteWrites, SQLiteReads, SQLiteStepCache):

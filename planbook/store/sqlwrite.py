@@ -17,14 +17,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..data.errors import StoreError
+from ..data.errors import RunClaimed, StoreError, this_host
 from ..data.ids import new_run_id
 from ..data.lineage import is_kept
 from ..data.models import Event, Plan, Status, Step
 from ..data.stepmark import StepMark
-from ..outbound.redact import DeferredChecks
+from ..outbound.redact import DeferredChecks, dump_json
 from .base import RunStateLike, counters_key, counters_of, not_found
-from .claims import RunClaimed, is_me, refuse_claim, this_host
+from .claims import is_me, refuse_claim
 from .logrows import (
     INSERT_LOG,
     RUN_FIRST,
@@ -49,7 +49,7 @@ from .records import (
 )
 from .runcache import IMMUTABLE, STARTED, UNSTARTED, RunCache, comparable, row_signature
 from .sqlconn import SQLiteConnection
-from .values import Encoded, dump_json, encode, encode_args, is_plain_json, plain_json_text
+from .values import Encoded, encode, encode_args, is_plain_json, plain_json_text
 
 __all__ = ["SQLiteWrites"]
 

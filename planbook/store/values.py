@@ -22,7 +22,8 @@ from typing import Any, Literal, NamedTuple
 from ..data.ids import is_step_id
 from ..data.refs import WHOLE_REF
 from ..data.secret import Secret, to_json_refs
-from ..outbound.redact import REDACTED_TEXT, Redactor, dump_json, is_secret_name
+from ..outbound.redact import Redactor, dump_json, is_secret_name
+from ..outbound.shapes import REDACTED_TEXT
 
 ValueKind = Literal["json", "pickle", "repr"]
 #: a shown repr is cut to this many characters

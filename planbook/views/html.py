@@ -30,8 +30,6 @@ FILLS = {"completed": "#2e7d32", "failed": "#b71c1c", "in_progress": "#0b5394", 
          "cached": "#5b3f99"}
 #: colour of a verdict by its tone (see ViewState.tone)
 TONE_COLORS = {"ok": "#2e7d32", "warn": "#8a5300", "bad": "#b71c1c", "info": "#0b5394"}
-#: colour of "something the run did not do itself" (a cached or resumed step)
-CACHED_COLOR = FILLS["cached"]
 #: how a run that has stopped is drawn: :mod:`.record` registers itself here (it builds on this module)
 STOPPED: dict[str, Callable[..., str]] = {}
 

@@ -24,7 +24,7 @@ from ..data.models import Status, Step
 from ..data.stepmark import CUT
 from ..engine.liveoutput import OUTPUT_TAIL
 from ..outbound import bounded, html_text
-from ..outbound.redact import REDACTED_TEXT
+from ..outbound.shapes import REDACTED_TEXT
 
 if TYPE_CHECKING:
     from ..outbound import RunSecrets
@@ -265,7 +265,7 @@ def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget
     call = call_line(step, results, hide)
     data: dict[str, Any] = {
         "status": step.status.value, "attempts": step.attempts, "call": call,
-        "start": _rel(step.started_at, origin), "end": _rel(step.finished_at, origin),
+        "start": since(step.started_at, origin), "end": since(step.finished_at, origin),
         "duration": step.duration,
     }
     if step.status is Status.not_started and step.mark in CUT:
@@ -306,7 +306,9 @@ def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget
     return data
 
 
-def _rel(t: float | None, origin: float | None) -> float | None:
+def since(t: float | None, origin: float | None) -> float | None:
+    """Seconds from ``origin`` to ``t``, to 0.1 ms (None if either is unknown): the times a pane and
+    the widget's cache marks send."""
     if t is None:
         return None
     return round(t - origin, 4) if origin is not None else None

@@ -43,21 +43,18 @@ from .forkbox import ERROR_KEY as FORK_ERROR
 from .forkbox import editor_args, fork_from_view, forkable, headline, store_text
 from .html import DIM, NO_MATH, cached_text, esc, state_html
 from .marks import CacheMark, MarkBuilder, cached_count_text
-from .panes import PaneBudget, _rel, pane
+from .panes import PaneBudget, pane, since
 from .publish import display, ensure_checkpoint
 from .record import decision_lines
-from .state import ELAPSED_MEANS, ViewState, budget_line, verdict_line, window_of_codes
+from .state import ELAPSED_MEANS, LIVE_ROWS, ViewState, budget_line, shown, verdict_line, window_of_codes
 from .steered import SteeredRun
-from .text import SHOWN_STEPS, format_state, progress_line, shown, shown_diff, state_markdown
+from .text import SHOWN_STEPS, format_state, progress_line, shown_diff, state_markdown
 
-# how long the widget lives (kept open for a reloaded page, closed when garbage); LEFT_OPEN and
-# _LEFT are read here by tests
-from .widgetlife import _LEFT, LEFT_OPEN, _close, _close_unshown, _leave_open, _Shown, _WeakHandler  # noqa: F401
+# how long the widget lives (kept open for a reloaded page, closed when garbage)
+from .widgetlife import Shown, WeakHandler, close_unshown, close_widget, leave_open
 
 STATIC = Path(__file__).with_name("static")
 
-#: rows of a run going on in the static copy of the live view
-LIVE_ROWS = 50
 #: rows of the static copy of a finished run (longer plans: a window, the text lists every step)
 STATIC_ROWS = 1000
 
@@ -189,9 +186,9 @@ class PlanView:
         # ipywidgets keeps every open widget (and its callbacks) in a registry for the kernel's
         # life: the callback holds the view weakly, so a view nobody holds is garbage, and then its
         # widget is closed unless a display shows it
-        self.widget.on_msg(_WeakHandler(self))
-        self._shown = _Shown()
-        self._finalizer = weakref.finalize(self, _close_unshown, self.widget, self._shown)
+        self.widget.on_msg(WeakHandler(self._on_front_end))
+        self._shown = Shown()
+        self._finalizer = weakref.finalize(self, close_unshown, self.widget, self._shown)
         self._finalizer.atexit = False
         self.render(self.state)
 
@@ -247,7 +244,7 @@ class PlanView:
         """Close the widget: ipywidgets forgets it and the browser drops its model. The run's
         display should show the record by then (a closed widget's display goes blank); the view
         still answers :meth:`record`, :meth:`pane` and its traits."""
-        _close(self.widget)
+        close_widget(self.widget)
 
     def leave(self, record: dict[str, str]) -> None:
         """The run's display was updated to ``record``: say so to the browser (``ended``) and keep
@@ -260,7 +257,7 @@ class PlanView:
         widget closes it holds the record's text, not the view or the plan."""
         self._shown.left = True
         self.widget.ended = True
-        _leave_open(self.widget, record)
+        leave_open(self.widget, record)
 
     @property
     def stopped(self) -> bool:
@@ -352,7 +349,7 @@ class PlanView:
             "critical": [] if running else state.critical_path(),
             "waiting": len(self.handle.waiting) if self.handle is not None and running else 0,
             # steps that did not run here: [kind, why, when (seconds from the origin)]
-            "cached": {sid: [m.kind, m.describe(), _rel(m.at, origin)] for sid, m in marks.items()},
+            "cached": {sid: [m.kind, m.describe(), since(m.at, origin)] for sid, m in marks.items()},
             "cached_count": cached_count_text(marks),
             "lineage": headline(state.lineage, state.gate) if state.lineage else "",
         }
@@ -514,9 +511,6 @@ class PlanView:
         self.widget.selected = step_id
         self.send_pane(step_id)
         return self.pane(step_id) or {}
-
-    def close_pane(self) -> None:
-        self.widget.selected = ""
 
     def pane(self, step_id: str) -> dict[str, Any] | None:
         """``step_id``'s pane, built now if it was not sent yet (None for a step that has not started)."""
