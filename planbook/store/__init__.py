@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from .base import CacheHit, RunStateLike, RunStore, RunSummary, StoredRun
+from .base import CacheHit, RedactingStore, RunStateLike, RunStore, RunSummary, StoredRun
 from .cachekey import step_cache_key
 from .memory import MemoryStore
 from .values import REDACTED, Redacted, Unrestorable
@@ -77,10 +77,9 @@ def open_store(store: str | os.PathLike[str] | RunStore | None, *, secrets: Iter
         return SQLiteStore(text, secrets=secrets, readonly=readonly)
     if isinstance(store, RunStore):
         if secrets:
-            add = getattr(store, "add_secrets", None)
-            if add is None:
+            if not isinstance(store, RedactingStore):
                 raise TypeError(f"{store!r} cannot take secrets=: give them to the store when creating it")
-            add(secrets)
+            store.redactor.add_secrets(secrets)
         return store
     raise TypeError(f"store= takes a path, ':memory:', a run store (e.g. planbook.store.MemoryStore()) or None; "
                     f"got {type(store).__name__}")

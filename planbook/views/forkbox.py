@@ -164,9 +164,8 @@ def fork_from_view(handle: SteeredRun, content: Mapping[str, Any]) -> tuple[Stee
                 options["args"] = runner.secrets.kept_secrets(args, current.args)
             except ValueError as exc:
                 return None, str(exc)
-    recorder = getattr(runner, "recorder", None)
-    store = getattr(recorder, "store", None)
-    location = getattr(store, "location", None)
+    store = runner.recorder.store if runner.recorder is not None else None
+    location = store.location if store is not None else None
     if store is None:
         parent: RunResult | str = runner.result()  # a run without a store is forked in memory
     else:

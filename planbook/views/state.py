@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.models import Event, Plan, PlanDiff, RunResult, Status, Step, Usage
 
 # the one record of an execution and its builder live in the data layer; here for the views' callers
 from ..data.timeline import Execution, TimelineBuilder, critical_chain, with_overlaps
 from ..outbound import RunSecrets, bounded
+
+if TYPE_CHECKING:
+    from ..engine.runner import Runner
 
 #: how a run's verdict looks: ``ok`` (green), ``warn`` (amber), ``bad`` (red), ``info`` (blue)
 RUN_TONES = {"completed": "ok", "failed": "bad", "interrupted": "warn", "paused": "info", "running": "info"}
@@ -124,7 +127,7 @@ class ViewState:
         )
 
     @classmethod
-    def of_runner(cls, runner: Any, *, usage: Usage | None = None,
+    def of_runner(cls, runner: Runner, *, usage: Usage | None = None,
                   timeline: TimelineBuilder | None = None) -> "ViewState":
         """The state of a runner now. ``usage`` and ``timeline``: kept up to date by a live view
         from the events as they come (else rebuilt from all the events)."""
@@ -139,8 +142,8 @@ class ViewState:
             revisions=list(s.revisions), usage=usage if usage is not None else Usage.from_events(s.events),
             elapsed=elapsed, why=pause_reason(s.events) if s.status == "paused" else None,
             timeline=list(timeline.executions), origin=timeline.origin, now=now, events=s.events,
-            secrets=getattr(runner, "secrets", None), run_id=getattr(runner, "run_id", None), lineage=s.lineage,
-            store=getattr(getattr(getattr(runner, "recorder", None), "store", None), "location", None),
+            secrets=runner.secrets, run_id=runner.run_id, lineage=s.lineage,
+            store=runner.recorder.store.location if runner.recorder is not None else None,
         )
 
     # ------------------------------------------------------------------ derived
