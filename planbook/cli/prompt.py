@@ -1,7 +1,7 @@
 """The approval prompt of ``planbook run``: ``[a]pprove [s]kip [e]dit [q]uit`` on a terminal.
 
 The run asks it off its own thread, one step at a time, and its answer goes through the
-run's inbox like any decision (:mod:`planbook.engine.decisions`), so the run simply waits
+run's inbox like any decision (:mod:`planbook.engine.door`), so the run simply waits
 while the person types. Only on a terminal: with standard input
 redirected nobody could answer, and the command says so before anything runs.
 

@@ -4,7 +4,7 @@ As in LangGraph's pregel (``_algo.py`` decides, ``_loop.py`` applies), these fun
 never touch the runner: they take what it knows (its flags, a step, a call's outcome)
 and return what should happen — hold new calls, pause, complete, wait, the times of
 an execution. The tick loop (:mod:`planbook.engine._loop`), the recording
-of outcomes (:mod:`planbook.engine._record`) and the stopping
+of outcomes (:mod:`planbook.engine._outcomes`) and the stopping
 (:mod:`planbook.engine._stop`) apply them, so each rule has one home and can be tested alone.
 """
 
@@ -15,7 +15,7 @@ from typing import Any, Literal
 from ..data.gcwindow import FreezeWindow
 from ..data.models import Plan, RunReason, RunStatus, Status, Step
 from ..data.wording import plural
-from .execute import Outcome
+from .calls import Outcome
 from .state import RunState
 
 #: outside run(): advance() keeps nothing frozen (a step's history entry is a copy)

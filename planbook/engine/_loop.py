@@ -2,7 +2,7 @@
 
 ``run()`` ticks until the run ends, pauses or is interrupted; ``advance()`` ticks once. A
 tick applies what :mod:`planbook.engine._algo` computes (hold, pause, wait, complete) and
-hands each ended call to the recording (:mod:`planbook.engine._record`). Part of
+hands each ended call to the recording (:mod:`planbook.engine._outcomes`). Part of
 :class:`~planbook.engine.runner.Runner` (a mixin: the loop object of LangGraph's pregel).
 """
 
@@ -19,8 +19,8 @@ from ..workers.interrupts import checkpoint, interrupt_gate
 from . import planchanges
 from ._algo import NO_WINDOW, has_run, idle_move, mid_run, paused_after
 from ._stop import Stopping
+from .calls import stdout_routing, summarize
 from .dispatch import Flight
-from .execute import stdout_routing, summarize
 from .persistence import UNCACHED_NOTE, uses_cache
 
 

@@ -1,7 +1,7 @@
 """The parts a runner is made of, declared once for the modules that make up what it does.
 
 :class:`~planbook.engine.runner.Runner` sets them in its ``__init__``; its tick loop
-(:mod:`~planbook.engine._loop`), its recording of outcomes (:mod:`~planbook.engine._record`)
+(:mod:`~planbook.engine._loop`), its recording of outcomes (:mod:`~planbook.engine._outcomes`)
 and its stopping (:mod:`~planbook.engine._stop`) are its parts and reach them through
 ``self``. The declarations are for type checkers: at run time this class is empty.
 """
@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from .budget import Budget
     from .config import RunConfig
     from .control import RunControl
-    from .decisions import Door
     from .dispatch import Dispatcher
+    from .door import Door
     from .eventbus import EventBus
     from .persistence import RunRecorder
     from .scheduler import Scheduler

@@ -11,7 +11,7 @@ import sys
 
 from ..data.models import Status
 from ..data.stepmark import StepMark
-from ._record import Recording
+from ._outcomes import Recording
 
 
 class Stopping(Recording):

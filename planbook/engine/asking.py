@@ -1,6 +1,6 @@
 """The thread that asks the ``approve=`` callable or the terminal prompt, for the door.
 
-The door (:mod:`planbook.engine.decisions`) asks one question at a time, and the answer
+The door (:mod:`planbook.engine.door`) asks one question at a time, and the answer
 comes back through the run's inbox like anyone's decision, so the run's one deadline
 (``approve_timeout``) holds while the callable decides. This is only the thread: it holds
 one question (a slot, not a queue: there is never a second) and touches no run state.

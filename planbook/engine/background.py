@@ -5,7 +5,7 @@ This is the handle's core, the same in a script, under the CLI and in a notebook
 it stands, wait for it, and steer it. It displays nothing and imports no front end; a notebook
 kernel gets :class:`planbook.notebook.handle.NotebookHandle`, which adds the live view on top
 (tqdm's split: a core, and a notebook front). The handle only *gives* decisions to the run's door
-(:mod:`planbook.engine.decisions`), which checks them in the caller's thread and which the run
+(:mod:`planbook.engine.door`), which checks them in the caller's thread and which the run
 alone applies: the handle never changes the run.
 
 The thread runs in a copy of the starting thread's context (a notebook cell's parent header
@@ -24,7 +24,7 @@ from typing import Any
 from ..data.errors import RunEnded
 from ..data.models import Event, RunResult, Status, Step
 from .approvals import Decision, Who
-from .decisions import Door
+from .door import Door
 from .fork import fork as fork_run
 from .runner import Runner
 

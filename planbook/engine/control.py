@@ -40,7 +40,7 @@ Ending = tuple[Any, ...]
 
 
 class DoorSide(Protocol):
-    """What the run tells its door when it ends or pauses (planbook.engine.decisions.Door)."""
+    """What the run tells its door when it ends or pauses (planbook.engine.door.Door)."""
 
     def ending(self, cause: str) -> None: ...
     def paused(self, apply: Callable[[], None]) -> None: ...

@@ -17,9 +17,9 @@ from typing import Any
 from ..data.models import Plan, Step
 from ..workers.agents import AgentContext
 from ..workers.interrupts import waiting
+from .calls import CallHandle, CallInterrupted, Outcome, call_inline, call_step, describe_exception, prepare_tool_call
 from .config import RunConfig
 from .eventbus import EventBus
-from .execute import CallHandle, CallInterrupted, Outcome, call_inline, call_step, describe_exception, prepare_tool_call
 from .executors import HALTED, Call, FuturesExecutor, InlineExecutor, NotReached, StepAbandoned, ThreadPool
 from .liveoutput import LiveOutput, OutputRelay
 

@@ -1,9 +1,9 @@
 """Changes to a run's plan, applied on the run's thread: a replan, a review's answer, the first
 plan, an edit by a person, an agent ending the run.
 
-:mod:`planbook.engine.replanning` decides and returns a :mod:`~planbook.engine.changes` value;
+:mod:`planbook.engine.replanning` decides and returns a :mod:`~planbook.engine.proposals` value;
 this module asks it and carries the value out — with the runner and the door
-(:mod:`planbook.engine.decisions`), the only code that writes a run's state
+(:mod:`planbook.engine.door`), the only code that writes a run's state
 (``tests/architecture/test_door_architecture.py``).
 """
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..data.diff import diff_plans
 from ..data.models import PlanDiff, Status, Step
 from . import replanning
-from .changes import Change, FirstPlan, Reject, Revise
+from .proposals import Change, FirstPlan, Reject, Revise
 
 if TYPE_CHECKING:
     from .control import RunAccess

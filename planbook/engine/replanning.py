@@ -4,8 +4,8 @@ review after a step (AgenticSeek), and an agent ending the run (OpenManus's FINI
 Every change passes the one acceptance check (:mod:`planbook.spec.acceptance`), is checked
 against the replan budget before it happens, and becomes a revision with a diff. This
 module only *decides*: it asks the planner (or the review) and returns what the run
-should do — a :class:`~planbook.engine.changes.Revise`, a :class:`~planbook.engine.changes.Reject`,
-an :class:`~planbook.engine.changes.End` — and the runner applies it (:func:`planbook.engine.planchanges.apply`);
+should do — a :class:`~planbook.engine.proposals.Revise`, a :class:`~planbook.engine.proposals.Reject`,
+an :class:`~planbook.engine.proposals.End` — and the runner applies it (:func:`planbook.engine.planchanges.apply`);
 nothing here writes the run's state.
 """
 
@@ -19,8 +19,8 @@ from ..data.plaincopy import clone_data
 from ..spec.acceptance import accept_steps
 from ..workers.interrupts import call_user
 from ..workers.planners import PlanningContext, make_plan, planner_steps, tell_planner
-from .changes import Change, End, FirstPlan, Reject, Revise
-from .execute import describe_exception
+from .calls import describe_exception
+from .proposals import Change, End, FirstPlan, Reject, Revise
 from .state import failure_line
 
 if TYPE_CHECKING:

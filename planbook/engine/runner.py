@@ -11,7 +11,7 @@ This module holds the runner's making (its options checked, its parts built), it
 and its result. What it does is split by seam, as LangGraph's pregel splits deciding from
 applying: :mod:`~planbook.engine._algo` computes what should happen from plain values;
 :mod:`~planbook.engine.control` owns how the run ends, pauses and replans (the one writer of its
-status); :mod:`~planbook.engine._record` records a step's outcome and carries out the verdict of
+status); :mod:`~planbook.engine._outcomes` records a step's outcome and carries out the verdict of
 its failure policy; :mod:`~planbook.engine._stop` interrupts a run and lets it continue;
 :mod:`~planbook.engine._loop` is the tick loop that applies it all. Each builds on the one
 before (``Runner(TickLoop(Stopping(Recording)))``): a part calls only what it or a part below
@@ -38,13 +38,14 @@ from ..spec.validate import checked_positions
 from ..workers.agents import AgentsLike, as_agents
 from ..workers.planners import Planner
 from ..workers.tools import ToolsLike, as_toolbox
-from . import _algo, decisions
+from . import _algo
 from ._loop import TickLoop
 from .approvals import ApproveLike
 from .budget import Budget
 from .config import DEFAULTS, RunConfig
 from .control import RunControl
 from .dispatch import Dispatcher
+from .door import Door
 from .eventbus import RUN_HOOKS, EventBus, EventHandler
 from .liveoutput import OutputRelay
 from .persistence import RunRecorder
@@ -189,9 +190,9 @@ class Runner(TickLoop):
         #: cache keys of steps about to run (their result is cached when they succeed)
         self._cache_keys: dict[str, str] = {}
         #: approvals from people (None: nothing asks; see planbook.engine.steering), and the one inbox
-        #: every decision about the run arrives in, applied by the runner (planbook.engine.decisions)
+        #: every decision about the run arrives in, applied by the runner (planbook.engine.door)
         self.steering: Steering | None = None
-        self.door: decisions.Door | None = None
+        self.door: Door | None = None
         if approve not in (None, False) or approve_timeout is not None or any(
                 getattr(t, "approve", False) for t in self.tools.values()):
             self.steer(approve, approve_timeout)
@@ -204,7 +205,7 @@ class Runner(TickLoop):
         """The run's steering (made on first use: a background run always has one)."""
         if self.steering is None:
             self.steering = build_steering(approve, approve_timeout, self.tools, self.state.plan)
-            self.door = decisions.Door(self, self.steering)
+            self.door = Door(self, self.steering)
         return self.steering
 
     def _initial_plan(self, plan: Plan | str) -> tuple[Plan, dict[str, int] | None]:

@@ -4,7 +4,7 @@ Steering only *decides* (like a failure policy, :mod:`planbook.engine.policies`)
 first ready step, it answers with a :class:`Verdict` — start, wait for a person, apply a
 decision at hand (one given in advance, or the ``approve=`` callable's answer), or end the
 run. The decisions themselves reach the run through its one inbox and are applied on the
-runner's thread by :mod:`planbook.engine.decisions` (the door), which also carries out verdicts;
+runner's thread by :mod:`planbook.engine.door` (the door), which also carries out verdicts;
 each becomes an event that says who gave it (``step.decided``, ``run.steered``), so the
 store keeps it and the views show it. A step that waits is taken out of the ready set, so
 a parallel run keeps running the other ready steps meanwhile.

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..data.errors import ModelCallError
 from ..data.wording import plural
-from ..engine.execute import call_awaited
+from ..engine.calls import call_awaited
 from ..workers.agents import AgentContext, AgentReply
 from ..workers.tools import Toolbox, ToolsLike, as_toolbox
 from . import prompts

@@ -229,7 +229,7 @@ class Redactor:
 
     def json_record(self, value: dict[str, Any], texts: list[str]) -> str:
         """Like :meth:`json_text` for data whose names are planbook's own and whose every text
-        is in ``texts`` (a step's record: see ``records.record_texts``): only those are
+        is in ``texts`` (a step's record: see ``planbook.store.rows.record_texts``): only those are
         searched, not the JSON around them."""
         text = _dump(value)
         if not texts or self.unchanged("\x00".join(texts)):

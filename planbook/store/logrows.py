@@ -43,7 +43,7 @@ from typing import Any
 from ..data.errors import StoreFormatError
 from ..data.models import Event, Step
 from .base import RunSummary
-from .records import event_from_record, redacted_paths, step_from_record
+from .rows import event_from_record, redacted_paths, step_from_record
 from .values import UNRESTORABLE_ARGS, Encoded, KeptResult, clone, decode, place_markers
 
 #: a log row's id is its run's ``log_key`` shifted by this many bits, plus its sequence

@@ -20,7 +20,7 @@ from ..data.ids import new_run_id
 from ..data.models import Event, Plan, Step
 from ..outbound.redact import Redactor
 from .base import CacheHit, RunStateLike, RunSummary, StoredRun, counters_of, not_found
-from .records import (
+from .rows import (
     config_json,
     counters_json,
     diffs_from_records,

@@ -14,7 +14,7 @@ from typing import Any
 from ..data.models import Status, Step
 from ..data.stepmark import StepMark
 from ..outbound.redact import DeferredChecks, Redactor
-from .records import RECORD_FIELDS, record_values, step_json
+from .rows import RECORD_FIELDS, record_values, step_json
 from .values import Encoded, clone, encode_args, plain_json_text, same_plain
 
 __all__ = ["ARGS_KEPT", "IMMUTABLE", "STARTED", "UNSTARTED", "RunCache", "comparable", "row_signature"]

@@ -32,7 +32,7 @@ from .logrows import (
     value_of,
     whole,
 )
-from .records import diffs_from_records, event_from_record, plan_from_record, redacted_paths, step_from_record
+from .rows import diffs_from_records, event_from_record, plan_from_record, redacted_paths, step_from_record
 from .schema import V1_COLUMNS
 from .sqlconn import SQLiteConnection
 from .values import UNRESTORABLE_ARGS, KeptResult, decode, place_markers

@@ -37,7 +37,7 @@ from .logrows import (
     statuses_after,
     value_json,
 )
-from .records import (
+from .rows import (
     config_json,
     counters_json,
     diffs_json,

@@ -296,7 +296,7 @@ def encode_args(args: dict[str, Any], redactor: Redactor) -> tuple[Encoded, list
     if text is not None and redactor.unchanged(text):
         return Encoded("json", text), []
     stored, paths = redact_args(args, redactor)
-    refs = to_json_refs(stored)  # a Secret as {"$secret": ref}: read back as a Secret (records.step_from_record)
+    refs = to_json_refs(stored)  # a Secret as {"$secret": ref}: read back as a Secret (rows.step_from_record)
     if (paths or refs is not stored) and is_plain_json(_unmarked(refs)):
         return Encoded("json", dump_json(_unmarked(refs))), paths
     enc = encode(stored, redactor)  # a pickle keeps a Secret as its reference too (Secret.__reduce__)

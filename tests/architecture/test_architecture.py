@@ -178,14 +178,16 @@ def layer_violations(sources: dict[str, str]) -> list[str]:
 
 
 def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
-    """planbook module -> the planbook modules it imports, lazy imports included. Imports under
-    ``if TYPE_CHECKING:`` are left out: they never run, so they cannot take part in an import
-    circle (the layer check still counts them). A package's ``__init__`` that Python runs before
-    a submodule is not an edge: only what a module's own statements import."""
+    """planbook module -> the planbook modules it imports, lazy imports and imports under
+    ``if TYPE_CHECKING:`` included: a type-only import never runs, but two modules that name
+    each other's types are one room in two files (a newcomer must read both to change either),
+    so a circle of them is a circle. A lower module that needs a type from above declares a
+    Protocol. A package's ``__init__`` that Python runs before a submodule is not an edge: only
+    what a module's own statements import."""
     known = {module_name(p) for p in sources}
     graph: dict[str, set[str]] = {m: set() for m in known}
     for imp in imports_of(sources):
-        if not imp.typing_only and imp.target in known and imp.target != imp.module:
+        if imp.target in known and imp.target != imp.module:
             graph[imp.module].add(imp.target)
     return graph
 
@@ -240,7 +242,7 @@ def cycle_report(sources: dict[str, str]) -> list[str]:
         members = set(group)
         edges = sorted({f"{i.module}:{i.line} -> {i.target}{' (lazy)' if i.lazy else ''}"
                         for i in imports_of(sources) if i.module in members and i.target in members
-                        and not i.typing_only and i.target != i.module})
+                        and i.target != i.module})
         report.append(f"circle {' <-> '.join(group)}: " + "; ".join(edges)
                       + " — move what both need into a module below both, so the imports go one way")
     return report
@@ -475,6 +477,18 @@ def test_the_cycle_check_finds_a_circle_hidden_by_a_lazy_import() -> None:
     fake["planbook/compat/flow.py"] = "def f():\n    # speed: model loads openai\n    from .model import z\n"
     assert unexplained_lazy_imports(fake) == [] and len(cycle_report(fake)) == 1  # a reason does not end a circle
     del fake["planbook/compat/flow.py"]
+    assert cycle_report(fake) == []
+
+
+def test_the_cycle_check_finds_a_circle_of_type_only_imports() -> None:
+    """Two modules that import each other's types only (as decisions.py and the runner's parts
+    once did, under ``if TYPE_CHECKING:``) are a circle too."""
+    fake = {"planbook/__init__.py": "", "planbook/engine/__init__.py": "",
+            "planbook/engine/door.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .runner import Runner\n",
+            "planbook/engine/runner.py": "from .door import Door\n"}
+    found = cycle_report(fake)
+    assert len(found) == 1 and "planbook.engine.door <-> planbook.engine.runner" in found[0], found
+    fake["planbook/engine/door.py"] = "from typing import Protocol\nclass RunAccess(Protocol): ...\n"
     assert cycle_report(fake) == []
 
 

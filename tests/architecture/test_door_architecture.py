@@ -1,4 +1,4 @@
-"""The door, enforced: only the runner (and its decision-applier, planbook.engine.decisions) changes a run.
+"""The door, enforced: only the runner (and its decision-applier, planbook.engine.door) changes a run.
 
 The door is the modules named in ``DOOR``: the runner and its parts, the decisions, the plan changes.
 
@@ -35,8 +35,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "planbook"
 #: the runner and its parts (the tick loop, the recording of outcomes, the stopping), the door
 #: that applies decisions, and the module that applies plan changes. Not engine/_algo.py: it
 #: only computes what should happen, and is checked like every other module
-DOOR = {"engine/runner.py", "engine/_loop.py", "engine/_record.py", "engine/_stop.py", "engine/control.py",
-        "engine/decisions.py", "engine/planchanges.py"}
+DOOR = {"engine/runner.py", "engine/_loop.py", "engine/_outcomes.py", "engine/_stop.py", "engine/control.py",
+        "engine/door.py", "engine/planchanges.py"}
 RUNNER_NAMES = {"runner", "_runner"}
 #: what a run is made of besides its runner: its door (the inbox), its steering (who waits) and
 #: its control (how it ends): by attribute (``handle.door``) or by name (``door = handle.door``)
@@ -211,7 +211,7 @@ def package_modules() -> list[Path]:
 def test_nothing_outside_the_door_changes_a_run() -> None:
     found = [v for path in package_modules()
              for v in violations(path.read_text(encoding="utf-8"), path.relative_to(PACKAGE.parent).as_posix())]
-    assert found == [], "decisions go through planbook.engine.decisions; only the runner applies them:\n" + "\n".join(found)
+    assert found == [], "decisions go through planbook.engine.door; only the runner applies them:\n" + "\n".join(found)
 
 
 def test_the_check_reads_the_whole_package() -> None:

@@ -548,7 +548,7 @@ def test_the_pass_through_check_finds_an_import_from_a_non_owner(path: str, sour
      "reaches models._clone"),
     ("planbook/views/steer.py", "def f(view):\n    return getattr(view.runner, '_ending', None)\n",
      "reaches getattr(view.runner, '_ending', None)"),
-    ("planbook/engine/decisions.py", "def f(runner):\n    runner._finish()\n", "reaches runner._finish: _finish is private to planbook.engine.parts"),
+    ("planbook/engine/door.py", "def f(runner):\n    runner._finish()\n", "reaches runner._finish: _finish is private to planbook.engine.parts"),
     ("planbook/engine/loop.py", "from .parts import Parts\nclass Loop(Parts):\n    def f(self): self._stop()\n",
      "reaches self._stop: _stop is private to planbook.engine.runner"),  # the Runner's, not a base class's
     ("planbook/engine/loop.py", "from typing import TYPE_CHECKING\nclass Loop:\n    if TYPE_CHECKING:\n"

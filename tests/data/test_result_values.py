@@ -20,7 +20,7 @@ import pytest
 
 import planbook
 from planbook import AgentReply, Plan, Step, Toolbox
-from planbook.engine.execute import SUMMARY_LIMIT, summarize
+from planbook.engine.calls import SUMMARY_LIMIT, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 #: a safety net for a call that would otherwise block a test for ever (never reached when all is well)

@@ -11,7 +11,7 @@ import pytest
 
 import planbook
 from planbook import Decision, Toolbox
-from planbook.engine import approvals
+from planbook.engine import approvals, door
 
 PLAN = """
 steps:
@@ -63,9 +63,7 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return real(step, args, tools)
 
     monkeypatch.setattr(approvals, "check_edit", counting)
-    from planbook.engine import decisions
-
-    monkeypatch.setattr(decisions, "check_edit", counting)
+    monkeypatch.setattr(door, "check_edit", counting)
     return seen
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from planbook.data.models import Plan, Status, Step
 from planbook.engine import _algo
-from planbook.engine.execute import Outcome
+from planbook.engine.calls import Outcome
 from planbook.engine.state import RunState
 
 

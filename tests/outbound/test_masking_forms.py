@@ -199,7 +199,7 @@ def test_a_huge_error_makes_a_bounded_store_row_and_load_run_says_it_was_cut(tmp
 
 def test_a_cut_text_is_masked_before_it_is_cut() -> None:
     """A secret across the cut is hidden whole, not cut into a part masking no longer knows."""
-    from planbook.store.records import bounded_text
+    from planbook.store.rows import bounded_text
 
     secret = "Zq81-" + "s" * 40
     at = TEXT_LIMIT * 3 // 4 - 20  # the head ends inside it

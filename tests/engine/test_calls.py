@@ -11,7 +11,7 @@ import pytest
 
 from helpers import Lab, Ticker, events_of, kinds
 from planbook import Runner, ScriptedPlanner, Toolbox, run
-from planbook.engine.execute import capture_stdout
+from planbook.engine.calls import capture_stdout
 
 THREE = "steps:\n  - {id: a, tool: ok, args: {label: a}}\n  - {id: b, tool: ok, args: {label: b}}\n  - {id: c, tool: ok, args: {label: c}}\n"
 

@@ -19,8 +19,8 @@ from ..outbound import REDACTED_TEXT
 from . import planchanges
 from ._algo import NO_WINDOW, step_times, thread_hint
 from ._parts import RunnerParts
+from .calls import summarize
 from .dispatch import Flight
-from .execute import summarize
 from .executors import NotReached
 from .policies import Verdict, chain_for, verdict_for
 from .state import CUT_NOTES, KEPT_NOTE, failure_line

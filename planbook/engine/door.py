@@ -47,7 +47,7 @@ from ..workers.interrupts import call_user
 from ..workers.interrupts import waiting as interruptible
 from .approvals import ApprovalContext, Decision, StepRef, Who, check_edit, checked
 from .asking import AskingThread
-from .execute import describe_exception
+from .calls import describe_exception
 from .planchanges import edit_step
 from .steering import WAITING_NOTE, Steering
 
