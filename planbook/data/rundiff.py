@@ -52,8 +52,6 @@ CHANGE_MEANS: dict[str, str] = {
     "new": "in this run's plan only", "removed": "in the base run's plan only",
     "differs": "one run did not get to the step, for no reason upstream (a budget, a stop)",
 }
-#: changes that follow from an edit (what is not noise)
-EDIT_KINDS = frozenset({"edited", "follows", "new", "removed", "differs"})
 #: characters of a call or a result a row holds
 SHOWN = 160
 
