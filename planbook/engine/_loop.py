@@ -253,11 +253,14 @@ class TickLoop(Stopping):
     def _from_cache(self, step: Step) -> bool:
         """Complete ``step`` with a stored result of the same call, if the store has one."""
         assert self.recorder is not None
+        tool = self.tools[step.tool or ""]
+        if not uses_cache(tool, self.config.cache):  # the cache is off for this call: nothing to resolve or ask
+            return False
         try:
             args = resolve(step.args, {n: self.scheduler.by_id[n].result for n in step.needs})
         except Exception:  # noqa: BLE001 - the call itself will report it
             return False
-        key = self.recorder.cache_key(self.tools[step.tool or ""], args)
+        key = self.recorder.cache_key(tool, args)
         if key is None:
             if self.recorder.uncached:  # the cache was asked for: say why this call does not use it
                 step.set_state(notes=f"{UNCACHED_NOTE}{self.recorder.uncached}")
