@@ -17,11 +17,12 @@ from __future__ import annotations
 import html
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..data.models import Status, Step
-from ..data.stepmark import CUT
+from ..data.stepmark import CUT, StepMark
+from ..data.timeline import Execution
 from ..engine.liveoutput import OUTPUT_TAIL
 from ..outbound import bounded, html_text
 from ..outbound.shapes import REDACTED_TEXT
@@ -38,6 +39,8 @@ TOTAL_CAP = 2_000_000
 ARG_CAP = 200
 #: the status line of a step whose call an interrupt cut (its status is back to not started)
 INTERRUPTED_STATUS = "interrupted — runs again when the run continues"
+#: the status line of a step that waits for a person's decision (approve, skip or edit)
+WAITING_STATUS = "waiting for your decision (approve, skip or edit)"
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line \d+, in ')
@@ -251,8 +254,12 @@ class PaneBudget:
 
 
 def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget: PaneBudget,
-         gate: "RunSecrets | None" = None) -> dict[str, Any]:
+         gate: "RunSecrets | None" = None, execution: Execution | None = None) -> dict[str, Any]:
     """The JSON of ``step``'s pane (see the module docstring). Times are seconds from ``origin``.
+
+    ``execution``: the step's execution the pane shows (its latest, or an earlier one): the times
+    are that execution's, the times its timeline bar shows (a call handed to an executor keeps the
+    run's times on the step, and its own on the execution), so a pane and its bar never disagree.
 
     Built for every step that finishes (a click may come at any time), so the common case
     — a short call, a short result, nothing printed — takes no detour. ``gate``: the run's
@@ -263,13 +270,16 @@ def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget
     hide = gate.text if gate is not None else None
     show = hide if hide is not None else _same
     call = call_line(step, results, hide)
+    began, ended = (step.started_at, step.finished_at) if execution is None else (execution.start, execution.end)
     data: dict[str, Any] = {
         "status": step.status.value, "attempts": step.attempts, "call": call,
-        "start": since(step.started_at, origin), "end": since(step.finished_at, origin),
-        "duration": step.duration,
+        "start": since(began, origin), "end": since(ended, origin),
+        "duration": step.duration if execution is None or execution.end is None else execution.duration,
     }
     if step.status is Status.not_started and step.mark in CUT:
         data["status_text"] = INTERRUPTED_STATUS
+    elif step.status is Status.not_started and step.mark is StepMark.waiting:
+        data["status_text"] = WAITING_STATUS
     used = len(call) + 60  # the numbers and the status
     for key in ("task", "expect", "notes", "error"):
         value = getattr(step, key)
@@ -303,6 +313,63 @@ def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget
     if cut:
         data["truncated"] = truncated_note(step.id)
     budget.spend(used)
+    return data
+
+
+# ------------------------------------------------------------------ one execution's pane
+def last_executions(executions: Sequence[Execution]) -> dict[str, Execution]:
+    """Each step's latest execution (the one its row and pane show), by step id."""
+    return {ex.step: ex for ex in executions}
+
+
+def history_by_step(history: Sequence[Step]) -> dict[str, list[Step]]:
+    """The history's entries of each step, in the order they ended."""
+    out: dict[str, list[Step]] = {}
+    for entry in history:
+        out.setdefault(entry.id, []).append(entry)
+    return out
+
+
+def entry_of(executions: Sequence[Execution], index: int, entries: Mapping[str, Sequence[Step]]) -> Step | None:
+    """The step as execution ``executions[index]`` left it (its history entry), or None while it runs
+    or when an interrupt cut it. A step runs one execution at a time and every execution that ended
+    (not cut) left one entry, so its k-th such execution is its k-th entry."""
+    ex = executions[index]
+    if ex.end is None or ex.interrupted:
+        return None
+    k = sum(1 for other in executions[:index] if other.step == ex.step and other.end is not None
+            and not other.interrupted)
+    found = entries.get(ex.step, ())
+    return found[k] if k < len(found) else None
+
+
+def execution_status(ex: Execution) -> str:
+    """How an execution ended, as a bar's colour says it: completed, failed, interrupted or in_progress."""
+    if ex.end is None:
+        return "in_progress"
+    if ex.interrupted:
+        return "interrupted"
+    return "completed" if ex.ok else "failed"
+
+
+def execution_pane(ex: Execution, entry: Step | None, step: Step | None, results: Mapping[str, Any], *,
+                   origin: float | None, budget: PaneBudget, gate: "RunSecrets | None" = None) -> dict[str, Any]:
+    """The JSON of one execution's pane: what a click on its timeline bar opens. ``entry``: the step
+    as that execution left it (:func:`entry_of`: its call, result or traceback and printed output);
+    ``step``: the plan's step of that id, for a call still running or cut (None: a replan removed it)."""
+    shown = entry if entry is not None else step
+    if shown is not None:
+        data = pane(shown, results, origin=origin, budget=budget, gate=gate, execution=ex)
+        if data.get("truncated"):
+            data["truncated"] = f"truncated; the full text is in result.history (execution #{ex.execution})"
+    else:
+        data = {"call": ex.step, "start": since(ex.start, origin), "end": since(ex.end, origin),
+                "duration": ex.duration, "attempts": ex.attempt}
+        if ex.error:
+            data["error"] = bounded(gate.text(ex.error) if gate is not None else ex.error, budget.cap())
+    data.pop("status_text", None)
+    data.update(status=execution_status(ex), execution=ex.execution, step=ex.step, attempt=ex.attempt,
+                revision=ex.revision, worker=ex.worker)
     return data
 
 

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..data.errors import PlanbookError
-from ..data.models import Event, RunResult, Status, Step
+from ..data.models import Event, PlanDiff, RunResult, Status, Step
+from ..data.timeline import Execution
 from ..data.stepmark import CUT
 from ..outbound import RunSecrets, bounded, one_line
 from .charts import graph_html, timeline_html
@@ -47,7 +48,16 @@ from .html import (
     windowed,
 )
 from .marks import CacheMark, cache_marks
-from .panes import PANE_CAP, PaneBudget, pane
+from .panes import (
+    PANE_CAP,
+    PaneBudget,
+    entry_of,
+    execution_pane,
+    execution_status,
+    history_by_step,
+    last_executions,
+    pane,
+)
 from .publish import ensure_checkpoint
 from .state import ViewState
 from .state import shown as shown_text
@@ -64,6 +74,10 @@ FEW = 3
 #: bytes of one pane in the record, and of all of them (``result.pane(ID)`` shows a pane whole)
 RECORD_PANE_CAP = 4_000
 RECORD_PANES_TOTAL = 40_000
+#: panes of executions a step's own pane does not show (an earlier attempt, a step a replan removed)
+#: a record keeps at most, failed ones first, and the bytes of all of them
+RECORD_EXECUTION_PANES = 12
+RECORD_EXECUTION_TOTAL = 30_000
 
 _LABEL = f"{DIM};font-size:11px;margin-top:4px"
 _PRE = "white-space:pre-wrap;margin:2px 0;max-height:320px;overflow:auto"
@@ -89,9 +103,12 @@ def pane_html(data: dict[str, Any], step: Step, mark: CacheMark | None, origin: 
               fork_line: str | None = None) -> str:
     """A step's pane (the JSON the live view draws, see :func:`planbook.views.panes.pane`) as HTML.
     ``fork_line``: the Python that forks the run at this step (:func:`planbook.views.forkbox.step_code_line`)."""
-    status = data.get("status_text") or step.status.value.replace("_", " ")
+    status = data.get("status_text") or str(data.get("status") or step.status.value).replace("_", " ")
     rows = [("status", f"{status}, attempt {data['attempts']}" if data["attempts"] else status),
             ("call", f"<code>{esc(data['call'])}</code>")]
+    if data.get("execution") is not None:
+        rows.insert(0, ("execution", esc(f"#{data['execution']} of step {data['step']}, revision {data['revision']}"
+                                        + (f", {data['worker']}" if data.get("worker") else ""))))
     if data.get("needs"):
         rows.append(("needs", esc(", ".join(data["needs"]))))
     if data.get("expect"):
@@ -123,7 +140,105 @@ def pane_html(data: dict[str, Any], step: Step, mark: CacheMark | None, origin: 
     if fork_line:
         parts.append(f'<div style="{_LABEL}">fork from here (what if this step had other arguments, or returned '
                      f'something else?)</div><pre class="planbook-fork-code" style="{_PRE}">{esc(fork_line)}</pre>')
-    return f'<div class="planbook-pane-body" data-pane="{esc(step.id)}" style="{_PANE}">{"".join(parts)}</div>'
+    # an execution's pane (an earlier attempt, a removed step) is told apart from a step's own
+    which = (f' planbook-execution-pane" data-execution="{data["execution"]}' if data.get("execution") is not None
+             else "")
+    return (f'<div class="planbook-pane-body{which}" data-pane="{esc(step.id)}" style="{_PANE}">'
+            f'{"".join(parts)}</div>')
+
+
+def own_execution(step: Step, latest: dict[str, Execution], marks: dict[str, CacheMark]) -> Execution | None:
+    """The execution a step's pane shows the times of: its latest, when that is this step's call (not one
+    answered from the cache or a resume, and not a step that has not started)."""
+    if step.id in marks or step.started_at is None:
+        return None
+    return latest.get(step.id)
+
+
+class ExecutionPanes:
+    """The panes of the executions a step's row does not open: a step a replan removed (listed under
+    its revision, below the steps) and the earlier executions of a step (listed under the timeline's
+    bars), failed ones first, within :data:`RECORD_EXECUTION_PANES` and :data:`RECORD_EXECUTION_TOTAL`."""
+
+    def __init__(self, state: ViewState, results: dict[str, Any], marks: dict[str, CacheMark]) -> None:
+        self.state, self.results = state, results
+        executions = state.timeline
+        current = {s.id for s in state.plan.steps}
+        latest = last_executions(executions)
+        self.index = {ex.execution: i for i, ex in enumerate(executions)}
+        self.entries = history_by_step(state.history)
+        self.budget = PaneBudget(RECORD_EXECUTION_TOTAL, RECORD_PANE_CAP)
+        #: the removed steps of each revision: (diff, [(step id, its last execution or None)])
+        self.removed: list[tuple[PlanDiff, list[tuple[str, Execution | None]]]] = []
+        shown_removed: set[int] = set()
+        for diff in state.revisions:
+            if diff.rejected or not diff.removed:
+                continue
+            before = [ex for ex in executions if ex.revision < diff.to_revision]
+            last = last_executions(before)
+            group = [(sid, last.get(sid)) for sid in diff.removed]
+            shown_removed.update(ex.execution for _, ex in group if ex is not None)
+            self.removed.append((diff, group))
+        self.earlier = [ex for ex in executions if ex.end is not None and ex.execution not in shown_removed
+                        and not (ex.step in current and latest.get(ex.step) is ex)]
+        worth = sorted(self.earlier, key=lambda ex: (ex.ok is not False, ex.start))  # failed first
+        self.kept = {ex.execution for ex in worth[:RECORD_EXECUTION_PANES]}
+        self.kept.update(shown_removed)  # few: a replan removes what it replaces
+
+    def pane_html(self, ex: Execution) -> str:
+        state = self.state
+        entry = entry_of(state.timeline, self.index[ex.execution], self.entries)
+        plan_step = next((s for s in state.plan.steps if s.id == ex.step), None)
+        data = execution_pane(ex, entry, plan_step, self.results, origin=state.origin, budget=self.budget,
+                              gate=state.gate)
+        shown = entry or plan_step or Step(id=ex.step)
+        return pane_html(data, shown, None, state.origin)
+
+    def removed_html(self) -> str:
+        """A group for each revision that removed steps: each removed step as it last ran, its row opening
+        that execution's pane (a step that never ran: its line of the revision's diff)."""
+        gate = self.state.gate
+        groups = []
+        for diff, group in self.removed:
+            rows = []
+            for sid, ex in group:
+                entry = None if ex is None else entry_of(self.state.timeline, self.index[ex.execution], self.entries)
+                if ex is None or entry is None:
+                    what = gate.line(diff.steps.get(sid, "")) or sid
+                    rows.append(f'<li class="planbook-removed-step" data-step="{esc(sid)}">{esc(sid)}: {esc(what)} '
+                                f'<span style="{DIM}">(never ran)</span></li>')
+                    continue
+                rows.append(steps_table_html([entry], panes={sid: self.pane_html(ex)}, gate=gate))
+            after = f" (after: {gate.line(diff.reason)})" if diff.reason else ""
+            lines = "".join(r for r in rows if r.startswith("<li"))
+            tables = "".join(r for r in rows if not r.startswith("<li"))
+            groups.append(f'<div class="planbook-removed-steps" data-revision="{diff.to_revision}" '
+                          f'style="margin-top:4px"><div style="font-weight:600">Removed in revision '
+                          f'{diff.to_revision}<span style="font-weight:normal">{esc(after)}</span></div>{tables}'
+                          + (f'<ul style="margin:2px 0;padding-left:20px">{lines}</ul>' if lines else "") + "</div>")
+        return "".join(groups)
+
+    def earlier_html(self) -> str:
+        """The earlier executions of the plan's steps (and of removed steps before their last), each a
+        ``<details>`` that opens its pane; those past the cap are counted."""
+        if not self.earlier:
+            return ""
+        origin = self.state.origin
+        items = []
+        for ex in self.earlier:
+            if ex.execution not in self.kept:
+                continue
+            start = ex.start - origin if origin is not None else 0.0
+            head = (f"#{ex.execution} {ex.step}, attempt {ex.attempt}, revision {ex.revision}: "
+                    f"{execution_status(ex).replace('_', ' ')}, +{format_duration(start)} "
+                    f"({format_duration(ex.duration)})")
+            items.append(f'<details class="planbook-execution" data-execution="{ex.execution}" '
+                         f'data-step="{esc(ex.step)}"><summary>{esc(head)}</summary>{self.pane_html(ex)}</details>')
+        left = len(self.earlier) - len(items)
+        more = (f'<div style="{_LABEL}">and {left:,} more earlier executions: result.history holds each '
+                f'execution\'s step as it ended</div>') if left > 0 else ""
+        return (f'<div class="planbook-executions" style="margin-top:4px"><div style="{_LABEL}">earlier executions '
+                f'(a step\'s row opens its latest)</div>{"".join(items)}{more}</div>')
 
 
 def worth_a_pane(step: Step, marks: dict[str, CacheMark], revised: set[str]) -> bool:
@@ -165,6 +280,8 @@ def record_html(state: ViewState, *, max_rows: int | None = None, kind: str = "r
     origin = state.origin
     gate = state.gate  # the run's secrets: every text, call and result below goes through it
     revised = {sid for diff in state.revisions for sid in (*diff.added, *diff.revised)}
+    results = {s.id: s.result for s in plan.steps if s.status is _COMPLETED}
+    latest = last_executions(state.timeline)
     kept: list[str] = []
     without_pane = 0
 
@@ -174,11 +291,11 @@ def record_html(state: ViewState, *, max_rows: int | None = None, kind: str = "r
         without_pane = sum(1 for s in steps if has_pane(s)) - len(kept)
         if not kept:
             return steps_table_html(steps, marks=marks, opened=opened, gate=gate)
-        results = {s.id: s.result for s in plan.steps if s.status is _COMPLETED}
         budget = PaneBudget(RECORD_PANES_TOTAL, RECORD_PANE_CAP)
         wanted = set(kept)
         by_id = {s.id: s for s in steps if s.id in wanted}
-        panes = {sid: pane_html(pane(by_id[sid], results, origin=origin, budget=budget, gate=gate), by_id[sid],
+        panes = {sid: pane_html(pane(by_id[sid], results, origin=origin, budget=budget, gate=gate,
+                                     execution=own_execution(by_id[sid], latest, marks)), by_id[sid],
                                 marks.get(sid), origin, step_code_line(by_id[sid], state.run_id, gate, state.store))
                  for sid in kept}
         return steps_table_html(steps, panes=panes, marks=marks, opened=opened, gate=gate)
@@ -188,13 +305,17 @@ def record_html(state: ViewState, *, max_rows: int | None = None, kind: str = "r
     parts = [header_html(plan, extra=lineage_html(state) + verdict_html(state), marks=marks, gate=gate), rows]
     if len(shown) < len(plan.steps) or without_pane:
         parts.append(left_out_line(len(shown), len(plan.steps), without_pane))
+    others = ExecutionPanes(state, results, marks)
+    parts.append(others.removed_html())
     timeline = timeline_html(state.timeline, origin=origin, now=state.now, marks=marks,
                              critical=state.critical_path() if len(state.timeline) <= 200 else ())
     if timeline:
-        parts.append(_section("timeline", "Timeline", timeline,
+        parts.append(_section("timeline", "Timeline", timeline + others.earlier_html(),
                               "Bars: green completed, red failed, blue running, amber interrupted, purple ⟲ answered "
                               "from the cache or a resume; ↻ a retry; a dashed mark: a replan; underlined orange: "
-                              "the critical path. One linear time scale; hover a bar for its times."))
+                              "the critical path. One linear time scale; hover a bar for its times. A step's row "
+                              "opens its latest execution; an earlier one (a retry's attempt) is listed under the "
+                              "bars, and a step a replan removed under its revision, below the steps."))
     graph = graph_html(plan, marks=marks, gate=gate)
     if graph:
         parts.append(_section("graph", "Graph", graph, "Steps by dependency level: a step comes one level after the "

@@ -92,6 +92,9 @@ class ViewState:
     lineage: dict[str, Any] | None = None
     #: where the run is stored (a store's location), when known: a record's fork line names it
     store: str | None = None
+    #: each execution's step as it ended (``RunResult.history``): the pane of every execution, also
+    #: of a step a replan removed (:func:`planbook.views.panes.entry_of`)
+    history: Sequence[Step] = ()
 
     @property
     def gate(self) -> RunSecrets:
@@ -124,6 +127,7 @@ class ViewState:
             timeline=with_overlaps(builder.executions), origin=builder.origin,
             now=result.events[-1].time if result.events else None, elapsed=builder.working_time(),
             events=result.events, secrets=result.secrets, run_id=result.run_id, lineage=result.lineage,
+            history=result.history,
         )
 
     @classmethod
@@ -144,6 +148,7 @@ class ViewState:
             timeline=list(timeline.executions), origin=timeline.origin, now=now, events=s.events,
             secrets=runner.secrets, run_id=runner.run_id, lineage=s.lineage,
             store=runner.recorder.store.location if runner.recorder is not None else None,
+            history=s.history,
         )
 
     # ------------------------------------------------------------------ derived
