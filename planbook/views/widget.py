@@ -51,7 +51,7 @@ from .steered import SteeredRun
 from .text import SHOWN_STEPS, format_state, progress_line, shown_diff, state_markdown
 
 # how long the widget lives (kept open for a reloaded page, closed when garbage)
-from .widgetlife import Shown, WeakHandler, close_unshown, close_widget, leave_open
+from .widgetlife import Shown, WeakHandler, close_unshown, close_widget, hold_for_cell, leave_open
 
 STATIC = Path(__file__).with_name("static")
 
@@ -91,7 +91,7 @@ def row_of(step: Step, hide: Callable[[str], str]) -> list[Any]:
 #: costs more than the update itself for a long plan's rows and bars. ``waiting`` and
 #: ``editable`` hold steps' arguments (any value a tool takes) and take the general path.
 JSON_TRAITS = frozenset({"head", "rows", "statuses", "batch", "revisions", "selected", "uid", "controls", "ended",
-                         "decisions", "fork"})
+                         "decisions", "fork", "replay", "saved"})
 
 
 class PlanWidget(anywidget.AnyWidget):
@@ -146,6 +146,21 @@ class PlanWidget(anywidget.AnyWidget):
     #: Fork from here is offered (a background run's view): ``{"run": run id, "store": the store as the
     #: code line names it}`` ({} when not); a finished step's pane then carries its ``args`` as shown
     fork = t.Dict().tag(sync=True)
+    #: a replay (:mod:`planbook.views.replay`): ``{"line": what it says, "next": a Next button is offered}``
+    replay = t.Dict().tag(sync=True)
+    #: what a saved notebook keeps in the widget's place ({}: nothing): the run's record, which the page
+    #: writes into the notebook while it saves and then puts the widget back (``static/planview.js``)
+    saved = t.Dict().tag(sync=True)
+    #: its view, held weakly (a view nobody holds is garbage)
+    view_ref: Callable[[], Any] | None = None
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """Displayed itself (``display(planbook.PlanView(result).widget)``): its view learns a display
+        shows it, so it stays open when the view is gone, and a finished run's record goes along."""
+        view = self.view_ref() if self.view_ref is not None else None
+        if isinstance(view, PlanView):
+            view.displayed()
+        return super()._repr_mimebundle_(**kwargs)
 
 
 class PlanView:
@@ -190,6 +205,8 @@ class PlanView:
         self._shown = Shown()
         self._finalizer = weakref.finalize(self, close_unshown, self.widget, self._shown)
         self._finalizer.atexit = False
+        self.widget.view_ref = weakref.ref(self)
+        hold_for_cell(self)  # ``PlanView(result).widget``: the view lives until the cell that made it ends
         self.render(self.state)
 
     # the synced traits, read-only here (render and open change them)
@@ -210,7 +227,6 @@ class PlanView:
         bundle = self.widget._repr_mimebundle_()
         assert bundle is not None  # anywidget gives None only to a widget with no _view_name; AnyWidget has one
         data, metadata = bundle
-        self._shown.shown = True
         data = dict(data)
         # a run going on: a window of rows (where widgets do not render, the final update
         # replaces it); a finished one: every row, up to STATIC_ROWS (text/plain has them all)
@@ -229,6 +245,13 @@ class PlanView:
             data["text/plain"] = format_state(self.state, max_steps=SHOWN_STEPS)
             data["text/markdown"] = state_markdown(self.state)
         return data, metadata
+
+    def displayed(self) -> None:
+        """A display was given the widget: closing it would empty that display. A finished run's record
+        goes to the page, which saves it in the widget's place (never "Error displaying widget")."""
+        self._shown.shown = True
+        if self.stopped and not self.note and not self.widget.saved:
+            self.widget.saved = self.record()
 
     @property
     def shown(self) -> bool:

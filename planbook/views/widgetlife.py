@@ -67,6 +67,28 @@ def leave_open(widget: Any, record: dict[str, str]) -> None:
         close_widget(old)
 
 
+#: the views made in the running cell, held until it ends: in ``display(PlanView(result).widget)``
+#: nothing else holds the view once ``.widget`` is read, and its widget would be closed before the display
+CELL_VIEWS: list[Any] = []
+_RELEASING: set[int] = set()  # id() of the shells whose cells' end releases them
+
+
+def hold_for_cell(view: Any) -> None:
+    """Hold ``view`` until the running cell ends (outside IPython nothing can display it: not held)."""
+    shell = _shell()
+    if shell is None:
+        return
+    if id(shell) not in _RELEASING:
+        _RELEASING.add(id(shell))
+        shell.events.register("post_run_cell", release_cell_views)
+    CELL_VIEWS.append(view)
+
+
+def release_cell_views(*_: Any) -> None:
+    """The cell ended: its views live on only if someone holds them (a display keeps their widgets)."""
+    CELL_VIEWS.clear()
+
+
 def _shell() -> Any:
     """The running IPython shell with cell events (None outside IPython: not imported for nothing)."""
     if "IPython" not in sys.modules:

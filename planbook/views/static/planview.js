@@ -171,8 +171,36 @@ function onForked(model, store, msg) {
   store.listeners.forEach((fn) => fn());
 }
 
+// ------------------------------------------------------------------ what a saved notebook keeps
+// A widget saved in a notebook says "Error displaying widget" once its kernel is gone. While the
+// notebook saves, each output showing a model that has a ``saved`` record holds that record (the
+// file gets it), and the widget is put back once the file is written: the page stays live.
+function keepOnSave(model) {
+  const context = model.widget_manager && model.widget_manager.context;
+  const signal = context && context.saveState;
+  if (!signal || typeof signal.connect !== "function") return () => {};
+  let swapped = [];
+  const onSave = (_, state) => {
+    const saved = model.get("saved") || {};
+    if (state === "started" && saved["text/html"]) {
+      swapped = (outputsShowing(model) || []).map(([outputs, index]) => {
+        const old = outputs.get(index).toJSON();
+        outputs.set(index, { output_type: "display_data", data: saved, metadata: {} });
+        return [outputs, index, old];
+      });
+    } else if (state !== "started" && swapped.length) {
+      for (const [outputs, index, old] of swapped) outputs.set(index, old);
+      swapped = [];
+      if (state === "completed" && context.model) context.model.dirty = false; // the file has what the page means
+    }
+  };
+  signal.connect(onSave);
+  return () => signal.disconnect(onSave);
+}
+
 function initialize({ model }) {
   const store = storeOf(model);
+  const offSave = keepOnSave(model);
   const onBatch = () => applyBatch(model, store);
   const onEnded = () => keepRecord(model, store);
   const onMsg = (msg) => { onRecord(model, msg); onForked(model, store, msg); };
@@ -181,7 +209,7 @@ function initialize({ model }) {
   model.on("msg:custom", onMsg);
   onBatch();
   onEnded();
-  return () => { model.off("change:batch", onBatch); model.off("change:ended", onEnded); model.off("msg:custom", onMsg); };
+  return () => { model.off("change:batch", onBatch); model.off("change:ended", onEnded); model.off("msg:custom", onMsg); offSave(); };
 }
 
 // ------------------------------------------------------------------ helpers
@@ -424,6 +452,9 @@ function render({ model, el }) {
     ];
     if (head.goal) parts.push(h("div", {}, h("b", { text: "Goal: " }), head.goal));
     if (head.lineage) parts.push(h("div", { class: "pb-lineage planbook-lineage", text: `↳ ${head.lineage}` }));
+    const replay = model.get("replay") || {};
+    if (replay.line) parts.push(h("div", { class: "pb-replay planbook-replay" }, replay.line, replay.next ? " " : null,
+      replay.next ? h("button", { "data-replay": "next", text: "Next", onclick: () => model.send({ type: "replay", action: "next" }) }) : null));
     const bar = h("div", { class: `pb-bar ${head.status && head.status !== "running" ? tone : ""}`,
       title: `${done}/${total} steps completed` }, h("div", { style: `width:${pct.toFixed(1)}%` }));
     parts.push(bar);
@@ -881,7 +912,7 @@ function render({ model, el }) {
   };
   let headSeen = performance.now();
   const onHead = () => { headSeen = performance.now(); };
-  const events = "change:head change:rows change:statuses change:revisions change:selected change:waiting change:errors change:controls change:decisions change:editable change:retryable change:ended change:fork";
+  const events = "change:head change:rows change:statuses change:revisions change:selected change:waiting change:errors change:controls change:decisions change:editable change:retryable change:ended change:fork change:replay";
   model.on("change:head", onHead);
   model.on(events, schedule);
   store.listeners.add(schedule);
