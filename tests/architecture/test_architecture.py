@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "compat": 6,                        # the seed designs (strategies, their plan formats)
     "views": 7,                         # text, HTML, widget, terminal, the record
     "notebook": 8, "cli": 8, "__init__": 8, "testing": 8,  # surfaces; __init__ is planbook itself
+    "teaching": 8,                      # the course's self-checking exercises (a loose module)
 }
 LAYER_NAMES = {0: "data", 1: "store", 2: "spec", 3: "workers", 4: "engine", 5: "integrations", 6: "compat",
                7: "views", 8: "surfaces"}
