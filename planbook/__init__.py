@@ -58,7 +58,7 @@ __all__ = [
     "Planner", "PlanningContext", "PlanningError", "Problem", "RunFailed", "RunResult", "RunState", "Runner",
     "ScriptedAgent", "ScriptedPlanner", "Status", "Step", "Tool", "Toolbox", "Usage", "default_toolbox",
     "diff_plans", "format_diff", "format_plan", "format_result", "make_plan", "run", "tool", "validate_plan",
-    "LLMPlanner", "LLMAgent", "compare", "load_ipython_extension",
+    "LLMPlanner", "LLMAgent", "compare", "load_ipython_extension", "replay",
     # every error planbook raises on purpose (planbook.data.errors)
     "CassetteError", "CassetteMismatch", "LLMConfigError", "MCPError", "MCPServerNotFound", "ModelCallError",
     "NothingToResume", "OTelMissing", "RunClaimed", "RunNotFound", "SecretError", "StoreError", "StoreFormatError",
@@ -75,6 +75,7 @@ _LAZY = {
     "watch": ("planbook.views.show", "watch"),
     "compare": ("planbook.compat.compare", "compare"),
     "diff_runs": ("planbook.data.rundiff", "diff_runs"),
+    "replay": ("planbook.views.replay", "replay"),
 }
 
 

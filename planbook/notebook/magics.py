@@ -34,7 +34,7 @@ from ..spec.validate import validate_plan
 from ..views.text import format_planning
 from ..workers.planners import make_plan
 from ..workers.tools import as_toolbox, default_toolbox
-from . import forkmagic
+from . import forkmagic, replaymagic
 from .magicargs import (
     CACHE_HELP,
     check_name,
@@ -566,6 +566,7 @@ def register(ipython: Any) -> PlanMagics:
     install_checkpoint(ipython)
     magics = PlanMagics(ipython)
     ipython.register_magics(magics)
+    replaymagic.register(ipython, magics)  # %replay
     return magics
 
 
@@ -578,6 +579,7 @@ def unregister(ipython: Any) -> None:
             if fn is not None and isinstance(getattr(fn, "__self__", None), PlanMagics):
                 del manager.magics[kind][magic_name]
     manager.registry.pop(PlanMagics.__name__, None)
+    replaymagic.unregister(ipython)
 
 
 def magics_of(ipython: Any) -> PlanMagics | None:

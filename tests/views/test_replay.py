@@ -1,0 +1,204 @@
+"""``planbook.replay``: a finished run played again in the live view (issue 37 §1).
+
+Its real events in their real order (a failure, a retry, a replan and its diff), at a pace a
+person can click along with, step by step with a Next button, ending as the run's record; the
+store only read; and ``display(planbook.PlanView(result).widget)`` showing the view.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+import planbook
+from helpers import Kernel, started_kernel
+from planbook.views import replay as replay_module
+from planbook.views.live import LiveView
+from planbook.views.replay import MIN_GAP, MOMENTS, Replay, RunReplay, find_run, shown_gap
+
+pytest.importorskip("anywidget")
+
+FIRST = """
+steps:
+  - {id: load, tool: load_prices}
+  - {id: rate, tool: fetch_rate, args: {currency: EUR}}
+  - {id: convert, tool: convert, args: {prices: $load, rate: $rate}}
+"""
+WORKAROUND = """
+steps:
+  - {id: rate_backup, tool: fetch_rate, args: {currency: EUR, source: backup}}
+  - {id: convert, tool: convert, args: {prices: $load, rate: $rate_backup}}
+"""
+
+
+def shop_tools() -> planbook.Toolbox:
+    box = planbook.Toolbox()
+
+    @box.tool
+    def load_prices() -> dict[str, float]:
+        return {"coffee": 4.5}
+
+    @box.tool
+    def fetch_rate(currency: str, source: str = "primary") -> float:
+        if source == "primary":
+            raise ConnectionError("rate service timed out")
+        return 0.9
+
+    @box.tool
+    def convert(prices: dict[str, float], rate: float) -> dict[str, float]:
+        return {k: v * rate for k, v in prices.items()}
+
+    return box
+
+
+def replanned(**options: Any) -> planbook.RunResult:
+    """A run whose step ``rate`` fails twice (a retry), and a replan that goes round it."""
+    planner = planbook.ScriptedPlanner({None: FIRST, "timed out": WORKAROUND})
+    return planbook.run("Price it", planner=planner, tools=shop_tools(), on_failure=["retry", "replan"], retries=1,
+                        **options)
+
+
+class Frames:
+    """A live view's target that keeps what each draw showed."""
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[int, str, int, str | None]] = []
+
+    def render(self, state: Any) -> None:
+        codes = "".join(s.status.value[0] for s in state.plan.steps)
+        self.frames.append((state.plan.revision, " ".join(s.id for s in state.plan.steps) + ":" + codes,
+                            len(state.revisions), state.status))
+
+
+def test_the_events_are_the_runs_own_in_their_order_and_the_view_follows_them() -> None:
+    result = replanned()
+    source = RunReplay(result)
+    heard: list[Any] = []
+    source.subscribe(heard.append)
+    target = Frames()
+    bridge = LiveView(source, target, rate=1e9, burst=1000)  # every event drawn
+    while not source.done:
+        source.emit()
+    bridge.close()
+    assert heard == list(result.events)  # the same events, the same order: nothing made up, nothing run
+    shown = [f[1] for f in target.frames]
+    # revision 1: load runs, rate fails, is retried and fails again; then revision 2 goes round it
+    assert "load rate convert:cin" in shown and shown.count("load rate convert:cfn") >= 2
+    assert shown.index("load rate convert:cfn") < shown.index("load rate_backup convert:cnn")
+    assert shown[-1] == "load rate_backup convert:ccc"
+    revised = [f for f in target.frames if f[0] == 2]
+    assert revised and all(f[2] == 1 for f in revised)  # the diff is there once revision 2 is
+    assert all(f[2] == 0 for f in target.frames if f[0] == 1 and f[1].endswith("cin"))
+    # the failed execution's pane is the run's: its error, from the recorded snapshot
+    assert source.state.history == result.history and target.frames[-1][3] == "completed"
+
+
+def test_the_pace_stretches_short_gaps_and_speed_divides_it() -> None:
+    result = replanned()
+    waited: list[float] = []
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:  # a clock of its own: the test never waits
+        waited.append(seconds)
+        now[0] += seconds
+
+    player = Replay(result, speed=2.0, sleep=sleep, clock=lambda: now[0])
+    player.play()
+    gaps = [b.time - a.time for a, b in zip(result.events, result.events[1:])]
+    assert now[0] == pytest.approx(sum(shown_gap(g, 2.0) for g in gaps))
+    assert now[0] >= (len(result.events) - 1) * MIN_GAP / 2.0 - 1e-9  # a 1 ms run still takes seconds
+    assert player.source.done and player.done
+
+
+def test_step_mode_shows_one_moment_per_next_and_ends_as_the_record(ip: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(replay_module, "choose_view", lambda: "widget")
+    result = replanned()
+    player = planbook.replay(result, step=True)
+    widget = player.view.widget
+    assert widget.replay["next"] and widget.saved["text/html"] and not player.source.at
+    assert "Next" not in widget.replay["line"] and "0 of" in widget.replay["line"]
+    seen = []
+    while not player.done:
+        before = player.source.at
+        widget._handle_custom_msg({"type": "replay", "action": "next"}, [])  # a click on Next
+        moment = result.events[before:player.source.at]
+        assert moment and moment[-1].kind in MOMENTS and all(e.kind not in MOMENTS for e in moment[:-1])
+        seen.append(widget.statuses)
+    assert seen[2] == "cnn" and "cfn" in seen and seen[-1] == "ccc"
+    assert len(seen) == player.total
+    assert widget.ended and widget.replay == {}  # the display is the run's record now
+
+
+def test_a_replay_reads_the_store_and_never_writes_it(tmp_path: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(replay_module, "choose_view", lambda: "widget")
+    monkeypatch.setattr(replay_module, "display", lambda *a, **k: None)
+    path = tmp_path / "runs.sqlite"
+    stored = replanned(store=str(path))
+    runs_before = [s.run_id for s in planbook.runs(store=str(path))]
+    # the store and its write-ahead log (not SQLite's -shm index, which every reader updates)
+    files = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir() if p.suffix != ".sqlite-shm"}
+    for name in (stored.run_id, "price-it"):  # a run id, a plan name (its latest run)
+        player = Replay(find_run(name, store=str(path)), speed=100.0, sleep=lambda s: None).show("widget").play()
+        assert player.done and player.result.run_id == stored.run_id
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir()
+            if p.suffix != ".sqlite-shm"} == files and "runs.sqlite" in files
+    assert [s.run_id for s in planbook.runs(store=str(path))] == runs_before
+
+
+def test_a_bad_run_or_speed_is_a_clear_error(tmp_path: Any) -> None:
+    path = tmp_path / "runs.sqlite"
+    replanned(store=str(path))
+    with pytest.raises(planbook.RunNotFound, match=r"no run or plan 'price-iit'.*price-it"):
+        planbook.replay("price-iit", store=str(path))
+    missing = tmp_path / "none.sqlite"
+    with pytest.raises(planbook.RunNotFound, match="there is no run store at"):
+        planbook.replay("x", store=str(missing))
+    assert not missing.exists()
+    with pytest.raises(ValueError, match="speed=0"):
+        planbook.replay(replanned(), speed=0)
+    with pytest.raises(TypeError, match="RunResult, a run id or a plan name"):
+        planbook.replay(42)  # type: ignore[arg-type]
+
+
+def test_replay_where_no_live_view_can_show_says_so(monkeypatch: Any) -> None:
+    monkeypatch.setattr(replay_module, "choose_view", lambda: "plain")
+    with pytest.raises(RuntimeError, match="no notebook kernel"):
+        planbook.replay(replanned())
+
+
+# ------------------------------------------------------------------ the README's one-liner, in a kernel
+SETUP = """
+import planbook
+box = planbook.Toolbox()
+
+@box.tool
+def ok() -> str:
+    return "ok"
+
+result = planbook.run("steps:\\n  - {id: a, tool: ok}\\n", tools=box)
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Any:
+    yield from started_kernel(SETUP, needs=("jupyter_client", "anywidget"))
+
+
+def test_the_readme_one_liner_shows_the_view_and_keeps_its_record(kernel: Kernel) -> None:
+    reply, messages = kernel.execute("display(planbook.PlanView(result).widget)")
+    assert reply["status"] == "ok"
+    shown = [m["content"]["data"] for m in messages if m["msg_type"] == "display_data"]
+    assert len(shown) == 1
+    widget = shown[0].get("application/vnd.jupyter.widget-view+json")
+    assert widget, f"the one-liner showed no widget: {shown[0]['text/plain']}"
+    # the cell has ended: the widget is still open (its display shows it), with the record to save
+    reply, messages = kernel.execute(
+        "import gc; gc.collect()\n"
+        "from ipywidgets.widgets import widget as registry\n"
+        f"w = registry._instances.get({widget['model_id']!r})\n"
+        "print(w is not None and w.comm is not None, 'planbook-record' in (w.saved.get('text/html') or ''))")
+    text = "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream")
+    assert text.split() == ["True", "True"], text
+    assert os.environ.get("PLANBOOK_UNSAFE_UNMASKED") is None
