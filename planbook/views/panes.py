@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..data.models import Status, Step
@@ -29,6 +29,7 @@ from ..outbound.shapes import REDACTED_TEXT
 
 if TYPE_CHECKING:
     from ..outbound import RunSecrets
+    from .state import ViewState
 
 #: bytes of one step's pane (result, printed text and traceback together): as much as a running step's
 #: ``step.output`` event carries of what it printed (the engine owns the figure: it imports no view)
@@ -371,6 +372,101 @@ def execution_pane(ex: Execution, entry: Step | None, step: Step | None, results
     data.update(status=execution_status(ex), execution=ex.execution, step=ex.step, attempt=ex.attempt,
                 revision=ex.revision, worker=ex.worker)
     return data
+
+
+class CompletedResults(Mapping[str, Any]):
+    """The results of a plan's completed steps by id, gathered when a pane first asks (a pane
+    reads them only for a call whose arguments name other steps: ``$id``)."""
+
+    def __init__(self, steps: list[Step]) -> None:
+        self._steps = steps
+        self._by_id: dict[str, Any] | None = None
+
+    def _all(self) -> dict[str, Any]:
+        if self._by_id is None:
+            completed = Status.completed
+            self._by_id = {s.id: s.result for s in self._steps if s.status is completed}
+        return self._by_id
+
+    def __getitem__(self, key: str) -> Any:
+        return self._all()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._all()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+class LiveExecutions:
+    """What a live view sends of the executions a step's own pane does not show: their panes, each
+    built once (the one before a step's newest: a retry's failed attempt; after a replan, those of the
+    steps it removed), and the steps each replan removed, listed under their revision."""
+
+    def __init__(self) -> None:
+        #: by execution number: what the browser opens on a click on their bars
+        self.panes: dict[str, dict[str, Any]] = {}
+        self._built: dict[int, tuple[Any, ...]] = {}  # timeline place -> the key its pane was built for
+        self._seen = 0  # executions looked at
+        self._latest: dict[str, int] = {}  # each step's newest execution, by its place in the timeline
+        self._removed_key: int | None = None
+        self._removed: list[Any] = []
+
+    def changed(self, state: "ViewState", origin: float | None, replanned: bool, results: Mapping[str, Any],
+                budget: PaneBudget) -> dict[str, dict[str, Any]]:
+        """The panes of executions a step's own pane no longer shows, built once each: the one before a
+        step's newest (a retry's failed attempt), and, after a replan, those of the steps it removed."""
+        executions = state.timeline
+        todo: list[int] = []
+        latest = self._latest
+        for i in range(self._seen, len(executions)):
+            step = executions[i].step
+            before = latest.get(step)
+            if before is not None and before != i:
+                todo.append(before)
+            latest[step] = i
+        self._seen = len(executions)
+        if replanned:
+            current = {s.id for s in state.plan.steps}
+            todo += [i for step, i in latest.items() if step not in current]
+        if not todo:
+            return {}
+        entries = history_by_step(state.history)
+        steps = {s.id: s for s in state.plan.steps}
+        changed: dict[str, dict[str, Any]] = {}
+        for i in sorted(set(todo)):
+            ex = executions[i]
+            if ex.end is None:
+                continue  # still running: its step's pane shows it
+            key = (ex.end, ex.ok, ex.interrupted)
+            if self._built.get(i) == key:
+                continue
+            self._built[i] = key
+            data = execution_pane(ex, entry_of(executions, i, entries), steps.get(ex.step), results, origin=origin,
+                                  budget=budget, gate=state.gate)
+            self.panes[str(ex.execution)] = changed[str(ex.execution)] = data
+        return changed
+
+    def removed(self, state: "ViewState") -> list[Any]:
+        """``[[revision, why, [[step id, its line in the diff, its last execution or None]]]]``: the steps
+        each replan removed, listed in the Steps tab under their revision (a click opens that execution)."""
+        key = len(state.revisions)  # a replan comes after the executions of the steps it removes
+        if key == self._removed_key:
+            return self._removed
+        self._removed_key = key
+        hide = state.gate.line
+        groups = []
+        for diff in state.revisions:
+            if diff.rejected or not diff.removed:
+                continue
+            last = {ex.step: ex.execution for ex in state.timeline if ex.revision < diff.to_revision}
+            groups.append([diff.to_revision, hide(diff.reason or ""),
+                           [[sid, hide(diff.steps.get(sid, "")), last.get(sid)] for sid in diff.removed]])
+        self._removed = groups
+        return groups
 
 
 def since(t: float | None, origin: float | None) -> float | None:

@@ -26,8 +26,8 @@ from typing import Any
 
 from ..data.errors import PlanbookError
 from ..data.models import Event, PlanDiff, RunResult, Status, Step
-from ..data.timeline import Execution
 from ..data.stepmark import CUT
+from ..data.timeline import Execution
 from ..outbound import RunSecrets, bounded, one_line
 from .charts import graph_html, timeline_html
 from .forkbox import step_code_line

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import secrets
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +38,14 @@ import anywidget
 import traitlets as t
 
 from ..data.models import Status, Step
+from ..data.stepmark import StepMark
+from ..data.timeline import Execution
 from ..outbound import TEXT_LIMIT
 from .forkbox import ERROR_KEY as FORK_ERROR
 from .forkbox import editor_args, fork_from_view, forkable, headline, store_text
 from .html import DIM, NO_MATH, cached_text, esc, state_html
 from .marks import CacheMark, MarkBuilder, cached_count_text
-from .panes import PaneBudget, pane, since
+from .panes import CompletedResults, LiveExecutions, PaneBudget, call_line, pane, since
 from .publish import display, ensure_checkpoint
 from .record import decision_lines
 from .state import ELAPSED_MEANS, LIVE_ROWS, ViewState, budget_line, shown, verdict_line, window_of_codes
@@ -64,6 +66,16 @@ EAGER_ROWS = 20
 #: one letter per status in ``statuses``
 STATUS_CODES = {Status.not_started: "n", Status.in_progress: "r", Status.completed: "c", Status.failed: "f",
                 Status.skipped: "s", Status.blocked: "b"}
+#: the letter of a step not started that waits for a person (``Step.mark == StepMark.waiting``): its row,
+#: pane and graph node say so (``[?]``), not "not started"
+WAITING_CODE = "w"
+
+
+def status_code(step: Step) -> str:
+    """A step's letter in ``statuses``: its status's, or :data:`WAITING_CODE` for a step waiting for a person."""
+    if step.mark is StepMark.waiting and step.status is Status.not_started:
+        return WAITING_CODE
+    return STATUS_CODES[step.status]
 
 
 def round4(x: float) -> float:
@@ -80,9 +92,13 @@ def round4(x: float) -> float:
     return round(x, 4)
 
 
-def row_of(step: Step, hide: Callable[[str], str]) -> list[Any]:
-    """A step's row: ``hide`` is the run's gate (its secrets and secret shapes show as ***)."""
+def row_of(step: Step, hide: Callable[[str], str], results: Mapping[str, Any] | None = None) -> list[Any]:
+    """A step's row: ``hide`` is the run's gate (its secrets and secret shapes show as ***). ``results``:
+    given for a step waiting for a person, whose row shows its call with the values it will be passed
+    (as its pane does), not its ``$id`` references."""
     executor = f"[{step.agent.upper()}]" if step.agent else (step.tool or "")
+    if results is not None and not step.task and step.tool:
+        return [step.id, executor, shown(call_line(step, results, hide), hide), list(step.needs)]
     return [step.id, executor, shown(step.task or step.describe(), hide), list(step.needs)]
 
 
@@ -190,6 +206,10 @@ class PlanView:
         self._budget = PaneBudget()
         self._bars: dict[int, list[Any]] = {}
         self._bars_final = 0  # leading executions that have ended and were sent
+        self._latest: dict[str, Execution] = {}  # each step's latest execution (its pane's times)
+        self._latest_index: dict[str, int] = {}  # ... and its place in the timeline
+        #: the panes of executions a step's own pane does not show (an earlier one, a removed step's)
+        self.executions = LiveExecutions()
         self._seq = 0
         self._rows_key: tuple[Any, ...] | None = None
         self._marks = MarkBuilder()
@@ -313,21 +333,29 @@ class PlanView:
         # one pass over the steps for their statuses; the counts and the window of rows whose
         # panes go now are read from that string
         codes = STATUS_CODES
-        statuses = "".join([codes[s.status] for s in plan.steps])
+        statuses = "".join([codes[s.status] if s.mark is None else status_code(s) for s in plan.steps])
+        waiting = tuple(s.id for s in plan.steps if s.mark is StepMark.waiting) if WAITING_CODE in statuses else ()
+        key = (*key, waiting)
         marks = self._cache_marks(state)
-        new_panes = self._changed_panes(plan.steps, origin, self.widget.selected, statuses)
         new_bars = self._changed_bars(state, origin)
+        new_panes = self._changed_panes(plan.steps, origin, self.widget.selected, statuses)
+        new_executions = self.executions.changed(state, origin, key != self._rows_key, CompletedResults(plan.steps),
+                                                 self._budget)
         w = self.widget
         with w.hold_sync():
             if key != self._rows_key:
                 self._rows_key = key
                 hide = state.gate.hider()  # the environment read once for the rows, not per row
-                w.rows = [row_of(s, hide) for s in plan.steps]
+                results = CompletedResults(plan.steps) if waiting else None
+                w.rows = [row_of(s, hide, results if s.id in waiting else None) for s in plan.steps]
             w.statuses = statuses
-            w.head = self._head(state, origin, marks, {s: statuses.count(c) for s, c in codes.items()})
-            if new_panes or new_bars:
+            counts = {s: statuses.count(c) for s, c in codes.items()}
+            counts[Status.not_started] += statuses.count(WAITING_CODE)
+            w.head = self._head(state, origin, marks, counts)
+            if new_panes or new_bars or new_executions:
                 self._seq += 1
-                w.batch = {"seq": self._seq, "full": False, "panes": new_panes, "bars": new_bars}
+                w.batch = {"seq": self._seq, "full": False, "panes": new_panes, "bars": new_bars,
+                           "executions": new_executions}
             revisions = [shown_diff(d, state.gate) for d in state.revisions]  # the gate's texts, never raw
             if revisions != w.revisions:
                 w.revisions = revisions
@@ -375,6 +403,8 @@ class PlanView:
             "cached": {sid: [m.kind, m.describe(), since(m.at, origin)] for sid, m in marks.items()},
             "cached_count": cached_count_text(marks),
             "lineage": headline(state.lineage, state.gate) if state.lineage else "",
+            # the steps each replan removed, under their revision: [revision, why, [[id, line, execution]]]
+            "removed": self.executions.removed(state),
         }
 
     def _changed_panes(self, steps: list[Step], origin: float | None, selected: str,
@@ -389,7 +419,7 @@ class PlanView:
         look = [i for i, s in enumerate(steps[:start]) if s.error or s.id in wanted]
         look += range(start, end)
         look += [i for i, s in enumerate(steps[end:], end) if s.error or s.id in wanted]
-        results: _Results | None = None
+        results: CompletedResults | None = None
         changed: dict[str, dict[str, Any]] = {}
         not_started = Status.not_started  # read once, not per step
         for i in look:
@@ -400,7 +430,7 @@ class PlanView:
             if sent.get(step.id) == key:
                 continue
             if results is None:
-                results = _Results(steps)
+                results = CompletedResults(steps)
             sent[step.id] = key
             changed[step.id] = self._build(step, key, results, origin)
         return changed
@@ -408,8 +438,9 @@ class PlanView:
     def _build(self, step: Step, key: tuple[Any, ...], results: Mapping[str, Any], origin: float | None) -> dict[str, Any]:
         if self._built.get(step.id) != key:
             self._built[step.id] = key
-            data = pane(step, results, origin=origin, budget=self._budget, gate=self.state.gate)
             mark = self._last_marks.get(step.id)
+            ran = self._latest.get(step.id) if mark is None and step.started_at is not None else None
+            data = pane(step, results, origin=origin, budget=self._budget, gate=self.state.gate, execution=ran)
             if mark is not None:  # the step did not run here: the pane says where its result came from
                 data["cached"] = cached_text(mark, origin)
             if self.widget.fork and forkable(step):  # Fork from here: the editor starts from these
@@ -442,6 +473,7 @@ class PlanView:
                 changed[str(number)] = bar
             if end is not None and not ex.interrupted and i == final:  # a kept call may end it later
                 final += 1
+            self._latest[ex.step] = ex
         self._bars_final = final
         return changed
 
@@ -449,7 +481,7 @@ class PlanView:
         """Send every pane and bar again (a browser that missed a batch asks for it)."""
         self._seq += 1
         self.widget.batch = {"seq": self._seq, "full": True, "panes": dict(self.panes),
-                      "bars": {str(k): v for k, v in self._bars.items()}}
+                      "bars": {str(k): v for k, v in self._bars.items()}, "executions": dict(self.executions.panes)}
         self._sent = dict(self._built)
 
     def _on_front_end(self, widget: Any, content: Any, buffers: Any) -> None:
@@ -551,33 +583,6 @@ class PlanView:
             return self.state.origin
         started = [s.started_at for s in self.state.plan.steps if s.started_at is not None]
         return min(started) if started else None
-
-
-class _Results(Mapping[str, Any]):
-    """The results of a plan's completed steps by id, gathered when a pane first asks (a pane
-    reads them only for a call whose arguments name other steps: ``$id``)."""
-
-    def __init__(self, steps: list[Step]) -> None:
-        self._steps = steps
-        self._by_id: dict[str, Any] | None = None
-
-    def _all(self) -> dict[str, Any]:
-        if self._by_id is None:
-            completed = Status.completed
-            self._by_id = {s.id: s.result for s in self._steps if s.status is completed}
-        return self._by_id
-
-    def __getitem__(self, key: str) -> Any:
-        return self._all()[key]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._all()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._all())
-
-    def __len__(self) -> int:
-        return len(self._all())
 
 
 def _pane_key(step: Step) -> tuple[Any, ...]:
