@@ -14,6 +14,7 @@ from ..data.refs import args_with_refs, find_refs
 from ..outbound import mask_text, plan_secret_values, remember
 from ..outbound.redact import named_secrets
 from .formats import field_line
+from .reftypes import UNKNOWN, Produced, misfit, type_name
 
 
 class Tool(Protocol):
@@ -22,6 +23,15 @@ class Tool(Protocol):
     the workers that implement it."""
 
     def validate(self, args: Mapping[str, Any], *, skip: Iterable[str] = ()) -> list[str]: ...
+
+    def arg_type(self, name: str) -> Any:
+        """The declared type of an argument (``Any`` when not said)."""
+        ...
+
+    @property
+    def returns(self) -> Any:
+        """The declared type of the tool's result (``Any`` when not said)."""
+        ...
 
 
 def plan_problems(
@@ -85,6 +95,17 @@ def _check(
     # for each need): the outside ids are looked up on their own, and the union is made
     # only to suggest a close id for a wrong one
     known = set(known_ids) if known_ids else _NOTHING
+
+    def produced(ref: str) -> Produced:
+        """What step ``ref``'s result may be: its tool's declared type, when the plan says which tool."""
+        at = first.get(ref)
+        maker = steps[at] if at is not None else None
+        if maker is None or not maker.tool or maker.status is Status.completed:  # a kept result is what it is
+            return UNKNOWN
+        tool = tools.get(maker.tool)
+        if tool is None:
+            return UNKNOWN
+        return Produced(tool.returns, maker.tool, maker.on_failure in (None, "continue"))
     ids: set[str] | None = None
     refs_of: list[list[str]] = []  # each step's references, found once (cycles use them too)
     #: every need listed before its step (the usual order): then there is no cycle, and no graph to search
@@ -133,6 +154,14 @@ def _check(
                 for message in tool.validate(step.args, skip=args_with_refs(step.args) if refs else _NOTHING):
                     named = _ARG_NAME.search(message)
                     add(message, step, "bad_args", *(("args", named.group(1)) if named else ("args",)))
+                if refs:  # what the references give is often known now: refuse one that cannot fit
+                    for name, value in step.args.items():
+                        found = misfit(value, tool.arg_type(name), produced)
+                        if found is not None:
+                            add(f"argument {name!r} of tool {step.tool!r} expects {type_name(tool.arg_type(name))}, but "
+                                f"{found.gives}, which cannot be {type_name(found.expected)}: the step would fail "
+                                f"when called, after the steps before it ran. {_capital(found.advice)}",
+                                step, "ref_type", "args", name)
         else:
             assert step.agent is not None
             if step.agent not in agents:
@@ -173,6 +202,10 @@ def _under_secret_name(step: Step, ref: str) -> bool:
 def _arg_with_ref(step: Step, ref: str) -> str:
     """The first arg whose value refers to ``$ref`` (its line is the one to quote)."""
     return next((name for name, value in step.args.items() if ref in find_refs(value)), "")
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _names(names: Collection[str]) -> str:

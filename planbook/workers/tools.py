@@ -8,6 +8,7 @@ to a model. The first docstring line is the description a model sees.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import types
 import typing
@@ -127,6 +128,18 @@ class Tool:
                         f"{shown_arg(arg, err['input'], repr)} ({err['msg']})"  # a password is not echoed
                     )
         return problems
+
+    def arg_type(self, name: str) -> Any:
+        """The declared type of argument ``name`` (``Any`` when not said): checking a plan asks
+        whether a ``$id`` written in it can fit (planbook.spec.reftypes)."""
+        field = self._fields.get(name)
+        return Any if field is None else field.annotation
+
+    @functools.cached_property
+    def returns(self) -> Any:
+        """The type the tool declares it returns (``Any`` when not annotated or not resolvable): what
+        a whole ``$id`` of its step gives, checked against the argument it is written in."""
+        return _return_type(self.fn)
 
     def _use_fields(self, fields: dict[str, Any]) -> None:
         """Keep the arguments' fields (looked up on every call) and, per argument, the types pydantic
@@ -293,6 +306,17 @@ def _args_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
     with warnings.catch_warnings():  # args named json, copy, schema... are fine for a tool
         warnings.filterwarnings("ignore", message="Field name .* shadows an attribute", category=UserWarning)
         return create_model(f"{name}_args", __config__=config, **fields)
+
+
+def _return_type(fn: Callable[..., Any]) -> Any:
+    """``fn``'s return annotation as a type; ``Any`` when there is none or it cannot be resolved
+    (a wrong guess would refuse a plan that could run: not knowing lets it pass)."""
+    target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(type(fn), "__call__", None)
+    try:
+        hints = get_type_hints(target)
+    except Exception:  # noqa: BLE001 - an unresolvable name, a builtin, a partial: the type is not known
+        return Any
+    return hints.get("return", Any)
 
 
 def _resolve_annotation(fn: Callable[..., Any], tool: str, arg: str, text: str) -> Any:
