@@ -44,7 +44,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ..data.models import STATUS_MARKS, Plan
+from ..data.models import STATUS_MARKS, Plan, Status
+from ..data.stepmark import StepMark
 from ..data.timeline import Execution
 from ..data.wording import plural
 from ..outbound import RunSecrets
@@ -294,11 +295,12 @@ def graph_html(plan: Plan, *, marks: dict[str, CacheMark] | None = None, gate: R
         status = step.status.value
         mark = marks.get(step.id)
         title = f"{step.id} ({status}{', ' + mark.kind if mark else ''}): {gate.text(step.task) or shown_call(step, gate)}"
-        color = FILLS["cached"] if mark else FILLS.get(status, FILLS["not_started"])
+        waits = step.mark is StepMark.waiting and step.status is Status.not_started
+        color = FILLS["cached"] if mark else FILLS["waiting"] if waits else FILLS.get(status, FILLS["not_started"])
         needs = f" · needs {esc(', '.join(step.needs))}" if step.needs else ""
         by_level.setdefault(level, []).append(
             f'<li class="pb-node planbook-{status}" data-step="{esc(step.id)}" title="{esc(title)}" '
-            f'style="{_NODE};{fill(color)}">{esc(STATUS_MARKS[step.status])} {esc(step.id)}'
+            f'style="{_NODE};{fill(color)}">{"[?]" if waits else esc(STATUS_MARKS[step.status])} {esc(step.id)}'
             f'{" " + CACHED_MARK if mark else ""}{needs}</li>')
     rows = "".join(f'<div class="pb-level"><span style="{DIM}">level {level + 1}</span>'
                    f'<ul style="margin:0 0 2px 0;padding:0;list-style:none">{"".join(nodes)}</ul></div>'

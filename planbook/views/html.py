@@ -27,7 +27,7 @@ NO_MATH = "mathjax_ignore tex2jax_ignore"
 #: and each reads on a light and a dark page alike
 FILLS = {"completed": "#2e7d32", "failed": "#b71c1c", "in_progress": "#0b5394", "running": "#0b5394",
          "not_started": "#616161", "skipped": "#616161", "blocked": "#8a5300", "interrupted": "#8a5300",
-         "cached": "#5b3f99"}
+         "cached": "#5b3f99", "waiting": "#8a5300"}  # waiting: not started, a person decides (StepMark.waiting)
 #: colour of a verdict by its tone (see ViewState.tone)
 TONE_COLORS = {"ok": "#2e7d32", "warn": "#8a5300", "bad": "#b71c1c", "info": "#0b5394"}
 #: how a run that has stopped is drawn: :mod:`.record` registers itself here (it builds on this module)

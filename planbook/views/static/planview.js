@@ -8,6 +8,7 @@
 const STATUS = {
   n: ["not_started", "[ ]"], r: ["in_progress", "[→]"], c: ["completed", "[✓]"],
   f: ["failed", "[✗]"], s: ["skipped", "[-]"], b: ["blocked", "[!]"],
+  w: ["waiting", "[?]"],  // not started, waiting for a person (widget.py WAITING_CODE)
 };
 const ORDER = ["completed", "in_progress", "failed", "skipped", "blocked", "not_started"];
 const ROW_H = 24;        // px per row (virtual scrolling relies on it)
@@ -60,14 +61,15 @@ const CSS = `
 .pb-banner{background:#ffe8a3;color:#6b4500;border:1px solid #e0b000;border-radius:4px;padding:3px 8px;margin:4px 0;font-weight:600}
 .pb-ctl{display:flex;gap:6px;align-items:center;margin:4px 0}
 .pb-ctl button,.pb-row button,.pb-decide button{font:inherit;font-size:12px;padding:0 8px;cursor:pointer;border-radius:3px;
-  border:1px solid #999;background:var(--jp-layout-color1,#fafafa);color:inherit}
+  border:1px solid #999;background:var(--jp-layout-color1,#fafafa);color:var(--pb-fg)}
 .pb-row button{height:18px;line-height:16px}
 .pb-ctl button:disabled{opacity:.6;cursor:default}
 .pb-editor{width:100%;box-sizing:border-box;font-family:monospace;font-size:12px;min-height:3.5em}
 .planbook-revisions ul{margin:2px 0 6px 0;padding-left:20px;list-style:none}
 .pb-forkbox{border-top:1px dashed var(--pb-line);margin-top:6px;padding-top:4px}
 .pb-forkbox button,.pb-forkopen{font:inherit;font-size:12px;padding:0 8px;cursor:pointer;border-radius:3px;
-  border:1px solid #999;background:var(--jp-layout-color1,#fafafa);color:inherit}
+  border:1px solid #999;background:var(--jp-layout-color1,#fafafa);color:var(--pb-fg)}
+.pb-removed{margin:4px 0}.pb-removed .pb-rrow{cursor:pointer;padding:1px 6px}.pb-removed .pb-rrow:hover{text-decoration:underline}
 .pb-forkcode{font-family:monospace;white-space:pre-wrap;word-break:break-all;font-size:12px;
   color:var(--pb-fg);background:var(--pb-bg2);padding:3px 4px;margin:2px 0}
 .pb-lineage{color:var(--pb-fg2)}
@@ -84,7 +86,7 @@ function storeOf(model) {
   const uid = model.get("uid");
   let store = stores.get(uid);
   if (!store) {
-    store = { panes: {}, bars: {}, seq: 0, asked: false, tab: "steps", follow: true, scroll: 0, 
+    store = { panes: {}, bars: {}, executions: {}, openExecution: null, seq: 0, asked: false, tab: "steps", follow: true, scroll: 0, 
       listeners: new Set(), requested: new Set() };
     stores.set(uid, store);
   }
@@ -94,7 +96,7 @@ function storeOf(model) {
 function applyBatch(model, store) {
   const batch = model.get("batch") || {};
   if (!batch.seq || batch.seq <= store.seq && !batch.full) return;
-  if (batch.full) { store.panes = {}; store.bars = {}; }
+  if (batch.full) { store.panes = {}; store.bars = {}; store.executions = {}; }
   else if (batch.seq !== store.seq + 1 && !store.asked) {
     // a batch went by before this module was listening: ask for everything (the kernel
     // answers when it is free; meanwhile what arrives is kept)
@@ -103,6 +105,7 @@ function applyBatch(model, store) {
   }
   Object.assign(store.panes, batch.panes || {});
   Object.assign(store.bars, batch.bars || {});
+  Object.assign(store.executions, batch.executions || {});  // panes of executions a step's pane does not show
   store.seq = batch.seq;
   store.listeners.forEach((fn) => fn());
 }
@@ -245,7 +248,8 @@ function duration(sec) {
 // constant here mirrors the Python one named beside it; tests/test_timeline_parity.py checks they match.
 // bar and node fills, white text on each (WCAG AA): planbook.views.html.FILLS
 const FILLS = { completed: "#2e7d32", failed: "#b71c1c", in_progress: "#0b5394", running: "#0b5394",
-  not_started: "#616161", skipped: "#616161", blocked: "#8a5300", interrupted: "#8a5300", cached: "#5b3f99" };
+  not_started: "#616161", skipped: "#616161", blocked: "#8a5300", interrupted: "#8a5300", cached: "#5b3f99",
+  waiting: "#8a5300" };
 const MIN_BAR = 0.6;   // charts.MIN_BAR: the narrowest bar, in percent of the timeline's width
 const MAX_BARS = 200;  // charts.MAX_BARS: executions drawn one by one; more are summarised
 const BUCKETS = 100;   // charts.BUCKETS: the slices of time of a summary
@@ -340,6 +344,11 @@ function pyLiteral(v) {
   return `{${keys.map((k) => `${JSON.stringify(k)}: ${pyLiteral(v[k])}`).join(", ")}}`;
 }
 
+// a call as its pane shows it, from its arguments as the editor edits them: summarize(text="…")
+function callOf(tool, args) {
+  return `${tool}(${Object.entries(args || {}).map(([k, v]) => `${k}=${pyLiteral(v)}`).join(", ")})`;
+}
+
 function forkCode(fork, id, pane, draft) {
   const parts = [JSON.stringify(fork.run), `at=${JSON.stringify(id)}`];
   try {
@@ -379,7 +388,9 @@ function render({ model, el }) {
     tabs.append(h("button", { class: "pb-tab", "data-tab": name, role: "tab", text: label,
       onclick: () => { store.tab = name; draw(); } }));
   }
-  body.append(scroll, timeline, graph);
+  // the steps each replan removed, under their revision (a click opens the pane of its last execution)
+  const removedBox = h("div", { class: "pb-removed planbook-removed-steps-box", "data-view": "removed" });
+  body.append(scroll, removedBox, timeline, graph);
 
   let programmatic = false;
   scroll.addEventListener("scroll", () => {
@@ -389,7 +400,17 @@ function render({ model, el }) {
     drawRows();
   });
 
+  // a bar whose execution has a pane of its own (an earlier attempt, a step a replan removed) opens it;
+  // else the bar is its step's latest execution, whose pane is the step's
+  const openBar = (id, n) => {
+    if (n === null || n === undefined || !store.executions[n]) { open(id); return; }
+    store.openExecution = store.openExecution === n ? null : n;
+    if (model.get("selected")) { model.set("selected", ""); model.save_changes(); }
+    drawRows(); drawPane();
+  };
+
   const open = (id) => {
+    store.openExecution = null;
     const now = model.get("selected") === id ? "" : id;
     model.set("selected", now);
     model.save_changes();
@@ -543,12 +564,12 @@ function render({ model, el }) {
       const code = statuses[i] || "n";
       const [name, mark] = STATUS[code];
       const cached = cachedSteps[id];
-      const waits = code === "n" && id in waiting;
+      const waits = (code === "n" || code === "w") && id in waiting;
       const row = h("div", { class: `pb-row planbook-step pb-${name} planbook-${name}${waits ? " pb-waiting planbook-waiting" : ""}${id === selected ? " open" : ""}` +
         (cached ? " planbook-step-cached" : ""),
         "data-step": id, style: `top:${i * ROW_H}px`, title: needs.length ? `needs ${needs.join(", ")}` : null,
         onclick: () => open(id) },
-        h("span", { class: "m", text: waits ? "[?]" : mark }),
+        h("span", { class: "m", text: waits || code === "w" ? "[?]" : mark }),
         cached ? h("span", { class: "c planbook-cached", title: cached[1], text: CACHED_MARK }) : null,
         h("span", { class: "i", text: id }),
         h("span", { class: "x", text: executor }), h("span", { class: "k", text: waits ? `waiting for you: ${task}` : task }),
@@ -557,6 +578,23 @@ function render({ model, el }) {
       items.push(row);
     }
     spacer.replaceChildren(...items);
+    drawRemoved();
+  }
+
+  function drawRemoved() {
+    const groups = (model.get("head") || {}).removed || [];
+    removedBox.replaceChildren(...groups.map(([revision, why, steps]) => h("div",
+      { class: "planbook-removed-steps", "data-revision": revision },
+      h("div", { class: "pb-label", text: `removed in revision ${revision}` + (why ? ` (after: ${why})` : "") }),
+      ...steps.map(([id, line, n]) => {
+        const ran = n !== null && n !== undefined;
+        const ex = ran ? store.executions[n] : null;
+        const mark = ex ? (STATUS[{ completed: "c", failed: "f" }[ex.status] || "n"] || [])[1] || "" : "";
+        return h("div", { class: `pb-rrow planbook-removed-step${ex ? " pb-" + ex.status : ""}` +
+          (ran && store.openExecution === n ? " open" : ""), "data-step": id, "data-execution": ran ? n : null,
+          onclick: ran ? () => openBar(id, n) : null },
+          `${mark ? mark + " " : ""}${id}: ${line}`, ran ? "" : h("span", { class: "pb-dim", text: " (never ran)" }));
+      }))));
   }
 
   function paneRow(label, value, cls) {
@@ -602,8 +640,43 @@ function render({ model, el }) {
     return box;
   }
 
+  // one execution's pane (a click on its bar, or on a removed step): call, result or traceback, output, times
+  function drawExecution(n) {
+    const pane = store.executions[n];
+    const table = h("table", {},
+      paneRow("status", pane.status.replace("_", " ") + (pane.attempt > 1 ? `, attempt ${pane.attempt}` : ""),
+        `pb-${pane.status}`),
+      paneRow("call", pane.call || pane.step, "mono"));
+    if (pane.task) table.append(paneRow("task", pane.task));
+    if (pane.needs) table.append(paneRow("needs", pane.needs.join(", ")));
+    if (pane.start !== null && pane.start !== undefined) {
+      let t = `started +${duration(pane.start)}`;
+      if (pane.end !== null && pane.end !== undefined) t += `, ended +${duration(pane.end)} (${duration(pane.duration)})`;
+      table.append(paneRow("time", t));
+    }
+    if (pane.error) table.append(paneRow("error", pane.error, "pb-err"));
+    if (pane.notes) table.append(paneRow("notes", pane.notes));
+    const parts = [h("button", { class: "pb-close", title: "close", text: "✕", onclick: () => openBar(pane.step, n) }),
+      h("b", { text: `Execution #${pane.execution}: step ${pane.step}, revision ${pane.revision}` +
+        (pane.worker ? `, ${pane.worker}` : "") }), table];
+    if (pane.result !== undefined) {
+      const box = h("div", { class: "pb-result" });
+      box.innerHTML = pane.result; // HTML made by the kernel's display formatter, through the sanitiser
+      parts.push(h("div", { class: "pb-label", text: "returned" }), box);
+    }
+    if (pane.output) parts.push(h("div", { class: "pb-label", text: "printed" }), h("pre", { class: "pb-pre", text: pane.output }));
+    if (pane.traceback) parts.push(h("div", { class: "pb-label", text: "traceback" }),
+      h("pre", { class: "pb-pre pb-err", text: pane.traceback }));
+    if (pane.truncated) parts.push(h("div", { class: "pb-trunc", text: pane.truncated }));
+    paneBox.replaceChildren(h("div", { class: "pb-pane pb-execution-pane", "data-pane": pane.step,
+      "data-execution": String(n) }, ...parts));
+  }
+
   function drawPane() {
     const id = model.get("selected");
+    if (!id && store.openExecution !== null && store.executions[store.openExecution]) {
+      drawExecution(store.openExecution); return;
+    }
     if (!id) { paneBox.replaceChildren(); return; }
     const [rows, statuses] = rowsAndStatus();
     const index = rows.findIndex((r) => r[0] === id);
@@ -632,7 +705,7 @@ function render({ model, el }) {
     }
     const table = h("table", {},
       paneRow("status", pane.status_text || `${mark} ${status}`, `pb-${status}`),
-      paneRow("call", pane.call || `${executor} ${task}`, "mono"));
+      paneRow("call", pane.call || (argsOf ? callOf(executor, argsOf) : `${executor} ${task}`), "mono"));
     if (pane.task) table.append(paneRow("task", pane.task));
     if (needs.length) table.append(paneRow("needs", needs.join(", ")));
     if (pane.expect) table.append(paneRow("expect", pane.expect));
@@ -665,7 +738,9 @@ function render({ model, el }) {
         area.value = (store.drafts || {})[id] ?? JSON.stringify(argsOf, null, 1);
         area.addEventListener("input", () => { (store.drafts = store.drafts || {})[id] = area.value; });
         decide.append(h("div", { class: "pb-label", text: "new arguments (JSON), checked against the tool's signature" }), area,
-          h("div", {}, h("button", { "data-decide": "save", text: "Save and run", onclick: () => send("edit", id, area.value) }),
+          // a waiting step runs once saved; a paused run's step waits for Continue (the button says which)
+          h("div", {}, h("button", { "data-decide": "save", text: id in waiting ? "Save and run" : "Save",
+            onclick: () => { send("edit", id, area.value); store.editing = null; drawPane(); } }),
             " ", h("button", { "data-decide": "cancel", text: "Cancel", onclick: () => { store.editing = null; drawPane(); } })));
       }
       decide.append(h("div", { class: "pb-err planbook-edit-error", text: error }));
@@ -706,7 +781,7 @@ function render({ model, el }) {
     const svg = s("svg", { class: "pb-gantt planbook-timeline", width: W });
     const legend = h("div", { class: "pb-note", text: "Bars: green completed, red failed, blue running, amber " +
       "interrupted, purple ⟲ answered from the cache or a resume; ↻ a retry; dashed line: a replan; underlined " +
-      "orange: the critical path. One linear time scale; hover a bar for its times, click it to open its step." });
+      "orange: the critical path. One linear time scale; hover a bar for its times, click it to open its execution (the latest of a step opens the step)." });
     let axisY, height;
     if (items.length > MAX_BARS) {
       // rule 8 (charts.timeline_html): summarised, in the record's words
@@ -789,7 +864,7 @@ function render({ model, el }) {
         if (onPath) g.append(s("line", { class: "pb-critical-mark", x1: bx, x2: bx + bw, y1: y + laneH - 2.5,
           y2: y + laneH - 2.5, style: `stroke:${CRITICAL};stroke-width:3` }));
         g.style.cursor = "pointer";
-        g.addEventListener("click", () => open(it.step));
+        g.addEventListener("click", () => (it.cached ? open(it.step) : openBar(it.step, it.bar.n)));
         svg.append(g);
       }
       for (const [row, mx, revision] of markers) {
@@ -895,6 +970,7 @@ function render({ model, el }) {
   function draw() {
     for (const b of tabs.children) b.classList.toggle("on", b.dataset.tab === store.tab);
     for (const [name, node] of Object.entries(views)) node.style.display = name === store.tab ? "" : "none";
+    removedBox.style.display = store.tab === "steps" ? "" : "none";
     drawHeader();
     if (store.tab === "steps") drawRows();
     else if (store.tab === "timeline") drawTimeline();
