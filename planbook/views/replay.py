@@ -75,7 +75,7 @@ def find_run(run: RunResult | str, *, store: Any = None) -> RunResult:
         ids = [summary.run_id for summary in listed]
         run_id = run if run in ids else opened.latest_run_id(plan_id=run)
         if run_id is None:
-            known = ids + sorted({summary.plan_id for summary in listed})
+            known = ids + sorted({str(summary.plan_id) for summary in listed if summary.plan_id})
             raise RunNotFound(f"no run or plan {run!r} in the run store {opened.location}{closest(run, known)} "
                               "(planbook.runs() lists its runs; a plan name replays its latest run)")
         return opened.load_run(str(run_id)).result()
