@@ -424,7 +424,7 @@ class PlanView:
         not_started = Status.not_started  # read once, not per step
         for i in look:
             step = steps[i]
-            if step.status is not_started and not step.attempts and not step.notes:
+            if step.status is not_started and not step.attempts and not step.notes and step.mark is None:
                 continue
             key = self._key(step)
             if sent.get(step.id) == key:
@@ -570,7 +570,8 @@ class PlanView:
     def pane(self, step_id: str) -> dict[str, Any] | None:
         """``step_id``'s pane, built now if it was not sent yet (None for a step that has not started)."""
         step = next((s for s in self.state.plan.steps if s.id == step_id), None)
-        if step is None or (step.status is Status.not_started and not step.attempts and not step.notes):
+        if step is None or (step.status is Status.not_started and not step.attempts and not step.notes
+                            and step.mark is None):
             return self.panes.get(step_id)
         key = self._key(step)
         if self._built.get(step_id) == key:
@@ -588,5 +589,5 @@ class PlanView:
 def _pane_key(step: Step) -> tuple[Any, ...]:
     """What a pane shows changes only when one of these does."""
     return (step.status, step.attempts, step.started_at, step.finished_at, step.error, step.notes,
-            id(step.result), step.output)  # the text itself: a capped tail keeps its length as it moves on
+            id(step.result), step.output, step.mark)  # the text itself: a capped tail keeps its length as it moves on
 
