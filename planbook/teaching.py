@@ -21,9 +21,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .data.errors import PlanbookError
 from .data.models import RunResult, Step
 from .outbound.checkpoint import mask_text
-from .outbound.text import bounded, one_line
+from .outbound.text import bounded, indent_lines, one_line
 
 #: how long a step's error may be in a verdict (its head and tail are kept)
 ERROR_LIMIT = 160
@@ -77,6 +78,8 @@ def check(result: Any, *checks: Check) -> Verdict:
     """
     if not checks:
         raise ValueError("check(result, ...) needs at least one check, e.g. teaching.completed()")
+    if isinstance(result, PlanbookError):
+        return Verdict(False, (), (f"the run did not start: {indent_lines(str(result), '  ')}",))
     if not isinstance(result, RunResult):
         what = "nothing yet (None)" if result is None else f"a {type(result).__name__}"
         return Verdict(False, (), (f"this needs a run's result (what %run_plan, planbook.run or handle.wait() "
@@ -85,8 +88,20 @@ def check(result: Any, *checks: Check) -> Verdict:
     missing: list[str] = []
     for one in checks:
         problem = one.test(result)
-        (held if problem is None else missing).append(one.wants if problem is None else problem)
+        if problem is None:
+            held.append(one.wants)
+        elif problem not in missing:  # two checks of one absent step say it once
+            missing.append(problem)
     return Verdict(not missing, tuple(held), tuple(missing))
+
+
+def attempt(run: Callable[[], RunResult]) -> RunResult | PlanbookError:
+    """``run()``'s result, or the planbook error it raised (a plan refused before it ran): an
+    exercise whose plan is still wrong gets a "not yet" from :func:`check`, not a traceback."""
+    try:
+        return run()
+    except PlanbookError as error:
+        return error
 
 
 # ------------------------------------------------------------------ reading a result
@@ -271,11 +286,7 @@ def approved_only(ids: Iterable[str]) -> Check:
                 done = {None: "never decided about", "skip": "skipped", "edit": "edited", "stop": "stopped"}
                 problems.append(f"step {step_id} asked but was {done.get(decided.get(step_id), 'not approved')}: "
                                 "approve it")
-        if problems:
-            if result.error:
-                problems.append(f"the run ended {_ended(result)}: {_error(None, result)}")
-            return "; ".join(problems)
-        return None
+        return "; ".join(problems) or None
 
     return Check(f"only {_ids(wanted)} asked, and was approved", test)
 

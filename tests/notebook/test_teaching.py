@@ -93,7 +93,8 @@ def test_approved_only_names_the_steps_that_asked_too() -> None:
     too_many = handle.wait(timeout=30)
     text = teaching.check(too_many, teaching.approved_only(["ship"])).text
     assert "step a asked for approval too: only ship should ask" in text
-    assert "step ship never asked for approval" in text and "no decision within approve_timeout" in text
+    assert "step ship never asked for approval" in text
+    assert "no decision within approve_timeout" in teaching.check(too_many, teaching.completed()).text
     handle = planbook.start(plan, tools=_tools(), approve=["ship"])
     assert handle.wait_for_approval(timeout=30) == ["ship"]
     handle.approve("ship")
@@ -129,3 +130,17 @@ def test_a_long_error_is_one_short_line() -> None:
 
     text = teaching.check(planbook.run(CHAIN, tools=box), teaching.completed()).text
     assert "\n" not in text and len(text) < 300 and "characters left out" in text
+
+
+def test_a_plan_refused_before_it_ran_is_not_yet_with_its_problems() -> None:
+    wrong = CHAIN.replace("tool: t, args: {x: b}", "tool: tt, args: {x: b}").replace("{x: a}", "{y: a}")
+    refused = teaching.attempt(lambda: planbook.run(wrong, tools=_tools()))
+    assert isinstance(refused, planbook.PlanError)
+    text = teaching.check(refused, teaching.completed()).text
+    assert text.startswith("not yet: the run did not start: invalid plan") and "\n    - step b (line 4): unknown tool 'tt'" in text
+
+
+def test_an_absent_step_is_said_once() -> None:
+    result = planbook.run(CHAIN, tools=_tools())
+    verdict = teaching.check(result, teaching.step_ran("c"), teaching.needs("c", "a"), teaching.output("c", 1))
+    assert verdict.text == "not yet: the plan has no step 'c' (its steps: a, b, join): add it"
