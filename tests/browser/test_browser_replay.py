@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from browser_support import ARTIFACTS, KERNEL_IDLE_JS, RUN_TIMEOUT_MS, ROOT, Lab, _command, write_notebook
+from browser_support import ARTIFACTS, KERNEL_IDLE_JS, ROOT, RUN_TIMEOUT_MS, Lab, _command, write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
