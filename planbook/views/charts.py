@@ -137,10 +137,14 @@ def timeline_html(executions: Sequence[Execution], *, origin: float | None, now:
         end = ex.end if ex.end is not None else (now if now is not None else ex.start)
         items.append((max(0.0, ex.start - base), max(0.0, end - base), ex))
     items += [(max(0.0, (m.at or base) - base),) * 2 + (m,) for m in marks.values()]
-    span = max([end for _, end, _ in items] + [1e-6])
+    # the scale starts at the first start, not at the run's first event: a run of millisecond steps
+    # after a few milliseconds of setup fills the width instead of a strip at its right end
+    first = min(start for start, _, _ in items)
+    span = max([end - first for _, end, _ in items] + [1e-6])
+    scaled = [(start - first, end - first, item) for start, end, item in items]
     cached = f", {len(marks)} answered without running ({CACHED_MARK})" if marks else ""
     if len(items) > MAX_BARS:
-        body = _summary(items, span)
+        body = _summary(scaled, span)
         caption = (f"{len(executions):,} executions{cached}, {format_duration(span)}: too many to draw one by one, "
                    f"so the run's time is cut in {BUCKETS} slices, each coloured by the worst status in it "
                    f"(side by side slices alike are one bar; a bar's title lists its steps)")
@@ -151,7 +155,8 @@ def timeline_html(executions: Sequence[Execution], *, origin: float | None, now:
         keep = set(critical) if len(set(critical)) < len(executions) else set()
         placed: list[list[tuple[float, float, float, float, Execution | CacheMark]]] = [[] for _ in range(count)]
         for lane, (start, end, item) in sorted(zip(lanes, items), key=lambda p: p[1][0]):
-            placed[lane].append((start / span * 100, max((end - start) / span * 100, MIN_BAR), start, end, item))
+            placed[lane].append(((start - first) / span * 100, max((end - start) / span * 100, MIN_BAR), start, end,
+                                 item))
         rows = []
         for bars in placed:
             parts, left = [], 0.0
@@ -159,8 +164,10 @@ def timeline_html(executions: Sequence[Execution], *, origin: float | None, now:
                 parts.append(_bar(item, start, end, base, x0 - left, width, keep))
                 left = x0 + width
             rows.append(f'<div class="pb-lane" style="{_LANE}">{"".join(parts)}</div>')
-        body = _markers(items, span) + "".join(rows) + _axis(span)
+        body = _markers(scaled, span) + "".join(rows) + _axis(span)
         caption = f"{plural(len(executions), 'execution')} in {plural(count, 'lane')}{cached}, {format_duration(span)}"
+        if first > 0:
+            caption += f" from the first start (+{format_duration(first)}); the axis counts from there"
         scale = "linear"
     return (f'<div class="planbook-timeline" data-scale="{scale}" style="max-width:760px">'
             f'<div style="{DIM};font-size:11px">{esc(caption)}</div>{body}</div>')
@@ -208,15 +215,27 @@ def _markers(items: list[tuple[float, float, Execution | CacheMark]], span: floa
     return "".join(f'<div style="{_LANE}">{"".join(r)}</div>' for r in rows)
 
 
+def tick_label(t: float, step: float) -> str:
+    """A tick's label: :func:`format_duration`'s, with more decimals when the ticks' spacing needs them
+    (0.05 ms apart: ``0.05 ms`` and ``0.10 ms``, not two ticks both reading ``0.1 ms``)."""
+    if t == 0:
+        return "0"
+    if t < 1:
+        ms = step * 1000
+        return f"{t * 1000:.{max(1, math.ceil(-math.log10(ms) - 1e-9)) if ms < 1 else 1}f} ms"
+    return f"{t:.{max(2, math.ceil(-math.log10(step) - 1e-9)) if step < 1 else 2}f} s"
+
+
 def _axis(span: float) -> str:
     ticks = linear_ticks(span)
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else span
     parts = []
     for i, t in enumerate(ticks):
         nxt = ticks[i + 1] if i + 1 < len(ticks) else span
         width = (nxt - t) / span * 100
         if width < 6:
             continue
-        label = "0" if t == 0 else format_duration(t)
+        label = tick_label(t, step)
         parts.append(f'<div class="pb-tick" style="display:inline-block;width:{_pct(width)}%;border-left:1px solid;'
                      f'padding-left:2px">{label}</div>')
     return f'<div class="pb-axis" style="{_LANE};{DIM}">{"".join(parts)}</div>'

@@ -320,6 +320,13 @@ function barState(b) {
   return b.ok ? "completed" : "failed";
 }
 
+// charts.tick_label: as many decimals as the ticks' spacing needs (never two ticks reading "0.1 ms")
+function tickLabel(t, step) {
+  if (t === 0) return "0";
+  if (t < 1) { const ms = step * 1000; return (t * 1000).toFixed(ms < 1 ? Math.max(1, Math.ceil(-Math.log10(ms) - 1e-9)) : 1) + " ms"; }
+  return t.toFixed(step < 1 ? Math.max(2, Math.ceil(-Math.log10(step) - 1e-9)) : 2) + " s";
+}
+
 function linearTicks(span) {
   if (span <= 0) return [0];
   const raw = span / 6, power = Math.pow(10, Math.floor(Math.log10(raw)));
@@ -773,10 +780,12 @@ function render({ model, el }) {
       .concat(cached.map((c) => ({ start: Math.max(0, c.at), end: Math.max(0, c.at), step: c.step, state: "cached",
         cached: c })));
     items.sort((a, b) => a.start - b.start);
-    const span = items.reduce((most, it) => Math.max(most, it.end), 1e-6);  // (no spread: a long run has 100k)
+    // charts.timeline_html: the scale starts at the first start (not at the run's first event)
+    const first = items.reduce((least, it) => Math.min(least, it.start), Infinity);
+    const span = items.reduce((most, it) => Math.max(most, it.end - first), 1e-6);  // (no spread: a long run has 100k)
     const W = 760, left = 8, right = W - 12, laneH = 18, top = 20;
     const px = (pct) => left + pct / 100 * (right - left);
-    const x = (t) => px(Math.max(0, t) / span * 100);
+    const x = (t) => px(Math.max(0, t - first) / span * 100);  // a run time on the scale
     const withCached = cached.length ? `, ${cached.length} answered without running (${CACHED_MARK})` : "";
     const svg = s("svg", { class: "pb-gantt planbook-timeline", width: W });
     const legend = h("div", { class: "pb-note", text: "Bars: green completed, red failed, blue running, amber " +
@@ -788,7 +797,8 @@ function render({ model, el }) {
       svg.setAttribute("data-scale", "summary");
       const caption = `${bars.length.toLocaleString("en-US")} executions${withCached}, ${duration(span)}: ${SUMMARY_WORDS}`;
       svg.append(s("text", { x: 2, y: 12, "font-size": 11, style: "fill:var(--pb-fg)" }, caption));
-      for (const slice of summarise(items, span)) {
+      const shifted = items.map((it) => ({ ...it, start: it.start - first, end: it.end - first }));
+      for (const slice of summarise(shifted, span)) {
         const g = s("g", { class: `pb-bar-ex pb-slice pb-${slice.state}`, "data-step": slice.first });
         g.append(s("title", {}, `${plural(slice.n, "execution")}, steps ${slice.first}..${slice.last}, ` +
           `+${duration(slice.k * span / BUCKETS)} → +${duration(slice.end * span / BUCKETS)}` +
@@ -813,7 +823,7 @@ function render({ model, el }) {
         if (lane < 0) { lane = ends.length; ends.push(0); lanes.push([]); }
         ends[lane] = Math.max(it.end, it.start);
         it.lane = lane;
-        it.x0 = it.start / span * 100;
+        it.x0 = (it.start - first) / span * 100;
         it.w = Math.max((it.end - it.start) / span * 100, MIN_BAR);
         lanes[lane].push(it);
       }
@@ -834,7 +844,8 @@ function render({ model, el }) {
       const markerTop = axisY + 20;
       height = markerTop + rowEnds.length * 12 + 6;
       svg.setAttribute("data-scale", "linear");
-      const caption = `${plural(bars.length, "execution")} in ${plural(lanes.length, "lane")}${withCached}, ${duration(span)}`;
+      const caption = `${plural(bars.length, "execution")} in ${plural(lanes.length, "lane")}${withCached}, ${duration(span)}` +
+        (first > 0 ? ` from the first start (+${duration(first)}); the axis counts from there` : "");
       svg.append(s("text", { x: 2, y: 12, "font-size": 11, style: "fill:var(--pb-fg)" }, caption));
       for (const it of items) {
         const y = top + it.lane * laneH, bx = px(it.x0), bw = px(it.x0 + it.w) - bx;
@@ -881,8 +892,9 @@ function render({ model, el }) {
     svg.setAttribute("viewBox", `0 0 ${W} ${height}`);
     svg.append(s("line", { x1: left, x2: right, y1: axisY, y2: axisY, style: "stroke:var(--pb-fg)" }));
     let lastLabel = -1e9;
-    for (const t of linearTicks(span)) {
-      const tx = x(t), text = t === 0 ? "0" : duration(t);
+    const ticks = linearTicks(span), tickStep = ticks.length > 1 ? ticks[1] - ticks[0] : span;
+    for (const t of ticks) {
+      const tx = x(t + first), text = tickLabel(t, tickStep);
       svg.append(s("line", { class: "pb-tick", x1: tx, x2: tx, y1: axisY, y2: axisY + 4, style: "stroke:var(--pb-fg)" }));
       if (tx - lastLabel >= text.length * CHAR_W + 8) {
         svg.append(s("text", { class: "pb-tick-label", x: tx, y: axisY + 14, "font-size": 10,
