@@ -329,13 +329,12 @@ class PlanView:
         self._shown.ended = bool(self.note) and self.stopped
         plan = state.plan
         origin = self._origin()
-        key = (id(plan), plan.revision, len(plan.steps))
         # one pass over the steps for their statuses; the counts and the window of rows whose
         # panes go now are read from that string
         codes = STATUS_CODES
         statuses = "".join([codes[s.status] if s.mark is None else status_code(s) for s in plan.steps])
-        waiting = tuple(s.id for s in plan.steps if s.mark is StepMark.waiting) if WAITING_CODE in statuses else ()
-        key = (*key, waiting)
+        asking = tuple(s.id for s in plan.steps if s.mark is StepMark.waiting) if WAITING_CODE in statuses else ()
+        key = (id(plan), plan.revision, len(plan.steps), asking)
         marks = self._cache_marks(state)
         new_bars = self._changed_bars(state, origin)
         new_panes = self._changed_panes(plan.steps, origin, self.widget.selected, statuses)
@@ -346,8 +345,8 @@ class PlanView:
             if key != self._rows_key:
                 self._rows_key = key
                 hide = state.gate.hider()  # the environment read once for the rows, not per row
-                results = CompletedResults(plan.steps) if waiting else None
-                w.rows = [row_of(s, hide, results if s.id in waiting else None) for s in plan.steps]
+                results = CompletedResults(plan.steps) if asking else None
+                w.rows = [row_of(s, hide, results if s.id in asking else None) for s in plan.steps]
             w.statuses = statuses
             counts = {s: statuses.count(c) for s, c in codes.items()}
             counts[Status.not_started] += statuses.count(WAITING_CODE)
