@@ -6,7 +6,6 @@ Kept apart from :mod:`planbook.cli.app` (which parses and runs plans) so each st
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
 from ..outbound.text import one_line
@@ -53,50 +52,22 @@ def store_path(args: argparse.Namespace) -> Any:
 
 
 def list_runs(args: argparse.Namespace) -> str:
-    """The text of ``planbook runs``. A run whose stored row is damaged is listed as
-    ``damaged``, with a line below the table saying what and what to do: it must not hide
-    the healthy runs, nor be dropped from the list."""
+    """The text of ``planbook runs``: a row per run with its verdict, steps (done of all, and by
+    status), duration, model calls, start (``today 14:03``) and goal, and the settings the listed
+    runs differ in (:mod:`planbook.views.runlist`). A run whose stored row is damaged is listed as
+    ``damaged``, with a line below the table saying what and what to do: it must not hide the
+    healthy runs, nor be dropped from the list."""
     from ..engine.resume import runs
     from ..store.logrows import damaged
+    from ..views.runlist import runlist_text
 
     where = store_path(args)
     tree = bool(getattr(args, "tree", False))
     listed = runs(where, limit=args.limit or None, tree=tree)
     if not listed:
         return f"no runs in {where}"
-    width = max([24] + [len(_indented(r)) for r in listed]) if tree else 24
-    lines = [f"{'run':<{width}} {'status':<22} {'steps':>9} {'model calls':>11}  {'started':<16}  goal"]
-    notes = []
-    for r in listed:
-        damage = getattr(r, "damage", None)  # a store of another kind may list without it
-        verdict = f"{r.status} ({r.reason})" if r.reason and r.reason != r.status else r.status
-        if (r.status, r.reason) == ("running", "waiting"):
-            verdict = "waiting for approval"  # a step waits for a person's decision (planbook.engine.steering)
-        if r.writer_gone:  # "running", but its process died: it was cut short, and a resume takes it over
-            verdict = "stopped (writer gone)"
-        steps, calls, started = f"{r.steps_done}/{r.steps_total}", str(r.model_calls), _started(r.started)
-        if damage:  # its numbers may be placeholders: not shown as if they were counted
-            verdict, steps, calls = "damaged", "?", "?"
-            notes.append(one_line(str(damaged(r.run_id, str(where), damage))))
-        goal = one_line(r.goal)  # a line break in a goal must not forge a row
-        goal = goal if len(goal) <= 48 else goal[:47] + "…"
-        shown = _indented(r) if tree else one_line(r.run_id)
-        lines.append(f"{shown:<{width}} {one_line(verdict):<22} {steps:>9} {calls:>11}  {started:<16}  {goal}")
-    return "\n".join(lines + notes)
-
-
-def _indented(summary: Any) -> str:
-    """A run's id in ``--tree``: a fork under its parent, one step further in per generation."""
-    depth = int(getattr(summary, "depth", 0) or 0)
-    return ("   " * (depth - 1) + "└─ " if depth else "") + one_line(summary.run_id)
-
-
-def _started(when: float) -> str:
-    """A run's start as the listing shows it; ``?`` for a time no clock can show (a damaged row)."""
-    try:
-        return time.strftime("%Y-%m-%d %H:%M", time.localtime(when)) if when > 0 else "?"
-    except (OverflowError, OSError, ValueError, TypeError):
-        return "?"
+    notes = [one_line(str(damaged(r.run_id, str(where), r.damage))) for r in listed if r.damage]
+    return "\n".join([runlist_text(listed, tree), *notes])
 
 
 def show_run(args: argparse.Namespace) -> Any:

@@ -16,7 +16,7 @@ _RENDERERS: dict[str, Callable[..., Any]] = {}
 
 #: the names a model may ask for (what planbook.views registers)
 NAMES = ("plan_text", "plan_bundle", "diff_text", "diff_bundle", "result_text", "result_bundle", "step_pane",
-         "rundiff_text", "rundiff_html", "rundiff_bundle")
+         "rundiff_text", "rundiff_html", "rundiff_bundle", "runlist_text", "runlist_bundle")
 
 
 def register(name: str, renderer: Callable[..., Any]) -> None:

@@ -114,6 +114,10 @@ class TickLoop(Stopping):
                 self.emit("plan.created", steps=[st.id for st in s.plan.steps])
             if self.recorder is not None:
                 config = self.config.model_dump(mode="json")
+                # who planned it, for `planbook runs` (runs that differ in it say so); a resume reads only the options
+                config["planner"] = type(self.planner).__name__ if self.planner is not None else None
+                model = getattr(self.planner, "model", None)  # a model-backed planner names its model (LLMPlanner)
+                config["model"] = model if isinstance(model, str) else None
                 if self.steering is not None and self.steering.rule.stored() is not None:
                     config["approve"] = self.steering.rule.stored()  # a resume asks about the same steps
                 self.recorder.begin(s, config, self.run_id)

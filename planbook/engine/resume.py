@@ -15,8 +15,10 @@ from typing import Any, Literal, overload
 
 from ..data.errors import NothingToResume, ResumeError
 from ..data.models import Plan, RunResult, Status
+from ..data.render import render
 from ..data.stepmark import StepMark
-from ..store.base import ClaimingStore, RunStore, StoredRun, StoreLike
+from ..outbound import mask_text
+from ..store.base import ClaimingStore, RunStore, RunSummary, StoredRun, StoreLike
 from ..workers.agents import AgentsLike
 from ..workers.planners import Planner
 from ..workers.tools import ToolsLike, as_toolbox
@@ -36,11 +38,35 @@ def _open(store: StoreLike, *, readonly: bool = False) -> RunStore:
     return open_store(store, readonly=readonly)
 
 
-def runs(store: Any = None, *, limit: int | None = None, tree: bool = False) -> list[Any]:
-    """The runs in a store, newest first (id, goal, status, reason, started, steps done/total, model calls,
-    and ``parent``: the run a fork was made from). ``tree=True``: each fork listed right under its
-    parent (oldest fork first), with its ``depth``. Reading never writes: a path with no store is an
-    error, and nothing is created."""
+class RunList(list[RunSummary]):
+    """The runs :func:`runs` lists: a list of :class:`~planbook.store.base.RunSummary` (index it,
+    loop over it, as ever) that a notebook shows as a table — each run's verdict, steps by status,
+    duration, start (``today 14:03``) and the settings the listed runs differ in — and
+    ``str()`` prints as ``planbook runs`` does."""
+
+    def __init__(self, summaries: Iterable[RunSummary] = (), *, tree: bool = False) -> None:
+        super().__init__(summaries)
+        #: listed as a fork tree (each fork indented under its parent)
+        self.tree = tree
+
+    def text(self) -> str:
+        """The table as text (what ``planbook runs`` prints)."""
+        return mask_text(str(render("runlist_text", self, self.tree)))
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        bundle: dict[str, str] = render("runlist_bundle", self, self.tree)
+        return bundle
+
+
+def runs(store: Any = None, *, limit: int | None = None, tree: bool = False) -> RunList:
+    """The runs in a store, newest first (id, goal, status, reason, started, steps done/total and by
+    status, duration, model calls, settings, and ``parent``: the run a fork was made from), as a
+    :class:`RunList`: a list that a notebook shows as a table. ``tree=True``: each fork listed right
+    under its parent (oldest fork first), with its ``depth``. Reading never writes: a path with no
+    store is an error, and nothing is created."""
     from ..store import default_store_path
 
     where = store if store is not None else default_store_path()
@@ -50,9 +76,9 @@ def runs(store: Any = None, *, limit: int | None = None, tree: bool = False) -> 
     finally:
         _close_if_opened_here(where, opened)
     if not tree:
-        return listed
+        return RunList(listed)
     ordered = fork_tree(listed)
-    return ordered[:limit] if limit is not None else ordered
+    return RunList(ordered[:limit] if limit is not None else ordered, tree=True)
 
 
 def fork_tree(summaries: list[Any]) -> list[Any]:

@@ -50,6 +50,36 @@ COUNTER_FIELDS = (
 LIST_FIELDS = ("plan", "history", "revisions", "events")
 
 
+#: the settings a run's summary names (``RunSummary.settings``), from the config the run stored:
+#: the run options that change how a run goes and what a model planned it with
+LISTED_SETTINGS = ("parallel", "planner", "model")
+#: the key of a run's counters (in the store) holding its steps' count by status (``RunSummary.step_counts``)
+STEP_COUNTS = "step_counts"
+
+
+def step_counts_of(steps: Iterable[Step]) -> dict[str, int]:
+    """Each status's number of steps, in the order of :class:`Status` (``planbook runs`` lists them so)."""
+    counts = dict.fromkeys((s.value for s in Status), 0)
+    for step in steps:
+        counts[step.status.value] += 1
+    return {k: n for k, n in counts.items() if n}
+
+
+def listed_settings(config: Any) -> dict[str, Any]:
+    """The :data:`LISTED_SETTINGS` a stored config keeps (JSON scalars only: a damaged one is left out)."""
+    if not isinstance(config, Mapping):
+        return {}
+    return {k: config[k] for k in LISTED_SETTINGS if k in config and isinstance(config[k], (str, int, float, type(None)))}
+
+
+def counts_from(value: Any) -> dict[str, int] | None:
+    """``step_counts`` as a store read them back: a mapping of status names to counts, else None."""
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and type(n) is int and n >= 0
+                                                 for k, n in value.items()):
+        return None
+    return dict(value)
+
+
 @dataclass(frozen=True)
 class RunSummary:
     """One line of ``planbook runs``."""
@@ -78,6 +108,23 @@ class RunSummary:
     parent: str | None = None
     #: how deep in its fork tree (``planbook.runs(tree=True)``): 0 for a run that is no fork
     depth: int = 0
+    #: how many steps are in each status (``{"completed": 5, "failed": 1}``), as the store last
+    #: counted them: when the run last changed status or was saved, so exact for a run that ended,
+    #: paused or waits; None when the store cannot say (a run an older planbook wrote, a damaged row)
+    step_counts: Mapping[str, int] | None = field(default=None, hash=False)
+    #: the settings a run was made with that tell runs apart (:data:`LISTED_SETTINGS`: parallel,
+    #: planner, model), from its stored config; a setting the config does not keep is left out
+    settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from the run's start to its last write (so far, for a run still going); None
+        when a time is missing or damaged. A run resumed later counts the time between too."""
+        started, updated = self.started, self.updated
+        if not (isinstance(started, (int, float)) and isinstance(updated, (int, float))) or started <= 0 \
+                or updated < started or self.damage:
+            return None
+        return float(updated - started)
 
     @property
     def writer_gone(self) -> bool:

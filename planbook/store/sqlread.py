@@ -13,7 +13,7 @@ from typing import Any
 
 from ..data.errors import RunNotFound, StoreFormatError
 from ..data.models import Step
-from .base import RunSummary, StoredRun, not_found
+from .base import STEP_COUNTS, RunSummary, StoredRun, counts_from, listed_settings, not_found
 from .logrows import (
     LAST_LOG_ROW,
     RUN_FIRST,
@@ -158,8 +158,8 @@ class SQLiteReads(SQLiteConnection):
                 f" CASE WHEN {_NEWER} THEN l.done ELSE"
                 " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed') END,"
                 f" coalesce({self._column('steps_total')}, (SELECT count(*) FROM steps s WHERE s.run_id = r.id)),"
-                f" {_JSON_CHECKS}, CASE WHEN l.id IS NOT NULL THEN {json_check(*LAST_LOG_ROW[1:])} END, {_PARENT}"
-                f" FROM runs r LEFT JOIN log l ON l.id = (SELECT max(id) FROM log WHERE id BETWEEN {RUN_FIRST}"
+                f" {_JSON_CHECKS}, CASE WHEN l.id IS NOT NULL THEN {json_check(*LAST_LOG_ROW[1:])} END, {_PARENT},"
+                f" {_LISTED} FROM runs r LEFT JOIN log l ON l.id = (SELECT max(id) FROM log WHERE id BETWEEN {RUN_FIRST}"
                 f" AND {RUN_LAST})"
                 " ORDER BY r.created DESC, r.rowid DESC"
             )
@@ -168,14 +168,14 @@ class SQLiteReads(SQLiteConnection):
                 f"SELECT id, goal, status, reason, created, updated, executions, model_calls, writer_pid,"
                 f" {self._column('plan_id')}, {self._column('writer_host')}, {self._column('writer_since')},"
                 " (SELECT count(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'completed'),"
-                f" (SELECT count(*) FROM steps s WHERE s.run_id = r.id), {_JSON_CHECKS}, {_PARENT}"
+                f" (SELECT count(*) FROM steps s WHERE s.run_id = r.id), {_JSON_CHECKS}, {_PARENT}, {_LISTED}"
                 " FROM runs r ORDER BY created DESC, rowid DESC"
             )
         if limit is not None:
             query += f" LIMIT {int(limit)}"
         rows = self._read(lambda con: con.execute(query).fetchall())
         # a damaged row is listed as damaged (its values checked): it must not cost the listing
-        return [_with_parent(summary_of(row[:14], row[14:-1]), row[-1]) for row in rows]
+        return [_with_extras(summary_of(row[:14], row[14:-3]), *row[-3:]) for row in rows]
 
     def _column(self, name: str) -> str:
         """A column a later version added, or how an older store (read as it is) spells it."""
@@ -236,5 +236,27 @@ def read_legacy_lists(con: sqlite3.Connection, run_id: str, replay: Replay, read
 _PARENT = "CASE WHEN json_valid(r.counters) THEN json_extract(r.counters, '$.lineage.parent') END"
 
 
-def _with_parent(summary: RunSummary, parent: Any) -> RunSummary:
-    return replace(summary, parent=parent) if isinstance(parent, str) else summary
+#: SQL: what a run's line adds to its columns: its config (a few settings: read whole, parsed here)
+#: and its steps' counts by status, kept with its counters when it last changed status or was saved
+_LISTED = f"r.config, CASE WHEN json_valid(r.counters) THEN json_extract(r.counters, '$.{STEP_COUNTS}') END"
+
+
+def _with_extras(summary: RunSummary, parent: Any, config: Any, counts: Any) -> RunSummary:
+    """``summary`` with its parent, settings and step counts; a value that is not what planbook
+    writes is left out (the damage, if any, is named by the row's checks)."""
+    settings = listed_settings(_json(config))
+    step_counts = counts_from(_json(counts))
+    if not isinstance(parent, str) and not settings and step_counts is None:
+        return summary
+    return replace(summary, parent=parent if isinstance(parent, str) else None, settings=settings,
+                   step_counts=step_counts)
+
+
+def _json(text: Any) -> Any:
+    """JSON text as data; None for anything else (a damaged column)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

@@ -23,7 +23,7 @@ from ..data.lineage import is_kept
 from ..data.models import Event, Plan, Status, Step
 from ..data.stepmark import StepMark
 from ..outbound.redact import DeferredChecks, dump_json
-from .base import RunStateLike, counters_key, counters_of, not_found
+from .base import STEP_COUNTS, RunStateLike, counters_key, counters_of, not_found, step_counts_of
 from .claims import is_me, refuse_claim
 from .logrows import (
     INSERT_LOG,
@@ -419,11 +419,15 @@ class SQLiteWrites(SQLiteConnection):
 
     def _update_run(self, con: sqlite3.Connection, cache: RunCache, run_id: str,
                     state: RunStateLike, now: float, extra: str = "", values: tuple[Any, ...] = ()) -> None:
-        """The run's row: status, reason, counters and totals (and ``extra`` columns)."""
+        """The run's row: status, reason, counters and totals (and ``extra`` columns). Its counters
+        keep the steps' count by status too (``planbook runs``): the row is written when the run
+        changes status or is saved, so a run that ended, paused or waits is counted as it is."""
+        counters = counters_of(state)
+        counters[STEP_COUNTS] = step_counts_of(state.plan.steps)
         cur = con.execute(
             f"UPDATE runs SET status = ?, reason = ?, counters = ?, executions = ?, updated = ?,"
             f" model_calls = ?{extra} WHERE id = ?",
-            (state.status, state.reason, counters_json(counters_of(state), self.redactor), state.executions, now,
+            (state.status, state.reason, counters_json(counters, self.redactor), state.executions, now,
              cache.next_model_calls, *values, run_id),
         )
         if cur.rowcount == 0:

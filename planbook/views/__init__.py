@@ -21,6 +21,7 @@ from ..data import render as _render
 from .html import diff_html, plan_html, result_html, state_html
 from .record import record_html, step_pane  # registers the static record of a stopped run with .html
 from .rundiff import rundiff_bundle, rundiff_html, rundiff_text
+from .runlist import runlist_bundle, runlist_text
 from .state import ViewState, budget_line, frontier, row_window, verdict_line
 from .text import (
     diff_mimebundle,
@@ -39,7 +40,7 @@ from .text import (
 for _name, _fn in (("plan_text", format_plan), ("plan_bundle", plan_mimebundle), ("diff_text", format_diff),
                    ("diff_bundle", diff_mimebundle), ("result_text", format_result), ("result_bundle", result_mimebundle),
                    ("step_pane", step_pane), ("rundiff_text", rundiff_text), ("rundiff_html", rundiff_html),
-                   ("rundiff_bundle", rundiff_bundle)):
+                   ("rundiff_bundle", rundiff_bundle), ("runlist_text", runlist_text), ("runlist_bundle", runlist_bundle)):
     _render.register(_name, _fn)
 
 _LAZY = {
