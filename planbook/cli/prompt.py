@@ -32,8 +32,9 @@ CHOICES = "[a]pprove [s]kip [e]dit [q]uit"
 #: deadline has decided by then: this answer is not applied)
 DEADLINE_PASSED = "the deadline passed at the prompt"
 NOT_A_TERMINAL = ("step {step!r} waits for approval, and standard input is not a terminal, so nobody can answer "
-                  "the prompt: run planbook run from a terminal (or drop --approve, or register the tool without "
-                  "approve=True)")
+                  "the prompt. It asks because {why}: {todo}")
+#: where a person can answer
+_FROM_A_TERMINAL = "run the command from a terminal to answer it"
 
 
 class TerminalPrompt:
@@ -163,11 +164,28 @@ def attach_prompt(runner: Any, stdin: TextIO | None = None) -> None:
     if steering.rule.callback is not None:
         return
     if not _isatty(stdin):
-        asking = [s.id for s in runner.plan.steps if steering.rule.asks(s)]
-        if asking:
-            raise ValueError(NOT_A_TERMINAL.format(step=asking[0]))
+        asking = next((s for s in runner.plan.steps if steering.rule.asks(s)), None)
+        if asking is not None:
+            why, todo = why_it_asks(steering.rule, asking)
+            raise ValueError(NOT_A_TERMINAL.format(step=asking.id, why=why, todo=todo))
         return
     steering.ask_with(TerminalPrompt(runner.tools, stdin=stdin, gate=runner.secrets))
+
+
+def why_it_asks(rule: Any, step: Step) -> tuple[str, str]:
+    """Why ``step`` waits for a decision (the run's ``--approve``, or its tool's own ``approve=True``)
+    and what to do without a terminal: dropping ``--approve`` helps only when that is what asks."""
+    if rule.every:
+        return "the run was given --approve (every step asks)", f"{_FROM_A_TERMINAL}, or run it without --approve"
+    if step.id in rule.names:
+        return (f"--approve names step {step.id!r}",
+                f"{_FROM_A_TERMINAL}, or leave {step.id!r} out of --approve")
+    if step.tool in rule.names:
+        return (f"--approve names its tool {step.tool!r}",
+                f"{_FROM_A_TERMINAL}, or leave {step.tool!r} out of --approve")
+    return (f"its tool {step.tool!r} is registered with approve=True, so every call of it waits for a person's "
+            "decision whatever the flags say",
+            f"{_FROM_A_TERMINAL}, or, if that tool need not ask, register it without approve=True")
 
 
 def _isatty(stream: Any) -> bool:
