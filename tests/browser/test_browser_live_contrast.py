@@ -94,6 +94,11 @@ def test_the_live_views_controls_read_in_light_and_dark(browser: Any, lab: Lab) 
                     assert control in found["buttons"], (theme, control, found["buttons"])
                 assert found["checked"] >= 20, found
                 assert not found["failures"], (theme, found["failures"])
+                # saved, the editor closes (it stayed open, the decision already sent) and the step runs
+                page.locator(".planbook-live .pb-pane button[data-decide='save']").click()
+                page.wait_for_function("() => !document.querySelector('.planbook-live textarea.pb-editor')",
+                                       timeout=RUN_TIMEOUT_MS)
+                page.wait_for_selector(".planbook-record", timeout=RUN_TIMEOUT_MS)
             finally:
                 context.close()
                 lab.delete_sessions()
