@@ -1,6 +1,6 @@
 """How counts and ids made from words are written, once for every surface: ``1 execution``
-and ``2 executions`` (never ``execution(s)``), and an id made from a goal cut between
-words, never inside one."""
+and ``2 executions`` (never ``execution(s)``), an id made from a goal cut between words,
+never inside one, and how a person's edit of a plan is named (``edited by you (cli)``)."""
 
 from __future__ import annotations
 
@@ -23,3 +23,18 @@ def slug(text: str, width: int = 40) -> str:
             return out or word[:width]
         out = candidate
     return out
+
+
+def edited_by_you(who: str) -> str:
+    """A person's edit of a step, as every surface names it (a revision's reason, the decision's
+    words): ``edited by you (cli)``; ``who`` is where it was given (cli, widget, api)."""
+    return f"edited by you ({who})"
+
+
+def revision_news(edited_by: str | None) -> str:
+    """How a live view announces a new revision: ``Replanned`` when a planner or a review changed
+    the plan, ``Edited by you (cli)`` when a person did (nobody replanned then)."""
+    if edited_by is None:
+        return "Replanned"
+    said = edited_by_you(edited_by)
+    return said[:1].upper() + said[1:]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.diff import diff_plans
 from ..data.models import PlanDiff, Status, Step
+from ..data.wording import edited_by_you
 from . import replanning
 from .proposals import Change, FirstPlan, Reject, Revise
 
@@ -30,9 +31,9 @@ def edit_step(runner: RunAccess, step: Step, args: dict[str, Any], who: str) -> 
     before = runner.plan.copy_plan()
     step.args = args
     runner.plan.revision += 1
-    diff = diff_plans(before, runner.plan, reason=f"edited by you ({who})")
+    diff = diff_plans(before, runner.plan, reason=edited_by_you(who))
     s.revisions.append(diff)
-    _emit_diff(runner, diff)
+    _emit_diff(runner, diff, edited_by=who)
     if runner.recorder is not None:
         runner.recorder.save(s)
 
@@ -103,10 +104,14 @@ def stop_after(runner: RunAccess, step: Step, why: str) -> None:
     runner.control.end_when_idle("completed", "stopped", f"step {step.id} ended the run: {why}")
 
 
-def _emit_diff(runner: RunAccess, diff: PlanDiff) -> None:
+def _emit_diff(runner: RunAccess, diff: PlanDiff, edited_by: str | None = None) -> None:
+    """``plan.diff``; ``edited_by``: who edited the plan by hand (a live view announces an edit as
+    one, not as a replan), left out for a planner's or a review's change."""
     data: dict[str, Any] = {"removed": diff.removed, "added": diff.added, "revised": diff.revised,
                             "from_revision": diff.from_revision, "to_revision": diff.to_revision,
                             "reason": diff.reason}
+    if edited_by is not None:
+        data["edited_by"] = edited_by
     if diff.rejected is not None:
         data["rejected"] = diff.rejected
     runner.emit("plan.diff", **data)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, TypedDict
 
 from ..data.models import STATUS_MARKS, Event, Status, Step
+from ..data.wording import revision_news
 from ..outbound.text import neutralise, one_line
 from .live import LiveView
 from .state import ViewState, budget_line, row_window
@@ -131,13 +132,18 @@ class TerminalView:
 
     # ------------------------------------------------------------------ as a bridge target
     def note_event(self, event: Event, state: Callable[[], ViewState]) -> None:
-        """Every event: a replan prints its diff above the table (plain text, never markup)."""
+        """Every event: a new revision prints its diff above the table (plain text, never markup),
+        announced as a replan or, when a person edited a step, as their edit."""
         if event.kind == "plan.diff" and self.runner.state.revisions:
             from rich.text import Text
 
             diff = self.runner.state.revisions[-1]
             gate = getattr(self.runner, "secrets", None)  # the run's gate: a diff is run text like any other
-            self.live.console.print(Text.assemble(("Replanned ", "bold cyan"), self._text(format_diff(diff, gate))))
+            edited_by = event.data.get("edited_by")
+            if edited_by is not None:  # the news says who edited: the diff's reason would say it twice
+                diff = diff.model_copy(update={"reason": None})
+            news = revision_news(edited_by) + (": " if edited_by is not None else " ")
+            self.live.console.print(Text.assemble((self._text(news), "bold cyan"), self._text(format_diff(diff, gate))))
 
     def render(self, state: ViewState) -> None:
         self.live.update(self.renderable(state), refresh=True)
