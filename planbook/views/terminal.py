@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypedDict
 
-from ..data.models import STATUS_MARKS, Event, Status, Step
+from ..data.models import STATUS_MARKS, Event, PlanDiff, Status, Step
 from ..data.wording import revision_news
 from ..outbound.text import neutralise, one_line
 from .live import LiveView
@@ -141,7 +141,8 @@ class TerminalView:
             gate = getattr(self.runner, "secrets", None)  # the run's gate: a diff is run text like any other
             edited_by = event.data.get("edited_by")
             if edited_by is not None:  # the news says who edited: the diff's reason would say it twice
-                diff = diff.model_copy(update={"reason": None})
+                diff = PlanDiff(from_revision=diff.from_revision, to_revision=diff.to_revision, removed=diff.removed,
+                                added=diff.added, revised=diff.revised, steps=diff.steps, rejected=diff.rejected)
             news = revision_news(edited_by) + (": " if edited_by is not None else " ")
             self.live.console.print(Text.assemble((self._text(news), "bold cyan"), self._text(format_diff(diff, gate))))
 
