@@ -13,11 +13,14 @@ no value of what it gives could pass the argument's type as pydantic checks it i
 from __future__ import annotations
 
 import collections.abc as abc
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
+
+from pydantic import BaseModel
 
 from ..data.ids import is_step_id
 from ..data.refs import INLINE_REF, WHOLE_REF, find_refs
@@ -39,6 +42,11 @@ _ACCEPTS: dict[str, frozenset[str]] = {
 
 
 _NONE: frozenset[str] = frozenset()
+#: what :func:`_unknown` and :func:`_could_fit` decided, per type and per pair of types (types are few:
+#: a tool's parameters and return types; bounded so a process that makes tools on the fly stays small)
+_UNKNOWN_TYPES: dict[Any, bool] = {}
+_FITS: dict[tuple[Any, Any], bool] = {}
+_REMEMBERED = 4096
 
 
 @dataclass(frozen=True)
@@ -73,11 +81,11 @@ def misfit(value: Any, expected: Any, produced: Callable[[str], Produced]) -> Mi
 
     ``produced(id)``: what step ``id``'s result may be.
     """
-    if _unknown(expected):
-        return None
     if isinstance(value, str):
+        if "$" not in value or _unknown(expected):  # the common cases first: every arg of every step comes here
+            return None
         whole = WHOLE_REF.match(value)
-        if whole and is_step_id(whole.group(1)):
+        if whole and _is_ref(whole.group(1)):
             ref = whole.group(1)
             made = produced(ref)
             if _could_fit(made.returns, expected) or (made.may_be_none and _could_fit(type(None), expected)):
@@ -94,11 +102,19 @@ def misfit(value: Any, expected: Any, produced: Callable[[str], Produced]) -> Mi
                   if _kind(expected) == "list" else f"to pass a result as it is write ${refs[0]} alone (a whole "
                   "value is the result itself, not its text)")
         return Misfit(expected, f"its value is text (a str, with {written} written into it)", advice)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple)) and not _unknown(expected):
         return _container(value, expected, "list", produced)
-    if isinstance(value, Mapping):
+    if isinstance(value, Mapping) and not _unknown(expected):
         return _container(value, expected, "map", produced)
     return None
+
+
+#: an id every rule of planbook.data.ids accepts, recognised in one C call (is_step_id checks the rest)
+PLAIN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
+
+
+def _is_ref(text: str) -> bool:
+    return PLAIN_ID.match(text) is not None or is_step_id(text)
 
 
 def _container(value: Any, expected: Any, kind: str, produced: Callable[[str], Produced]) -> Misfit | None:
@@ -163,7 +179,20 @@ def _is_union(t: Any) -> bool:
 
 
 def _unknown(t: Any) -> bool:
-    """A type this module does not decide for: every value may pass it."""
+    """A type this module does not decide for: every value may pass it (remembered per type: a
+    plan of 100,000 steps asks it of the same few types)."""
+    try:
+        return _UNKNOWN_TYPES[t]
+    except KeyError:
+        if len(_UNKNOWN_TYPES) > _REMEMBERED:
+            _UNKNOWN_TYPES.clear()
+        found = _UNKNOWN_TYPES[t] = _decide_unknown(t)
+        return found
+    except TypeError:  # an unhashable annotation (a constraint's metadata): decided each time
+        return _decide_unknown(t)
+
+
+def _decide_unknown(t: Any) -> bool:
     t = _strip(t)
     if _is_union(t):
         return any(_unknown(m) for m in get_args(t))
@@ -190,9 +219,7 @@ def _kind(t: Any) -> str | None:
         return "map"
     if t in (str, int, float, bool):
         return "text" if t is str else "number"
-    from pydantic import BaseModel  # the kind a model validates from (dict or model): planbook's models are pydantic's
-
-    if issubclass(t, BaseModel):
+    if issubclass(t, BaseModel):  # it validates from a dict (or a model)
         return "record"
     return None
 
@@ -225,7 +252,20 @@ def _item_type(t: Any) -> Any:
 
 
 def _could_fit(gives: Any, expected: Any) -> bool:
-    """Whether some value of type ``gives`` may pass ``expected`` (True whenever not decided)."""
+    """Whether some value of type ``gives`` may pass ``expected`` (True whenever not decided);
+    remembered per pair of types, as :func:`_unknown` is."""
+    try:
+        return _FITS[gives, expected]
+    except KeyError:
+        if len(_FITS) > _REMEMBERED:
+            _FITS.clear()
+        found = _FITS[gives, expected] = _decide_fit(gives, expected)
+        return found
+    except TypeError:
+        return _decide_fit(gives, expected)
+
+
+def _decide_fit(gives: Any, expected: Any) -> bool:
     gives, expected = _strip(gives), _strip(expected)
     if _is_union(gives):
         return any(_could_fit(g, expected) for g in get_args(gives))

@@ -14,7 +14,7 @@ from ..data.refs import args_with_refs, find_refs
 from ..outbound import mask_text, plan_secret_values, remember
 from ..outbound.redact import named_secrets
 from .formats import field_line
-from .reftypes import UNKNOWN, Produced, misfit, type_name
+from .reftypes import PLAIN_ID, UNKNOWN, Produced, misfit, type_name
 
 
 class Tool(Protocol):
@@ -77,7 +77,7 @@ def _check(
     for i, sid in enumerate(step_ids):
         if not sid.strip():
             add("a step id must not be empty", steps[i], "empty_id")
-        elif _PLAIN_ID.match(sid) is None and (bad := id_problem(sid)) is not None:
+        elif PLAIN_ID.match(sid) is None and (bad := id_problem(sid)) is not None:
             add(bad, steps[i], "bad_id", "id")
         if unique:
             continue
@@ -96,16 +96,20 @@ def _check(
     # only to suggest a close id for a wrong one
     known = set(known_ids) if known_ids else _NOTHING
 
+    producers: dict[tuple[str, bool], Produced] = {}  # one per tool (and failure policy), not one per reference
+
     def produced(ref: str) -> Produced:
         """What step ``ref``'s result may be: its tool's declared type, when the plan says which tool."""
         at = first.get(ref)
         maker = steps[at] if at is not None else None
         if maker is None or not maker.tool or maker.status is Status.completed:  # a kept result is what it is
             return UNKNOWN
-        tool = tools.get(maker.tool)
-        if tool is None:
-            return UNKNOWN
-        return Produced(tool.returns, maker.tool, maker.on_failure in (None, "continue"))
+        key = (maker.tool, maker.on_failure in (None, "continue"))
+        made = producers.get(key)
+        if made is None:
+            tool = tools.get(maker.tool)
+            made = producers[key] = UNKNOWN if tool is None else Produced(tool.returns, *key)
+        return made
     ids: set[str] | None = None
     refs_of: list[list[str]] = []  # each step's references, found once (cycles use them too)
     #: every need listed before its step (the usual order): then there is no cycle, and no graph to search
@@ -151,17 +155,18 @@ def _check(
                 add(f"unknown tool {step.tool!r}{closest(step.tool, tools)} (known tools: {_names(tools)})", step,
                     "unknown_tool", "tool")
             elif step.status is not Status.completed:  # a completed step never calls its tool again (a fork's kept step)
-                for message in tool.validate(step.args, skip=args_with_refs(step.args) if refs else _NOTHING):
+                with_refs = args_with_refs(step.args) if refs else _NOTHING
+                for message in tool.validate(step.args, skip=with_refs):
                     named = _ARG_NAME.search(message)
                     add(message, step, "bad_args", *(("args", named.group(1)) if named else ("args",)))
-                if refs:  # what the references give is often known now: refuse one that cannot fit
-                    for name, value in step.args.items():
-                        found = misfit(value, tool.arg_type(name), produced)
-                        if found is not None:
-                            add(f"argument {name!r} of tool {step.tool!r} expects {type_name(tool.arg_type(name))}, but "
-                                f"{found.gives}, which cannot be {type_name(found.expected)}: the step would fail "
-                                f"when called, after the steps before it ran. {_capital(found.advice)}",
-                                step, "ref_type", "args", name)
+                for name in (n for n in step.args if n in with_refs) if with_refs else ():
+                    # what a reference gives is often known now: refuse one that cannot fit
+                    found = misfit(step.args[name], tool.arg_type(name), produced)
+                    if found is not None:
+                        add(f"argument {name!r} of tool {step.tool!r} expects {type_name(tool.arg_type(name))}, but "
+                            f"{found.gives}, which cannot be {type_name(found.expected)}: the step would fail when "
+                            f"called, after the steps before it ran. {_capital(found.advice)}",
+                            step, "ref_type", "args", name)
         else:
             assert step.agent is not None
             if step.agent not in agents:
@@ -187,8 +192,6 @@ def _check(
 
 
 _NOTHING: frozenset[str] = frozenset()
-#: an id every rule of planbook.data.ids accepts, recognised in one C call (ids.id_problem checks the rest)
-_PLAIN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
 
 #: the arg a tool's validation message is about ("argument 'city' of tool ...")
 _ARG_NAME = re.compile(r"argument '([^']+)'")
