@@ -68,7 +68,7 @@ def test_edit_refused_then_accepted_at_the_prompt(workdir: Path) -> None:
     term.type('{"text": "$draft", "to": "alice"}')
     assert term.finish() == 0, term.text
     assert "SENT 'dear bob' TO alice" in term.text
-    assert "edited by you (cli)" in term.text
+    assert "Edited by you (cli): " in term.text and "Replanned" not in term.text  # a person's edit, not a replan
 
 
 def test_quit_stops_the_run(workdir: Path) -> None:
