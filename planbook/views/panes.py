@@ -401,7 +401,7 @@ class CompletedResults(Mapping[str, Any]):
         return len(self._all())
 
 
-class LiveExecutions:
+class LiveOtherPanes:
     """What a live view sends of the executions a step's own pane does not show: their panes, each
     built once (the one before a step's newest: a retry's failed attempt; after a replan, those of the
     steps it removed), and the steps each replan removed, listed under their revision."""

@@ -155,7 +155,7 @@ def own_execution(step: Step, latest: dict[str, Execution], marks: dict[str, Cac
     return latest.get(step.id)
 
 
-class ExecutionPanes:
+class OtherPanes:
     """The panes of the executions a step's row does not open: a step a replan removed (listed under
     its revision, below the steps) and the earlier executions of a step (listed under the timeline's
     bars), failed ones first, within :data:`RECORD_EXECUTION_PANES` and :data:`RECORD_EXECUTION_TOTAL`."""
@@ -305,7 +305,7 @@ def record_html(state: ViewState, *, max_rows: int | None = None, kind: str = "r
     parts = [header_html(plan, extra=lineage_html(state) + verdict_html(state), marks=marks, gate=gate), rows]
     if len(shown) < len(plan.steps) or without_pane:
         parts.append(left_out_line(len(shown), len(plan.steps), without_pane))
-    others = ExecutionPanes(state, results, marks)
+    others = OtherPanes(state, results, marks)
     parts.append(others.removed_html())
     timeline = timeline_html(state.timeline, origin=origin, now=state.now, marks=marks,
                              critical=state.critical_path() if len(state.timeline) <= 200 else ())

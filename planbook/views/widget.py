@@ -45,7 +45,7 @@ from .forkbox import ERROR_KEY as FORK_ERROR
 from .forkbox import editor_args, fork_from_view, forkable, headline, store_text
 from .html import DIM, NO_MATH, cached_text, esc, state_html
 from .marks import CacheMark, MarkBuilder, cached_count_text
-from .panes import CompletedResults, LiveExecutions, PaneBudget, call_line, pane, since
+from .panes import CompletedResults, LiveOtherPanes, PaneBudget, call_line, pane, since
 from .publish import display, ensure_checkpoint
 from .record import decision_lines
 from .state import ELAPSED_MEANS, LIVE_ROWS, ViewState, budget_line, shown, verdict_line, window_of_codes
@@ -209,7 +209,7 @@ class PlanView:
         self._latest: dict[str, Execution] = {}  # each step's latest execution (its pane's times)
         self._latest_index: dict[str, int] = {}  # ... and its place in the timeline
         #: the panes of executions a step's own pane does not show (an earlier one, a removed step's)
-        self.executions = LiveExecutions()
+        self.executions = LiveOtherPanes()
         self._seq = 0
         self._rows_key: tuple[Any, ...] | None = None
         self._marks = MarkBuilder()
