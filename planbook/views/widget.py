@@ -167,6 +167,9 @@ class PlanWidget(anywidget.AnyWidget):
     #: what a saved notebook keeps in the widget's place ({}: nothing): the run's record, which the page
     #: writes into the notebook while it saves and then puts the widget back (``static/planview.js``)
     saved = t.Dict().tag(sync=True)
+    #: the run's store as a code line names it ("" for none or memory): a page whose kernel went during
+    #: the run says ``%run_plan NAME --resume`` continues it, or that it was lost (``static/planview.js``)
+    kept = t.Unicode("").tag(sync=True)
     #: its view, held weakly (a view nobody holds is garbage)
     view_ref: Callable[[], Any] | None = None
 
@@ -216,6 +219,7 @@ class PlanView:
         self._marks_of: int | None = None  # id() of the event list the marks were found in
         self._last_marks: dict[str, CacheMark] = {}  # the steps answered from the cache or a resume, now
         self.state = ViewState.of(source)
+        self.widget.kept = store_text(self.state.store) or ""
         #: the handles of the forks started from this view's Fork buttons (planbook.views.forkbox)
         self.forks: list[SteeredRun] = []
         # ipywidgets keeps every open widget (and its callbacks) in a registry for the kernel's

@@ -73,6 +73,7 @@ const CSS = `
 .pb-forkcode{font-family:monospace;white-space:pre-wrap;word-break:break-all;font-size:12px;
   color:var(--pb-fg);background:var(--pb-bg2);padding:3px 4px;margin:2px 0}
 .pb-lineage{color:var(--pb-fg2)}
+.pb-gone .pb-ctl,.pb-gone .pb-decide,.pb-gone .pb-forkbox,.pb-gone .pb-row button,.pb-gone [data-replay]{display:none}
 `;
 
 // ------------------------------------------------------------------ per-model store
@@ -178,13 +179,14 @@ function onForked(model, store, msg) {
 // A widget saved in a notebook says "Error displaying widget" once its kernel is gone. While the
 // notebook saves, each output showing a model that has a ``saved`` record holds that record (the
 // file gets it), and the widget is put back once the file is written: the page stays live.
-function keepOnSave(model) {
+function keepOnSave(model, store) {
   const context = model.widget_manager && model.widget_manager.context;
   const signal = context && context.saveState;
   if (!signal || typeof signal.connect !== "function") return () => {};
   let swapped = [];
   const onSave = (_, state) => {
-    const saved = model.get("saved") || {};
+    // a run its kernel left (a restart): what the page said, and the run as it last drew it
+    const saved = store.gone ? goneRecord(model, store) : model.get("saved") || {};
     if (state === "started" && saved["text/html"]) {
       swapped = (outputsShowing(model) || []).map(([outputs, index]) => {
         const old = outputs.get(index).toJSON();
@@ -201,9 +203,88 @@ function keepOnSave(model) {
   return () => signal.disconnect(onSave);
 }
 
+// ------------------------------------------------------------------ a kernel gone during the run
+// A kernel restart closes no comm: the widget manager marks each model's comm dead (``comm_live``
+// false, which triggers "comm_live_update"); a kernel that died or restarts by itself shows in the
+// session's status. A run that was going on is over then, and the kernel cannot send its record:
+// the page says so, stops its clocks, and a save writes that message with the run as the page last
+// drew it (goneRecord), never the widget, which would reopen as "Error displaying widget".
+const GOING = ["running", "paused"];
+
+function kernelGone(model, store, how) {
+  if (store.gone || model.get("ended") || !GOING.includes((model.get("head") || {}).status)) return;
+  store.gone = { how, at: performance.now() };
+  store.listeners.forEach((fn) => fn());
+}
+
+function watchKernel(model, store) {
+  const manager = model.widget_manager;
+  const onLive = () => {  // the proxy anywidget hands us has no comm_live: the manager's model has
+    const found = manager && typeof manager.get_model === "function" ? manager.get_model(model.get("uid")) : null;
+    Promise.resolve(found).then((m) => { if (!m || !m.comm_live) kernelGone(model, store, "restarted"); },
+      () => kernelGone(model, store, "restarted"));
+  };
+  model.on("comm_live_update", onLive);
+  const context = manager && manager.context;  // (a name like a secret's would be masked on its way out)
+  const signal = context && context.sessionContext && context.sessionContext.statusChanged;
+  const onStatus = (_, status) => {
+    if (status === "dead") kernelGone(model, store, "stopped");
+    else if (status === "autorestarting") kernelGone(model, store, "restarted");
+  };
+  const connected = !!(signal && typeof signal.connect === "function" && signal.connect(onStatus));
+  return () => { model.off("comm_live_update", onLive); if (connected) signal.disconnect(onStatus); };
+}
+
+// what the page says once the kernel is gone: how to continue the run, or what was lost
+function goneWords(model, store) {
+  const what = store.gone.how === "stopped" ? "the kernel stopped" : "the kernel restarted";
+  if ((model.get("replay") || {}).line) return `${what} during this replay: nothing ran, the run itself is as it was`;
+  const name = (model.get("head") || {}).id || "NAME", kept = model.get("kept");
+  if (kept) return `${what} during this run; \`%run_plan ${name} --resume\` continues it (its run store: ${kept})`;
+  return `${what} during this run, which no run store kept (%plan_store was off or in memory): its progress ` +
+    `is lost. Below is how it stood; \`%run_plan ${name}\` runs it again from the start`;
+}
+
+const GONE_STYLE = "background:#ffe8a3;color:#6b4500;border:1px solid #e0b000;border-radius:4px;padding:3px 8px;margin:4px 0;font-weight:600";
+
+// the run as the page last drew it, with the message above: what a save writes in the widget's place
+function goneRecord(model, store) {
+  const head = model.get("head") || {}, rows = model.get("rows") || [], statuses = model.get("statuses") || "";
+  const words = goneWords(model, store);
+  const elapsed = head.elapsed === null || head.elapsed === undefined ? null
+    : head.elapsed + (head.status === "running" ? Math.max(0, store.gone.at - (store.headSeen || store.gone.at)) / 1000 : 0);
+  const counts = ORDER.filter((k) => (head.counts || {})[k]).map((k) => `${head.counts[k]} ${k.replace("_", " ")}`).join(" · ");
+  const progress = `Progress: ${head.done || 0}/${head.total || 0} steps completed · ${counts}` +
+    (elapsed === null ? "" : ` · elapsed ${duration(elapsed)}`) + " (when the kernel went)";
+  const title = `Plan: ${head.title || ""} (ID: ${head.id || ""}${head.revision > 1 ? " · revision " + head.revision : ""})`;
+  const cell = "padding:1px 8px 1px 0;text-align:left;vertical-align:top";
+  const shown = rows.slice(0, 1000), lines = [words, title, progress];
+  const table = h("table", { style: "border-collapse:collapse;margin-top:4px" },
+    h("tr", {}, ...["", "step", "", "task", "time"].map((t) => h("th", { style: cell, text: t }))),
+    ...shown.map(([id, executor, task], i) => {
+      const code = statuses[i] || "n", [name, mark] = STATUS[code], pane = store.panes[id] || {};
+      const time = code === "r" ? "cut short" : pane.duration === null || pane.duration === undefined ? "" : duration(pane.duration);
+      const error = pane.error ? String(pane.error) : "";
+      lines.push(`${mark} ${id}: ${task}${time ? ` (${time})` : ""}${error ? ` — ${error}` : ""}`);
+      return h("tr", { "data-step": id, class: `planbook-${name}` }, h("td", { style: cell, text: mark }),
+        h("td", { style: cell + ";font-weight:600", text: id }), h("td", { style: cell + ";font-family:monospace", text: executor }),
+        h("td", { style: cell, text: task }), h("td", { style: cell, text: time }),
+        error ? h("td", { style: cell + ";color:#b71c1c", text: error }) : null);
+    }));
+  if (rows.length > shown.length) lines.push(`… and ${rows.length - shown.length} more steps`);
+  const record = h("div", { class: "planbook-record planbook-gone-record mathjax_ignore tex2jax_ignore" },
+    h("div", { class: "planbook-kernel-gone", style: GONE_STYLE, text: words }),
+    h("div", { style: "font-weight:600", text: title }),
+    head.goal ? h("div", { text: `Goal: ${head.goal}` }) : null,
+    h("div", { text: progress }), table,
+    rows.length > shown.length ? h("div", { text: `… and ${rows.length - shown.length} more steps` }) : null);
+  return { "text/html": record.outerHTML, "text/plain": lines.join("\n") };
+}
+
 function initialize({ model }) {
   const store = storeOf(model);
-  const offSave = keepOnSave(model);
+  const offSave = keepOnSave(model, store);
+  const offKernel = watchKernel(model, store);
   const onBatch = () => applyBatch(model, store);
   const onEnded = () => keepRecord(model, store);
   const onMsg = (msg) => { onRecord(model, msg); onForked(model, store, msg); };
@@ -212,7 +293,7 @@ function initialize({ model }) {
   model.on("msg:custom", onMsg);
   onBatch();
   onEnded();
-  return () => { model.off("change:batch", onBatch); model.off("change:ended", onEnded); model.off("msg:custom", onMsg); offSave(); };
+  return () => { model.off("change:batch", onBatch); model.off("change:ended", onEnded); model.off("msg:custom", onMsg); offSave(); offKernel(); };
 }
 
 // ------------------------------------------------------------------ helpers
@@ -490,7 +571,7 @@ function render({ model, el }) {
     if (head.budgets) line += ` · ${head.budgets}`;
     if (head.elapsed !== null && head.elapsed !== undefined) {
       // while running, moved on by the browser's clock since the kernel's last update
-      const moved = head.status === "running" ? (performance.now() - headSeen) / 1000 : 0;
+      const moved = head.status === "running" ? Math.max(0, clock() - store.headSeen) / 1000 : 0;
       line += ` · elapsed ${duration(head.elapsed + moved)}`;
     }
     const countsLine = h("div", { class: "pb-counts", text: line, title: head.elapsed_means || null });
@@ -498,9 +579,9 @@ function render({ model, el }) {
       title: "steps answered from the step cache or a resumed run: their tools did not run here",
       text: `${CACHED_MARK} ${head.cached_count}` }));
     parts.push(countsLine);
-    if (head.waiting) parts.push(h("div", { class: "pb-banner planbook-waiting-banner",
+    if (head.waiting && !store.gone) parts.push(h("div", { class: "pb-banner planbook-waiting-banner",
       text: `Waiting for you: ${head.waiting} step${head.waiting > 1 ? "s" : ""} (${Object.keys(model.get("waiting") || {}).join(", ")}) · approve, skip or edit below` }));
-    const going = head.status === "running" || head.status === "paused";
+    const going = !store.gone && (head.status === "running" || head.status === "paused");
     const pending = going ? runPending(head) : null;
     if (model.get("controls") && going) {
       const ctl = h("div", { class: "pb-ctl planbook-controls" });
@@ -513,7 +594,9 @@ function render({ model, el }) {
       if (error) ctl.append(h("span", { class: "pb-err", text: error }));
       parts.push(ctl);
     }
-    if (head.status && head.status !== "running") {
+    if (store.gone) {  // the run's kernel is gone: no verdict will come
+      parts.push(h("div", { class: "pb-banner planbook-kernel-gone", text: goneWords(model, store) }));
+    } else if (head.status && head.status !== "running") {
       parts.push(h("div", { class: `pb-verdict planbook-verdict ${tone}`, text: head.verdict }));
       if (head.why) parts.push(h("div", { class: `pb-verdict ${tone}`, style: "font-weight:normal", text: head.why }));
       if (head.error) parts.push(h("div", { class: `pb-verdict ${tone}`, style: "font-weight:normal",
@@ -539,8 +622,8 @@ function render({ model, el }) {
     const head = model.get("head") || {};
     if (code === "r" && pane.start !== null && head.now !== null && head.now !== undefined) {
       // the kernel's time at its last update, moved on by the browser's clock since then
-      const now = head.now + (performance.now() - headSeen) / 1000;
-      return duration(Math.max(0, now - pane.start)) + "…";
+      const now = head.now + Math.max(0, clock() - store.headSeen) / 1000;
+      return duration(Math.max(0, now - pane.start)) + (store.gone ? " · cut short" : "…");
     }
     return "";
   }
@@ -980,6 +1063,7 @@ function render({ model, el }) {
   }
 
   function draw() {
+    root.classList.toggle("pb-gone", !!store.gone);
     for (const b of tabs.children) b.classList.toggle("on", b.dataset.tab === store.tab);
     for (const [name, node] of Object.entries(views)) node.style.display = name === store.tab ? "" : "none";
     removedBox.style.display = store.tab === "steps" ? "" : "none";
@@ -998,15 +1082,18 @@ function render({ model, el }) {
     queued = true;
     requestAnimationFrame(() => { queued = false; draw(); });
   };
-  let headSeen = performance.now();
-  const onHead = () => { headSeen = performance.now(); };
+  // the browser's clock, stopped when the run's kernel went (its steps stopped then)
+  const clock = () => (store.gone ? store.gone.at : performance.now());
+  // when the kernel's latest head came (the model's: a view drawn again keeps the clocks where they were)
+  if (!store.headSeen) store.headSeen = performance.now();
+  const onHead = () => { store.headSeen = performance.now(); };
   const events = "change:head change:rows change:statuses change:revisions change:selected change:waiting change:errors change:controls change:decisions change:editable change:retryable change:ended change:fork change:replay";
   model.on("change:head", onHead);
   model.on(events, schedule);
   store.listeners.add(schedule);
   // while steps run, their times move on between the kernel's updates
   const ticker = setInterval(() => {
-    if (!(model.get("statuses") || "").includes("r")) return;
+    if (store.gone || !(model.get("statuses") || "").includes("r")) return;
     drawHeader();
     if (store.tab === "steps") drawRows();
   }, 500);
