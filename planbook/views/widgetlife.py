@@ -74,14 +74,21 @@ _RELEASING: set[int] = set()  # id() of the shells whose cells' end releases the
 
 
 def hold_for_cell(view: Any) -> None:
-    """Hold ``view`` until the running cell ends (outside IPython nothing can display it: not held)."""
+    """Hold ``view`` until the running cell ends (outside a running cell nothing displays it: not held,
+    so a shell that runs no cell — a test process, an embedding — keeps no view for ever)."""
     shell = _shell()
-    if shell is None:
+    if shell is None or not _in_a_cell(shell):
         return
     if id(shell) not in _RELEASING:
         _RELEASING.add(id(shell))
         shell.events.register("post_run_cell", release_cell_views)
     CELL_VIEWS.append(view)
+
+
+def _in_a_cell(shell: Any) -> bool:
+    """Whether ``shell`` is running a cell now: IPython sets its display hook's ``exec_result`` for the
+    cell's run and clears it when the cell ends (``InteractiveShell.run_cell``)."""
+    return getattr(getattr(shell, "displayhook", None), "exec_result", None) is not None
 
 
 def release_cell_views(*_: Any) -> None:

@@ -190,3 +190,24 @@ def test_a_displayed_view_keeps_its_widget_but_not_its_plan() -> None:
     assert step() is None
     assert model_id in _open_widgets(registry)
     _open_widgets(registry)[model_id].close()
+
+
+def test_a_shell_that_runs_no_cell_holds_no_view() -> None:
+    """A view's widget read where a shell exists but runs no cell (a test process after a magic's
+    test, an embedding) is not held for a cell's end that never comes: it failed in the full suite,
+    where another test had made the shell."""
+    pytest.importorskip("anywidget")
+    from IPython.testing.globalipapp import start_ipython
+
+    from planbook import Plan
+    from planbook.views import widgetlife
+    from planbook.views.widget import PlanView
+
+    shell = start_ipython()
+    assert shell is not None and not widgetlife._in_a_cell(shell)
+    view = PlanView(Plan.parse("steps:\n  - {id: a, task: look}\n"))
+    step = weakref.ref(view.state.plan.steps[0])
+    assert view.widget is not None
+    del view
+    gc.collect()
+    assert step() is None and widgetlife.CELL_VIEWS == []
