@@ -135,6 +135,8 @@ class LiveView:
             self.flush()
         else:
             self.pending = True
+            if self.runner.state.status == "paused":  # an edit or a retry of a paused run: no heartbeat
+                self.flush()  # beats while it waits, so nothing else would draw it before Continue
 
     def beat(self) -> None:
         """The runner's heartbeat (its thread, during a step's work): draw a held-back update
