@@ -432,6 +432,13 @@ function pyLiteral(v) {
   return `{${keys.map((k) => `${JSON.stringify(k)}: ${pyLiteral(v[k])}`).join(", ")}}`;
 }
 
+// whether the arguments a step holds are the ones an editor saved (JSON text; keys in any order)
+function sameArgs(args, text) {
+  const canon = (v) => Array.isArray(v) ? v.map(canon)
+    : v && typeof v === "object" ? Object.keys(v).sort().map((k) => [k, canon(v[k])]) : v;
+  try { return JSON.stringify(canon(args)) === JSON.stringify(canon(JSON.parse(text))); } catch (e) { return false; }
+}
+
 // a call as its pane shows it, from its arguments as the editor edits them: summarize(text="…")
 function callOf(tool, args) {
   return `${tool}(${Object.entries(args || {}).map(([k, v]) => `${k}=${pyLiteral(v)}`).join(", ")})`;
@@ -779,6 +786,12 @@ function render({ model, el }) {
     const editable = model.get("editable") || {};
     const argsOf = id in waiting ? waiting[id] : editable[id];
     if (argsOf === undefined && store.editing === id) store.editing = null;
+    // saved: the editor closes once the step holds the saved arguments; a refused edit keeps it open, saying why
+    if (store.editing === id && argsOf !== undefined && id in (store.saved || {}) && sameArgs(argsOf, store.saved[id])) {
+      store.editing = null;
+      delete store.saved[id];
+      if (store.drafts) delete store.drafts[id];
+    }
     const editor = paneBox.querySelector("textarea.pb-editor");
     if (store.editing === id && editor && document.activeElement === editor && editor.dataset.step === id) {
       // the person is typing: keep the editor as it is, show only the latest error
@@ -830,7 +843,7 @@ function render({ model, el }) {
         decide.append(h("div", { class: "pb-label", text: "new arguments (JSON), checked against the tool's signature" }), area,
           // a waiting step runs once saved; a paused run's step waits for Continue (the button says which)
           h("div", {}, h("button", { "data-decide": "save", text: id in waiting ? "Save and run" : "Save",
-            onclick: () => { send("edit", id, area.value); store.editing = null; drawPane(); } }),
+            onclick: () => { (store.saved = store.saved || {})[id] = area.value; send("edit", id, area.value); drawPane(); } }),
             " ", h("button", { "data-decide": "cancel", text: "Cancel", onclick: () => { store.editing = null; drawPane(); } })));
       }
       decide.append(h("div", { class: "pb-err planbook-edit-error", text: error }));
