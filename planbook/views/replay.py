@@ -140,6 +140,7 @@ class RunReplay:
         plan = self._plan_of(ids, first.revision) if ids and first is not None else self._plan_of(
             [s.id for s in result.plan.steps], result.plan.revision)
         self.state = ReplayState(plan=plan, lineage=result.lineage)
+        self._where = self._index()  # step id -> its place in the state's plan (a long run: no scan per event)
 
     # the runner's surface a live view uses
     @property
@@ -182,6 +183,13 @@ class RunReplay:
 
     def emit(self) -> Event:
         """Re-emit the next event: the state becomes what it was after it, and the views hear it."""
+        event = self._take()
+        for handler in list(self._handlers):
+            handler(event)
+        return event
+
+    def _take(self) -> Event:
+        """Take in the next event: the state becomes what it was after it (the views are not told)."""
         event = self.recorded[self.at]
         self.at += 1
         self.now = event.time
@@ -189,8 +197,6 @@ class RunReplay:
         self.state.events.append(event)
         if self.done and event.kind != "run.finished":  # a run that paused, or whose process died
             self._finish()
-        for handler in list(self._handlers):
-            handler(event)
         return event
 
     def moment(self) -> int:
@@ -222,12 +228,14 @@ class RunReplay:
     def _plan_of(self, ids: list[str], revision: int) -> Plan:
         return self.result.plan.model_copy(update={"steps": [self._spec(i) for i in ids], "revision": revision})
 
+    def _index(self) -> dict[str, int]:
+        return {step.id: i for i, step in enumerate(self.state.plan.steps)}
+
     def _set(self, step_id: str | None, update: dict[str, Any] | None = None, *, to: Step | None = None) -> None:
-        steps = self.state.plan.steps
-        for i, step in enumerate(steps):
-            if step.id == step_id:
-                steps[i] = to if to is not None else step.copy_with(update or {})
-                return
+        i = self._where.get(step_id) if step_id is not None else None
+        if i is not None:
+            steps = self.state.plan.steps
+            steps[i] = to if to is not None else steps[i].copy_with(update or {})
 
     def _apply(self, event: Event) -> None:
         kind, s, data = event.kind, self.state, event.data
@@ -271,27 +279,29 @@ class RunReplay:
             plan.steps = [now[st.id] if st.id in now and now[st.id].status is Status.completed else st
                           for st in plan.steps]
             s.plan = plan
+            self._where = self._index()
         elif kind == "run.paused":
             s.status = "paused"
         elif kind == "run.started":
             s.status = "running"
         elif kind == "run.finished":
-            self._finish()
+            if self.done:
+                self._finish()
+            else:  # a run interrupted and resumed later: it stood interrupted here, its plan not yet the last
+                s.status, s.reason, s.error = str(data.get("status") or "interrupted"), data.get("reason"), \
+                    data.get("error")
 
     def _finish(self) -> None:
         """The run's last event: its state is the run's own."""
         r, s = self.result, self.state
+        self._where = {}  # the run's own plan now: nothing sets its steps (they are the result's)
         s.plan, s.history, s.revisions = r.plan, list(r.history), list(r.revisions)
         s.status, s.reason, s.error, s.executions, s.replans = r.status, r.reason, r.error, r.executions, r.replans
 
     def skip_to_end(self) -> None:
         """Take in every event left without telling the views (an interrupted replay shows how it ended)."""
         while not self.done:
-            event = self.recorded[self.at]
-            self.at += 1
-            self.now = event.time
-            self._apply(event)
-            self.state.events.append(event)
+            self._take()
         if self.state.status in ("running", "paused") and self.result.status not in ("running", "paused"):
             self._finish()
 
