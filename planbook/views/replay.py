@@ -49,6 +49,11 @@ MOMENTS = frozenset({"plan.created", "step.started", "step.finished", "step.fail
                      "step.cached", "step.waiting", "run.paused", "run.finished"})
 #: a completed step whose result a fork took over: no event says so, it is done from the start
 _TAKEN_OVER = frozenset({StepMark.kept, StepMark.pinned})
+#: step-by-step replays left unfinished that keep their widget open for the Next button (the latest
+#: ones): an older one ends as its record, else every abandoned one would keep its view for the kernel's life
+STEP_OPEN = 3
+#: those replays, oldest first
+STEPPING: list["Replay"] = []
 #: above the live view's static copy, where widgets do not run
 REPLAY_NOTE = "Replay of a finished run (where widgets do not run, this is how it stood when the cell finished)"
 
@@ -346,10 +351,13 @@ class Replay:
         # a notebook saved during the replay keeps the run's record in its place
         view.widget.saved = record_bundle(ViewState.of_result(self.result))
         self._line()
-        if self.step:
-            view.widget.on_msg(self._on_front_end)  # the widget holds the replay until it closes
         handle = display(view, display_id=True)
         self.bridge = LiveView(self.source, view, handle=handle, rate=50.0, burst=5)
+        if self.step:
+            view.widget.on_msg(self._on_front_end)  # the widget holds the replay until it ends
+            STEPPING.append(self)
+            for older in STEPPING[:-STEP_OPEN]:
+                older.finish()
         return self
 
     def _line(self) -> None:
@@ -395,15 +403,25 @@ class Replay:
                     self.sleep(min(tick, left))
                 self.source.emit()
         finally:
-            self.source.skip_to_end()
-            self.end()
+            self.finish()
         return self
 
+    def finish(self) -> None:
+        """Show the rest of the run at once: the view becomes the run's record."""
+        self.source.skip_to_end()
+        self.end()
+
     def end(self) -> None:
-        """The view becomes the run's record (the one its live view left)."""
+        """The view becomes the run's record (the one its live view left), and the replay lets go of
+        it: a replay kept as a cell's value holds the run's result, not its view or widget."""
         bridge, self.bridge = self.bridge, None
-        if self.view is not None:
-            self.view.widget.replay = {}
+        view, self.view = self.view, None
+        if self in STEPPING:
+            STEPPING.remove(self)
+        if view is not None:
+            view.widget.replay = {}
+            if self.step:
+                view.widget.on_msg(self._on_front_end, remove=True)
         if bridge is not None:
             bridge.close()
 

@@ -207,6 +207,26 @@ def test_a_long_run_replays_in_work_linear_in_its_events() -> None:
     assert large < 10 * small, (small, large)  # 8× the steps: 8× the work, not 64×
 
 
+def test_an_ended_replay_lets_go_of_its_view_and_few_step_replays_stay_open(monkeypatch: Any) -> None:
+    import gc
+    import weakref
+
+    monkeypatch.setattr(replay_module, "choose_view", lambda: "widget")
+    monkeypatch.setattr(replay_module, "display", lambda *a, **k: None)
+    result = replanned()
+    played = planbook.replay(result, speed=100.0)
+    assert played.done and played.view is None  # a replay kept as a cell's value (Out) holds no view
+    players = [planbook.replay(result, step=True) for _ in range(replay_module.STEP_OPEN + 2)]
+    views = [weakref.ref(p.view) if p.view is not None else None for p in players[-replay_module.STEP_OPEN:]]
+    # a step replay left unfinished holds its view (its Next button); an older one ended as its record
+    assert [p.done for p in players] == [True, True] + [False] * replay_module.STEP_OPEN
+    assert replay_module.STEPPING == players[2:]
+    for player in players[2:]:
+        player.finish()
+    gc.collect()
+    assert replay_module.STEPPING == [] and all(v is not None and v() is None for v in views)
+
+
 def test_a_replay_reads_the_store_and_never_writes_it(tmp_path: Any, monkeypatch: Any) -> None:
     monkeypatch.setattr(replay_module, "choose_view", lambda: "widget")
     monkeypatch.setattr(replay_module, "display", lambda *a, **k: None)

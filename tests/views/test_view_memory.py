@@ -128,6 +128,28 @@ for t in threading.enumerate():  # a run's thread lets go of its handle just aft
     assert after[:4] == before[:4] and after[4] <= LEFT_OPEN, (before, after)
 
 
+
+def test_replays_keep_nothing_but_a_few_unfinished_step_replays(kernel: Kernel) -> None:
+    # each replay is a cell's value (IPython's Out keeps it): an ended one holds the result, not its
+    # view; a step replay left unfinished keeps its view for its Next button, the latest STEP_OPEN only
+    ok(kernel, "_ = %run_plan p --tools box\nshown = _\n_ = planbook.replay(shown, speed=100)")
+    before = counts(kernel)
+    for _ in range(20):
+        ok(kernel, "planbook.replay(shown, speed=100)")
+    after = counts(kernel)
+    assert after == before, f"(steps, views, widgets, registry, left) before {before}, after 20 replays {after}"
+    from planbook.views.replay import STEP_OPEN
+
+    for _ in range(STEP_OPEN + 2):
+        ok(kernel, "planbook.replay(shown, step=True)")
+    stepping = counts(kernel)
+    assert stepping[1:4] == (before[1] + STEP_OPEN, before[2] + STEP_OPEN, before[3] + 2 * STEP_OPEN), \
+        (before, stepping)  # each: its view, its widget and the widget's layout
+    ok(kernel, "from planbook.views.replay import STEPPING\nfor r in list(STEPPING):\n    r.next()\n"
+               "    while not r.done:\n        r.next()")
+    assert counts(kernel)[1:4] == before[1:4]
+
+
 # ------------------------------------------------------------------ the view alone (no kernel)
 def _open_widgets(registry: Any) -> dict[str, Any]:
     """ipywidgets' registry of open widgets (module-level from 8.1, a class attribute before)."""
