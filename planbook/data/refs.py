@@ -18,7 +18,26 @@ from .ids import is_step_id
 # the step ``données``. A regex cannot say it (ids may hold combining marks, which ``\w``
 # refuses), so these find candidates and is_step_id decides.
 WHOLE_REF = re.compile(r"^\$([^$].*)$", re.DOTALL)
+#: ``$$`` or ``${...}``; run it only on :func:`closed_part` of a text (see there)
 INLINE_REF = re.compile(r"\$\$|\$\{([^}]*)\}")
+
+
+def closed_part(text: str) -> tuple[str, str]:
+    """``text`` cut after its last ``}``: the part :data:`INLINE_REF` may scan, and the rest.
+
+    An attempt at a ``${`` with no ``}`` after it reads to the end of the text and fails, and
+    the next ``${`` reads it again: ``"${" * 50_000`` took 40 s. Every ``${`` of the first part
+    has a ``}`` after it (its attempt ends there, and matches), so the pattern reads each
+    character once; the rest can hold no ``${...}``, only ``$$`` escapes.
+    """
+    end = text.rfind("}") + 1
+    return (text, "") if end == len(text) else (text[:end], text[end:])
+
+
+def inline_refs(text: str) -> list[str]:
+    """The ids written as ``${id}`` in ``text``, in order (a ``${...}`` that names no id is text)."""
+    head = closed_part(text)[0]
+    return [m.group(1) for m in INLINE_REF.finditer(head) if m.group(1) and is_step_id(m.group(1))]
 
 
 def find_refs(value: Any) -> list[str]:
@@ -37,7 +56,7 @@ def _walk(v: Any, found: list[str]) -> None:
         if whole and is_step_id(whole.group(1)):
             found.append(whole.group(1))
             return
-        found.extend(m.group(1) for m in INLINE_REF.finditer(v) if m.group(1) and is_step_id(m.group(1)))
+        found.extend(inline_refs(v))
     elif isinstance(v, (int, float, bool)) or v is None:
         return
     elif isinstance(v, (list, tuple)):
@@ -71,7 +90,8 @@ def resolve(value: Any, results: Mapping[str, Any]) -> Any:
                 return "$"
             return str(results[m.group(1)]) if is_step_id(m.group(1)) else m.group(0)
 
-        return INLINE_REF.sub(sub, value)
+        head, rest = closed_part(value)
+        return INLINE_REF.sub(sub, head) + rest.replace("$$", "$")
     if isinstance(value, (int, float, bool)) or value is None:
         return value
     if type(value) is dict:  # a step's args: its plain values are taken as they are, without a call each

@@ -23,7 +23,7 @@ from typing import Annotated, Any, get_args, get_origin
 from pydantic import BaseModel
 
 from ..data.ids import is_step_id
-from ..data.refs import INLINE_REF, WHOLE_REF, find_refs
+from ..data.refs import WHOLE_REF, find_refs, inline_refs
 
 #: a value's kind, as far as deciding a fit needs: text, number, none, list, map, record (a pydantic model)
 _LIST_ORIGINS: frozenset[Any] = frozenset({list, tuple, set, frozenset, abc.Sequence, abc.MutableSequence,
@@ -94,7 +94,7 @@ def misfit(value: Any, expected: Any, produced: Callable[[str], Produced]) -> Mi
                           f"{type_name(made.returns)}",
                           f"refer to a step whose result is {type_name(expected)}, add a step that turns the "
                           f"result of {ref!r} into one, or correct the return type tool {made.tool!r} declares")
-        refs = [m.group(1) for m in INLINE_REF.finditer(value) if m.group(1) and is_step_id(m.group(1))]
+        refs = inline_refs(value)
         if not refs or _could_fit(str, expected):
             return None
         written = ", ".join(f"${{{r}}}" for r in dict.fromkeys(refs))
