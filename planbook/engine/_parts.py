@@ -3,7 +3,11 @@
 :class:`~planbook.engine.runner.Runner` sets them in its ``__init__``; its tick loop
 (:mod:`~planbook.engine._loop`), its recording of outcomes (:mod:`~planbook.engine._outcomes`)
 and its stopping (:mod:`~planbook.engine._stop`) are its parts and reach them through
-``self``. The declarations are for type checkers: at run time this class is empty.
+``self``. What the door and the plan changes may use of a run, the parts use too: that is
+:class:`~planbook.engine.control.RunAccess`, declared once there; here is only what the parts
+read besides. The declarations are for type checkers: at run time this class is empty (a
+Protocol as a real base would bring its read-only ``door`` property along, and ``Runner``
+assigns ``self.door``).
 """
 
 from __future__ import annotations
@@ -11,53 +15,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..data.models import Plan, RunResult
-    from ..outbound import RunSecrets
-    from ..workers.agents import AgentRegistry
-    from ..workers.planners import Planner
-    from ..workers.tools import Toolbox
-    from .budget import Budget
-    from .config import RunConfig
-    from .control import RunControl
-    from .dispatch import Dispatcher
+    from ..data.models import RunResult
+    from .control import RunAccess
     from .door import Door
-    from .eventbus import EventBus
-    from .persistence import RunRecorder
-    from .scheduler import Scheduler
-    from .state import RunState
-    from .steering import Steering
+else:
+    RunAccess = object  # for type checkers only: see the module's docstring
 
 
-class RunnerParts:
-    """What the runner's parts read of the runner that is made of them: its state, its options and helpers."""
+class RunnerParts(RunAccess):
+    """What the runner's parts read of the runner that is made of them: a run's :class:`RunAccess`,
+    its door as the door itself (the parts apply its inbox), and its other options and helpers."""
 
     if TYPE_CHECKING:
-        state: RunState
-        config: RunConfig
-        budget: Budget
-        dispatch: Dispatcher
-        scheduler: Scheduler
-        bus: EventBus
-        tools: Toolbox
-        agents: AgentRegistry
-        planner: Planner | None
-        secrets: RunSecrets
-        recorder: RunRecorder | None
         door: Door | None
-        steering: Steering | None
-        control: RunControl
-        goal_only: str | None
-        after_step: Any
         clock: Any
         _stale: bool
         _adopted: bool
         _until: str | None
         _cache_keys: dict[str, str]
 
-        @property
-        def plan(self) -> Plan: ...
-        @property
-        def finished(self) -> bool: ...
         @property
         def policy(self) -> tuple[str, ...]: ...
         @property
@@ -67,8 +43,5 @@ class RunnerParts:
         @property
         def max_replans(self) -> int: ...
         @property
-        def parallel(self) -> int: ...
-        @property
         def run_id(self) -> str: ...
-        def emit(self, kind: Any, step: str | None = None, **data: Any) -> Any: ...
         def result(self) -> RunResult: ...
