@@ -57,11 +57,13 @@ LISTED_SETTINGS = ("parallel", "planner", "model")
 STEP_COUNTS = "step_counts"
 
 
-def step_counts_of(steps: Iterable[Step]) -> dict[str, int]:
-    """Each status's number of steps, in the order of :class:`Status` (``planbook runs`` lists them so)."""
+def step_counts(statuses: Iterable[str]) -> dict[str, int]:
+    """How many steps are in each status, from the steps' status values (``"completed"``), in the
+    order of :class:`Status` (``planbook runs`` lists them so); a status no step is in is left out.
+    The SQLite store counts a run's plan with it, the memory store its rows."""
     counts = dict.fromkeys((s.value for s in Status), 0)
-    for step in steps:
-        counts[step.status.value] += 1
+    for status in statuses:
+        counts[status] = counts.get(status, 0) + 1
     return {k: n for k, n in counts.items() if n}
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..data.errors import StoreError
 from ..data.ids import new_run_id
-from ..data.models import Event, Plan, Status, Step
+from ..data.models import Event, Plan, Step
 from ..outbound.redact import Redactor
 from .base import (
     CacheHit,
@@ -27,6 +27,7 @@ from .base import (
     counters_of,
     listed_settings,
     not_found,
+    step_counts,
 )
 from .rows import (
     config_json,
@@ -218,7 +219,7 @@ class MemoryStore:
                     steps_total=len(r.steps), model_calls=r.model_calls,
                     executions=int(r.counters.get("executions", 0) or 0), writer_pid=os.getpid(),
                     plan_id=r.plan_id, parent=(r.counters.get("lineage") or {}).get("parent"),
-                    step_counts=_counts(r), settings=listed_settings(r.config),
+                    step_counts=step_counts(e.status for e in r.steps.values()), settings=listed_settings(r.config),
                 )
                 for r in runs
             ]
@@ -274,11 +275,3 @@ class MemoryStore:
             n = len(self._cache)
             self._cache.clear()
         return n
-
-
-def _counts(run: _Run) -> dict[str, int]:
-    """Each status's number of steps: a memory store knows every step's status as it is now."""
-    counts = dict.fromkeys((s.value for s in Status), 0)
-    for entry in run.steps.values():
-        counts[entry.status] = counts.get(entry.status, 0) + 1
-    return {k: n for k, n in counts.items() if n}

@@ -23,7 +23,7 @@ from ..data.lineage import is_kept
 from ..data.models import Event, Plan, Status, Step
 from ..data.stepmark import StepMark
 from ..outbound.redact import DeferredChecks, dump_json
-from .base import STEP_COUNTS, RunStateLike, counters_key, counters_of, not_found, step_counts_of
+from .base import STEP_COUNTS, RunStateLike, counters_key, counters_of, not_found, step_counts
 from .claims import is_me, refuse_claim
 from .logrows import (
     INSERT_LOG,
@@ -423,7 +423,7 @@ class SQLiteWrites(SQLiteConnection):
         keep the steps' count by status too (``planbook runs``): the row is written when the run
         changes status or is saved, so a run that ended, paused or waits is counted as it is."""
         counters = counters_of(state)
-        counters[STEP_COUNTS] = step_counts_of(state.plan.steps)
+        counters[STEP_COUNTS] = step_counts(st.status._value_ for st in state.plan.steps)
         cur = con.execute(
             f"UPDATE runs SET status = ?, reason = ?, counters = ?, executions = ?, updated = ?,"
             f" model_calls = ?{extra} WHERE id = ?",
