@@ -134,3 +134,35 @@ def test_a_waiting_step_is_waiting_in_its_row_pane_and_graph() -> None:
     node = re.search(r'<li class="pb-node planbook-not_started" data-step="send"[^>]*>([^<]*)', graph)
     assert node and node.group(1).startswith("[?] send"), graph
     assert "background-color:#8a5300" in re.search(r'data-step="send"[^>]*', graph).group(0)  # type: ignore[union-attr]
+
+
+def test_a_run_of_many_retries_keeps_a_bounded_few_execution_panes_in_its_record() -> None:
+    """200 steps that fail twice with a long error before they complete: the record keeps 12 earlier
+    executions' panes within RECORD_EXECUTION_TOTAL, and counts the rest. Once that total was spent a
+    pane's texts were kept whole (a cut to 0 characters kept all of them)."""
+    from planbook.views.record import RECORD_EXECUTION_PANES, RECORD_EXECUTION_TOTAL, RECORD_PANE_CAP
+
+    calls: dict[int, int] = {}
+    tb = Toolbox()
+
+    @tb.tool(cache=False)
+    def flaky(i: int) -> str:
+        """Fails twice, then works."""
+        calls[i] = calls.get(i, 0) + 1
+        if calls[i] < 3:
+            raise RuntimeError(f"boom {i} " + "x" * 3000)
+        return "ok"
+
+    n = 200
+    spec = "steps:\n" + "".join(f"  - {{id: s{i}, tool: flaky, args: {{i: {i}}}}}\n" for i in range(n))
+    result = planbook.run(spec, tools=tb, on_failure="retry", retries=3, max_steps=4 * n)
+    assert result.status == "completed" and result.executions == 3 * n
+    page = record_html(ViewState.of_result(result))
+    section = page[page.index('<div class="planbook-executions"'):]
+    section = section[:section.index("more earlier executions")]
+    assert section.count('<details class="planbook-execution"') == RECORD_EXECUTION_PANES
+    assert f"and {2 * n - RECORD_EXECUTION_PANES:,} more earlier executions" in page
+    kept = len(re.findall("x", section))
+    # the total, and the one pane that crosses it (its texts each within the pane's cap)
+    assert kept <= RECORD_EXECUTION_TOTAL + 5 * RECORD_PANE_CAP, kept
+
