@@ -10,8 +10,9 @@ its exercises unsolved runs to the end (and its tests pass)::
     teaching.check(result, teaching.completed(), teaching.step_ran("deploy"))
 
 prints ``right: ...`` when every check holds, else ``not yet: ...`` with each thing still
-wrong and what to do about it. The words name steps, tools and statuses; a step's error is
-shown on one line, masked and cut short (the gate's own functions).
+wrong and what to do about it. The words name steps, tools and statuses; a step's error, notes
+or result is shown on one line, through the run's gate and cut short (:func:`planbook.views.state.shown`),
+and every line of the verdict passes the gate again (a check of your own included).
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from typing import Any
 
 from .data.errors import PlanbookError
 from .data.models import RunResult, Step
-from .outbound.checkpoint import mask_text
-from .outbound.text import bounded, indent_lines, one_line
+from .outbound.text import indent_lines, one_line
+from .views.state import shown
 
-#: how long a step's error may be in a verdict (its head and tail are kept)
+#: how long a step's error, notes or result may be in a verdict (its head and tail are kept)
 ERROR_LIMIT = 160
 
 #: a check's answer: None when it holds, else what is still wrong, in words
@@ -84,13 +85,14 @@ def check(result: Any, *checks: Check) -> Verdict:
         what = "nothing yet (None)" if result is None else f"a {type(result).__name__}"
         return Verdict(False, (), (f"this needs a run's result (what %run_plan, planbook.run or handle.wait() "
                                    f"return), and it got {what}: run your exercise cell first",))
+    hide = result.secrets.text  # the run's gate: a check words what the run holds (a result, an error, notes)
     held: list[str] = []
     missing: list[str] = []
     for one in checks:
         problem = one.test(result)
         if problem is None:
-            held.append(one.wants)
-        elif problem not in missing:  # two checks of one absent step say it once
+            held.append(hide(one.wants))
+        elif (problem := hide(problem)) not in missing:  # two checks of one absent step say it once
             missing.append(problem)
     return Verdict(not missing, tuple(held), tuple(missing))
 
@@ -105,9 +107,14 @@ def attempt(run: Callable[[], RunResult]) -> RunResult | PlanbookError:
 
 
 # ------------------------------------------------------------------ reading a result
+def _shown(result: RunResult, text: str) -> str:
+    """``text`` of the run (an error, notes, a result) as a verdict shows it: through the run's gate
+    before it is cut (no fragment of a secret is left at the cut), on one line."""
+    return one_line(shown(text, result.secrets.text, ERROR_LIMIT))
+
+
 def _error(step: Step | None, result: RunResult) -> str:
-    text = (step.error if step is not None else None) or result.error or "no error was recorded"
-    return one_line(bounded(mask_text(text), ERROR_LIMIT))
+    return _shown(result, (step.error if step is not None else None) or result.error or "no error was recorded")
 
 
 def _ended(result: RunResult) -> str:
@@ -166,7 +173,7 @@ def step_ran(step_id: str, tool: str | None = None) -> Check:
         if step.status == "completed":
             return None
         if step.status in ("not_started", "blocked"):
-            why = f" ({one_line(step.notes)})" if step.notes else ""
+            why = f" ({_shown(result, step.notes)})" if step.notes else ""
             return f"step {step_id} never ran: it is {step.status.value}{why}"
         return f"step {step_id} ran but is {step.status.value}: {_error(step, result)}"
 
@@ -181,7 +188,8 @@ def output(step_id: str, expected: Any) -> Check:
             return (f"step {step_id} has no result (the steps with one: {_ids(result.outputs)})"
                     if _step(result, step_id) else _not_in_plan(result, step_id))
         got = result.outputs[step_id]
-        return None if got == expected else f"step {step_id} returned {got!r}, not {expected!r}"
+        return None if got == expected else \
+            f"step {step_id} returned {_shown(result, repr(got))}, not {_shown(result, repr(expected))}"
 
     return Check(f"step {step_id} returned {expected!r}", test)
 
@@ -296,10 +304,12 @@ def continued(earlier: RunResult) -> Check:
 
     def test(result: RunResult) -> str | None:
         done = [s.id for s in earlier.plan.steps if s.status == "completed"]
+        now = _executions(result)
         if result.run_id != earlier.run_id:
-            return (f"this is a new run, which ran {_ids(s for s in done if _executions(result)[s])} again: "
+            return (f"this is a new run, which ran {_ids(s for s in done if now[s])} again: "
                     "continue the interrupted run instead (resume it)")
-        again = [s for s in done if _executions(result)[s] > _executions(earlier)[s]]
+        before = _executions(earlier)
+        again = [s for s in done if now[s] > before[s]]
         if again:
             return f"steps {_ids(again)} had completed and ran again"
         return None

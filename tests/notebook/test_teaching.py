@@ -3,6 +3,8 @@ still missing, and "not yet" never raises (a course's unsolved exercise must not
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import planbook
@@ -88,8 +90,7 @@ def test_output_and_used_tool() -> None:
 def test_approved_only_names_the_steps_that_asked_too() -> None:
     plan = CHAIN.replace("  - {id: join", "  - {id: ship, tool: deploy, args: {x: $a}}\n  - {id: join")
     handle = planbook.start(plan, tools=_tools(), approve=True, approve_timeout=0.5)
-    handle.wait_for_approval(timeout=30)
-    handle.approve("ship")  # kept for ship; step a asks first and nobody answers it
+    handle.wait_for_approval(timeout=30)  # step a asks first and nobody answers it: the run ends at its timeout
     too_many = handle.wait(timeout=30)
     text = teaching.check(too_many, teaching.approved_only(["ship"])).text
     assert "step a asked for approval too: only ship should ask" in text
@@ -101,8 +102,8 @@ def test_approved_only_names_the_steps_that_asked_too() -> None:
     assert teaching.check(handle.wait(timeout=30), teaching.approved_only(["ship"]), teaching.completed()).right
 
 
-def test_continued_tells_a_resume_from_a_new_run(tmp_path: object) -> None:
-    store = str(tmp_path) + "/runs.sqlite"  # type: ignore[operator]
+def test_continued_tells_a_resume_from_a_new_run(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.sqlite")
     tools = _tools(stop={"b"})
     cut = planbook.run(CHAIN, tools=tools, store=store)
     assert cut.status == "interrupted"
@@ -144,3 +145,41 @@ def test_an_absent_step_is_said_once() -> None:
     result = planbook.run(CHAIN, tools=_tools())
     verdict = teaching.check(result, teaching.step_ran("c"), teaching.needs("c", "a"), teaching.output("c", 1))
     assert verdict.text == "not yet: the plan has no step 'c' (its steps: a, b, join): add it"
+
+
+def test_a_verdict_shows_what_the_run_holds_through_its_gate() -> None:
+    """A check words the run's result, notes and errors: a secret in any of them is ``***``, and a
+    long result is cut after it is masked (no fragment of a secret at the cut)."""
+    token = "tok-canary-5f1e2d3c4b5a69788796"
+    box = planbook.Toolbox()
+
+    @box.tool
+    def login(user: str) -> str:
+        """A token: it feeds a secret-named argument, so the run holds it as a secret."""
+        return token
+
+    @box.tool
+    def fetch(token: str) -> str:
+        """Refuse the token, saying it."""
+        raise ValueError(f"server refused {token}")
+
+    @box.tool
+    def long(x: str) -> str:
+        """A long result with the token at the cut."""
+        return "y" * 110 + token + "z" * 500
+
+    plan = """
+steps:
+  - {id: login, tool: login, args: {user: bob}}
+  - {id: fetch, tool: fetch, args: {token: $login}}
+  - {id: cut, tool: long, args: {x: $login}}
+"""
+    result = planbook.run(plan, tools=box, on_failure="continue")
+    assert result.outputs["login"] == token
+    verdict = teaching.check(
+        result, teaching.output("login", "x"), teaching.output("cut", "x"), teaching.step_ran("fetch"),
+        teaching.custom("the token is said", lambda r: f"the token was {r.outputs['login']}"))
+    text = verdict.text
+    assert "step login returned '***', not 'x'" in text and "server refused ***" in text
+    assert "the token was ***" in text and "characters left out" in text
+    assert token[:6] not in text, text
