@@ -523,8 +523,8 @@ class Door:
         self._cancel_timer(step_id)
 
     def left(self, kept: set[str]) -> None:
-        """A new revision keeps only the steps ``kept``: a step that left the plan stops waiting
-        (a run whose only waiting step was removed would wait for ever)."""
+        """Only the steps ``kept`` may go on waiting: one that left the plan (a revision) or was
+        skipped (an agent's stop) waits no more (else a run could wait for ever, a handle list it)."""
         steering = self.steering
         gone = [step_id for step_id in steering.waiting if step_id not in kept]
         for step_id in gone:

@@ -94,13 +94,15 @@ def first_plan(runner: RunAccess) -> bool:
 
 
 def stop_after(runner: RunAccess, step: Step, why: str) -> None:
-    """An agent said the goal is reached: skip what has not started and end the run."""
+    """An agent said the goal is reached: skip what has not started and end the run. A step that
+    waited for a person is skipped too: it waits no more (its mark goes, and the door forgets it)."""
     for other in runner.plan.steps:
         if other.status is Status.not_started:
-            other.status = Status.skipped
-            other.notes = f"not run: step {step.id} ended the run ({why})"
+            other.set_state(status=Status.skipped, notes=f"not run: step {step.id} ended the run ({why})", mark=None)
             runner.emit("step.skipped", step=other.id, reason=why, by=step.id)
             runner.control.changed(other)
+    if runner.door is not None:  # no step is left to wait: none that waited goes on waiting
+        runner.door.left({st.id for st in runner.plan.steps if st.status is Status.not_started})
     runner.control.end_when_idle("completed", "stopped", f"step {step.id} ended the run: {why}")
 
 

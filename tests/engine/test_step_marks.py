@@ -3,13 +3,16 @@ each place that marks a step sets the mark, and each place that ends that state 
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 
 import planbook
 from planbook import Plan, Runner, Step, Toolbox
 from planbook.data.models import Status
 from planbook.data.stepmark import StepMark
 from planbook.store import open_store
+from planbook.workers.agents import AgentReply
 
 MAIL = """
 goal: send a note
@@ -45,6 +48,35 @@ def test_a_waiting_step_is_marked_waiting_and_a_decision_takes_the_mark_away(tmp
         assert send.mark is None, decide
         assert send.status is (Status.completed if decide == "approve" else Status.skipped)
 
+
+
+def test_a_waiting_step_an_agent_s_stop_skips_waits_no_more(tmp_path: Path) -> None:
+    """An agent ends the run while another step waits for a person: that step is skipped, so it
+    no longer waits — not by its mark, not in the store, not on the handle."""
+    path = tmp_path / "runs.sqlite"
+    finish, asked = threading.Event(), threading.Event()
+
+    class Finisher:
+        name, description = "finisher", "says the goal is reached"
+
+        def __call__(self, task: str, context: Any) -> AgentReply:
+            assert finish.wait(30)  # until send waits: then the goal is reached
+            return AgentReply("done", stop="goal reached")
+
+    def on_event(event: Any) -> None:
+        if event.kind == "step.waiting":
+            asked.set()
+
+    spec = "steps:\n  - {id: work, agent: finisher, task: finish}\n  - {id: send, tool: send, args: {text: hi, to: bob}}\n"
+    handle = planbook.start(spec, tools=mail_tools(), agents=[Finisher()], parallel=2, view=False,
+                            on_event=on_event, store=str(path))
+    assert asked.wait(30)
+    finish.set()
+    result = handle.wait(30)
+    send = result.plan.step("send")
+    assert (result.reason, send.status, send.mark) == ("stopped", Status.skipped, None)
+    assert handle.waiting == []
+    assert open_store(path, readonly=True).load_run(result.run_id).plan.step("send").mark is None
 
 def test_an_interrupted_step_is_marked_and_the_mark_goes_when_it_runs_again() -> None:
     box, armed = Toolbox(), [True]
