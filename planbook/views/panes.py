@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..data.models import Status, Step
@@ -410,6 +410,19 @@ class CompletedResults(Mapping[str, Any]):
         return len(self._all())
 
 
+
+#: the steps a revision removed that never ran, listed under it (in a live view, in a record) at most:
+#: the revision's diff lists every one (a replan may replace a plan of thousands of steps)
+REMOVED_LINES = 12
+
+
+def few_removed(removed: Sequence[str], ran: Container[str]) -> tuple[list[str], int]:
+    """The steps of a revision's ``removed`` listed under it, in its order: every one that ran (``ran``
+    holds their ids) and the first :data:`REMOVED_LINES` that never ran; and how many more never ran."""
+    never = [sid for sid in removed if sid not in ran]
+    keep = set(never[:REMOVED_LINES])
+    return [sid for sid in removed if sid in ran or sid in keep], max(0, len(never) - REMOVED_LINES)
+
 class LiveOtherPanes:
     """What a live view sends of the executions a step's own pane does not show: their panes, each
     built once (the one before a step's newest: a retry's failed attempt; after a replan, those of the
@@ -472,8 +485,11 @@ class LiveOtherPanes:
             if diff.rejected or not diff.removed:
                 continue
             last = {ex.step: ex.execution for ex in state.timeline if ex.revision < diff.to_revision}
-            groups.append([diff.to_revision, hide(diff.reason or ""),
-                           [[sid, hide(diff.steps.get(sid, "")), last.get(sid)] for sid in diff.removed]])
+            listed, more = few_removed(diff.removed, last)
+            rows: list[list[Any]] = [[sid, hide(diff.steps.get(sid, "")), last.get(sid)] for sid in listed]
+            if more:  # drawn as the others that never ran: "…: and 288 more (never ran)"
+                rows.append(["…", f"and {more:,} more", None])
+            groups.append([diff.to_revision, hide(diff.reason or ""), rows])
         self._removed = groups
         return groups
 

@@ -54,6 +54,7 @@ from .panes import (
     entry_of,
     execution_pane,
     execution_status,
+    few_removed,
     history_by_step,
     last_executions,
     pane,
@@ -168,17 +169,19 @@ class OtherPanes:
         self.index = {ex.execution: i for i, ex in enumerate(executions)}
         self.entries = history_by_step(state.history)
         self.budget = PaneBudget(RECORD_EXECUTION_TOTAL, RECORD_PANE_CAP)
-        #: the removed steps of each revision: (diff, [(step id, its last execution or None)])
-        self.removed: list[tuple[PlanDiff, list[tuple[str, Execution | None]]]] = []
+        #: the removed steps of each revision: (diff, [(step id, its last execution or None)], how many more
+        #: never ran than are listed)
+        self.removed: list[tuple[PlanDiff, list[tuple[str, Execution | None]], int]] = []
         shown_removed: set[int] = set()
         for diff in state.revisions:
             if diff.rejected or not diff.removed:
                 continue
             before = [ex for ex in executions if ex.revision < diff.to_revision]
             last = last_executions(before)
-            group = [(sid, last.get(sid)) for sid in diff.removed]
+            listed, more = few_removed(diff.removed, last)
+            group = [(sid, last.get(sid)) for sid in listed]
             shown_removed.update(ex.execution for _, ex in group if ex is not None)
-            self.removed.append((diff, group))
+            self.removed.append((diff, group, more))
         self.earlier = [ex for ex in executions if ex.end is not None and ex.execution not in shown_removed
                         and not (ex.step in current and latest.get(ex.step) is ex)]
         worth = sorted(self.earlier, key=lambda ex: (ex.ok is not False, ex.start))  # failed first
@@ -199,7 +202,7 @@ class OtherPanes:
         that execution's pane (a step that never ran: its line of the revision's diff)."""
         gate = self.state.gate
         groups = []
-        for diff, group in self.removed:
+        for diff, group, more in self.removed:
             rows = []
             for sid, ex in group:
                 entry = None if ex is None else entry_of(self.state.timeline, self.index[ex.execution], self.entries)
@@ -210,6 +213,9 @@ class OtherPanes:
                     continue
                 rows.append(steps_table_html([entry], panes={sid: self.pane_html(ex)}, gate=gate))
             after = f" (after: {gate.line(diff.reason)})" if diff.reason else ""
+            if more:
+                rows.append(f'<li class="planbook-removed-more" style="{DIM}">and {more:,} more that never ran (the '
+                            'revision history lists them)</li>')
             lines = "".join(r for r in rows if r.startswith("<li"))
             tables = "".join(r for r in rows if not r.startswith("<li"))
             groups.append(f'<div class="planbook-removed-steps" data-revision="{diff.to_revision}" '

@@ -166,3 +166,40 @@ def test_a_run_of_many_retries_keeps_a_bounded_few_execution_panes_in_its_record
     # the total, and the one pane that crosses it (its texts each within the pane's cap)
     assert kept <= RECORD_EXECUTION_TOTAL + 5 * RECORD_PANE_CAP, kept
 
+
+
+def test_a_replan_that_removes_many_steps_lists_a_few_of_them_live_and_in_the_record() -> None:
+    """A replan that replaces a 300-step plan: the steps it removed that never ran were each listed
+    under their revision, in the record (beside the revision's diff, which lists them all) and in the
+    live view's head, which is sent again with every draw."""
+    from planbook.views.panes import REMOVED_LINES
+
+    tb = Toolbox()
+
+    @tb.tool
+    def work(i: int) -> str:
+        """Step 0 fails."""
+        if i == 0:
+            raise RuntimeError("down")
+        return "ok"
+
+    n = 300
+    first = "steps:\n" + "".join(f"  - {{id: s{i}, tool: work, args: {{i: {i}}}}}\n" for i in range(n))
+    planner = ScriptedPlanner({None: first, "down": [{"id": "g", "tool": "work", "args": {"i": 1}}]})
+    result = planbook.run("Work", planner=planner, tools=tb, on_failure="replan", max_steps=n)
+    assert [s.id for s in result.plan.steps] == ["g"] and len(result.revisions[0].removed) == n
+    page = record_html(ViewState.of_result(result))
+    assert page.count('class="planbook-removed-step"') == REMOVED_LINES
+    assert f"and {n - 1 - REMOVED_LINES:,} more that never ran" in page
+    assert 'data-pane="s0"' in page  # the one that ran keeps its row and pane
+    pytest.importorskip("anywidget")
+    from planbook.views.widget import PlanView
+
+    view = PlanView(result)
+    try:
+        ((revision, _, listed),) = view.head["removed"]
+        assert revision == 2 and len(listed) == 1 + REMOVED_LINES + 1, len(listed)
+        assert listed[0][0] == "s0" and listed[0][2] is not None  # it ran: a click opens its execution
+        assert listed[-1][2] is None and listed[-1][1] == f"and {n - 1 - REMOVED_LINES:,} more"
+    finally:
+        view.close()
