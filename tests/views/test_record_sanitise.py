@@ -468,3 +468,34 @@ def test_whatever_the_markup_what_is_kept_is_balanced_inert_and_a_fixed_point() 
             assert sanitize_html(kept.html) == (kept.html, "")
 
     check()
+
+
+@pytest.mark.parametrize("markup", SCRIPT_PAYLOADS + HOSTILE[:3])
+def test_a_hostile_error_and_print_stay_in_the_panes_of_earlier_and_removed_executions(markup: str) -> None:
+    """A step that prints and raises markup, is retried (its first execution's pane goes under the
+    timeline) and then replaced by a replan (its last one's under its revision): escaped, in its pane."""
+    tb = planbook.Toolbox()
+
+    @tb.tool
+    def bad() -> str:
+        print(markup)
+        raise RuntimeError(markup)
+
+    @tb.tool
+    def good() -> str:
+        return "fine"
+
+    planner = planbook.ScriptedPlanner({None: "steps:\n  - {id: bad, tool: bad}\n",
+                                        "RuntimeError": [{"id": "other", "tool": "good"}]})
+    result = planbook.run("Go", planner=planner, tools=tb, on_failure=["retry", "replan"], retries=1)
+    assert result.status == "completed" and [s.id for s in result.plan.steps] == ["other"]
+    from planbook.views.record import record_html
+    from planbook.views.state import ViewState
+
+    root = tree(record_html(ViewState.of_result(result)))  # balanced: the markup opened and closed nothing of the record's
+    assert_inert(root)
+    executions = [n for n in root.find_all("div", "planbook-pane-body") if "planbook-execution-pane" in n.classes]
+    assert len(executions) == 2  # the retried attempt (earlier) and the last one (removed in revision 2)
+    for node in executions:
+        assert markup in node.text()  # shown as text
+        assert not [n for n in node.walk() if n.tag in ("img", "svg", "script", "textarea", "object")]
