@@ -250,3 +250,21 @@ def lesson_planner() -> ScriptedPlanner:
 
 
 GOAL = "count the words of the source text"
+
+
+def mail_tools(sent: list[tuple[str, str]] | None = None) -> Toolbox:
+    """The steering tests' mail: ``draft(to)`` writes ``dear TO``; ``send(text, to)`` always asks
+    for approval (``approve=True``), keeps each call in ``sent`` and returns ``sent TEXT to TO``."""
+    box = Toolbox()
+
+    @box.tool
+    def draft(to: str) -> str:
+        return f"dear {to}"
+
+    @box.tool(approve=True)
+    def send(text: str, to: str) -> str:
+        if sent is not None:
+            sent.append((text, to))
+        return f"sent {text} to {to}"
+
+    return box

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import planbook
-from planbook import Decision, Toolbox
+from helpers import mail_tools
+from planbook import Decision
 from planbook.engine import approvals, door
 
 PLAN = """
@@ -19,20 +20,6 @@ steps:
   - {id: send, tool: send, args: {text: $draft, to: bob}, needs: [draft]}
   - {id: tail, tool: draft, args: {to: eve}, needs: [send]}
 """
-
-
-def mail() -> Toolbox:
-    box = Toolbox()
-
-    @box.tool
-    def draft(to: str) -> str:
-        return f"dear {to}"
-
-    @box.tool(approve=True)
-    def send(text: str, to: str) -> str:
-        return f"sent {text} to {to}"
-
-    return box
 
 
 class Waiting:
@@ -70,7 +57,7 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 @pytest.mark.parametrize("how", ["edit", "decide"])
 def test_an_edit_of_a_waiting_step_is_checked_once(checks: list[str], how: str) -> None:
     events = Waiting()
-    handle = planbook.start(PLAN, tools=mail(), view=False, on_event=events)
+    handle = planbook.start(PLAN, tools=mail_tools(), view=False, on_event=events)
     events.wait_for("step.waiting", "send")
     if how == "edit":
         handle.edit("send", to="alice")
@@ -83,7 +70,7 @@ def test_an_edit_of_a_waiting_step_is_checked_once(checks: list[str], how: str) 
 
 def test_an_edit_that_does_not_fit_is_refused_where_it_is_given_and_nothing_is_queued(checks: list[str]) -> None:
     events = Waiting()
-    handle = planbook.start(PLAN, tools=mail(), view=False, on_event=events)
+    handle = planbook.start(PLAN, tools=mail_tools(), view=False, on_event=events)
     events.wait_for("step.waiting", "send")
     with pytest.raises(ValueError, match="has no argument 'cc'"):
         handle.edit("send", cc="x")
@@ -95,7 +82,7 @@ def test_an_edit_that_does_not_fit_is_refused_where_it_is_given_and_nothing_is_q
 
 def test_an_edit_in_a_paused_run_is_checked_once(checks: list[str]) -> None:
     events = Waiting()
-    handle = planbook.start(PLAN, tools=mail(), view=False, on_event=events, approve=["send"])
+    handle = planbook.start(PLAN, tools=mail_tools(), view=False, on_event=events, approve=["send"])
     events.wait_for("step.waiting", "send")
     handle.pause()
     events.wait_for("run.paused")
@@ -111,6 +98,6 @@ def test_a_callables_edit_is_checked_once_on_the_runs_side(checks: list[str]) ->
     def decide(step: Any, context: Any) -> Decision:
         return Decision.edit({"text": "$draft", "to": "carol"}) if step.id == "send" else Decision.approve()
 
-    result = planbook.run(PLAN, tools=mail(), approve=decide)
+    result = planbook.run(PLAN, tools=mail_tools(), approve=decide)
     assert result.ok and result.plan.step("send").result == "sent dear bob to carol"
     assert checks == ["send"]

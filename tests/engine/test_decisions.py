@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import planbook
+from helpers import mail_tools
 from planbook import Decision, Toolbox
 from planbook.data.models import Step
 
@@ -53,21 +54,6 @@ steps:
   - {id: draft, tool: draft, args: {to: bob}}
   - {id: send, tool: send, args: {text: $draft, to: bob}, needs: [draft]}
 """
-
-
-def mail_tools(sent: list[tuple[str, str]]) -> Toolbox:
-    box = Toolbox()
-
-    @box.tool
-    def draft(to: str) -> str:
-        return f"dear {to}"
-
-    @box.tool(approve=True)
-    def send(text: str, to: str) -> str:
-        sent.append((text, to))
-        return "sent"
-
-    return box
 
 
 # ------------------------------------------------------------------ 1. what an approval covers

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import planbook
+from helpers import mail_tools
 from planbook import Decision, Toolbox
 
 MAIL = """
@@ -25,17 +26,7 @@ class Mail:
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []
-        self.tools = Toolbox()
-        mail = self
-
-        @self.tools.tool
-        def draft(to: str) -> str:
-            return f"dear {to}"
-
-        @self.tools.tool(approve=True)
-        def send(text: str, to: str) -> str:
-            mail.sent.append((text, to))
-            return "sent"
+        self.tools = mail_tools(self.sent)
 
 
 class Events:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import planbook
+from helpers import mail_tools
 from planbook import Plan, Runner, Step, Toolbox
 from planbook.data.models import Status
 from planbook.data.stepmark import StepMark
@@ -20,20 +21,6 @@ steps:
   - {id: draft, tool: draft, args: {to: bob}}
   - {id: send, tool: send, args: {text: $draft, to: bob}, needs: [draft]}
 """
-
-
-def mail_tools() -> Toolbox:
-    box = Toolbox()
-
-    @box.tool
-    def draft(to: str) -> str:
-        return f"dear {to}"
-
-    @box.tool(approve=True)
-    def send(text: str, to: str) -> str:
-        return "sent"
-
-    return box
 
 
 def test_a_waiting_step_is_marked_waiting_and_a_decision_takes_the_mark_away(tmp_path: Path) -> None:
