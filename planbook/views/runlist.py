@@ -22,6 +22,9 @@ from .publish import ensure_checkpoint
 
 #: how long a goal may be in a row (the rest is cut with …)
 GOAL_WIDTH = 48
+#: the runs a notebook's display of ``planbook.runs()`` shows, newest first (``print()`` and the CLI list
+#: every one; ``planbook.runs(limit=N)`` chooses)
+SHOWN_RUNS = 200
 #: the words of a step status in a row's counts
 _STATUS_WORDS = {"not_started": "not started", "in_progress": "in progress"}
 #: each setting's column header
@@ -196,11 +199,19 @@ def runlist_html(listed: Sequence[RunSummary], tree: bool = False) -> str:
 
 
 def runlist_bundle(listed: Sequence[RunSummary], tree: bool = False) -> dict[str, str]:
-    """What a notebook shows of ``planbook.runs()``: the table as text and as HTML."""
+    """What a notebook shows of ``planbook.runs()``: the table as text and as HTML, of the newest
+    :data:`SHOWN_RUNS` runs, saying how many more there are."""
     ensure_checkpoint()
-    text = runlist_text(listed, tree=tree) if listed else "no runs"
-    return {"text/plain": text, "text/html": runlist_html(listed, tree)}
+    shown, more = listed[:SHOWN_RUNS], max(0, len(listed) - SHOWN_RUNS)
+    note = (f"and {plural(more, 'more run')} (print(planbook.runs()) lists every one; planbook.runs(limit=N) "
+            "chooses how many)") if more else ""
+    text = runlist_text(shown, tree=tree) if listed else "no runs"
+    html = runlist_html(shown, tree)
+    if note:
+        text += "\n" + note
+        html += f'<div style="{DIM}">{esc(note)}</div>'
+    return {"text/plain": text, "text/html": html}
 
 
-__all__ = ["counts_text", "differing_settings", "duration_text", "rows", "run_label", "runlist_bundle",
+__all__ = ["SHOWN_RUNS", "counts_text", "differing_settings", "duration_text", "rows", "run_label", "runlist_bundle",
            "runlist_html", "runlist_text", "setting_text", "took_text", "verdict", "when_text"]
