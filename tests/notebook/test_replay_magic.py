@@ -40,16 +40,17 @@ def test_replay_by_plan_name_run_id_and_variable(ip: Any, stored: Any) -> None:
     for word in ("counting", stored.run_id, "done_run"):
         player = ip.run_line_magic("replay", f"{word} --speed 100")
         assert player.done and player.result.run_id == stored.run_id
-        assert player.view.widget.ended  # the display is the run's record now
+        assert player.view is None  # its display is the run's record now, and the replay let go of the view
     assert "ended as its record" in repr(player)
 
 
 def test_replay_step_waits_for_next(ip: Any, stored: Any) -> None:
     player = ip.run_line_magic("replay", "counting --step")
-    assert not player.done and player.view.widget.replay["next"]
+    widget = player.view.widget
+    assert not player.done and widget.replay["next"]
     while not player.done:
         player.next()
-    assert player.view.widget.statuses == "cc"
+    assert widget.statuses == "cc" and widget.ended and not widget.replay  # the record, its Next button gone
 
 
 def test_bad_input_is_a_usage_error_naming_it(ip: Any, stored: Any) -> None:
