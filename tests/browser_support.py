@@ -227,6 +227,33 @@ COLOUR_JS = r"""
   const ratio = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
 """
 
+#: ``COLOUR_JS`` and ``texts(root, skip)``: every visible text under ``root`` (one per element; an
+#: element ``skip`` answers true for is left out) with its WCAG contrast ``ratio`` against what is
+#: behind it, opacity included, as ``{ el, text, ratio, fg, bg }``
+TEXT_CONTRAST_JS = COLOUR_JS + r"""
+  function opacity(el) {
+    let o = 1;
+    for (let e = el; e && e.nodeType === 1; e = e.parentElement) o *= parseFloat(getComputedStyle(e).opacity);
+    return o;
+  }
+  function texts(root, skip) {
+    const found = [], seen = new Set();
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+      const node = walker.currentNode, el = node.parentElement;
+      if (!node.textContent.trim() || !el || seen.has(el) || !el.getClientRects().length || (skip && skip(el))) continue;
+      seen.add(el);
+      const cs = getComputedStyle(el);
+      if (cs.visibility === 'hidden' || cs.display === 'none') continue;
+      const bg = behind(el), c = parse(cs.color);
+      const fg = over([c[0], c[1], c[2], c[3] * opacity(el)], bg);
+      found.push({ el, text: node.textContent.trim(), ratio: ratio(fg, bg), fg: fg.slice(0, 3).map(Math.round),
+                   bg: bg.slice(0, 3).map(Math.round) });
+    }
+    return found;
+  }
+"""
+
 
 # ------------------------------------------------------------------ what every browser test shares
 # (the fixtures and helpers the browser tests and the first-hour test use: one copy, here)
@@ -316,3 +343,45 @@ def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 def _shot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator(".planbook-live").first.screenshot(path=str(ARTIFACTS / f"browser-{name}.png"))
+
+
+def open_notebook(page: Any, lab: Lab, name: str, *, kernel: bool = True) -> None:
+    """Open notebook ``name`` in JupyterLab and wait for its cells (and, ``kernel``, its kernel idle)."""
+    page.goto(lab.url(f"/lab/tree/{name}?token={lab.token}&reset"))
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
+    if kernel:
+        page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
+
+
+@contextlib.contextmanager
+def notebook_page(browser: Any, lab: Lab, name: str, *, height: int = 1000) -> Iterator[tuple[Any, list[str]]]:
+    """A new page with notebook ``name`` open in JupyterLab, its kernel idle, and the page's uncaught
+    errors as they come; the page closes and every kernel shuts down after."""
+    context = browser.new_context(viewport={"width": 1280, "height": height})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(f"{exc} {exc.stack or ''}"))
+    try:
+        open_notebook(page, lab, name)
+        yield page, errors
+    finally:
+        context.close()
+        lab.delete_sessions()
+
+
+def save_notebook(page: Any) -> None:
+    """Save the current notebook through JupyterLab and wait until the file is written."""
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")  # awaits the save
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=20_000)
+
+
+def saved_outputs(path: Path) -> list[dict[str, Any]]:
+    """Every code cell's outputs in the notebook file at ``path``, in order."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+
+
+def output_text(output: dict[str, Any], mime: str) -> str:
+    """An output's ``mime`` data as one string (empty when it has none)."""
+    value = output.get("data", {}).get(mime, "")
+    return "".join(value) if isinstance(value, list) else str(value)

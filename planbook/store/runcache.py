@@ -52,6 +52,9 @@ class RunCache:
         self._status_changes: dict[str, str] = {}
         self._statuses_replaced: dict[str, str] | None = None
         self.row_status = self.next_row_status = row_status
+        #: the redactor's patterns when the run's goal, plan and step rows were last all written
+        #: (None: not known): a secret learned since makes the next write write them all again
+        self.masked_with: object = None
         self.checks: DeferredChecks | None = None
         self._deferred = DeferredChecks(redactor)
         #: the counters last written, as :func:`~planbook.store.base.counters_key` gives them

@@ -100,6 +100,7 @@ class SQLiteWrites(SQLiteConnection):
                     rows = [self._step_row(cache, run_id, st, pos) for pos, st in enumerate(plan.steps)]
                 con.executemany(_INSERT_STEP, rows)
             cache.commit()
+            cache.masked_with = self.redactor.patterns
             return cache
 
         self._caches[run_id] = self._write(write)
@@ -176,6 +177,9 @@ class SQLiteWrites(SQLiteConnection):
             cache.next_table_empty = False
 
         self._run_write(run_id, write)
+        cache = self._caches.get(run_id)
+        if cache is not None:
+            cache.masked_with = self.redactor.patterns
         if state.status in ("completed", "failed"):
             self._caches.pop(run_id, None)  # a finished run is written no more: drop what made it fast
 
@@ -184,6 +188,12 @@ class SQLiteWrites(SQLiteConnection):
         that just ended points at its history entry), the counters. The run's row is written
         too only when its status or reason changed (a pause, the end, waiting for approval)."""
         steps = [step] if isinstance(step, Step) else list(step)
+        cache = self._caches.get(run_id)
+        if cache is not None and cache.masked_with is not self.redactor.patterns:
+            # a secret learned since the run's row and its steps were written (a step's result a
+            # later step passes as a token; a goal that names it): all of it again, masked now
+            self.save_state(run_id, state)
+            return
 
         def write(con: sqlite3.Connection, cache: RunCache) -> None:
             history, events, calls = self._gained(cache, state)

@@ -185,6 +185,14 @@ class LiveView:
             return
         self.updates += 1
 
+    def draw_here(self) -> None:
+        """Draw now, on the calling thread, which draws the view from now on: for a view nothing
+        else draws (a replay stepped by its Next button). The button's messages come on whatever
+        thread the kernel gives a widget's messages: JupyterLab has a subshell for them, so not
+        the thread that made the view, and :meth:`flush` would leave every step pending."""
+        self.thread = threading.get_ident()
+        self.flush()
+
     def _detach(self) -> None:
         self.runner.unsubscribe(self)
         self.runner.remove_heartbeat(self.beat)

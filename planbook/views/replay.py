@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -325,6 +326,8 @@ class Replay:
         self.sleep, self.clock = sleep, clock
         self.bridge: LiveView | Any = None
         self.view: Any = None  # the PlanView, where widgets run
+        #: one moment at a time: a click (on the kernel's widget thread) and a cell's next() may meet
+        self._stepping = threading.Lock()
 
     @property
     def done(self) -> bool:
@@ -378,16 +381,17 @@ class Replay:
     def next(self) -> int:
         """Show the next moment (a step starting or ending, a plan changing); how many events it took.
         The last one turns the view into the run's record."""
-        if self.source.done:
-            return 0
-        count = self.source.moment()
-        self.moments += 1
-        if self.bridge is not None:
-            self.bridge.flush()
-        self._line()
-        if self.source.done:
-            self.end()
-        return count
+        with self._stepping:
+            if self.source.done:
+                return 0
+            count = self.source.moment()
+            self.moments += 1
+            if self.bridge is not None:
+                self.bridge.draw_here()
+            self._line()
+            if self.source.done:
+                self.end()
+            return count
 
     def play(self, tick: float = 0.1) -> "Replay":
         """Re-emit every event at the replay's pace, drawing between them; the view ends as the run's

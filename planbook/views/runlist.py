@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..data.wording import plural
-from ..outbound import one_line
+from ..outbound import mask_text, one_line
 from ..store.base import LISTED_SETTINGS, RunSummary
 from .html import DIM, TONE_COLORS, box, esc, fg
 from .publish import ensure_checkpoint
@@ -137,7 +137,9 @@ def run_label(summary: RunSummary, tree: bool = False) -> str:
 
 
 def _goal(summary: RunSummary) -> str:
-    goal = one_line(summary.goal)  # a line break in a goal must not forge a row
+    """A goal masked whole before it is cut: a secret cut in half is no longer one the exit
+    finds, and its first half would be listed."""
+    goal = one_line(mask_text(summary.goal))  # a line break in a goal must not forge a row
     return goal if len(goal) <= GOAL_WIDTH else goal[:GOAL_WIDTH - 1] + "…"
 
 

@@ -22,12 +22,12 @@ import pytest
 
 from browser_support import (
     COLOUR_JS,
-    KERNEL_IDLE_JS,
     RUN_TIMEOUT_MS,
     Lab,
     _command,
     _shot,
     execute_notebook,
+    notebook_page,
     set_theme,
     write_notebook,
 )
@@ -52,14 +52,7 @@ def _live(page: Any, index: int) -> Any:
 def test_fork_from_here_shows_the_childs_live_view(lab: Lab, browser: Any) -> None:
     name = "fork-live.ipynb"
     write_notebook(lab.root / name, CELLS)
-    context = browser.new_context(viewport={"width": 1280, "height": 1400})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(f"{exc} {exc.stack or ''}"))
-    try:
-        page.goto(lab.url(f"/lab/tree/{name}?token={lab.token}&reset"))
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
-        page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
+    with notebook_page(browser, lab, name, height=1400) as (page, errors):
         _command(page, "notebook:run-all-cells")
 
         parent = _live(page, 0)
@@ -107,10 +100,6 @@ def test_fork_from_here_shows_the_childs_live_view(lab: Lab, browser: Any) -> No
         child_record = page.locator(".planbook-record", has=page.locator(".planbook-lineage"))
         assert "sent 6" in (child_record.text_content() or "")  # a1 = 0 + 5, a2 = a1 + 1 (a closed pane's text)
         assert not errors, errors
-    finally:
-        page.close()
-        context.close()
-        lab.delete_sessions()
 
 
 THEMES = ("JupyterLab Light", "JupyterLab Dark")

@@ -16,13 +16,23 @@ Run it alone with ``pytest -m browser tests/browser/test_browser_kernel_restart.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from browser_support import ARTIFACTS, KERNEL_IDLE_JS, RUN_TIMEOUT_MS, Lab, _command, write_notebook
+from browser_support import (
+    ARTIFACTS,
+    KERNEL_IDLE_JS,
+    RUN_TIMEOUT_MS,
+    Lab,
+    _command,
+    notebook_page,
+    open_notebook,
+    output_text,
+    save_notebook,
+    saved_outputs,
+    write_notebook,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -43,21 +53,6 @@ def _cells(store: str, background: bool) -> list[str]:
     ]
 
 
-def _save(page: Any) -> None:
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")  # awaits the save
-    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=20_000)
-
-
-def _outputs(path: Path) -> list[dict[str, Any]]:
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    return [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
-
-
-def _text(output: dict[str, Any], mime: str) -> str:
-    value = output.get("data", {}).get(mime, "")
-    return "".join(value) if isinstance(value, list) else str(value)
-
-
 @pytest.mark.parametrize(("mode", "store", "words"), [
     ("foreground", "runs.sqlite", "`%run_plan waits --resume` continues it"),
     ("background", "off", "its progress is lost"),
@@ -67,14 +62,7 @@ def test_a_kernel_restart_during_a_run_is_said_and_saved_as_a_record(
 ) -> None:
     name = f"restart-{mode}.ipynb"
     write_notebook(lab.root / name, _cells(store, mode == "background"))
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(f"{exc} {exc.stack or ''}"))
-    try:
-        page.goto(lab.url(f"/lab/tree/{name}?token={lab.token}&reset"))
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
-        page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
+    with notebook_page(browser, lab, name) as (page, errors):
         _command(page, "notebook:run-all-cells")
         live = page.locator(".planbook-live").first
         live.locator(".pb-row.planbook-completed[data-step='s1']").wait_for(timeout=RUN_TIMEOUT_MS)
@@ -102,19 +90,18 @@ def test_a_kernel_restart_during_a_run_is_said_and_saved_as_a_record(
         ARTIFACTS.mkdir(exist_ok=True)
         live.screenshot(path=str(ARTIFACTS / f"browser-kernel-restart-{mode}.png"))
 
-        _save(page)
-        outputs = _outputs(lab.root / name)
+        save_notebook(page)
+        outputs = saved_outputs(lab.root / name)
         assert not [o for o in outputs if WIDGET_MIME in o.get("data", {})], "the saved notebook keeps the widget"
-        kept = [o for o in outputs if "planbook-kernel-gone" in _text(o, "text/html")]
+        kept = [o for o in outputs if "planbook-kernel-gone" in output_text(o, "text/html")]
         assert len(kept) == 1, outputs
-        assert words in _text(kept[0], "text/plain")
-        assert "[✓] s1" in _text(kept[0], "text/plain")
+        assert words in output_text(kept[0], "text/plain")
+        assert "[✓] s1" in output_text(kept[0], "text/plain")
         # the page shows the view again once the file is written, still saying the kernel went
         live.locator(".planbook-kernel-gone").wait_for(timeout=10_000)
 
         lab.delete_sessions()
-        page.goto(lab.url(f"/lab/tree/{name}?token={lab.token}&reset"))
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
+        open_notebook(page, lab, name, kernel=False)
         record = page.locator(".planbook-gone-record")
         record.locator("tr[data-step='s1']", has_text="[✓]").wait_for(timeout=30_000)
         assert words in record.locator(".planbook-kernel-gone").inner_text()
@@ -122,6 +109,3 @@ def test_a_kernel_restart_during_a_run_is_said_and_saved_as_a_record(
         assert page.get_by_text(ERROR).count() == 0
         record.screenshot(path=str(ARTIFACTS / f"browser-kernel-restart-{mode}-reopened.png"))
         assert not errors, errors
-    finally:
-        context.close()
-        lab.delete_sessions()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from browser_support import COLOUR_JS, KERNEL_IDLE_JS, RUN_TIMEOUT_MS, Lab, _command, set_theme, write_notebook
+from browser_support import RUN_TIMEOUT_MS, TEXT_CONTRAST_JS, Lab, _command, notebook_page, set_theme, write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -32,32 +32,14 @@ THEMES = ("JupyterLab Light", "JupyterLab Dark")
 
 # every visible text of the live views (buttons included): its contrast against what is behind it
 CONTRAST_JS = r"""() => {
-""" + COLOUR_JS + r"""
-  function opacity(el) {
-    let o = 1;
-    for (let e = el; e && e.nodeType === 1; e = e.parentElement) o *= parseFloat(getComputedStyle(e).opacity);
-    return o;
-  }
+""" + TEXT_CONTRAST_JS + r"""
   const failures = [], buttons = [];
   let checked = 0;
   for (const root of document.querySelectorAll('.planbook-live')) {
-    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-    const seen = new Set();
-    while (walker.nextNode()) {
-      const node = walker.currentNode, el = node.parentElement;
-      if (!node.textContent.trim() || !el || seen.has(el) || !el.getClientRects().length) continue;
-      if (el.closest('svg') || el.tagName === 'STYLE') continue;
-      seen.add(el);
-      const cs = getComputedStyle(el);
-      if (cs.visibility === 'hidden' || cs.display === 'none') continue;
-      const bg = behind(el);
-      let fg = parse(cs.color);
-      fg = over([fg[0], fg[1], fg[2], fg[3] * opacity(el)], bg);
-      const r = ratio(fg, bg);
+    for (const t of texts(root, el => el.closest('svg') || el.tagName === 'STYLE')) {
       checked++;
-      if (el.tagName === 'BUTTON') buttons.push(node.textContent.trim());
-      if (r < 4.5) failures.push({ text: node.textContent.trim().slice(0, 40), tag: el.tagName, ratio: +r.toFixed(2),
-        fg: fg.slice(0, 3).map(Math.round), bg: bg.slice(0, 3).map(Math.round) });
+      if (t.el.tagName === 'BUTTON') buttons.push(t.text);
+      if (t.ratio < 4.5) failures.push({ text: t.text.slice(0, 40), tag: t.el.tagName, ratio: +t.ratio.toFixed(2), fg: t.fg, bg: t.bg });
     }
   }
   return { checked, failures, buttons, light: document.body.dataset.jpThemeLight };
@@ -69,12 +51,7 @@ def test_the_live_views_controls_read_in_light_and_dark(browser: Any, lab: Lab) 
     try:
         for theme in THEMES:
             set_theme(lab, theme)
-            context = browser.new_context(viewport={"width": 1280, "height": 1000})
-            page = context.new_page()
-            try:
-                page.goto(lab.url(f"/lab/tree/live-contrast.ipynb?token={lab.token}&reset"))
-                page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
-                page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
+            with notebook_page(browser, lab, "live-contrast.ipynb") as (page, errors):
                 page.wait_for_function(f"() => document.body.dataset.jpThemeLight === "
                                        f"'{'true' if 'Light' in theme else 'false'}'", timeout=30_000)
                 _command(page, "notebook:run-all-cells")
@@ -99,8 +76,6 @@ def test_the_live_views_controls_read_in_light_and_dark(browser: Any, lab: Lab) 
                 page.wait_for_function("() => !document.querySelector('.planbook-live textarea.pb-editor')",
                                        timeout=RUN_TIMEOUT_MS)
                 page.wait_for_selector(".planbook-record", timeout=RUN_TIMEOUT_MS)
-            finally:
-                context.close()
-                lab.delete_sessions()
+                assert not errors, (theme, errors)
     finally:
         set_theme(lab, "JupyterLab Light")

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from browser_support import KERNEL_IDLE_JS, RUN_TIMEOUT_MS, Lab, _command, write_notebook
+from browser_support import RUN_TIMEOUT_MS, Lab, _command, notebook_page, write_notebook
 from planbook.data.timeline import Execution
 from planbook.views import charts, html
 
@@ -52,12 +52,7 @@ def _caption(page: Any, nth: int) -> str:
 
 def test_lanes_are_real_overlap_in_time(browser: Any, lab: Lab) -> None:  # noqa: F811
     write_notebook(lab.root / "live-timeline.ipynb", _cells())
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    try:
-        page.goto(lab.url(f"/lab/tree/live-timeline.ipynb?token={lab.token}&reset"))
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
-        page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
+    with notebook_page(browser, lab, "live-timeline.ipynb") as (page, errors):
         _command(page, "notebook:run-all-cells")
         page.wait_for_selector(".planbook-live .pb-row.planbook-in_progress[data-step='w']", timeout=RUN_TIMEOUT_MS)
         caption = _caption(page, 0)
@@ -71,9 +66,7 @@ def test_lanes_are_real_overlap_in_time(browser: Any, lab: Lab) -> None:  # noqa
         (lab.root / "release-two").write_text("go", encoding="utf-8")
         page.wait_for_function("() => document.querySelectorAll('.planbook-record').length === 2",
                                timeout=RUN_TIMEOUT_MS)
-    finally:
-        context.close()
-        lab.delete_sessions()
+        assert not errors, errors
 
 
 def _summary_cells() -> list[str]:
@@ -103,12 +96,7 @@ def test_a_long_run_is_summarised_and_an_interrupted_bar_is_amber(browser: Any, 
     for leftover in ("release-many", "release-cut", "cut-once"):
         (lab.root / leftover).unlink(missing_ok=True)
     write_notebook(lab.root / "live-summary.ipynb", _summary_cells())
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    try:
-        page.goto(lab.url(f"/lab/tree/live-summary.ipynb?token={lab.token}&reset"))
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
-        page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
+    with notebook_page(browser, lab, "live-summary.ipynb") as (page, errors):
         _command(page, "notebook:run-all-cells")
         page.wait_for_selector(".planbook-live .pb-row.planbook-in_progress[data-step='w']", timeout=RUN_TIMEOUT_MS)
         # the record's words (charts.timeline_html), past MAX_BARS executions
@@ -138,9 +126,7 @@ def test_a_long_run_is_summarised_and_an_interrupted_bar_is_amber(browser: Any, 
         (lab.root / "release-cut").write_text("go", encoding="utf-8")
         page.wait_for_function("() => document.querySelectorAll('.planbook-record').length === 3",
                                timeout=RUN_TIMEOUT_MS)
-    finally:
-        context.close()
-        lab.delete_sessions()
+        assert not errors, errors
 
 
 # planview.js as a module of its own, with its timeline's helpers exported (no Lab: the functions alone)

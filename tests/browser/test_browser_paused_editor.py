@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from browser_support import KERNEL_IDLE_JS, RUN_TIMEOUT_MS, Lab, _command, write_notebook
+from browser_support import RUN_TIMEOUT_MS, Lab, _command, notebook_page, write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -30,12 +30,7 @@ LIVE = ".planbook-live"
 
 def test_a_paused_runs_editor_saves_closes_and_shows_the_new_call(browser: Any, lab: Lab) -> None:
     write_notebook(lab.root / "paused-editor.ipynb", CELLS)
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    try:
-        page.goto(lab.url(f"/lab/tree/paused-editor.ipynb?token={lab.token}&reset"))
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
-        page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
+    with notebook_page(browser, lab, "paused-editor.ipynb") as (page, errors):
         _command(page, "notebook:run-all-cells")
         page.wait_for_selector(f"{LIVE} .pb-row[data-step='send'] button[data-decide='approve']", timeout=RUN_TIMEOUT_MS)
         page.locator(f"{LIVE} button[data-control='pause']").click()
@@ -57,6 +52,4 @@ def test_a_paused_runs_editor_saves_closes_and_shows_the_new_call(browser: Any, 
         shown = page.locator(call).inner_text()
         assert "write Summarize them" not in shown, shown
         assert page.locator(f"{LIVE} button[data-control='continue']").count() == 1  # still paused
-    finally:
-        context.close()
-        lab.delete_sessions()
+        assert not errors, errors

@@ -12,12 +12,21 @@ Run it alone with ``pytest -m browser tests/browser/test_browser_removed_executi
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from browser_support import KERNEL_IDLE_JS, RUN_TIMEOUT_MS, Lab, _command, write_notebook
+from browser_support import (
+    KERNEL_IDLE_JS,
+    RUN_TIMEOUT_MS,
+    Lab,
+    _command,
+    notebook_page,
+    output_text,
+    save_notebook,
+    saved_outputs,
+    write_notebook,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -54,14 +63,7 @@ def _check_pane(text: str) -> None:
 def test_the_pane_of_a_removed_failed_execution_opens_live_and_in_the_saved_record(browser: Any, lab: Lab) -> None:
     (lab.root / "release-removed").unlink(missing_ok=True)
     write_notebook(lab.root / NAME, CELLS)
-    context = browser.new_context(viewport={"width": 1280, "height": 1100})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    try:
-        page.goto(lab.url(f"/lab/tree/{NAME}?token={lab.token}&reset"))
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
-        page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
+    with notebook_page(browser, lab, NAME, height=1100) as (page, errors):
         _command(page, "notebook:run-all-cells")
         # the replanned run waits in gamma: the kernel is busy, every click is answered in the browser
         page.wait_for_selector(f"{LIVE} .pb-row.planbook-in_progress[data-step='gamma']", timeout=RUN_TIMEOUT_MS)
@@ -73,7 +75,7 @@ def test_the_pane_of_a_removed_failed_execution_opens_live_and_in_the_saved_reco
         removed.click()
         _check_pane(_pane_text(page))
         removed.click()  # closes it
-        assert live.locator(".pb-execution-pane").count() == 0
+        live.locator(".pb-execution-pane").wait_for(state="detached", timeout=10_000)
         # the red bar of the Timeline opens the same pane
         live.locator(".pb-tab[data-tab='timeline']").click()
         bar = live.locator("svg.pb-gantt .pb-bar-ex.pb-failed[data-step='beta']")
@@ -83,7 +85,7 @@ def test_the_pane_of_a_removed_failed_execution_opens_live_and_in_the_saved_reco
         # the step still in the plan opens its own pane, not an execution's
         live.locator("svg.pb-gantt .pb-bar-ex[data-step='alpha']").click()
         page.locator(f"{LIVE} .pb-pane[data-pane='alpha']").wait_for(timeout=RUN_TIMEOUT_MS)
-        assert live.locator(".pb-execution-pane").count() == 0
+        live.locator(".pb-execution-pane").wait_for(state="detached", timeout=10_000)
         (lab.root / "release-removed").write_text("go", encoding="utf-8")
         page.wait_for_selector(".planbook-record", timeout=RUN_TIMEOUT_MS)
         page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
@@ -94,12 +96,9 @@ def test_the_pane_of_a_removed_failed_execution_opens_live_and_in_the_saved_reco
         group.locator("details.planbook-pane summary").first.click()
         _check_pane(str(group.locator(".planbook-execution-pane[data-pane='beta']").inner_text()))
         # and as the saved file keeps it
-        _command(page, "docmanager:save")
-        page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
-        saved = json.loads((lab.root / NAME).read_text(encoding="utf-8"))
-        outputs = [o for c in saved["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
-        records = ["".join(o["data"]["text/html"]) for o in outputs if "text/html" in o.get("data", {})
-                   and "planbook-record" in "".join(o["data"]["text/html"])]
+        save_notebook(page)
+        outputs = saved_outputs(lab.root / NAME)
+        records = [html for o in outputs if "planbook-record" in (html := output_text(o, "text/html"))]
         assert len(records) == 1, [list(o.get("data", {})) for o in outputs]
         kept = records[0]
         assert 'class="planbook-removed-steps" data-revision="2"' in kept
@@ -107,6 +106,3 @@ def test_the_pane_of_a_removed_failed_execution_opens_live_and_in_the_saved_reco
         for words in ("ConnectionError: beta is down today", "Traceback (most recent call last)", "fetching beta now"):
             assert words in kept, words
         assert not errors, errors
-    finally:
-        context.close()
-        lab.delete_sessions()

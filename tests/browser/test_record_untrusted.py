@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from browser_support import (
-    COLOUR_JS,
+    TEXT_CONTRAST_JS,
     Lab,
     chromium_path,
     execute_notebook,
@@ -135,12 +135,7 @@ READ_JS = r"""() => {
     out.trusted = cells.some(c => c.model.trusted);
   }
   out.light = document.body.dataset.jpThemeLight;
-""" + COLOUR_JS + r"""
-  function opacity(el) {
-    let o = 1;
-    for (let e = el; e && e.nodeType === 1; e = e.parentElement) o *= parseFloat(getComputedStyle(e).opacity);
-    return o;
-  }
+""" + TEXT_CONTRAST_JS + r"""
   const box = e => { const r = e.getBoundingClientRect(); return [r.width, r.height]; };
   for (const root of document.querySelectorAll('.planbook-record')) {
     root.querySelectorAll('details').forEach(d => d.open = true);
@@ -149,23 +144,9 @@ READ_JS = r"""() => {
     tags['div'] = (tags['div'] || 0) + 1;  // the root itself
     const styled = [root, ...root.querySelectorAll('[style]')].map(e => (e.getAttribute('style') || '').split(';')
       .filter(p => p.includes(':')).map(p => p.split(':')[0].trim().toLowerCase()).sort());
-    const failures = []; let checked = 0;
-    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-    const seen = new Set();
-    while (walker.nextNode()) {
-      const node = walker.currentNode, el = node.parentElement;
-      if (!node.textContent.trim() || !el || seen.has(el) || !el.getClientRects().length) continue;
-      seen.add(el);
-      const cs = getComputedStyle(el);
-      if (cs.visibility === 'hidden' || cs.display === 'none') continue;
-      const bg = behind(el);
-      let fg = parse(cs.color);
-      fg = over([fg[0], fg[1], fg[2], fg[3] * opacity(el)], bg);
-      const r = ratio(fg, bg);
-      checked++;
-      if (r < 4.5) failures.push({ text: node.textContent.trim().slice(0, 40), ratio: +r.toFixed(2),
-        fg: fg.slice(0, 3).map(Math.round), bg: bg.slice(0, 3).map(Math.round) });
-    }
+    const shown = texts(root), checked = shown.length;
+    const failures = shown.filter(t => t.ratio < 4.5).map(t => ({ text: t.text.slice(0, 40), ratio: +t.ratio.toFixed(2),
+                                                                  fg: t.fg, bg: t.bg }));
     const rows = Array.from(root.querySelectorAll('table.planbook-steps > tbody > tr'));
     out.records.push({
       svg: root.querySelectorAll('svg').length, tags, styled,

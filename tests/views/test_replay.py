@@ -132,6 +132,32 @@ def test_step_mode_shows_one_moment_per_next_and_ends_as_the_record(ip: Any, mon
 
 
 
+def test_a_next_click_on_the_kernels_widget_thread_draws_the_moment(ip: Any, monkeypatch: Any) -> None:
+    """JupyterLab sends a widget's messages to a subshell of the kernel: a Next click is handled on
+    that thread, not the one that made the view. Each click must draw its moment there (it was left
+    pending for a thread that never drew again: the rows, panes and Timeline stayed at the start
+    while the line counted the moments)."""
+    import threading
+
+    monkeypatch.setattr(replay_module, "choose_view", lambda: "widget")
+    result = replanned()
+    player = planbook.replay(result, step=True)
+    widget = player.view.widget
+    seen: list[str] = []
+
+    def click() -> None:  # as the subshell thread does
+        widget._handle_custom_msg({"type": "replay", "action": "next"}, [])
+        seen.append(widget.statuses)
+
+    for _ in range(3):
+        clicker = threading.Thread(target=click)
+        clicker.start()
+        clicker.join()
+    assert seen == ["nnn", "rnn", "cnn"], seen
+    assert widget.batch["bars"] and not player.bridge.pending
+    player.finish()
+
+
 def interrupted_then_resumed(tmp_path: Any, steps: int = 3) -> planbook.RunResult:
     """A run Ctrl-C stopped at its step s1 (a ``run.finished``, interrupted), resumed to its end."""
     stop = [True]
