@@ -124,7 +124,9 @@ def bounded(text: str, limit: int = TEXT_LIMIT) -> str:
     fragment of a secret that masking would have hidden whole)."""
     if len(text) <= limit:
         return text
+    if limit <= 0:  # nothing kept (a view's budget spent): the text's size only
+        return f"… [{len(text):,} characters left out] …"
     head = limit * 3 // 4
     tail = limit - head
     left_out = len(text) - head - tail
-    return f"{text[:head]}\n… [{left_out:,} characters left out of {len(text):,}] …\n{text[-tail:]}"
+    return f"{text[:head]}\n… [{left_out:,} characters left out of {len(text):,}] …\n{text[len(text) - tail:]}"

@@ -240,14 +240,6 @@ def _formatter() -> Any:
     return _standalone
 
 
-
-def cut_to(text: str, limit: int) -> str:
-    """``text`` within ``limit`` characters as :func:`planbook.outbound.bounded` cuts it, saying so; a
-    limit of 0 (a pane budget spent) keeps none of it (``bounded`` keeps its whole tail then: ``[-0:]``)."""
-    if limit > 0 or not text:
-        return bounded(text, limit)
-    return f"… [{len(text):,} characters left out] …"
-
 class PaneBudget:
     """The bytes of panes a view may still send (:data:`TOTAL_CAP` in all)."""
 
@@ -293,7 +285,7 @@ def pane(step: Step, results: Mapping[str, Any], *, origin: float | None, budget
     for key in ("task", "expect", "notes", "error"):
         value = getattr(step, key)
         if value:
-            data[key] = value = cut_to(show(value), cap)  # cut after masking, saying so
+            data[key] = value = bounded(show(value), cap)  # cut after masking, saying so
             used += len(value)
     if step.needs:
         data["needs"] = list(step.needs)
@@ -388,7 +380,7 @@ def execution_pane(ex: Execution, entry: Step | None, step: Step | None, results
         data = {"call": ex.step, "start": since(ex.start, origin), "end": since(ex.end, origin),
                 "duration": ex.duration, "attempts": ex.attempt}
         if ex.error:
-            data["error"] = cut_to(gate.text(ex.error) if gate is not None else ex.error, budget.cap())
+            data["error"] = bounded(gate.text(ex.error) if gate is not None else ex.error, budget.cap())
     data.pop("status_text", None)
     data.update(status=execution_status(ex), execution=ex.execution, step=ex.step, attempt=ex.attempt,
                 revision=ex.revision, worker=ex.worker)
