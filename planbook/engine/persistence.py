@@ -10,11 +10,13 @@ asks about first).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.gcwindow import collector_paused, worth_keeping
 from ..data.models import Step
-from ..store.base import ClaimingStore, RedactingStore, RunStore
+
+if TYPE_CHECKING:  # a run without a store never loads the store package (import planbook stays light)
+    from ..store.base import RunStore
 
 #: how the note on a step begins when the cache was asked for and this call could not use it
 UNCACHED_NOTE = "not cached: "
@@ -24,6 +26,8 @@ class RunRecorder:
     """Writes one run to one store; owns the step cache lookups of that run."""
 
     def __init__(self, store: RunStore, *, cache: bool | None, run_id: str | None = None, secrets: Any = None) -> None:
+        from ..store.base import RedactingStore  # loaded already: a store was made
+
         self.store = store
         if secrets is not None and isinstance(store, RedactingStore):
             # the run's secrets (a password arg, a token a step returned) reach the file as ***
@@ -64,6 +68,8 @@ class RunRecorder:
         claim it, so a run another live process took meanwhile stops here, before anything runs."""
         if self._claimed or state.status != "running":
             return
+        from ..store.base import ClaimingStore
+
         if isinstance(self.store, ClaimingStore) and self.run_id is not None:
             # this process wrote it last: anyone else meanwhile makes its state stale
             self.store.claim_run(self.run_id, mine=True)
@@ -138,6 +144,8 @@ class RunRecorder:
         return key
 
     def _secret_text(self) -> Any:
+        from ..store.base import RedactingStore
+
         if not isinstance(self.store, RedactingStore):
             return None
         redactor = self.store.redactor

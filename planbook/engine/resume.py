@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ..data.errors import NothingToResume, ResumeError
 from ..data.models import Plan, RunResult, Status
 from ..data.render import render
 from ..data.stepmark import StepMark
 from ..outbound import mask_text
-from ..store.base import ClaimingStore, RunStore, RunSummary, StoredRun, StoreLike
 from ..workers.agents import AgentsLike
 from ..workers.planners import Planner
 from ..workers.tools import ToolsLike, as_toolbox
 from .config import DEFAULTS, resumed_options
 from .runner import Runner
 from .state import INTERRUPTED_NOTE, RunState
+
+if TYPE_CHECKING:  # the store package loads when a store is opened, not with import planbook
+    from ..store.base import RunStore, RunSummary, StoredRun, StoreLike
 
 
 def _open(store: StoreLike, *, readonly: bool = False) -> RunStore:
@@ -38,7 +40,7 @@ def _open(store: StoreLike, *, readonly: bool = False) -> RunStore:
     return open_store(store, readonly=readonly)
 
 
-class RunList(list[RunSummary]):
+class RunList(list["RunSummary"]):
     """The runs :func:`runs` lists: a list of :class:`~planbook.store.base.RunSummary` (index it,
     loop over it, as ever) that a notebook shows as a table — each run's verdict, steps by status,
     duration, start (``today 14:03``) and the settings the listed runs differ in — and
@@ -265,6 +267,7 @@ def _claim(store: RunStore, stored: StoredRun, force: bool) -> None:
     by several processes implement ``claim_run``); the claim also checks that the run was
     not written since it was loaded."""
     from ..data.errors import RunClaimed
+    from ..store.base import ClaimingStore
 
     if not isinstance(store, ClaimingStore):
         return  # a store only this process writes

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.wording import plural
 from ..outbound import mask_text, one_line
-from ..store.base import LISTED_SETTINGS, RunSummary
 from .html import DIM, TONE_COLORS, box, esc, fg
 from .publish import ensure_checkpoint
+
+if TYPE_CHECKING:  # a list of runs comes from a store: the store package is loaded by then, not here
+    from ..store.base import RunSummary
 
 #: how long a goal may be in a row (the rest is cut with …)
 GOAL_WIDTH = 48
@@ -117,6 +119,8 @@ def differing_settings(listed: Sequence[RunSummary]) -> list[str]:
     """The settings (:data:`LISTED_SETTINGS`) whose values differ between the listed runs (a damaged
     row's are not counted): only those are worth a column."""
     found = []
+    from ..store.base import LISTED_SETTINGS
+
     for name in LISTED_SETTINGS:
         values = {repr((getattr(s, "settings", None) or {}).get(name)) for s in listed if not getattr(s, "damage", None)}
         if len(values) > 1:
