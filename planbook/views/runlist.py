@@ -140,7 +140,7 @@ def run_label(summary: RunSummary, tree: bool = False) -> str:
     return ("   " * (depth - 1) + "└─ " if depth else "") + one_line(summary.run_id)
 
 
-def _goal(summary: RunSummary) -> str:
+def goal_text(summary: RunSummary) -> str:
     """A goal masked whole before it is cut: a secret cut in half is no longer one the exit
     finds, and its first half would be listed."""
     goal = one_line(mask_text(summary.goal))  # a line break in a goal must not forge a row
@@ -157,7 +157,7 @@ def rows(listed: Sequence[RunSummary], *, tree: bool = False, now: float | None 
         table.append([
             run_label(s, tree), one_line(verdict(s)), "?" if damaged else f"{s.steps_done}/{s.steps_total}",
             counts_text(s), "?" if damaged else took_text(s), "?" if damaged else str(s.model_calls),
-            when_text(s.started, now), *(setting_text(s, n) for n in settings), _goal(s),
+            when_text(s.started, now), *(setting_text(s, n) for n in settings), goal_text(s),
         ])
     return table
 

@@ -62,7 +62,7 @@ def test_the_run_list_shows_no_piece_of_it_in_another_process(tmp_path: Path) ->
 
 def test_the_run_list_masks_a_goal_whole_before_cutting_it() -> None:
     from planbook.outbound import remember
-    from planbook.views.runlist import GOAL_WIDTH, _goal
+    from planbook.views.runlist import GOAL_WIDTH, goal_text
 
     secret = "cutcanary-ASDFGHJK-5647382910"
     remember([secret])
@@ -73,6 +73,6 @@ def test_the_run_list_masks_a_goal_whole_before_cutting_it() -> None:
 
     summary = Summary()
     summary.goal = goal  # type: ignore[attr-defined]
-    shown = _goal(summary)  # type: ignore[arg-type]
+    shown = goal_text(summary)  # type: ignore[arg-type]
     assert "***" in shown
     assert not any(secret[i:i + 6] in shown for i in range(len(secret) - 5))
