@@ -118,9 +118,9 @@ def when_text(when: Any, now: float | None = None) -> str:
 def differing_settings(listed: Sequence[RunSummary]) -> list[str]:
     """The settings (:data:`LISTED_SETTINGS`) whose values differ between the listed runs (a damaged
     row's are not counted): only those are worth a column."""
-    found = []
     from ..store.base import LISTED_SETTINGS
 
+    found = []
     for name in LISTED_SETTINGS:
         values = {repr((getattr(s, "settings", None) or {}).get(name)) for s in listed if not getattr(s, "damage", None)}
         if len(values) > 1:
