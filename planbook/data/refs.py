@@ -82,13 +82,17 @@ def resolve(value: Any, results: Mapping[str, Any]) -> Any:
         if "$" not in value:
             return value
         whole = WHOLE_REF.match(value)
-        if whole and is_step_id(whole.group(1)):
-            return results[whole.group(1)]
+        if whole:
+            name = whole.group(1)
+            # a name among the results is a step id (the plan's check said so): no need to ask again
+            if name in results or is_step_id(name):
+                return results[name]
 
         def sub(m: re.Match[str]) -> str:
             if m.group(0) == "$$":
                 return "$"
-            return str(results[m.group(1)]) if is_step_id(m.group(1)) else m.group(0)
+            name = m.group(1)
+            return str(results[name]) if name in results or is_step_id(name) else m.group(0)
 
         head, rest = closed_part(value)
         return INLINE_REF.sub(sub, head) + rest.replace("$$", "$")
