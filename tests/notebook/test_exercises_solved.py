@@ -90,12 +90,38 @@ def _solved_run(path: Path, tmp_path: Path) -> list[str]:
     return [_said(c) for c in nb.cells if "exercise-check" in c.metadata.get("tags", [])]
 
 
+def _plan_tool_changed(path: Path) -> str | None:
+    """Why the chapter's model cassette cannot play here (None when it can, or it has none): its
+    requests hold the plan tool's JSON schema as the pydantic it was recorded with wrote it, and an
+    older pydantic (the lowest-versions CI job's 2.5) writes it otherwise. nbval does not run the
+    notebooks there for the same reason; job 1 runs them on the versions the cassettes were made with."""
+    from planbook.llm.planner import submit_plan_tool
+
+    cassette = NOTEBOOKS / "cassettes" / f"{path.stem}.json"
+    if not cassette.exists():
+        return None
+    now = json.dumps(submit_plan_tool(), sort_keys=True)
+    for interaction in json.loads(cassette.read_text(encoding="utf-8"))["interactions"]:
+        body = interaction["request"].get("body")
+        tools = body.get("tools") if isinstance(body, dict) else None
+        for tool in tools or []:
+            if tool.get("function", {}).get("name") == "submit_plan" and json.dumps(tool, sort_keys=True) != now:
+                import pydantic
+
+                return (f"{cassette.name} was recorded with a plan tool schema pydantic {pydantic.VERSION} writes "
+                        "otherwise: its requests cannot match here")
+    return None
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_each_chapter_solved_says_right(path: Path, tmp_path: Path) -> None:
     """The chapter, run from its first cell with every exercise solved: each check says right."""
     if "08-" in path.name and importlib.util.find_spec("mcp_server_time") is None:
         pytest.skip("chapter 8 starts mcp-server-time: pip install -e '.[test,test-mcp]' installs it")
+    changed = _plan_tool_changed(path)
+    if changed:
+        pytest.skip(changed)
     for said in _solved_run(path, tmp_path):
         verdicts = _verdicts(said)
         assert verdicts and set(verdicts) == {"right"}, f"{path.name}: solved, a check said {said!r}"

@@ -321,8 +321,11 @@ def test_the_readme_one_liner_shows_the_view_and_keeps_its_record(kernel: Kernel
     reply, messages = kernel.execute(
         "import gc; gc.collect()\n"
         "from ipywidgets.widgets import widget as registry\n"
-        f"w = registry._instances.get({widget['model_id']!r})\n"
+        # ipywidgets 8.1 keeps live widgets in a module dict; 8.0 (the lowest pin) on the class
+        "instances = getattr(registry, '_instances', None) or registry.Widget._active_widgets\n"
+        f"w = instances.get({widget['model_id']!r})\n"
         "print(w is not None and w.comm is not None, 'planbook-record' in (w.saved.get('text/html') or ''))")
+    assert reply["status"] == "ok", reply
     text = "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream")
     assert text.split() == ["True", "True"], text
     assert os.environ.get("PLANBOOK_UNSAFE_UNMASKED") is None
