@@ -369,6 +369,11 @@ def notebook_page(browser: Any, lab: Lab, name: str, *, height: int = 1000) -> I
         lab.delete_sessions()
 
 
+#: the MIME type of a widget's output: a saved notebook must keep none (without its kernel it says
+#: "Error displaying widget")
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
 def save_notebook(page: Any) -> None:
     """Save the current notebook through JupyterLab and wait until the file is written."""
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")  # awaits the save

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from types import ModuleType
 from typing import Any
 
 from planbook import Event, RunResult, ScriptedPlanner, Toolbox
@@ -268,3 +270,24 @@ def mail_tools(sent: list[tuple[str, str]] | None = None) -> Toolbox:
         return f"sent {text} to {to}"
 
     return box
+
+
+def lines_run_in(module: ModuleType, work: Callable[[], Any]) -> int:
+    """How many lines of ``module`` run while ``work()`` runs: a test of how work grows with a run's
+    size that counts, not times (a busy machine changes a time, never a count)."""
+    count = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if frame.f_code.co_filename != module.__file__:
+            return None
+        if event == "line":
+            count += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        work()
+    finally:
+        sys.settrace(None)
+    return count

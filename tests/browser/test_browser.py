@@ -37,6 +37,7 @@ from browser_support import (
     ROOT,
     RUN_TIMEOUT_MS,
     TIMINGS,
+    WIDGET_MIME,
     Lab,
     _command,
     _require_chromium,
@@ -317,7 +318,6 @@ def test_a_finished_row_opens_while_the_run_goes(
 # ------------------------------------------------------------------ saved runs reopen, without a kernel
 #: the tutorials reopened: a first plan (with a pane opened from code) and failures with replans
 SAVED = ["01-first-plan.ipynb", "02-failure-and-replanning.ipynb"]
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 @pytest.fixture(scope="module")

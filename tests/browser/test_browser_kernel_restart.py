@@ -24,6 +24,7 @@ from browser_support import (
     ARTIFACTS,
     KERNEL_IDLE_JS,
     RUN_TIMEOUT_MS,
+    WIDGET_MIME,
     Lab,
     _command,
     notebook_page,
@@ -36,7 +37,6 @@ from browser_support import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 ERROR = "Error displaying widget"
 
 

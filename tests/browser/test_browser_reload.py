@@ -17,8 +17,6 @@ Run it alone with ``pytest -m browser tests/browser/test_browser_reload.py -p no
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,14 +25,16 @@ from browser_support import (
     ARTIFACTS,
     KERNEL_IDLE_JS,
     RUN_TIMEOUT_MS,
+    WIDGET_MIME,
     Lab,
     _command,
+    save_notebook,
+    saved_outputs,
     write_notebook,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def _cells(flag: str, background: bool) -> list[str]:
@@ -62,16 +62,6 @@ def _open(page: Any, server: Lab, front_end: str, name: str) -> None:
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
 
 
-def _save(page: Any) -> None:
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")  # awaits the save
-    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=20_000)
-
-
-def _outputs(path: Path) -> list[dict[str, Any]]:
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    return [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
-
-
 @pytest.mark.parametrize("front_end", ["lab", "notebook7"])
 @pytest.mark.parametrize("mode", ["foreground", "background"])
 def test_a_run_whose_page_was_reloaded_is_saved_as_its_record(
@@ -90,8 +80,8 @@ def test_a_run_whose_page_was_reloaded_is_saved_as_its_record(
         page.wait_for_function(KERNEL_IDLE_JS, timeout=30_000)
         _command(page, "notebook:run-all-cells")
         page.wait_for_selector(".planbook-live .pb-row.planbook-completed[data-step='s1']", timeout=RUN_TIMEOUT_MS)
-        _save(page)
-        assert any(WIDGET_MIME in o.get("data", {}) for o in _outputs(server.root / name))  # the live view is saved
+        save_notebook(page)
+        assert any(WIDGET_MIME in o.get("data", {}) for o in saved_outputs(server.root / name))  # the live view is saved
 
         page.reload()
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
@@ -103,8 +93,8 @@ def test_a_run_whose_page_was_reloaded_is_saved_as_its_record(
         record.locator("tr[data-step='s2']", has_text="[✓]").wait_for(timeout=RUN_TIMEOUT_MS)
         assert page.locator(".planbook-live").count() == 0
         assert page.get_by_text("Error displaying widget").count() == 0
-        _save(page)
-        outputs = _outputs(server.root / name)
+        save_notebook(page)
+        outputs = saved_outputs(server.root / name)
         assert not [o for o in outputs if WIDGET_MIME in o.get("data", {})], "the saved notebook keeps the widget"
         assert sum("planbook-record" in "".join(o.get("data", {}).get("text/html", "")) for o in outputs) == 1
 

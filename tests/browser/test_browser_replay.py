@@ -27,6 +27,7 @@ from browser_support import (
     ARTIFACTS,
     ROOT,
     RUN_TIMEOUT_MS,
+    WIDGET_MIME,
     Lab,
     _command,
     notebook_page,
@@ -39,7 +40,6 @@ from browser_support import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 NAME = "replay-02.ipynb"
 STEPPED = "%replay euros --step"
 

@@ -4,11 +4,11 @@ looks waiting everywhere (§5): the record, the live view's JSON and the graph, 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 
 import planbook
+from helpers import lines_run_in
 from planbook import Plan, ScriptedPlanner, Status, Toolbox
 from planbook.data.stepmark import StepMark
 from planbook.views import charts
@@ -209,7 +209,6 @@ def test_a_replan_that_removes_many_steps_lists_a_few_of_them_live_and_in_the_re
 def test_a_view_of_many_retried_steps_finds_their_earlier_executions_in_linear_work() -> None:
     """Each earlier execution's history entry was found by a pass over the executions before it (a view
     of 16,000 steps retried once: 27 s, now under 2). Counted in lines of panes.py run, not timed."""
-    import sys
 
     pytest.importorskip("anywidget")
     from planbook.views import panes
@@ -230,23 +229,11 @@ def test_a_view_of_many_retried_steps_finds_their_earlier_executions_in_linear_w
         spec = "steps:\n" + "".join(f"  - {{id: s{i}, tool: flaky, args: {{i: {i}}}}}\n" for i in range(n))
         result = planbook.run(spec, tools=tb, on_failure="retry", retries=1, max_steps=2 * n)
         assert result.executions == 2 * n
-        count = [0]
-
-        def trace(frame: Any, event: str, arg: Any) -> Any:
-            if frame.f_code.co_filename != panes.__file__:
-                return None
-            if event == "line":
-                count[0] += 1
-            return trace
-
-        sys.settrace(trace)
-        try:
-            view = PlanView(result)
-        finally:
-            sys.settrace(None)
-        assert len(view.executions.panes) == n  # each step's failed first attempt
-        view.close()
-        return count[0]
+        views: list[PlanView] = []
+        count = lines_run_in(panes, lambda: views.append(PlanView(result)))
+        assert len(views[0].executions.panes) == n  # each step's failed first attempt
+        views[0].close()
+        return count
 
     small, large = lines_run(50), lines_run(400)
     assert large < 12 * small, (small, large)  # 8× the steps: about 8× the work, not 64×

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import planbook
-from helpers import Kernel, started_kernel
+from helpers import Kernel, lines_run_in, started_kernel
 from planbook.views import replay as replay_module
 from planbook.views.live import LiveView
 from planbook.views.replay import MIN_GAP, MOMENTS, Replay, RunReplay, find_run, shown_gap
@@ -200,7 +200,6 @@ def test_a_run_interrupted_and_resumed_plays_its_interruption_and_leaves_the_res
 def test_a_long_run_replays_in_work_linear_in_its_events() -> None:
     """Each event finds its step's row at once: a scan of the plan per event made a 16,000-step run's
     replay take 78 s of work (0.3 s now). Counted in lines of this module run, not timed."""
-    import sys
 
     box = planbook.Toolbox()
 
@@ -211,23 +210,13 @@ def test_a_long_run_replays_in_work_linear_in_its_events() -> None:
     def lines_run(n: int) -> int:
         spec = "steps:\n" + "".join(f"  - {{id: s{i}, tool: ok, args: {{label: x{i}}}}}\n" for i in range(n))
         result = planbook.run(spec, tools=box, max_steps=n)
-        count = [0]
 
-        def trace(frame: Any, event: str, arg: Any) -> Any:
-            if frame.f_code.co_filename != replay_module.__file__:
-                return None
-            if event == "line":
-                count[0] += 1
-            return trace
-
-        sys.settrace(trace)
-        try:
+        def replay_all() -> None:
             source = RunReplay(result)
             while not source.done:
                 source.emit()
-        finally:
-            sys.settrace(None)
-        return count[0]
+
+        return lines_run_in(replay_module, replay_all)
 
     small, large = lines_run(100), lines_run(800)
     assert large < 10 * small, (small, large)  # 8× the steps: 8× the work, not 64×
